@@ -1,0 +1,73 @@
+"""GPU specs, measured ceilings, the Nsight Compute runner and the roofline analysis."""
+
+from kernelopt.hardware.ceilings import (
+    Ceilings,
+    default_cache_dir,
+    load_ceilings,
+    load_or_measure_ceilings,
+    measure_ceilings,
+    save_ceilings,
+)
+from kernelopt.hardware.ncu import (
+    DEFAULT_METRICS,
+    NCU_METRICS,
+    KernelMetrics,
+    NcuCache,
+    NcuProfile,
+    aggregate_kernels,
+    default_metrics,
+    find_ncu,
+    ncu_cache_key,
+    ncu_unavailable_reason,
+    parse_ncu_csv,
+    run_ncu,
+)
+from kernelopt.hardware.roofline import (
+    Bound,
+    FloorEstimate,
+    Roofline,
+    RooflineAnalyzer,
+    RooflineConfig,
+    dtype_name,
+    floor_from_counts,
+)
+from kernelopt.hardware.specs import (
+    GPU_SPECS_DATABASE,
+    GPUSpec,
+    UnknownGPUError,
+    detect_gpu_spec,
+    get_gpu_spec,
+)
+
+__all__ = [
+    "DEFAULT_METRICS",
+    "GPU_SPECS_DATABASE",
+    "NCU_METRICS",
+    "Bound",
+    "Ceilings",
+    "FloorEstimate",
+    "GPUSpec",
+    "KernelMetrics",
+    "NcuCache",
+    "NcuProfile",
+    "Roofline",
+    "RooflineAnalyzer",
+    "RooflineConfig",
+    "UnknownGPUError",
+    "aggregate_kernels",
+    "default_cache_dir",
+    "default_metrics",
+    "detect_gpu_spec",
+    "dtype_name",
+    "find_ncu",
+    "floor_from_counts",
+    "get_gpu_spec",
+    "load_ceilings",
+    "load_or_measure_ceilings",
+    "measure_ceilings",
+    "ncu_cache_key",
+    "ncu_unavailable_reason",
+    "parse_ncu_csv",
+    "run_ncu",
+    "save_ceilings",
+]

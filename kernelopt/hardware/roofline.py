@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
+
+from kernelopt.hardware.ncu import (
+    DRAM_BYTES_READ,
+    DRAM_BYTES_WRITE,
+    DRAM_THROUGHPUT_PCT,
+    GPU_TIME,
+    MEMORY_THROUGHPUT_PCT,
+    SM_THROUGHPUT_PCT,
+    TENSOR_ACTIVE_PCT,
+    TENSOR_GMMA_INST_PCT,
+    TENSOR_HMMA_ACTIVE_PCT,
+)
+from kernelopt.hardware.specs import GPUSpec
 
 Bound = Literal["memory", "compute", "underutilized", "unknown"]
 
@@ -51,3 +65,211 @@ class Roofline:
     dram_bytes: float | None = None  # what NCU saw moved, against min_bytes
     bandwidth_gbs: float | None = None  # the ceiling used (measured or datasheet)
     peak_tflops: float | None = None  # the ceiling used (measured or datasheet)
+
+
+def dtype_name(dtype: object) -> str:
+    """The short name ("fp32", "bf16", "fp8", ...) of a torch dtype or of such a name."""
+    text = str(dtype).removeprefix("torch.")
+    if text.startswith("float8"):
+        return "fp8"
+    return _DTYPE_NAMES.get(text, text)
+
+
+_DTYPE_NAMES = {
+    "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16",
+    "bfloat16": "bf16", "float64": "fp64", "double": "fp64", "int8": "int8",
+}
+
+
+def floor_from_counts(min_bytes: int, flops: float, dtype: object) -> FloorEstimate:
+    """A FloorEstimate from counted bytes and FLOPs; dtype may be a torch dtype or a name."""
+    return FloorEstimate(min_bytes=int(min_bytes), flops=float(flops), dtype=dtype_name(dtype))
+
+
+@dataclass(frozen=True)
+class _NcuView:
+    compute_sol_pct: float | None
+    memory_sol_pct: float | None
+    uses_tensor_cores: bool | None
+    dram_bytes: float | None
+    time_ms: float | None
+
+
+@dataclass(frozen=True)
+class _FloorView:
+    floor_time_ms: float | None
+    arithmetic_intensity: float | None
+    ridge_flops_per_byte: float | None
+    bandwidth_gbs: float | None
+    peak_tflops: float | None
+
+
+class RooflineAnalyzer:
+    """Places a kernel on the roofline of one GPU, from NCU metrics and/or a floor estimate.
+
+    Measured ceilings (bandwidth_gbs, peak_tflops per dtype) override the datasheet, so that
+    "at the roofline" means near what this GPU really sustains.
+    """
+
+    def __init__(
+        self,
+        spec: GPUSpec | None = None,
+        config: RooflineConfig = RooflineConfig(),  # noqa: B008 - frozen, safe to share
+        bandwidth_gbs: float | None = None,
+        peak_tflops: Mapping[str, float] | None = None,
+    ) -> None:
+        self.spec = spec
+        self.config = config
+        self.bandwidth_gbs = bandwidth_gbs
+        self.peak_tflops = dict(peak_tflops or {})
+
+    def _bandwidth(self) -> float | None:
+        if self.bandwidth_gbs is not None:
+            return self.bandwidth_gbs
+        return self.spec.memory_bandwidth_gbs if self.spec else None
+
+    def _peak(self, dtype: str) -> float | None:
+        if dtype in self.peak_tflops:
+            return self.peak_tflops[dtype]
+        if self.spec is None:
+            return None
+        try:
+            return self.spec.peak_tflops(dtype)
+        except ValueError:
+            return None
+
+    def analyze(
+        self,
+        ncu_metrics: Mapping[str, float] | None,
+        floor: FloorEstimate | None = None,
+        measured_time_ms: float | None = None,
+    ) -> Roofline:
+        """Where the kernel sits: bottleneck, SOL%, efficiency against the floor, headroom."""
+        warnings: list[str] = []
+        sol = self._ncu_view(ncu_metrics, warnings) if ncu_metrics is not None else None
+        if measured_time_ms is None and sol is not None and sol.time_ms is not None:
+            # NCU's duration runs without an L2 flush, so it flatters a little; better than none.
+            measured_time_ms = sol.time_ms
+        view = self._floor_view(floor, warnings) if floor is not None else None
+        floor_time_ms = view.floor_time_ms if view else None
+
+        pair = (sol.compute_sol_pct, sol.memory_sol_pct) if sol else (None, None)
+        sols = [s for s in pair if s is not None]
+        max_sol = max(sols) if sols else None
+        floor_eff = None
+        if floor_time_ms is not None and measured_time_ms:
+            floor_eff = floor_time_ms / measured_time_ms * 100.0
+            if floor_eff > 105.0:
+                warnings.append(
+                    f"The measured time ({measured_time_ms:.4g} ms) beats the floor "
+                    f"({floor_time_ms:.4g} ms): the floor's bytes or the ceilings are too high."
+                )
+        elif floor_time_ms is not None:
+            warnings.append("No measured time: efficiency against the floor is unknown.")
+        efficiency = floor_eff if floor_eff is not None else max_sol
+
+        if floor_eff is not None:
+            at_roofline = floor_eff >= self.config.at_roofline_efficiency_pct
+        else:
+            at_roofline = max_sol is not None and max_sol >= self.config.at_roofline_sol_pct
+        source: Literal["ncu", "floor", "ncu+floor", "none"]
+        source = {(True, True): "ncu+floor", (True, False): "ncu", (False, True): "floor",
+                  (False, False): "none"}[(bool(sols), floor_eff is not None)]
+        seconds = measured_time_ms / 1e3 if measured_time_ms else None
+        return Roofline(
+            bottleneck=self._bottleneck(sol, view),
+            compute_sol_pct=sol.compute_sol_pct if sol else None,
+            memory_sol_pct=sol.memory_sol_pct if sol else None,
+            efficiency_pct=efficiency,
+            headroom_pct=max(0.0, 100.0 - efficiency) if efficiency is not None else None,
+            at_roofline=at_roofline,
+            uses_tensor_cores=sol.uses_tensor_cores if sol else None,
+            warnings=tuple(warnings),
+            source=source,
+            measured_time_ms=measured_time_ms,
+            floor_time_ms=floor_time_ms,
+            min_bytes=floor.min_bytes if floor else None,
+            flops=floor.flops if floor else None,
+            arithmetic_intensity=view.arithmetic_intensity if view else None,
+            achieved_gbs=floor.min_bytes / seconds / 1e9 if floor and seconds else None,
+            achieved_tflops=floor.flops / seconds / 1e12 if floor and seconds else None,
+            dram_bytes=sol.dram_bytes if sol else None,
+            bandwidth_gbs=view.bandwidth_gbs if view else self._bandwidth(),
+            peak_tflops=view.peak_tflops if view else None,
+        )
+
+    def _ncu_view(self, metrics: Mapping[str, float], warnings: list[str]) -> _NcuView:
+        compute = metrics.get(SM_THROUGHPUT_PCT)
+        if compute is None:
+            warnings.append(f"NCU metric {SM_THROUGHPUT_PCT} is missing: compute SOL% is unknown.")
+        memory = metrics.get(MEMORY_THROUGHPUT_PCT, metrics.get(DRAM_THROUGHPUT_PCT))
+        if memory is None:
+            warnings.append(
+                f"NCU metrics {MEMORY_THROUGHPUT_PCT} and {DRAM_THROUGHPUT_PCT} are missing: "
+                "memory SOL% is unknown."
+            )
+        tensor = [metrics[m] for m in _TENSOR_METRICS if m in metrics]
+        if not tensor:
+            warnings.append(
+                f"NCU metric {TENSOR_HMMA_ACTIVE_PCT} is missing: tensor-core use is unknown."
+            )
+        read, write = metrics.get(DRAM_BYTES_READ), metrics.get(DRAM_BYTES_WRITE)
+        if read is None or write is None:
+            warnings.append(
+                f"NCU metric {DRAM_BYTES_READ if read is None else DRAM_BYTES_WRITE} is missing: "
+                "DRAM traffic is unknown."
+            )
+        time_ns = metrics.get(GPU_TIME)
+        return _NcuView(
+            compute_sol_pct=compute,
+            memory_sol_pct=memory,
+            uses_tensor_cores=(
+                max(tensor) > self.config.tensor_core_active_pct if tensor else None
+            ),
+            dram_bytes=read + write if read is not None and write is not None else None,
+            time_ms=time_ns / 1e6 if time_ns else None,
+        )
+
+    def _floor_view(self, floor: FloorEstimate, warnings: list[str]) -> _FloorView:
+        bandwidth = self._bandwidth()
+        peak = self._peak(floor.dtype)
+        if bandwidth is None:
+            warnings.append(
+                "No GPU spec and no measured bandwidth: the floor time cannot be computed."
+            )
+        elif peak is None and floor.flops > 0:
+            warnings.append(
+                f"No peak for dtype {floor.dtype!r}: the floor counts memory time only."
+            )
+        memory_s = floor.min_bytes / (bandwidth * 1e9) if bandwidth else None
+        compute_s = floor.flops / (peak * 1e12) if peak else 0.0
+        floor_s = max(memory_s, compute_s) if memory_s is not None else None
+        return _FloorView(
+            floor_time_ms=floor_s * 1e3 if floor_s is not None else None,
+            arithmetic_intensity=floor.flops / floor.min_bytes if floor.min_bytes > 0 else None,
+            ridge_flops_per_byte=peak * 1e12 / (bandwidth * 1e9) if peak and bandwidth else None,
+            bandwidth_gbs=bandwidth,
+            peak_tflops=peak,
+        )
+
+    def _bottleneck(self, view: _NcuView | None, floor: _FloorView | None) -> Bound:
+        """NCU's measured SOL decides; without it, the floor's intensity against the ridge."""
+        pair = (view.compute_sol_pct, view.memory_sol_pct) if view else (None, None)
+        if pair != (None, None):
+            compute, memory = (pct or 0.0 for pct in pair)
+            if max(compute, memory) < self.config.underutilized_sol_pct:
+                return "underutilized"
+            return "memory" if memory >= compute else "compute"
+        if floor is not None and floor.arithmetic_intensity is not None:
+            if floor.ridge_flops_per_byte is None:
+                # No peak for the dtype: only work without FLOPs is known to be memory-bound.
+                no_flops = floor.arithmetic_intensity == 0 and floor.bandwidth_gbs is not None
+                return "memory" if no_flops else "unknown"
+            below_ridge = floor.arithmetic_intensity < floor.ridge_flops_per_byte
+            return "memory" if below_ridge else "compute"
+        return "unknown"
+
+
+# Any of these above the threshold means tensor cores ran; Hopper's wgmma shows only in
+# the last two.
+_TENSOR_METRICS = (TENSOR_HMMA_ACTIVE_PCT, TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)

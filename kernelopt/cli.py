@@ -1,0 +1,156 @@
+"""The `kernelopt` command: optimize a kernel, or verify one."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from kernelopt.context import Context
+from kernelopt.hardware.specs import UnknownGPUError
+from kernelopt.harness.problem import InputError, check_kernel_source, check_problem_source, read_source
+from kernelopt.report import summarize_run
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kernelopt", description="Make Triton kernels fast, to the roofline.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    opt = commands.add_parser("optimize", help="run the judge-optimize-verify loop on a problem")
+    opt.add_argument("problem", help="KernelBench problem file (Model, get_inputs, get_init_inputs)")
+    opt.add_argument("--kernel", help="starting kernel file (ModelNew); without it the LLM writes one")
+    opt.add_argument("--model", help="chat model name; without it the offline policy runs")
+    opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
+    opt.add_argument("--max-rounds", type=int, default=Context.max_rounds)
+    opt.add_argument("--patience", type=int, default=Context.patience)
+    opt.add_argument("--gpu", help="target GPU key or name (default: the GPU present, else H200)")
+    opt.add_argument("--out", help="run directory (default: a new folder under ./kernelopt_runs)")
+    opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
+    opt.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
+    ver = commands.add_parser("verify", help="check one kernel against its problem and time it")
+    ver.add_argument("problem")
+    ver.add_argument("kernel")
+    ver.add_argument("--compile", action="store_true", help="also time torch.compile as a baseline")
+    ver.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return _optimize(args) if args.command == "optimize" else _verify(args)
+    except (InputError, UnknownGPUError) as err:
+        print(f"kernelopt: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kernelopt: interrupted; everything so far is in the run directory", file=sys.stderr)
+        return 130
+
+
+def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
+    problem_source = read_source(problem, "problem")
+    check_problem_source(problem_source, Path(problem).name)
+    kernel_source = None
+    if kernel:
+        kernel_source = read_source(kernel, "kernel")
+        check_kernel_source(kernel_source, Path(kernel).name)
+    return problem_source, kernel_source
+
+
+def _optimize(args: argparse.Namespace) -> int:
+    from kernelopt.graph import graph
+    from kernelopt.llm import make_chat_model
+    from kernelopt.progress import render_event
+
+    problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
+    ctx = Context(
+        model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
+        gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
+    )
+    if kernel_source is None and not args.model:
+        raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
+    make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+    inputs: dict[str, Any] = {
+        "problem_source": problem_source, "kernel_source": kernel_source,
+        "problem_path": str(Path(args.problem).resolve()),
+        "kernel_path": str(Path(args.kernel).resolve()) if args.kernel else None,
+    }
+    if args.out:
+        inputs["run_dir"] = str(Path(args.out).resolve())
+    final: dict[str, Any] = {}
+    for mode, chunk in graph.stream(inputs, context=ctx, stream_mode=["custom", "values"]):
+        if mode == "values":
+            final = chunk
+        elif not args.json:
+            line = render_event(chunk)
+            if line:
+                print(line, flush=True)
+    summary = summarize_run(final)
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        print(_final_text(summary))
+    return 0 if summary.get("best_kernel_path") else 1
+
+
+def _final_text(summary: dict[str, Any]) -> str:
+    lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
+    if summary.get("best_kernel_path"):
+        lines.append(f"best kernel: {summary['best_kernel_path']}")
+        lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
+        for name in ("eager", "compile"):
+            if summary.get(f"{name}_ms") and summary["is_gpu_time"]:
+                lines.append(f"  vs {name}: {summary[f'{name}_ms']:.4f} ms ({summary[f'speedup_vs_{name}']:.2f}x)")
+            elif summary.get(f"{name}_ms"):
+                lines.append(f"  {name} (PyTorch on CPU, not comparable): {summary[f'{name}_ms']:.4f} ms")
+    roof = summary.get("roofline")
+    if roof:
+        eff = roof.get("efficiency_pct")
+        lines.append(
+            f"roofline: {roof['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}, "
+            f"compute SOL {_pct(roof.get('compute_sol_pct'))}, memory SOL {_pct(roof.get('memory_sol_pct'))}"
+        )
+        lines += [f"  note: {w}" for w in roof.get("warnings", [])]
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _clock_note(summary: dict[str, Any]) -> str:
+    return "" if summary.get("is_gpu_time") else " (Triton interpreter on CPU: not GPU performance)"
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
+
+    _checked_sources(args.problem, None)
+    read_source(args.kernel, "kernel")  # a missing kernel file is bad input; a bad kernel is a rejection
+    with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
+        verifier = Verifier(args.problem, work, HarnessSettings.detect(time_compile=args.compile))
+        baselines = verifier.baselines()
+        verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms_for(baselines.floor, None))
+    result: dict[str, Any] = {
+        "accepted": verdict.accepted, "reason": verdict.reason, "rule": verdict.rule,
+        "time_ms": verdict.timing.median_ms if verdict.timing else None,
+        "timing": dataclasses.asdict(verdict.timing) if verdict.timing else None,
+        "eager_ms": baselines.eager.median_ms if baselines.eager else None,
+        "compile_ms": baselines.compile.median_ms if baselines.compile else None,
+        "is_gpu_time": bool(verdict.timing and verdict.timing.is_gpu_time),
+    }
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
+        if result["eager_ms"] and result["time_ms"]:
+            print(f"eager: {result['eager_ms']:.4f} ms ({result['eager_ms'] / result['time_ms']:.2f}x)")
+    return 0 if verdict.accepted else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""Run-scoped settings, given to the graph as its `context_schema`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+def _doc(text: str) -> dict[str, str]:
+    return {"description": text}
+
+
+@dataclass(kw_only=True)
+class Context:
+    """Settings for one optimization run. Every field has a default: an empty form runs offline."""
+
+    model: str | None = field(
+        default=None,
+        metadata=_doc("Chat model name (e.g. gpt-4o, a vLLM or Ollama model). Empty: the offline policy (rules + launch-parameter search), no LLM."),
+    )
+    base_url: str | None = field(
+        default=None,
+        metadata=_doc("OpenAI-compatible endpoint; falls back to OPENAI_BASE_URL, then OpenAI's."),
+    )
+    api_key: str | None = field(
+        default=None,
+        metadata=_doc("API key; falls back to OPENAI_API_KEY. Never passed to candidate kernels."),
+    )
+    temperature: float = field(default=0.2, metadata=_doc("Sampling temperature of the LLM."))
+    llm_timeout_s: float = field(default=300.0, metadata=_doc("Timeout of one LLM call, seconds."))
+    max_rounds: int = field(default=5, metadata=_doc("Most judge-optimize-verify rounds before stopping."))
+    patience: int = field(default=2, metadata=_doc("Stop after this many rounds in a row without a new best."))
+    max_repairs: int = field(
+        default=2, metadata=_doc("Repairs of a failed candidate per round before the judger is asked for the next idea."),
+    )
+    min_gain_pct: float = field(
+        default=1.0, metadata=_doc("A candidate becomes the best only when faster by more than this and than the timing noise."),
+    )
+    gpu: str | None = field(
+        default=None,
+        metadata=_doc("Target GPU key or name (e.g. H200). Empty: the GPU present, else H200 as the target of prompts."),
+    )
+    at_roofline_efficiency_pct: float = field(
+        default=85.0, metadata=_doc("Stop when the best kernel reaches this % of the roofline floor's speed."),
+    )
+    at_roofline_sol_pct: float = field(
+        default=80.0, metadata=_doc("Without a floor: stop when NCU shows a unit this busy (% of peak)."),
+    )
+    seeds: int = field(default=3, metadata=_doc("Fresh random input sets every candidate is checked on."))
+    timeout_s: float = field(default=300.0, metadata=_doc("Time limit of one candidate's process, seconds."))
+    mem_limit_gb: float = field(default=16.0, metadata=_doc("Host memory cap of one candidate's process, GiB."))
+    time_compile: bool = field(default=True, metadata=_doc("Also time torch.compile of the reference as a baseline."))
+    profile: bool = field(default=True, metadata=_doc("Profile the best kernel with Nsight Compute where ncu and a GPU exist."))
+    runs_dir: str = field(default="kernelopt_runs", metadata=_doc("Folder that holds one sub-folder per run."))
+    num_bottlenecks: int = field(default=2, metadata=_doc("Bottlenecks the judger asks the LLM for."))

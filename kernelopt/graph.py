@@ -1,0 +1,47 @@
+"""The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> verifier -> ...
+
+    setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ END
+      │        ▲       │                        └─▶ judger ─▶ optimizer ─┐
+      │        │       ├─ failed, repairs left ─▶ optimizer              │
+      │        │       ├─ otherwise ─▶ judger (next idea)                │
+      │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ END
+      └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
+"""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import StateGraph
+
+from kernelopt.context import Context
+from kernelopt.nodes.judger import make_judger
+from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
+from kernelopt.nodes.profile import profile, route_after_profile
+from kernelopt.nodes.setup import route_after_setup, setup
+from kernelopt.nodes.verifier import route_after_verify, verify
+from kernelopt.state import InputState, KernelOptState, OutputState
+
+
+def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
+    """The uncompiled graph, for embedding: compile it with the checkpointer you choose.
+
+    `chat_model` serves the judger and optimizer; without it they use the model the run's
+    Context names, and with no model named the offline policy.
+    """
+    builder = StateGraph(KernelOptState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
+    builder.add_node("setup", setup)
+    builder.add_node("verifier", verify)
+    builder.add_node("profile", profile)
+    builder.add_node("judger", make_judger(chat_model))
+    builder.add_node("optimizer", make_optimizer(chat_model))
+
+    builder.set_entry_point("setup")
+    builder.add_conditional_edges("setup", route_after_setup)
+    builder.add_conditional_edges("verifier", route_after_verify)
+    builder.add_conditional_edges("profile", route_after_profile)
+    builder.add_edge("judger", "optimizer")
+    builder.add_conditional_edges("optimizer", route_after_optimize)
+    return builder
+
+
+graph = build_graph().compile()

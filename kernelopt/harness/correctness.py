@@ -1,0 +1,68 @@
+"""Comparing a candidate's outputs with the reference's: dtype-aware, NaN/Inf never pass."""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+
+import torch
+
+# (atol, rtol) per dtype, KernelBench's defaults.
+TOLERANCES = MappingProxyType(
+    {
+        torch.float64: (1e-6, 1e-6),
+        torch.float32: (1e-4, 1e-4),
+        torch.float16: (1e-2, 1e-2),
+        torch.bfloat16: (1e-2, 1e-2),
+    }
+)
+
+
+def tolerance(dtype: torch.dtype) -> tuple[float, float]:
+    """(atol, rtol) for outputs of `dtype`; exact for integers and booleans."""
+    return TOLERANCES.get(dtype, (0.0, 0.0))
+
+
+def compare_outputs(expected: list[list[torch.Tensor]], actual: list[list[torch.Tensor]]) -> str | None:
+    """None when every case matches, else one line saying where and by how much it does not."""
+    if len(expected) != len(actual):
+        return f"candidate produced {len(actual)} result sets for {len(expected)} test cases"
+    for case, (want_outputs, got_outputs) in enumerate(zip(expected, actual, strict=True)):
+        if len(want_outputs) != len(got_outputs):
+            return f"case {case}: forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
+        for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
+            problem = _compare_tensor(want, got)
+            if problem:
+                return f"case {case}, output {index}: {problem}"
+    return None
+
+
+def _compare_tensor(want: torch.Tensor, got: torch.Tensor) -> str | None:
+    if got.shape != want.shape:
+        return f"shape {tuple(got.shape)} differs from the reference's {tuple(want.shape)}"
+    if got.dtype != want.dtype:
+        return f"dtype {got.dtype} differs from the reference's {want.dtype}"
+    if want.numel() == 0:
+        return None
+    if not (want.is_floating_point() or want.is_complex()):
+        mismatched = int((want != got).sum())
+        return f"{mismatched} of {want.numel()} elements differ (exact match required)" if mismatched else None
+    want64, got64 = want.double(), got.double()
+    want_finite = torch.isfinite(want64)
+    got_finite = torch.isfinite(got64)
+    bad_nonfinite = (~got_finite & want_finite) | (got_finite != want_finite)
+    if bool(bad_nonfinite.any()):
+        count = int(bad_nonfinite.sum())
+        return f"{count} of {want.numel()} elements are NaN/Inf where the reference is finite (unwritten or overflowed output?)"
+    atol, rtol = tolerance(want.dtype)
+    both = want_finite & got_finite
+    error = (got64 - want64).abs().where(both, torch.zeros_like(want64))
+    allowed = atol + rtol * want64.abs()
+    off = error > allowed.where(both, torch.full_like(want64, float("inf")))
+    if not bool(off.any()):
+        return None
+    worst = int(torch.argmax(error - allowed.where(both, torch.zeros_like(want64))))
+    where = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), want.shape))
+    return (
+        f"{int(off.sum())} of {want.numel()} elements outside atol={atol:g}, rtol={rtol:g}; "
+        f"worst at {where}: got {got64.flatten()[worst].item():.6g}, expected {want64.flatten()[worst].item():.6g}"
+    )

@@ -1,0 +1,67 @@
+"""Poisoned memory for the correctness runs of a candidate.
+
+A kernel that returns `torch.empty` memory without writing all of it can pass when that memory
+happens to hold the right answer (freed by an earlier run) or zeros. While armed, every
+uninitialised allocation is filled with NaN (or a sentinel for integers), and on CUDA the
+caching allocator is primed with NaN-filled blocks, so unwritten output never looks right.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+INT_SENTINEL = -1_234_567
+_ORIGINALS: dict[str, Callable[..., Any]] = {}
+_TARGETS = {
+    "empty": torch,
+    "empty_like": torch,
+    "empty_strided": torch,
+}
+
+
+def _fill(tensor: torch.Tensor) -> torch.Tensor:
+    if tensor.numel() == 0:
+        return tensor
+    if tensor.is_floating_point() or tensor.is_complex():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype == torch.bool:
+        tensor.fill_(True)
+    else:
+        tensor.fill_(INT_SENTINEL if tensor.dtype not in (torch.uint8, torch.int8) else 77)
+    return tensor
+
+
+def _poisoned(original: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(original)
+    def allocate(*args: Any, **kwargs: Any) -> Any:
+        return _fill(original(*args, **kwargs))
+
+    return allocate
+
+
+def arm(device: torch.device, prime_bytes: int = 1 << 30) -> None:
+    """Poison uninitialised allocations from now on (idempotent)."""
+    if _ORIGINALS:
+        return
+    if device.type == "cuda":
+        # Cached blocks that hold NaN: later allocations of any size reuse them.
+        blocks = [torch.full((prime_bytes // 4 // 8,), float("nan"), device=device) for _ in range(8)]
+        del blocks
+    for name, owner in _TARGETS.items():
+        _ORIGINALS[name] = getattr(owner, name)
+        setattr(owner, name, _poisoned(_ORIGINALS[name]))
+    _ORIGINALS["Tensor.new_empty"] = torch.Tensor.new_empty
+    torch.Tensor.new_empty = _poisoned(torch.Tensor.new_empty)  # type: ignore[method-assign]
+
+
+def disarm() -> None:
+    """Restore the plain allocators (timing must not pay for the fill)."""
+    for name, owner in _TARGETS.items():
+        if name in _ORIGINALS:
+            setattr(owner, name, _ORIGINALS.pop(name))
+    if "Tensor.new_empty" in _ORIGINALS:
+        torch.Tensor.new_empty = _ORIGINALS.pop("Tensor.new_empty")  # type: ignore[method-assign]

@@ -1,0 +1,143 @@
+"""The one timing protocol used for eager, torch.compile and every candidate.
+
+On a CUDA device: CUDA events around each trial, an L2 flush (a write of at least twice the
+L2 size) before each trial and outside the timed region, warm-up excluded, the trial count
+adapted to the kernel's length. Without CUDA the same protocol runs on the host clock, and the
+result is labelled "interpreter": Triton's interpreter emulates the kernel with NumPy, so those
+times say nothing about GPU performance.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import torch
+
+Clock = Literal["cuda_events", "interpreter"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median and spread of one kernel's time over `trials` runs."""
+
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    min_ms: float
+    max_ms: float
+    trials: int
+    clock: Clock
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.p75_ms - self.p25_ms
+
+    @property
+    def is_gpu_time(self) -> bool:
+        return self.clock == "cuda_events"
+
+    def label(self) -> str:
+        """A short human-readable form: '1.234 ms (IQR 0.010, n=100)' plus the clock caveat."""
+        text = f"{self.median_ms:.4f} ms (IQR {self.iqr_ms:.4f}, n={self.trials})"
+        return text if self.is_gpu_time else text + " [interpreter time, not GPU performance]"
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How long and how often to measure."""
+
+    warmup_ms: float = 25.0  # run at least this long before timing (JIT, caches, clocks)
+    min_warmup_runs: int = 2
+    target_total_ms: float = 500.0  # aim for this much timed work in total
+    min_trials: int = 10
+    max_trials: int = 1000
+    flush_l2_bytes: int = 256 * 1024 * 1024  # >= 2x the largest L2 in the spec database
+    # Interpreter runs take seconds; a few trials are enough for a label-only time.
+    interpreter_trials: int = 3
+
+
+def _quantile(sorted_values: list[float], q: float) -> float:
+    if len(sorted_values) == 1:
+        return sorted_values[0]
+    position = q * (len(sorted_values) - 1)
+    low = int(position)
+    high = min(low + 1, len(sorted_values) - 1)
+    return sorted_values[low] + (sorted_values[high] - sorted_values[low]) * (position - low)
+
+
+def summarize(times_ms: list[float], clock: Clock) -> Timing:
+    """Median, quartiles and extremes of raw trial times."""
+    if not times_ms:
+        raise ValueError("no trial times to summarize")
+    ordered = sorted(times_ms)
+    return Timing(
+        median_ms=statistics.median(ordered),
+        p25_ms=_quantile(ordered, 0.25),
+        p75_ms=_quantile(ordered, 0.75),
+        min_ms=ordered[0],
+        max_ms=ordered[-1],
+        trials=len(ordered),
+        clock=clock,
+    )
+
+
+def measure(fn: Callable[[], object], device: torch.device, config: TimingConfig | None = None) -> Timing:
+    """Time `fn` with the protocol for `device` (CUDA events on GPU, host clock elsewhere)."""
+    config = config or TimingConfig()
+    if device.type == "cuda":
+        return _measure_cuda(fn, device, config)
+    return _measure_host(fn, config)
+
+
+def _measure_cuda(fn: Callable[[], object], device: torch.device, config: TimingConfig) -> Timing:
+    flush = torch.empty(config.flush_l2_bytes, dtype=torch.uint8, device=device)
+    # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    runs, elapsed_ms = 0, 0.0
+    while runs < config.min_warmup_runs or elapsed_ms < config.warmup_ms:
+        flush.zero_()
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize(device)
+        elapsed_ms += start.elapsed_time(end)
+        runs += 1
+        if runs >= 1000:
+            break
+    estimate_ms = max(elapsed_ms / runs, 1e-4)
+    trials = int(min(config.max_trials, max(config.min_trials, config.target_total_ms / estimate_ms)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
+    for i in range(trials):
+        flush.zero_()  # evict the previous trial's data from L2; not timed
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize(device)
+    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], "cuda_events")
+
+
+def _measure_host(fn: Callable[[], object], config: TimingConfig) -> Timing:
+    fn()  # warm-up: the interpreter and torch lazily initialise on first use
+    times_ms = []
+    for _ in range(max(1, config.interpreter_trials)):
+        begin = time.perf_counter()
+        fn()
+        times_ms.append((time.perf_counter() - begin) * 1e3)
+    return summarize(times_ms, "interpreter")
+
+
+def beats(candidate: Timing, best: Timing, min_gain_pct: float) -> bool:
+    """True when `candidate` is faster than `best` by more than the noise and the margin.
+
+    The gain (best median - candidate median) must exceed both `min_gain_pct` of the best
+    time and the two measurements' mean interquartile range. A faster median inside the noise
+    is no evidence of a faster kernel.
+    """
+    gain_ms = best.median_ms - candidate.median_ms
+    noise_ms = (best.iqr_ms + candidate.iqr_ms) / 2
+    return gain_ms > max(best.median_ms * min_gain_pct / 100, noise_ms)

@@ -1,0 +1,254 @@
+"""The worker process: runs a reference or an untrusted candidate, away from the graph.
+
+`python -m kernelopt.harness.worker REQUEST.json` reads a request, does one job and writes
+RESULT.json beside it. Reference jobs compute expected outputs (and baselines and the floor);
+candidate jobs never see the reference's outputs: the parent compares. The candidate's process
+is set up before its code is imported: allocations are poisoned, Triton launches are counted,
+the timers are remembered so that a patch is noticed, and an audit hook denies process, network
+and file-system escapes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelopt.harness import launches, poison
+from kernelopt.harness.problem import import_file, load_problem
+from kernelopt.harness.timing import TimingConfig, measure
+
+
+class Rejected(Exception):
+    """The candidate broke a rule; `rule` is the rule's id, the message says how."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def _to_device(values: list[Any], device: torch.device) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _inputs(problem: Any, seed: int, device: torch.device, extra_index: int | None) -> list[Any]:
+    torch.manual_seed(seed)
+    if extra_index is None:
+        values = list(problem.get_inputs())
+    else:
+        values = list(problem.get_extra_inputs()[extra_index])
+    return _to_device(values, device)
+
+
+def _cases(problem: Any, seeds: list[int]) -> list[tuple[int, int | None]]:
+    """(seed, extra-input index) pairs: every seed on get_inputs, then each extra input set."""
+    cases: list[tuple[int, int | None]] = [(seed, None) for seed in seeds]
+    if hasattr(problem, "get_extra_inputs"):
+        torch.manual_seed(seeds[0])
+        count = len(problem.get_extra_inputs())
+        cases += [(seeds[0] + 1 + i, i) for i in range(count)]
+    return cases
+
+
+def _outputs(result: Any) -> list[torch.Tensor]:
+    values = list(result) if isinstance(result, tuple | list) else [result]
+    for value in values:
+        # Exact type: a Tensor subclass can defer work until it is read (outside the timer).
+        if type(value) is not torch.Tensor:
+            raise Rejected(
+                "output-type",
+                f"forward returned {type(value).__name__}; return plain torch.Tensor outputs",
+            )
+    return values
+
+
+def _build(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
+    torch.manual_seed(init_seed)
+    return cls(*problem.get_init_inputs()).to(device)
+
+
+def _sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def run_reference(req: dict[str, Any]) -> dict[str, Any]:
+    """Expected outputs for every case; with `baselines`, eager/compile times and the floor."""
+    from kernelopt.harness.floor import estimate_floor
+
+    device = torch.device(req["device"])
+    problem = load_problem(req["problem_path"])
+    model = _build(problem.Model, problem, req["init_seed"], device)
+    expected = []
+    with torch.no_grad():
+        for seed, extra in _cases(problem, req["seeds"]):
+            expected.append([t.detach().cpu() for t in _outputs(model(*_inputs(problem, seed, device, extra)))])
+    torch.save(expected, req["expected_path"])
+    result: dict[str, Any] = {"ok": True, "cases": len(expected)}
+    if req.get("baselines"):
+        config = TimingConfig(**req.get("timing", {}))
+        inputs = _inputs(problem, req["seeds"][0], device, None)
+        with torch.no_grad():
+            result["floor"] = asdict(estimate_floor(model, inputs))
+            result["eager"] = asdict(measure(lambda: model(*inputs), device, config))
+            result["compile"], result["compile_error"] = None, None
+            if req.get("time_compile"):
+                try:
+                    compiled = torch.compile(model)
+                    result["compile"] = asdict(measure(lambda: compiled(*inputs), device, config))
+                except Exception as err:  # a compile failure costs the baseline, not the run
+                    result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+    return result
+
+
+def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
+    """Correctness evidence (outputs saved for the parent) and, if asked, the timing."""
+    device = torch.device(req["device"])
+    problem = load_problem(req["problem_path"])
+    guards = _arm(req)
+    module = import_file(req["kernel_path"], "kernelopt_candidate")
+    guards.check_untouched()
+    if not isinstance(getattr(module, "ModelNew", None), type):
+        raise Rejected("no-modelnew", "the kernel file defines no class ModelNew")
+    model = _build(module.ModelNew, problem, req["init_seed"], device)
+    actual, buffers = [], None
+    with torch.no_grad():
+        for seed, extra in _cases(problem, req["seeds"]):
+            fresh = _inputs(problem, seed, device, extra)
+            # Refill the same input storage when shapes allow, so that a cache keyed by
+            # the input's address returns a stale answer and fails.
+            if buffers is not None and extra is None:
+                for buf, value in zip(buffers, fresh, strict=True):
+                    if isinstance(buf, torch.Tensor):
+                        buf.copy_(value)
+                fresh = buffers
+            elif extra is None:
+                buffers = fresh
+            before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
+            outputs = _checked_call(model, fresh, device)
+            _check_inputs_unchanged(before, fresh)
+            again = _checked_call(model, fresh, device)
+            if any(not torch.equal(a.nan_to_num(), b.nan_to_num()) for a, b in zip(outputs, again, strict=True)):
+                raise Rejected("nondeterministic", "two runs on the same input gave different outputs (a race?)")
+            actual.append([t.detach().cpu().clone() for t in outputs])
+    torch.save(actual, req["actual_path"])
+    result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
+    if req.get("time"):
+        poison.disarm()
+        inputs = _inputs(problem, req["seeds"][0], device, None)
+        with torch.no_grad():
+            timing = measure(lambda: model(*inputs), device, TimingConfig(**req.get("timing", {})))
+        guards.check_untouched()
+        result["timing"] = asdict(timing)
+    return result
+
+
+def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
+    counter = launches.COUNTER
+    start = counter.total
+    outputs = _outputs(model(*inputs))
+    _sync(device)
+    if counter.total == start:
+        raise Rejected("no-triton-launch", "forward launched no Triton kernel; do the work in @triton.jit kernels")
+    return outputs
+
+
+def _check_inputs_unchanged(before: list[Any], after: list[Any]) -> None:
+    for index, (old, new) in enumerate(zip(before, after, strict=True)):
+        if isinstance(old, torch.Tensor) and not torch.equal(old.nan_to_num(), new.nan_to_num()):
+            raise Rejected("input-mutation", f"forward modified input {index}; inputs are read-only")
+
+
+class _Guards:
+    def __init__(self, device: torch.device) -> None:
+        self.launches = launches.install()
+        self.device = device
+        self.timers = _timer_identities()
+
+    def check_untouched(self) -> None:
+        now = _timer_identities()
+        changed = [name for name, obj in self.timers.items() if now.get(name) is not obj]
+        if changed:
+            raise Rejected("harness-patch", f"the kernel replaced {', '.join(changed)}; leave the harness alone")
+
+
+def _timer_identities() -> dict[str, Any]:
+    import triton.testing
+
+    from kernelopt.harness import timing
+
+    found: dict[str, Any] = {
+        "time.perf_counter": time.perf_counter,
+        "time.time": time.time,
+        "torch.cuda.Event": torch.cuda.Event,
+        "torch.cuda.synchronize": torch.cuda.synchronize,
+        "triton.testing.do_bench": triton.testing.do_bench,
+        "kernelopt.harness.timing.measure": timing.measure,
+        "kernelopt.harness.timing.summarize": timing.summarize,
+        "torch.equal": torch.equal,
+        "torch.Tensor.clone": torch.Tensor.clone,
+        "torch.save": torch.save,
+    }
+    found.update(launches.identities())
+    return found
+
+
+def _arm(req: dict[str, Any]) -> _Guards:
+    from kernelopt.harness.sandbox import install_audit_guard
+
+    device = torch.device(req["device"])
+    poison.arm(device)
+    guards = _Guards(device)
+    install_audit_guard({str(Path(req["kernel_path"]).resolve())}, req["work_dir"])
+    return guards
+
+
+def run_profile(req: dict[str, Any]) -> dict[str, Any]:
+    """Warm up, then run one forward call between cudaProfilerStart/Stop for NCU."""
+    device = torch.device(req["device"])
+    problem = load_problem(req["problem_path"])
+    module = import_file(req["kernel_path"], "kernelopt_candidate")
+    model = _build(module.ModelNew, problem, req["init_seed"], device)
+    inputs = _inputs(problem, req["seeds"][0], device, None)
+    with torch.no_grad():
+        for _ in range(3):
+            model(*inputs)
+        _sync(device)
+        torch.cuda.cudart().cudaProfilerStart()
+        model(*inputs)
+        _sync(device)
+        torch.cuda.cudart().cudaProfilerStop()
+    return {"ok": True}
+
+
+JOBS = {"reference": run_reference, "candidate": run_candidate, "profile": run_profile}
+
+
+def main(argv: list[str]) -> int:
+    request_path = Path(argv[1])
+    req = json.loads(request_path.read_text())
+    out = request_path.with_name("result.json")
+    try:
+        result = JOBS[req["mode"]](req)
+    except Rejected as err:
+        result = {"ok": False, "rule": err.rule, "reason": str(err)}
+    except Exception as err:  # the candidate's crash is a verdict, not a harness failure
+        frames = traceback.extract_tb(err.__traceback__)
+        where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
+                      if f.filename == req.get("kernel_path")), "")
+        message = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
+        result = {"ok": False, "rule": "runtime-error",
+                  "reason": f"{type(err).__name__}{' at ' + where if where else ''}: {message}"}
+        traceback.print_exc()
+    out.write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,53 @@
+"""What every node needs: the run's settings, its verifier, its GPU, and a way to report."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.config import get_stream_writer
+from langgraph.runtime import Runtime
+
+from kernelopt.context import Context
+from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
+from kernelopt.harness.timing import TimingConfig
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.runs import log_event
+from kernelopt.state import KernelOptState
+
+DEFAULT_TARGET_GPU = "H200"
+
+
+def context_of(runtime: Runtime[Context] | None) -> Context:
+    """The run's Context; the defaults where the caller gave none (or a plain dict)."""
+    ctx = getattr(runtime, "context", None)
+    if isinstance(ctx, Context):
+        return ctx
+    if isinstance(ctx, dict):
+        return Context(**ctx)
+    return Context()
+
+
+def resolve_gpu(ctx: Context) -> GPUSpec:
+    """The GPU named in the context, else the one present, else the default target."""
+    if ctx.gpu:
+        return get_gpu_spec(ctx.gpu)
+    return detect_gpu_spec() or get_gpu_spec(DEFAULT_TARGET_GPU)
+
+
+def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
+    settings = HarnessSettings.detect(
+        seeds=ctx.seeds, timeout_s=ctx.timeout_s, mem_limit_gb=ctx.mem_limit_gb,
+        time_compile=ctx.time_compile, timing=TimingConfig(),
+    )
+    return Verifier(state["problem_file"], f"{state['run_dir']}/harness", settings)
+
+
+def emit(state: KernelOptState | dict[str, Any], event: str, **fields: Any) -> None:
+    """Report progress: a custom stream event for watchers, and a line in events.jsonl."""
+    payload = {"event": event, **fields}
+    try:
+        get_stream_writer()(payload)
+    except RuntimeError:  # not running inside a graph (a node called directly)
+        pass
+    if state.get("run_dir"):
+        log_event(state["run_dir"], payload)

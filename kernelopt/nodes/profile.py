@@ -1,0 +1,83 @@
+"""profile: place the best kernel on the roofline, from Nsight Compute and the problem's floor."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from kernelopt.context import Context
+from kernelopt.hardware import ncu
+from kernelopt.hardware.ceilings import load_or_measure_ceilings
+from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
+from kernelopt.hardware.specs import get_gpu_spec
+from kernelopt.harness.runner import worker_env
+from kernelopt.nodes.common import context_of, emit, verifier_for
+from kernelopt.state import KernelOptState, KernelRecord
+
+INTERPRETER_WARNING = (
+    "times are Triton-interpreter (CPU) times, not GPU times: efficiency against the floor "
+    "is not computed"
+)
+
+
+def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tuple[dict[str, float] | None, str | None]:
+    """NCU's metrics for the best kernel (cached by its source hash), or why there are none."""
+    if not ctx.profile:
+        return None, "profiling is off (profile=False)"
+    reason = ncu.ncu_unavailable_reason()
+    if reason:
+        return None, reason
+    verifier = verifier_for(state, ctx)
+    work = Path(state["run_dir"]) / "profiles" / best.source_hash
+    work.mkdir(parents=True, exist_ok=True)
+    request = verifier.request("profile", kernel_path=str(Path(best.path).resolve()), work_dir=str(work))
+    request_path = work / "request.json"
+    request_path.write_text(json.dumps(request))
+    profile = ncu.run_ncu(
+        [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
+        env=worker_env(use_cuda=True), timeout_s=ctx.timeout_s, workdir=str(work),
+        cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"), cache_key=best.source_hash,
+    )
+    return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
+
+
+def analyzer_for(gpu_key: str, ctx: Context) -> RooflineAnalyzer:
+    """A roofline analyzer for the GPU, with measured ceilings where this GPU has them."""
+    config = RooflineConfig(
+        at_roofline_sol_pct=ctx.at_roofline_sol_pct, at_roofline_efficiency_pct=ctx.at_roofline_efficiency_pct
+    )
+    ceilings = load_or_measure_ceilings()
+    if ceilings is None:
+        return RooflineAnalyzer(get_gpu_spec(gpu_key), config)
+    return RooflineAnalyzer(get_gpu_spec(gpu_key), config, ceilings.bandwidth_gbs, ceilings.peak_tflops)
+
+
+def profile(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """The best kernel's Roofline; sets stop_reason when it sits at the roofline."""
+    ctx = context_of(runtime)
+    best = state["best"]
+    assert best is not None, "profile runs only after a kernel was accepted"
+    metrics, skipped = _ncu_metrics(state, ctx, best)
+    baselines = state.get("baselines")
+    measured_ms = best.time_ms if best.timing.is_gpu_time else None
+    roofline: Roofline = analyzer_for(state["gpu_key"], ctx).analyze(
+        metrics, baselines.floor if baselines else None, measured_ms
+    )
+    notes = tuple(n for n in (skipped, None if best.timing.is_gpu_time else INTERPRETER_WARNING) if n)
+    roofline = dataclasses.replace(roofline, warnings=roofline.warnings + notes)
+    emit(state, "roofline", bottleneck=roofline.bottleneck, efficiency_pct=roofline.efficiency_pct,
+         at_roofline=roofline.at_roofline, warnings=list(roofline.warnings))
+    update: dict[str, Any] = {"roofline": roofline, "ncu_metrics": metrics or {}}
+    if roofline.at_roofline and not state.get("stop_reason"):
+        update["stop_reason"] = "at_roofline"
+    return update
+
+
+def route_after_profile(state: KernelOptState) -> Literal["judger", "__end__"]:
+    """Stop at the roofline; otherwise diagnose the next bottleneck."""
+    return "__end__" if state.get("stop_reason") else "judger"

@@ -1,0 +1,72 @@
+"""setup: load the problem, check the starting kernel, time the eager and compile baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.runtime import Runtime
+
+from kernelopt.context import Context
+from kernelopt.hardware.specs import UnknownGPUError
+from kernelopt.harness.problem import InputError, check_kernel_source, check_problem_source, read_source
+from kernelopt.nodes.common import context_of, emit, resolve_gpu, verifier_for
+from kernelopt.runs import kernel_path, new_run_dir
+from kernelopt.state import Baselines, KernelOptState
+
+
+def _sources(state: KernelOptState) -> tuple[str, str | None]:
+    problem = state.get("problem_source") or ""
+    if not problem.strip():
+        if not state.get("problem_path"):
+            raise InputError("no problem given; pass problem_source (the problem file's text) or problem_path")
+        problem = read_source(state["problem_path"], "problem")  # type: ignore[arg-type]
+    kernel = state.get("kernel_source")
+    if not kernel and state.get("kernel_path"):
+        kernel = read_source(state["kernel_path"], "kernel")  # type: ignore[arg-type]
+    check_problem_source(problem, Path(state.get("problem_path") or "problem.py").name)
+    if kernel:
+        check_kernel_source(kernel, Path(state.get("kernel_path") or "kernel.py").name)
+    return problem, kernel or None
+
+
+def setup(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Prepare the run directory and baselines; hand the starting kernel to the verifier."""
+    ctx = context_of(runtime)
+    fresh: dict[str, Any] = {
+        "round": 0, "repairs": 0, "repair_next": False, "rounds_without_gain": 0, "best": None, "roofline": None,
+        "diagnosis": None, "last_error": None, "candidate_path": None, "candidate_change": "",
+        "stop_reason": None, "baselines": None,
+    }
+    try:
+        problem, kernel = _sources(state)
+        gpu = resolve_gpu(ctx)
+    except (InputError, UnknownGPUError) as err:
+        return {**fresh, "run_dir": state.get("run_dir") or "", "gpu_key": "", "stop_reason": f"bad input: {err}"}
+    run_dir = Path(state["run_dir"]) if state.get("run_dir") else new_run_dir(ctx.runs_dir, problem)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    problem_file = run_dir / "problem.py"
+    problem_file.write_text(problem)
+    update: dict[str, Any] = {**fresh, "run_dir": str(run_dir), "problem_file": str(problem_file), "gpu_key": gpu.key}
+    emit(update, "setup", run_dir=str(run_dir), gpu=gpu.key)
+    try:
+        baselines = verifier_for(update, ctx).baselines()  # type: ignore[arg-type]
+    except InputError as err:
+        return {**update, "stop_reason": f"bad input: {err}"}
+    update["baselines"] = Baselines(baselines.eager, baselines.compile, baselines.compile_error, baselines.floor)
+    emit(update, "baselines",
+         eager_ms=baselines.eager.median_ms if baselines.eager else None,
+         compile_ms=baselines.compile.median_ms if baselines.compile else None,
+         compile_error=baselines.compile_error)
+    if kernel:
+        start = kernel_path(run_dir, 0, 0)
+        start.write_text(kernel)
+        update.update(candidate_path=str(start), candidate_change="the starting kernel")
+    return update
+
+
+def route_after_setup(state: KernelOptState) -> Literal["verifier", "optimizer", "__end__"]:
+    """Verify the starting kernel; without one, have the optimizer write it; stop on bad input."""
+    if state.get("stop_reason"):
+        return "__end__"
+    return "verifier" if state.get("candidate_path") else "optimizer"

@@ -1,0 +1,42 @@
+"""The run directory: every artifact of a run as a file, so nothing a user ran is lost."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from kernelopt.harness.problem import source_hash
+
+
+def new_run_dir(runs_dir: str | Path, problem_source: str) -> Path:
+    """A fresh folder named by time and problem, e.g. kernelopt_runs/20261130-041500-3fa2c1."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(runs_dir) / f"{stamp}-{source_hash(problem_source)[:6]}"
+    path, n = base, 1
+    while path.exists():
+        path, n = base.with_name(f"{base.name}-{n}"), n + 1
+    path.mkdir(parents=True)
+    return path.resolve()
+
+
+def kernel_path(run_dir: str | Path, round_: int, repair: int) -> Path:
+    """Where the candidate of a round and repair is kept: kernels/r003_a1.py."""
+    path = Path(run_dir) / "kernels" / f"r{round_:03d}_a{repair}.py"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def save_best(run_dir: str | Path, kernel: str | Path) -> Path:
+    """Copy the new best kernel to best_kernel.py; returns its path."""
+    target = Path(run_dir) / "best_kernel.py"
+    shutil.copyfile(kernel, target)
+    return target
+
+
+def log_event(run_dir: str | Path, event: dict[str, Any]) -> None:
+    """Append one event to events.jsonl (the run's own history, beside the checkpoints)."""
+    with (Path(run_dir) / "events.jsonl").open("a") as log:
+        log.write(json.dumps({"time": time.time(), **event}, default=str) + "\n")

@@ -1,0 +1,109 @@
+"""The typed state the graph passes between nodes, and the frozen records it carries.
+
+Values are JSON-native (str, numbers, lists, dicts) or frozen dataclasses of those. Kernel
+sources, logs and profiles live as files in the run directory; the state points at them.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from typing_extensions import NotRequired, TypedDict
+
+from kernelopt.hardware.roofline import FloorEstimate, Roofline
+from kernelopt.harness.timing import Timing
+from kernelopt.prompts.parsing import BottleneckResult
+
+Outcome = Literal["faster", "slower", "incorrect", "failed", "rejected"]
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """A verified kernel: where its source is, and how fast it ran."""
+
+    path: str
+    source_hash: str
+    timing: Timing
+    round: int
+
+    @property
+    def time_ms(self) -> float:
+        return self.timing.median_ms
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """The reference's times under the same protocol, and the least work the problem needs."""
+
+    eager: Timing | None
+    compile: Timing | None
+    compile_error: str | None = None
+    floor: FloorEstimate | None = None
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The judger's verdict for one round: the bottlenecks seen and the one cause and fix chosen."""
+
+    bottlenecks: tuple[BottleneckResult, ...]
+    category: str
+    root_cause: str
+    recommended_fix: str
+    source: Literal["llm", "rules"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One candidate tried: what changed, what the verifier said, how it compared with the best."""
+
+    round: int
+    repair: int  # 0 for the round's first candidate, then 1, 2, ... for repairs
+    kernel_path: str
+    source_hash: str
+    outcome: Outcome
+    change: str
+    time_ms: float | None = None
+    speedup_vs_best: float | None = None  # best time / this time, before this attempt
+    error: str | None = None
+    rule: str | None = None
+    new_best: bool = False
+
+
+class InputState(TypedDict):
+    """What a caller provides: the problem's source, and optionally a starting kernel's."""
+
+    problem_source: str
+    kernel_source: NotRequired[str | None]
+    problem_path: NotRequired[str | None]  # a convenience: read when problem_source is empty
+    kernel_path: NotRequired[str | None]
+    run_dir: NotRequired[str | None]  # where artifacts go; a fresh folder by default
+
+
+class OutputState(TypedDict):
+    """What a run returns: the best kernel, the baselines, the last roofline and why it stopped."""
+
+    run_dir: str
+    stop_reason: str | None
+    best: KernelRecord | None
+    baselines: Baselines | None
+    roofline: Roofline | None
+    diagnosis: Diagnosis | None
+    round: int
+    gpu_key: str
+
+
+class KernelOptState(InputState, OutputState):
+    """Everything the nodes share while a run is under way."""
+
+    problem_file: str  # the problem as a file in the run directory
+    candidate_path: str | None  # the kernel the verifier checks next
+    candidate_change: str  # what the candidate changed, in a few words
+    repairs: int  # repairs spent on the current round
+    repair_next: bool  # the next optimizer call repairs the failed candidate
+    last_error: str | None  # the verifier's one line for the last failed candidate
+    rounds_without_gain: int
+    ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
+    attempts: Annotated[list[Attempt], operator.add]
+    tried_hashes: Annotated[list[str], operator.add]

@@ -1,0 +1,32 @@
+"""Honest: vector add with a masked tail; grid from triton.cdiv and x.shape. Problem: problem_add."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # One program instance adds BLOCK_SIZE consecutive elements; the mask covers the tail.
+    pid = tl.program_id(axis=0)
+    offsets = pid * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    x = tl.load(x_ptr + offsets, mask=mask)
+    y = tl.load(y_ptr + offsets, mask=mask)
+    tl.store(out_ptr + offsets, x + y, mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        y = y.contiguous()
+        out = torch.empty_like(x)
+        n_elements = x.shape[0]
+        block = 256
+        grid = (triton.cdiv(n_elements, block),)
+        add_kernel[grid](x, y, out, n_elements, BLOCK_SIZE=block)
+        return out

@@ -1,0 +1,181 @@
+"""Roofline: NCU speed-of-light view, floor view, verdicts, and warnings instead of errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelopt.hardware import (
+    FloorEstimate,
+    RooflineAnalyzer,
+    RooflineConfig,
+    aggregate_kernels,
+    dtype_name,
+    floor_from_counts,
+    get_gpu_spec,
+    parse_ncu_csv,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
+SOFTMAX = aggregate_kernels(
+    parse_ncu_csv((FIXTURES / "h200_softmax_8192x4096_fp32_metrics.csv").read_text())
+)
+SOFTMAX_WIDE = aggregate_kernels(
+    parse_ncu_csv((FIXTURES / "h200_softmax_8192x4096_fp32_full_raw.csv").read_text())
+)
+H200 = get_gpu_spec("H200")
+# softmax of 8192 x 4096 fp32: every element read once and written once.
+SOFTMAX_BYTES = 2 * 8192 * 4096 * 4
+SOFTMAX_FLOOR = FloorEstimate(min_bytes=SOFTMAX_BYTES, flops=5.0 * 8192 * 4096, dtype="fp32")
+SM_PCT = "sm__throughput.avg.pct_of_peak_sustained_elapsed"
+MEM_PCT = "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+HMMA_PCT = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def test_softmax_ncu_view_is_memory_bound() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(SOFTMAX)
+    assert roofline.bottleneck == "memory"
+    assert roofline.source == "ncu"
+    assert roofline.memory_sol_pct == pytest.approx(79.9)
+    assert roofline.compute_sol_pct == pytest.approx(24.98)
+    assert roofline.uses_tensor_cores is False
+    assert roofline.dram_bytes == 134_234_368 + 108_261_632
+    assert roofline.efficiency_pct == pytest.approx(79.9)  # no floor: the busiest unit
+    assert roofline.at_roofline is False  # 79.9 < the 80% SOL bar
+    assert roofline.warnings == ()
+
+
+def test_wide_fixture_gives_the_same_verdict() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(SOFTMAX_WIDE)
+    assert roofline.bottleneck == "memory" and roofline.uses_tensor_cores is False
+    assert roofline.memory_sol_pct == pytest.approx(79.78, abs=0.01)
+
+
+def test_softmax_floor_efficiency_on_h200() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(SOFTMAX, SOFTMAX_FLOOR, measured_time_ms=0.0631)
+    floor_s = SOFTMAX_BYTES / 4.8e12  # memory-bound: the FLOPs take ~1 us at 67 TFLOP/s
+    assert roofline.floor_time_ms == pytest.approx(floor_s * 1e3)
+    assert roofline.efficiency_pct == pytest.approx(floor_s / 63.1e-6 * 100)
+    assert 87 < (roofline.efficiency_pct or 0) < 90
+    assert roofline.headroom_pct == pytest.approx(100 - (roofline.efficiency_pct or 0))
+    assert roofline.at_roofline is True  # floor efficiency >= 85%
+    assert roofline.source == "ncu+floor"
+    assert roofline.achieved_gbs == pytest.approx(SOFTMAX_BYTES / 63.1e-6 / 1e9)
+    assert roofline.arithmetic_intensity == pytest.approx(5 / 8)
+    assert roofline.bandwidth_gbs == 4800 and roofline.peak_tflops == 67
+
+
+def test_measured_ceilings_override_the_datasheet() -> None:
+    # The fixtures' H200 copied 4.24 TB/s: against that, softmax sits at the roofline.
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4240.0, peak_tflops={"fp32": 51.0})
+    roofline = analyzer.analyze(SOFTMAX, SOFTMAX_FLOOR, measured_time_ms=0.0631)
+    assert roofline.bandwidth_gbs == 4240 and roofline.peak_tflops == 51
+    assert roofline.efficiency_pct == pytest.approx(SOFTMAX_BYTES / 4.24e12 / 63.1e-6 * 100)
+    assert (roofline.efficiency_pct or 0) > 99
+
+
+def test_ncu_duration_stands_in_for_a_missing_measured_time() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(SOFTMAX, SOFTMAX_FLOOR)
+    assert roofline.measured_time_ms == pytest.approx(0.063104)
+    assert roofline.efficiency_pct == pytest.approx(SOFTMAX_BYTES / 4.8e12 / 63.104e-6 * 100)
+
+
+def test_floor_only_matmul_is_compute_bound() -> None:
+    n = 8192
+    floor = floor_from_counts(3 * n * n * 2, 2.0 * n**3, torch.bfloat16)
+    # The fixtures' H200 ran this matmul at 680 TFLOP/s.
+    measured_ms = 2.0 * n**3 / 680e12 * 1e3
+    roofline = RooflineAnalyzer(H200).analyze(None, floor, measured_time_ms=measured_ms)
+    assert roofline.bottleneck == "compute"
+    assert roofline.source == "floor"
+    assert roofline.efficiency_pct == pytest.approx(680 / 989.5 * 100, rel=1e-3)
+    assert roofline.achieved_tflops == pytest.approx(680)
+    assert roofline.at_roofline is False
+    assert roofline.compute_sol_pct is None and roofline.uses_tensor_cores is None
+
+
+def test_floor_only_low_intensity_is_memory_bound() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(None, SOFTMAX_FLOOR, measured_time_ms=0.2)
+    assert roofline.bottleneck == "memory"
+    assert roofline.at_roofline is False and (roofline.headroom_pct or 0) > 50
+
+
+@pytest.mark.parametrize(
+    ("compute_pct", "memory_pct", "expected"),
+    [(92.0, 30.0, "compute"), (20.0, 85.0, "memory"), (25.0, 30.0, "underutilized")],
+)
+def test_ncu_bottleneck(compute_pct: float, memory_pct: float, expected: str) -> None:
+    roofline = RooflineAnalyzer(H200).analyze({SM_PCT: compute_pct, MEM_PCT: memory_pct})
+    assert roofline.bottleneck == expected
+    assert roofline.at_roofline is (max(compute_pct, memory_pct) >= 80)
+
+
+def test_memory_sol_falls_back_to_dram_throughput() -> None:
+    roofline = RooflineAnalyzer(H200).analyze({SM_PCT: 10.0, DRAM_PCT: 70.0})
+    assert roofline.memory_sol_pct == 70.0 and roofline.bottleneck == "memory"
+
+
+def test_tensor_core_use_follows_the_config_threshold() -> None:
+    metrics = {SM_PCT: 60.0, MEM_PCT: 30.0, HMMA_PCT: 5.0}
+    assert RooflineAnalyzer(H200).analyze(metrics).uses_tensor_cores is True
+    strict = RooflineAnalyzer(H200, config=RooflineConfig(tensor_core_active_pct=10.0))
+    assert strict.analyze(metrics).uses_tensor_cores is False
+    # Hopper's wgmma shows in the tensor pipe metric, not in the HMMA one.
+    wgmma = {SM_PCT: 60.0, MEM_PCT: 30.0, HMMA_PCT: 0.0,
+             "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active": 70.0}
+    assert RooflineAnalyzer(H200).analyze(wgmma).uses_tensor_cores is True
+
+
+def test_missing_metrics_give_warnings_not_errors() -> None:
+    roofline = RooflineAnalyzer(H200).analyze({"launch__registers_per_thread": 32.0})
+    assert roofline.bottleneck == "unknown" and roofline.source == "none"
+    assert roofline.efficiency_pct is None and roofline.at_roofline is False
+    text = " ".join(roofline.warnings)
+    for name in (SM_PCT, MEM_PCT, HMMA_PCT, "dram__bytes_read.sum"):
+        assert name in text
+
+
+def test_nothing_known_is_unknown() -> None:
+    roofline = RooflineAnalyzer().analyze(None)
+    verdict = (roofline.bottleneck, roofline.source, roofline.at_roofline)
+    assert verdict == ("unknown", "none", False)
+
+
+def test_no_spec_warns_and_keeps_the_ncu_view() -> None:
+    roofline = RooflineAnalyzer().analyze(SOFTMAX, SOFTMAX_FLOOR, measured_time_ms=0.0631)
+    assert roofline.floor_time_ms is None and roofline.source == "ncu"
+    assert roofline.bottleneck == "memory"
+    assert any("spec" in w for w in roofline.warnings)
+
+
+def test_dtype_without_a_peak_counts_memory_only() -> None:
+    floor = FloorEstimate(min_bytes=SOFTMAX_BYTES, flops=1e6, dtype="fp64")
+    roofline = RooflineAnalyzer(H200).analyze(None, floor, measured_time_ms=0.0631)
+    assert roofline.floor_time_ms == pytest.approx(SOFTMAX_BYTES / 4.8e12 * 1e3)
+    assert any("fp64" in w for w in roofline.warnings)
+
+
+def test_faster_than_the_floor_is_flagged() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(None, SOFTMAX_FLOOR, measured_time_ms=0.03)
+    assert any("beats the floor" in w for w in roofline.warnings)
+    assert roofline.headroom_pct == 0.0
+
+
+def test_roofline_is_json_native() -> None:
+    roofline = RooflineAnalyzer(H200).analyze(SOFTMAX, SOFTMAX_FLOOR, measured_time_ms=0.0631)
+    assert json.loads(json.dumps(asdict(roofline)))["bottleneck"] == "memory"
+
+
+@pytest.mark.parametrize(
+    ("dtype", "name"),
+    [(torch.float32, "fp32"), (torch.float16, "fp16"), (torch.bfloat16, "bf16"),
+     (torch.float8_e4m3fn, "fp8"), (torch.float8_e5m2, "fp8"), (torch.float64, "fp64"),
+     ("bf16", "bf16")],
+)
+def test_dtype_name(dtype: object, name: str) -> None:
+    assert dtype_name(dtype) == name
