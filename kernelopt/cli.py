@@ -12,7 +12,12 @@ from typing import Any
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
-from kernelopt.harness.problem import InputError, check_kernel_source, check_problem_source, read_source
+from kernelopt.harness.problem import (
+    InputError,
+    check_kernel_source,
+    check_problem_source,
+    read_source,
+)
 from kernelopt.report import summarize_run
 
 

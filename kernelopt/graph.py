@@ -17,7 +17,7 @@ from kernelopt.context import Context
 from kernelopt.nodes.judger import make_judger
 from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
 from kernelopt.nodes.profile import profile, route_after_profile
-from kernelopt.nodes.setup import route_after_setup, setup
+from kernelopt.nodes.setup import make_setup, route_after_setup
 from kernelopt.nodes.verifier import route_after_verify, verify
 from kernelopt.state import InputState, KernelOptState, OutputState
 
@@ -29,7 +29,7 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     Context names, and with no model named the offline policy.
     """
     builder = StateGraph(KernelOptState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
-    builder.add_node("setup", setup)
+    builder.add_node("setup", make_setup(chat_model))
     builder.add_node("verifier", verify)
     builder.add_node("profile", profile)
     builder.add_node("judger", make_judger(chat_model))

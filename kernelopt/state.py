@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NotRequired
 
-from typing_extensions import NotRequired, TypedDict
+from typing_extensions import TypedDict
 
 from kernelopt.hardware.roofline import FloorEstimate, Roofline
 from kernelopt.harness.timing import Timing
@@ -98,6 +98,7 @@ class KernelOptState(InputState, OutputState):
     """Everything the nodes share while a run is under way."""
 
     problem_file: str  # the problem as a file in the run directory
+    uses_llm: bool  # an LLM writes and repairs kernels (else the offline policy)
     candidate_path: str | None  # the kernel the verifier checks next
     candidate_change: str  # what the candidate changed, in a few words
     repairs: int  # repairs spent on the current round

@@ -26,6 +26,7 @@ from kernelopt.hardware.ncu import (
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 LONG = (FIXTURES / "h200_softmax_8192x4096_fp32_metrics.csv").read_text()
 WIDE = (FIXTURES / "h200_softmax_8192x4096_fp32_full_raw.csv").read_text()
+TWO_KERNELS = (FIXTURES / "h200_softmax_and_wgmma_matmul_run_ncu_stdout.csv").read_text()
 
 TIME = "gpu__time_duration.sum"
 READ = "dram__bytes_read.sum"
@@ -192,6 +193,24 @@ def test_run_ncu_parses_a_successful_run(tmp_path: Path) -> None:
                  "--target-processes all", "regex:softmax", "python prog.py"):
         assert flag in args
     assert ",".join(DEFAULT_METRICS) in args
+    # --page raw adds device attributes; only what was asked for is kept
+    assert set(profile.metrics) <= set(DEFAULT_METRICS)
+    assert not any(m.startswith("device__attribute") for m in profile.kernels[0].metrics)
+
+
+def test_real_run_ncu_stdout_with_two_kernels() -> None:
+    # What run_ncu read on an H200: ncu's and the program's lines, then a softmax and a matmul.
+    softmax, matmul = parse_ncu_csv(TWO_KERNELS)
+    assert (softmax.name, matmul.name) == ("softmax_kernel", "matmul_kernel")
+    assert softmax.time_ns == pytest.approx(62_976) and matmul.time_ns == pytest.approx(203_744)
+    hmma = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+    assert matmul.metrics[hmma] > 80 and softmax.metrics[hmma] == 0  # wgmma counts as HMMA
+    assert set(default_metrics("9.0")) <= set(softmax.metrics) & set(matmul.metrics)
+    merged = aggregate_kernels([softmax, matmul])
+    assert merged[TIME] == pytest.approx(62_976 + 203_744)
+    assert merged[READ] == pytest.approx(softmax.metrics[READ] + matmul.metrics[READ])
+    weighted = sum(k.metrics[SM_PCT] * k.time_ns for k in (softmax, matmul))
+    assert merged[SM_PCT] == pytest.approx(weighted / (softmax.time_ns + matmul.time_ns))
 
 
 def test_run_ncu_timeout(tmp_path: Path) -> None:

@@ -12,7 +12,7 @@ import shutil
 import signal
 import subprocess
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 
@@ -63,14 +63,15 @@ NCU_METRICS: Mapping[str, str] = MappingProxyType({
     SHARED_MEM_PER_BLOCK: "Shared memory per block, static + dynamic (bytes).",
     LOCAL_LOAD_SECTORS: "Local-memory load sectors: register spills being read back.",
     TENSOR_ACTIVE_PCT: "Any tensor pipe (incl. Hopper wgmma) active cycles, % of peak.",
-    TENSOR_GMMA_INST_PCT: "Hopper wgmma (GMMA) instructions issued, % of peak.",
+    TENSOR_GMMA_INST_PCT: "Hopper wgmma (GMMA) instructions issued, % of peak; > 0 means wgmma.",
 })
 
 # Metrics every NVIDIA GPU since Volta knows; asking ncu for one it lacks fails the whole run.
 DEFAULT_METRICS: tuple[str, ...] = tuple(
     m for m in NCU_METRICS if m not in (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
 )
-# Triton's tl.dot on Hopper issues wgmma, which the HMMA pipe metric does not count.
+# Hopper extras: the all-tensor-pipe view and the wgmma issue rate. (wgmma also shows in the
+# HMMA pipe metric: a Triton bf16 matmul on an H200 read 81.5% on both.)
 HOPPER_METRICS: tuple[str, ...] = (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
 
 
@@ -391,7 +392,14 @@ def run_ncu(
         saved = None
     if "ERR_NVGPUCTRPERM" in stdout or "ERR_NVGPUCTRPERM" in stderr:
         return NcuProfile.failed(_PERMISSION_HINT, saved)
-    kernels = tuple(parse_ncu_csv(stdout))
+    # `--page raw` adds device attributes and launch settings to what was asked for; keep only
+    # the requested metrics so the state and the prompts stay small.
+    wanted = {*metrics, GPU_TIME}
+    kernels = tuple(
+        replace(k, metrics={m: v for m, v in k.metrics.items() if m in wanted},
+                units={m: u for m, u in k.units.items() if m in wanted})
+        for k in parse_ncu_csv(stdout)
+    )
     if proc.returncode != 0:
         return NcuProfile.failed(
             f"ncu or the profiled program exited with code {proc.returncode}: "

@@ -270,6 +270,5 @@ class RooflineAnalyzer:
         return "unknown"
 
 
-# Any of these above the threshold means tensor cores ran; Hopper's wgmma shows only in
-# the last two.
+# Any of these above the threshold means tensor cores ran (the last two exist from Hopper on).
 _TENSOR_METRICS = (TENSOR_HMMA_ACTIVE_PCT, TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)

@@ -7,7 +7,7 @@ and @triton.jit bodies are Triton code. Tensor-valued names are tracked so that 
 
 import ast
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from kernelopt.harness import guard_rules as R
 
@@ -68,7 +68,8 @@ class ForwardScanner:
                     self.tensors.update(e.id for e in elements if isinstance(e, ast.Name))
             changed = len(self.tensors) != size
 
-    def is_self_attr(self, node: ast.expr, names: set[str] | None = None) -> bool:
+    def is_self_attr(self, node: ast.expr,
+                     names: set[str] | None = None) -> TypeGuard[ast.Attribute]:
         return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
                 and node.value.id == "self" and (names is None or node.attr in names))
 
@@ -180,7 +181,7 @@ class ForwardScanner:
         while isinstance(target, ast.Attribute) and not self.is_self_attr(target):
             target = target.value
         if self.is_self_attr(target, checker.module_attrs):
-            self.add("nn-module-in-forward", node, f"applies self.{target.attr} (an nn layer); "  # type: ignore[union-attr]
+            self.add("nn-module-in-forward", node, f"applies self.{target.attr} (an nn layer); "
                      "use its parameters in a @triton.jit kernel")
         elif self.is_self_attr(func, checker.module_attrs):
             self.add("nn-module-in-forward", node, f"applies self.{func.attr} (an nn layer); "

@@ -96,7 +96,7 @@ def _describe_exit(returncode: int | None, log_path: Path) -> str:
     last = f"; last output: {tail[0][:200]}" if tail else ""
     if returncode is not None and returncode < 0:
         name = signal.Signals(-returncode).name
-        hint = " (out of memory?)" if name == "SIGKILL" else ""
+        hint = {"SIGKILL": " (out of memory?)", "SIGSEGV": " (an out-of-bounds access?)"}.get(name, "")
         return f"the process crashed with {name}{hint}{last}"
     if returncode == 137:
         return f"the process was killed (out of memory?){last}"

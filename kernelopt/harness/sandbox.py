@@ -16,6 +16,7 @@ forbidden thing for it is not stopped here; the static guards forbid those entry
 (torch.save, torch.hub, triton.testing, ...).
 """
 
+import _thread
 import os
 import resource
 import signal
@@ -234,4 +235,21 @@ def _opens_for_writing(args: tuple[Any, ...]) -> bool:
 def install_audit_guard(candidate_files: set[str], work_dir: str) -> None:
     """Install, for the rest of this process, a hook refusing dangerous events the candidate
     raises (PermissionError naming the event). Call it before importing the candidate."""
-    sys.addaudithook(_AuditGuard(candidate_files, work_dir))
+    guard = _AuditGuard(candidate_files, work_dir)
+    sys.addaudithook(guard)
+    _guard_thread_start(guard)
+
+
+def _guard_thread_start(guard: _AuditGuard) -> None:
+    """Refuse thread starts from the candidate: CPython raises no audit event for them before
+    3.13, so the starter itself is wrapped (threading keeps its own reference to it)."""
+    original = _thread.start_new_thread
+
+    def start_new_thread(function: Callable[..., object], args: tuple[Any, ...],
+                         kwargs: dict[str, Any] | None = None) -> int:
+        guard("_thread.start_new_thread", (function, args, kwargs))
+        return original(function, args, kwargs or {})
+
+    _thread.start_new_thread = start_new_thread  # type: ignore[assignment]
+    if hasattr(threading, "_start_new_thread"):
+        threading._start_new_thread = start_new_thread  # type: ignore[attr-defined]

@@ -14,7 +14,7 @@ from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.correctness import compare_outputs
-from kernelopt.harness.problem import check_kernel_source, InputError, read_source
+from kernelopt.harness.problem import InputError, check_kernel_source, read_source
 from kernelopt.harness.runner import WorkerLimits, run_worker
 from kernelopt.harness.timing import Timing, TimingConfig
 
@@ -114,16 +114,7 @@ class Verifier:
 
     def baselines(self) -> Baselines:
         """Times eager and torch.compile with the candidates' protocol; computes the floor."""
-        work = self.root / "reference"
-        request = self.request(
-            "reference", expected_path=str(self._expected_path), baselines=True,
-            time_compile=self.settings.time_compile,
-        )
-        outcome = run_worker(request, work, self.settings.limits())
-        result = outcome.result
-        if result is None or not result.get("ok"):
-            why = outcome.failure or (result or {}).get("reason", "unknown error")
-            raise InputError(f"the reference problem does not run: {why} (log: {outcome.log_path})")
+        result = self._reference(baselines=True, time_compile=self.settings.time_compile)
         return Baselines(
             eager=Timing(**result["eager"]),
             compile=Timing(**result["compile"]) if result.get("compile") else None,
@@ -135,14 +126,25 @@ class Verifier:
     def _expected_path(self) -> Path:
         return self._private / "expected.pt"
 
-    def _expected(self) -> list[list[torch.Tensor]]:
-        if not self._expected_path.exists():
-            work = self.root / "reference"
-            outcome = run_worker(self.request("reference", expected_path=str(self._expected_path)), work, self.settings.limits())
-            if outcome.result is None or not outcome.result.get("ok"):
-                why = outcome.failure or (outcome.result or {}).get("reason", "unknown error")
-                raise InputError(f"the reference problem does not run: {why} (log: {outcome.log_path})")
-        return torch.load(self._expected_path, weights_only=True)
+    def _reference(self, **extra: Any) -> dict[str, Any]:
+        """Run the reference (never in a candidate's process); keep its outputs and case list."""
+        request = self.request("reference", expected_path=str(self._expected_path), **extra)
+        outcome = run_worker(request, self.root / "reference", self.settings.limits())
+        if outcome.result is None or not outcome.result.get("ok"):
+            why = outcome.failure or (outcome.result or {}).get("reason", "unknown error")
+            raise InputError(f"the reference problem does not run: {why} (log: {outcome.log_path})")
+        self._cases_path.write_text(json.dumps(outcome.result["cases"]))
+        return outcome.result
+
+    @property
+    def _cases_path(self) -> Path:
+        return self._private / "cases.json"
+
+    def _expected(self) -> tuple[list[dict[str, Any]], list[list[torch.Tensor]]]:
+        if not (self._expected_path.exists() and self._cases_path.exists()):
+            self._reference()
+        cases = json.loads(self._cases_path.read_text())
+        return cases, torch.load(self._expected_path, weights_only=True)
 
     def verify(self, kernel_path: str | Path, *, time: bool = True, floor_time_ms: float | None = None) -> Verdict:
         """Check `kernel_path` against the reference; time it when correct and `time` is set."""
@@ -156,11 +158,11 @@ class Verifier:
         if violation:
             rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
             return Verdict(False, violation, rule=rule)
-        expected = self._expected()
+        cases, expected = self._expected()
         work = self.root / "candidates" / kernel.stem
         actual_path = work / "actual.pt"
         outcome = run_worker(
-            self.request("candidate", kernel_path=str(kernel), actual_path=str(actual_path), time=time),
+            self.request("candidate", kernel_path=str(kernel), actual_path=str(actual_path), time=time, cases=cases),
             work, self.settings.limits(),
         )
         result = outcome.result

@@ -37,22 +37,41 @@ def _to_device(values: list[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
 
 
-def _inputs(problem: Any, seed: int, device: torch.device, extra_index: int | None) -> list[Any]:
-    torch.manual_seed(seed)
-    if extra_index is None:
-        values = list(problem.get_inputs())
-    else:
-        values = list(problem.get_extra_inputs()[extra_index])
-    return _to_device(values, device)
+def _inputs(problem: Any, case: dict[str, Any], device: torch.device) -> list[Any]:
+    """The inputs of one test case: a seed, and an extra input set or size overrides."""
+    torch.manual_seed(case["seed"])
+    if "extra" in case:
+        return _to_device(list(problem.get_extra_inputs()[case["extra"]]), device)
+    saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
+    try:
+        for name, value in case.get("overrides", {}).items():
+            setattr(problem, name, value)
+        return _to_device(list(problem.get_inputs()), device)
+    finally:
+        for name, value in saved.items():
+            setattr(problem, name, value)
 
 
-def _cases(problem: Any, seeds: list[int]) -> list[tuple[int, int | None]]:
-    """(seed, extra-input index) pairs: every seed on get_inputs, then each extra input set."""
-    cases: list[tuple[int, int | None]] = [(seed, None) for seed in seeds]
+def size_overrides(problem: Any) -> dict[str, int]:
+    """Other sizes for the inputs: module-level ints get_inputs reads and get_init_inputs does not.
+
+    Halving each (plus one, so that it is odd and no multiple of a block size) gives a shape the
+    kernel has not seen: a kernel special-cased for the given shape, or missing its masks, fails.
+    """
+    names = set(problem.get_inputs.__code__.co_names) - set(problem.get_init_inputs.__code__.co_names)
+    sizes = {name: getattr(problem, name, None) for name in sorted(names)}
+    return {name: value // 2 + 1 for name, value in sizes.items() if type(value) is int and value > 2}
+
+
+def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
+    """Every seed on get_inputs, each extra input set, and one set at other sizes."""
+    cases: list[dict[str, Any]] = [{"seed": seed} for seed in seeds]
     if hasattr(problem, "get_extra_inputs"):
         torch.manual_seed(seeds[0])
-        count = len(problem.get_extra_inputs())
-        cases += [(seeds[0] + 1 + i, i) for i in range(count)]
+        cases += [{"seed": seeds[0] + 1 + i, "extra": i} for i in range(len(problem.get_extra_inputs()))]
+    overrides = size_overrides(problem)
+    if overrides:
+        cases.append({"seed": seeds[0] + 1000, "overrides": overrides})
     return cases
 
 
@@ -85,15 +104,22 @@ def run_reference(req: dict[str, Any]) -> dict[str, Any]:
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])
     model = _build(problem.Model, problem, req["init_seed"], device)
-    expected = []
+    expected, cases = [], []
     with torch.no_grad():
-        for seed, extra in _cases(problem, req["seeds"]):
-            expected.append([t.detach().cpu() for t in _outputs(model(*_inputs(problem, seed, device, extra)))])
+        for case in plan_cases(problem, req["seeds"]):
+            try:
+                outputs = _outputs(model(*_inputs(problem, case, device)))
+            except Exception:
+                if "overrides" in case:  # the problem does not allow other sizes after all
+                    continue
+                raise
+            expected.append([t.detach().cpu() for t in outputs])
+            cases.append(case)
     torch.save(expected, req["expected_path"])
-    result: dict[str, Any] = {"ok": True, "cases": len(expected)}
+    result: dict[str, Any] = {"ok": True, "cases": cases}
     if req.get("baselines"):
         config = TimingConfig(**req.get("timing", {}))
-        inputs = _inputs(problem, req["seeds"][0], device, None)
+        inputs = _inputs(problem, {"seed": req["seeds"][0]}, device)
         with torch.no_grad():
             result["floor"] = asdict(estimate_floor(model, inputs))
             result["eager"] = asdict(measure(lambda: model(*inputs), device, config))
@@ -119,16 +145,17 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     model = _build(module.ModelNew, problem, req["init_seed"], device)
     actual, buffers = [], None
     with torch.no_grad():
-        for seed, extra in _cases(problem, req["seeds"]):
-            fresh = _inputs(problem, seed, device, extra)
-            # Refill the same input storage when shapes allow, so that a cache keyed by
-            # the input's address returns a stale answer and fails.
-            if buffers is not None and extra is None:
+        for case in req["cases"]:
+            fresh = _inputs(problem, case, device)
+            same_shape = set(case) == {"seed"}
+            # Refill the same input storage for every seed, so that a cache keyed by the
+            # input's address returns a stale answer and fails.
+            if buffers is not None and same_shape:
                 for buf, value in zip(buffers, fresh, strict=True):
                     if isinstance(buf, torch.Tensor):
                         buf.copy_(value)
                 fresh = buffers
-            elif extra is None:
+            elif same_shape:
                 buffers = fresh
             before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
             outputs = _checked_call(model, fresh, device)
@@ -141,7 +168,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
     if req.get("time"):
         poison.disarm()
-        inputs = _inputs(problem, req["seeds"][0], device, None)
+        inputs = _inputs(problem, {"seed": req["seeds"][0]}, device)
         with torch.no_grad():
             timing = measure(lambda: model(*inputs), device, TimingConfig(**req.get("timing", {})))
         guards.check_untouched()
@@ -215,7 +242,7 @@ def run_profile(req: dict[str, Any]) -> dict[str, Any]:
     problem = load_problem(req["problem_path"])
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     model = _build(module.ModelNew, problem, req["init_seed"], device)
-    inputs = _inputs(problem, req["seeds"][0], device, None)
+    inputs = _inputs(problem, {"seed": req["seeds"][0]}, device)
     with torch.no_grad():
         for _ in range(3):
             model(*inputs)

@@ -16,7 +16,12 @@ from kernelopt.llm import make_chat_model, reply_text
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.judger import attempt_notes
 from kernelopt.offline.search import variants
-from kernelopt.prompts import KernelExtractionError, OptimizationPromptArgs, PromptManager, extract_kernel
+from kernelopt.prompts import (
+    KernelExtractionError,
+    OptimizationPromptArgs,
+    PromptManager,
+    extract_kernel,
+)
 from kernelopt.runs import kernel_path
 from kernelopt.state import KernelOptState
 

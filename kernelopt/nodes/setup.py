@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
-from kernelopt.harness.problem import InputError, check_kernel_source, check_problem_source, read_source
+from kernelopt.harness.problem import (
+    InputError,
+    check_kernel_source,
+    check_problem_source,
+    read_source,
+)
+from kernelopt.llm import make_chat_model
 from kernelopt.nodes.common import context_of, emit, resolve_gpu, verifier_for
 from kernelopt.runs import kernel_path, new_run_dir
 from kernelopt.state import Baselines, KernelOptState
@@ -30,9 +38,19 @@ def _sources(state: KernelOptState) -> tuple[str, str | None]:
     return problem, kernel or None
 
 
-def setup(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Prepare the run directory and baselines; hand the starting kernel to the verifier."""
-    ctx = context_of(runtime)
+def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
+    """The setup node; `chat_model` tells it whether an LLM will write and repair kernels."""
+
+    def setup(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Prepare the run directory and baselines; hand the starting kernel to the verifier."""
+        ctx = context_of(runtime)
+        uses_llm = chat_model is not None or make_chat_model(ctx) is not None
+        return _setup(state, ctx) | {"uses_llm": uses_llm}
+
+    return setup
+
+
+def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
     fresh: dict[str, Any] = {
         "round": 0, "repairs": 0, "repair_next": False, "rounds_without_gain": 0, "best": None, "roofline": None,
         "diagnosis": None, "last_error": None, "candidate_path": None, "candidate_change": "",

@@ -11,7 +11,6 @@ from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.timing import beats
 from kernelopt.harness.verify import floor_ms_for
-from kernelopt.llm import make_chat_model
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.runs import save_best
 from kernelopt.state import Attempt, KernelOptState, KernelRecord
@@ -58,7 +57,7 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         update.update(last_error=None, repairs=0)
         round_over = True
     else:
-        can_repair = repair < ctx.max_repairs and (make_chat_model(ctx) is not None or round_ > 0)
+        can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
         update.update(last_error=attempt.error, repairs=repair + 1, repair_next=can_repair)
         round_over = not can_repair
     if round_over and round_ > 0:

@@ -1,4 +1,4 @@
-"""Honest: vector add with a masked tail; grid from triton.cdiv and x.shape. Problem: problem_add."""
+"""Honest: vector add, masked tail, grid from triton.cdiv. Problem: problem_add."""
 
 import torch
 import torch.nn as nn

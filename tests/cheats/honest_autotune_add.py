@@ -6,6 +6,8 @@ import triton
 import triton.language as tl
 
 
+# A single config: with several, the autotuner benchmarks them, which needs a GPU driver
+# (TRITON_INTERPRET=1 on a CPU has none). On a GPU, list the candidates here.
 @triton.autotune(
     configs=[triton.Config({"BLOCK_SIZE": 256})],
     key=["n_elements"],

@@ -1,4 +1,4 @@
-"""Honest: softmax split into a @triton.jit device helper, a launcher and a method. Problem: problem_softmax."""
+"""Honest: softmax via a device helper, a launcher and a method. Problem: problem_softmax."""
 
 import math
 

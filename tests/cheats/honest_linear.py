@@ -1,4 +1,4 @@
-"""Honest: linear layer keeping the reference's nn.Linear for its weights only. Problem: problem_linear."""
+"""Honest: linear layer using nn.Linear's weights only. Problem: problem_linear."""
 
 import torch
 import torch.nn as nn

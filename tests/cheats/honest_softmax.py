@@ -1,4 +1,4 @@
-"""Honest: row softmax, one program per row, with tl.max / tl.exp / tl.sum. Problem: problem_softmax."""
+"""Honest: row softmax with tl.max / tl.exp / tl.sum. Problem: problem_softmax."""
 
 import torch
 import torch.nn as nn

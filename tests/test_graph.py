@@ -1,0 +1,103 @@
+"""The whole graph on CPU: a scripted LLM with real kernels, and the offline policy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import fast_context, run_graph
+from scripted import DATA, ScriptedChatModel, diagnosis_reply, kernel_reply
+
+
+def _inputs(problem: Path, kernel: str | None = "kernel_base.py") -> dict[str, str]:
+    inputs = {"problem_source": problem.read_text()}
+    if kernel:
+        inputs["kernel_source"] = (DATA / "add" / kernel).read_text()
+    return inputs
+
+
+def _outcomes(events: list[dict]) -> list[str]:
+    return [e["outcome"] for e in events if e["event"] == "verdict"]
+
+
+def test_faster_kernel_becomes_best_then_max_rounds_stops(tmp_path, add_problem):
+    model = ScriptedChatModel(replies=[
+        diagnosis_reply(), kernel_reply("kernel_fast.py"),
+        diagnosis_reply(), kernel_reply("kernel_slow.py", "Smaller blocks improve load balance."),
+    ])
+    final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, model="scripted", max_rounds=2, patience=5), model)
+    assert _outcomes(events) == ["faster", "faster", "slower"]
+    assert final["stop_reason"] == "max_rounds"
+    best = final["best"]
+    assert "BLOCK_SIZE = 1024" in Path(best.path).read_text()
+    assert Path(final["run_dir"], "best_kernel.py").read_text() == (DATA / "add" / "kernel_fast.py").read_text()
+    # the optimizer's prompt was built from the judger's diagnosis and the measured best
+    optimizer_prompt = model.prompts[1]
+    assert "BLOCK_SIZE of 64 is too small" in optimizer_prompt
+    assert "PERFORMANCE TARGET" in optimizer_prompt and "ROOFLINE ANALYSIS" in optimizer_prompt
+    assert model.replies == []
+
+
+def test_broken_rewrite_is_repaired_with_the_verifiers_error(tmp_path, add_problem):
+    model = ScriptedChatModel(replies=[
+        diagnosis_reply(), kernel_reply("kernel_wrong.py"), kernel_reply("kernel_fast.py", "Fixed the factor 2."),
+    ])
+    final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, model="scripted", max_rounds=1), model)
+    assert _outcomes(events) == ["faster", "incorrect", "faster"]
+    repair_prompt = model.prompts[2]
+    assert "outside atol=0.0001" in repair_prompt  # the verifier's line reached the optimizer
+    assert "x + y" in repair_prompt  # and it was shown the failed kernel, not the best one
+    assert final["stop_reason"] == "max_rounds"
+    assert "BLOCK_SIZE = 1024" in Path(final["best"].path).read_text()
+
+
+def test_replies_without_code_become_repair_feedback_until_repairs_run_out(tmp_path, add_problem):
+    model = ScriptedChatModel(replies=[
+        diagnosis_reply(),
+        "I would increase the block size to 1024 so that fewer programs are launched.",
+        "```python\nclass Model(nn.Module):\n    pass\n```",
+    ])
+    ctx = fast_context(tmp_path, model="scripted", max_rounds=1, max_repairs=1)
+    final, events = run_graph(_inputs(add_problem), ctx, model)
+    assert _outcomes(events) == ["faster", "failed", "failed"]
+    assert "ModelNew" in model.prompts[2]  # the extraction error was fed back
+    assert final["stop_reason"] == "max_rounds"
+    assert "BLOCK_SIZE = 64" in Path(final["best"].path).read_text()  # the start stays best
+
+
+def test_no_gain_stops_after_patience_rounds(tmp_path, add_problem):
+    model = ScriptedChatModel(replies=[diagnosis_reply(), kernel_reply("kernel_slow.py")])
+    final, events = run_graph(_inputs(add_problem, "kernel_fast.py"), fast_context(tmp_path, model="scripted", patience=1), model)
+    assert _outcomes(events) == ["faster", "slower"]
+    assert final["stop_reason"] == "no_gain"
+    assert final["round"] == 1
+
+
+def test_generation_mode_writes_the_first_kernel(tmp_path, add_problem):
+    model = ScriptedChatModel(replies=[kernel_reply("kernel_syntax.py"), kernel_reply("kernel_base.py")])
+    final, events = run_graph(_inputs(add_problem, None), fast_context(tmp_path, model="scripted", max_rounds=0), model)
+    assert _outcomes(events) == ["failed", "faster"]  # the reply's code does not parse
+    assert "class Model(" in model.prompts[0]  # generation starts from the reference
+    assert "syntax" in model.prompts[1].lower()  # and the repair prompt says what was wrong
+    assert final["best"] is not None and final["stop_reason"] == "max_rounds"
+
+
+def test_offline_policy_searches_launch_parameters(tmp_path, add_problem):
+    final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, max_rounds=2, patience=3))
+    changes = [e["change"] for e in events if e["event"] == "verdict"]
+    assert changes == ["the starting kernel", "BLOCK_SIZE 64 -> 128", "BLOCK_SIZE 128 -> 256"]
+    assert _outcomes(events) == ["faster", "faster", "faster"]
+    assert "BLOCK_SIZE = 256" in Path(final["best"].path).read_text()
+    assert final["stop_reason"] == "max_rounds"
+    diagnoses = [e for e in events if e["event"] == "diagnosis"]
+    assert diagnoses and all(d["source"] == "rules" for d in diagnoses)
+
+
+def test_bad_problem_stops_with_one_clear_line(tmp_path):
+    final, _ = run_graph({"problem_source": "import torch\nclass Model: pass\n"}, fast_context(tmp_path))
+    assert final["stop_reason"].startswith("bad input: problem.py has no get_inputs()")
+
+
+def test_broken_starting_kernel_without_a_model_stops_with_the_reason(tmp_path, add_problem):
+    final, _ = run_graph(_inputs(add_problem, "kernel_wrong.py"), fast_context(tmp_path))
+    assert final["stop_reason"].startswith("no correct kernel: incorrect:")
+    assert final["best"] is None

@@ -1,0 +1,246 @@
+"""Runtime sandbox: scrubbed environment, resource limits, RSS watch and the audit guard.
+
+Audit hooks cannot be removed, so every audit-guard test runs in a fresh subprocess.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from kernelopt.harness.sandbox import limit_resources, rss_bytes, scrubbed_env, watch_rss
+
+
+def test_scrubbed_env_keeps_allow_list_and_drops_secrets() -> None:
+    base = {
+        "PATH": "/usr/bin", "HOME": "/home/k", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_CACHE_DIR": "/tmp/t", "TORCHINDUCTOR_CACHE_DIR": "/tmp/i",
+        "OPENAI_API_KEY": "sk-1", "TRITON_AUTH_TOKEN": "t", "CUDA_SECRET": "s",
+        "AWS_SECRET_ACCESS_KEY": "a", "HF_TOKEN": "h", "DATABASE_PASSWORD": "p", "FOO": "bar",
+    }
+    env = scrubbed_env(base, extra={"TRITON_INTERPRET": "1", "MY_API_KEY": "x"})
+    assert env == {
+        "PATH": "/usr/bin", "HOME": "/home/k", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_CACHE_DIR": "/tmp/t", "TORCHINDUCTOR_CACHE_DIR": "/tmp/i", "TRITON_INTERPRET": "1",
+    }
+
+
+def test_scrubbed_env_defaults_to_os_environ(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    env = scrubbed_env()
+    assert "OPENAI_API_KEY" not in env and env.get("PATH") == os.environ["PATH"]
+
+
+def test_limit_resources_caps_memory_and_disables_cores() -> None:
+    code = (
+        "import resource\n"
+        "print(resource.getrlimit(resource.RLIMIT_CORE)[0], "
+        "resource.getrlimit(resource.RLIMIT_CPU)[0])\n"
+        "try:\n    bytearray(2 << 30)\nexcept MemoryError:\n    print('MemoryError')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        preexec_fn=limit_resources(1 << 30, 30),
+    )
+    assert result.stdout.split() == ["0", "30", "MemoryError"]
+
+
+def test_rss_bytes_and_watch_rss_kill_a_process_over_its_cap() -> None:
+    assert rss_bytes(os.getpid()) > 10 << 20
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.3)
+        assert not watch_rss(child.pid, 1 << 40)
+        assert watch_rss(child.pid, 1)
+        assert child.wait(timeout=10) == -9
+    finally:
+        child.kill()
+    assert rss_bytes(child.pid) == 0
+
+
+_CANDIDATE = '''
+import os
+import socket
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask),
+             mask=mask)
+
+
+def launch():
+    x, y = torch.arange(100.0), torch.ones(100)
+    out = torch.empty_like(x)
+    add_kernel[(triton.cdiv(100, 64),)](x, y, out, 100, BLOCK=64)
+    return bool(torch.equal(out, x + 1))
+
+
+def write(path):
+    with open(path, "w") as f:
+        f.write("x")
+    return True
+
+
+def read(path):
+    with open(path) as f:
+        return len(f.read()) >= 0
+
+
+def system():
+    return os.system("true")
+
+
+def connect():
+    with socket.socket() as s:
+        s.connect(("127.0.0.1", 9))
+
+
+def getframe():
+    return sys._getframe(1).f_locals
+
+
+def traceback_frame():
+    try:
+        raise ValueError
+    except ValueError as err:
+        return err.__traceback__.tb_frame.f_back
+
+
+def ctypes_read():
+    import ctypes
+    return ctypes.string_at(id(1), 8)
+
+
+def thread():
+    import threading
+    threading.Thread(target=print).start()
+
+
+def run_exec():
+    exec("1 + 1")
+
+
+def putenv():
+    os.environ["LEAK"] = "1"
+
+
+def remove(path):
+    os.remove(path)
+
+
+def import_new_module():
+    import colorsys
+    return colorsys.rgb_to_hsv(1, 0, 0)[2] == 1
+'''
+
+_DRIVER = '''
+import importlib.util, json, sys
+from kernelopt.harness.sandbox import install_audit_guard
+
+candidate_path, work_dir, outside = sys.argv[1:4]
+install_audit_guard({candidate_path}, work_dir)
+spec = importlib.util.spec_from_file_location("candidate", candidate_path)
+candidate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(candidate)
+calls = {
+    "launch": (candidate.launch,),
+    "write_inside": (candidate.write, work_dir + "/out.txt"),
+    "write_outside": (candidate.write, outside + "/stolen.txt"),
+    "read_outside": (candidate.read, outside + "/secret.txt"),
+    "read_proc_parent_environ": (candidate.read, "/proc/1/environ"),
+    "system": (candidate.system,),
+    "connect": (candidate.connect,),
+    "getframe": (candidate.getframe,),
+    "traceback_frame": (candidate.traceback_frame,),
+    "ctypes": (candidate.ctypes_read,),
+    "thread": (candidate.thread,),
+    "exec": (candidate.run_exec,),
+    "putenv": (candidate.putenv,),
+    "remove_outside": (candidate.remove, outside + "/secret.txt"),
+    "import_new_module": (candidate.import_new_module,),
+}
+results = {}
+for name, (fn, *args) in calls.items():
+    try:
+        results[name] = "ok:" + repr(fn(*args))
+    except PermissionError as err:
+        results[name] = "denied:" + str(err)
+    except Exception as err:
+        results[name] = "error:" + type(err).__name__
+# The harness itself (not candidate code) may still write anywhere.
+with open(outside + "/harness.txt", "w") as f:
+    f.write("ok")
+print(json.dumps(results))
+'''
+
+
+@pytest.fixture(scope="module")
+def audit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("audit")
+    work_dir, outside = root / "work", root / "outside"
+    work_dir.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text("expected outputs")
+    candidate = root / "candidate.py"
+    candidate.write_text(_CANDIDATE)
+    driver = root / "driver.py"
+    driver.write_text(textwrap.dedent(_DRIVER))
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    result = subprocess.run(
+        [sys.executable, str(driver), str(candidate), str(work_dir), str(outside)],
+        capture_output=True, text=True, timeout=300, cwd=work_dir, env=env,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (outside / "harness.txt").read_text() == "ok"
+    assert (outside / "secret.txt").exists()
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_audit_guard_allows_triton_launch_and_work_dir_writes(
+    audit_results: dict[str, str],
+) -> None:
+    assert audit_results["launch"] == "ok:True"
+    assert audit_results["write_inside"] == "ok:True"
+    assert audit_results["import_new_module"] == "ok:True"
+
+
+@pytest.mark.parametrize(
+    ("call", "event"),
+    [
+        ("write_outside", "open"),
+        ("read_outside", "open"),
+        ("read_proc_parent_environ", "open"),
+        ("system", "os.system"),
+        ("connect", "socket"),
+        ("getframe", "sys._getframe"),
+        ("traceback_frame", "object.__getattr__"),
+        ("ctypes", "ctypes."),
+        ("thread", "_thread.start_new_thread"),
+        ("exec", "compile"),
+        ("putenv", "os.putenv"),
+        ("remove_outside", "os.remove"),
+    ],
+)
+def test_audit_guard_denies_candidate_event(
+    audit_results: dict[str, str], call: str, event: str
+) -> None:
+    outcome = audit_results[call]
+    assert outcome.startswith("denied:sandbox: the kernel may not"), outcome
+    assert f"(audit event {event}" in outcome
+
+
+def test_audit_guard_names_the_path(audit_results: dict[str, str], tmp_path: Path) -> None:
+    assert "stolen.txt outside its work dir" in audit_results["write_outside"]
