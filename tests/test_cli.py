@@ -1,0 +1,149 @@
+"""The `kernelopt` command as a user runs it: a real subprocess, its exit code and its output."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+
+ADD = DATA / "add"
+
+
+def kernelopt(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `python -m kernelopt.cli ARGS` in `cwd`; fails the test if it hangs."""
+    return subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", *map(str, args)],
+        cwd=cwd, env=env if env is not None else os.environ.copy(),
+        capture_output=True, text=True, timeout=240,
+    )
+
+
+def _show(proc: subprocess.CompletedProcess[str]) -> str:
+    return f"exit {proc.returncode}\n--- stdout\n{proc.stdout}\n--- stderr\n{proc.stderr}"
+
+
+# ── verify ───────────────────────────────────────────────────────────────────────────
+
+
+def test_verify_accepts_a_correct_kernel(tmp_path):
+    proc = kernelopt("verify", ADD / "problem.py", ADD / "kernel_base.py", "--json", cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    result = json.loads(proc.stdout)
+    assert result["accepted"] is True and result["rule"] is None
+    assert result["reason"].startswith("correct on")
+    assert isinstance(result["time_ms"], float) and result["time_ms"] > 0
+    assert result["is_gpu_time"] is False  # CPU: the Triton interpreter's clock
+    assert result["compile_ms"] is None  # no --compile
+
+
+def test_verify_rejects_a_wrong_kernel(tmp_path):
+    proc = kernelopt("verify", ADD / "problem.py", ADD / "kernel_wrong.py", "--json", cwd=tmp_path)
+    assert proc.returncode == 1, _show(proc)
+    result = json.loads(proc.stdout)
+    assert result["accepted"] is False and result["rule"] == "incorrect"
+    assert "atol" in result["reason"]  # says how far off it was
+    assert result["time_ms"] is None  # a wrong kernel is never timed
+
+
+# ── optimize ─────────────────────────────────────────────────────────────────────────
+
+
+def test_optimize_json_prints_one_object(tmp_path):
+    proc = kernelopt(
+        "optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py",
+        "--max-rounds", "1", "--no-compile", "--json", cwd=tmp_path,
+    )
+    assert proc.returncode == 0, _show(proc)
+    summary = json.loads(proc.stdout)  # the whole of stdout is one JSON object: no progress lines
+    assert summary["stop_reason"] == "max_rounds" and summary["rounds"] == 1
+    best = Path(summary["best_kernel_path"])
+    assert best.is_file() and best.is_relative_to(tmp_path / "kernelopt_runs")  # the default, under cwd
+    assert "class ModelNew" in best.read_text()
+    assert isinstance(summary["best_time_ms"], float) and summary["best_time_ms"] > 0
+    assert summary["compile_ms"] is None  # --no-compile
+    # the start, then the offline policy's round-1 candidate (whether it beats the start by more
+    # than the noise depends on the load of this machine under the interpreter)
+    assert [a["change"] for a in summary["attempts"]] == ["the starting kernel", "BLOCK_SIZE 64 -> 128"]
+    assert summary["attempts"][0]["outcome"] == "faster" and summary["attempts"][1]["outcome"] in ("faster", "slower")
+    assert json.loads((best.parent / "report.json").read_text())["best_time_ms"] == summary["best_time_ms"]
+
+
+def test_optimize_prints_progress_and_a_summary(tmp_path):
+    out = tmp_path / "my_run"
+    proc = kernelopt(
+        "optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py",
+        "--max-rounds", "1", "--no-compile", "--out", out, cwd=tmp_path,
+    )
+    assert proc.returncode == 0, _show(proc)
+    text = proc.stdout
+    assert f"run directory {out}" in text
+    assert "baselines: eager" in text
+    assert "round 1" in text and "round 2" not in text
+    assert "judger [rules]" in text
+    assert re.search(r"candidate \(BLOCK_SIZE 64 -> 128\): (faster|slower): [0-9.]+ ms", text), text
+    assert "stopped: max_rounds" in text
+    assert f"best kernel: {out / 'best_kernel.py'}" in text
+    assert "best time: " in text and "not GPU performance" in text
+    assert text.index("round 1") < text.index("stopped: max_rounds")  # progress first, summary last
+    assert (out / "best_kernel.py").is_file() and (out / "report.json").is_file()
+
+
+# ── bad input: one line on stderr, exit code 2, no work done ────────────────────────
+
+
+def _write(tmp_path: Path, name: str, text: str) -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+PROBLEM_NO_INPUTS = (
+    "import torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n\ndef get_init_inputs():\n    return []\n"
+)
+PROBLEM_SYNTAX = "import torch\n\nclass Model(nn.Module)\n    pass\n"
+KERNEL_NO_MODELNEW = "import torch.nn as nn\n\nclass Model(nn.Module):\n    pass\n"
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("missing_problem", "does not exist"),
+        ("problem_without_get_inputs", "has no get_inputs()"),
+        ("problem_syntax_error", "syntax error"),
+        ("kernel_without_modelnew", "not ModelNew"),
+        ("model_without_key", "needs OPENAI_API_KEY"),
+        ("no_kernel_no_model", "no --kernel given and no --model"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
+    problem, kernel = ADD / "problem.py", ADD / "kernel_base.py"
+    env = os.environ.copy()
+    extra: list[str | Path] = ["--kernel", kernel]
+    if case == "missing_problem":
+        problem = tmp_path / "nowhere" / "problem.py"
+    elif case == "problem_without_get_inputs":
+        problem = _write(tmp_path, "problem.py", PROBLEM_NO_INPUTS)
+    elif case == "problem_syntax_error":
+        problem = _write(tmp_path, "broken_problem.py", PROBLEM_SYNTAX)
+    elif case == "kernel_without_modelnew":
+        extra = ["--kernel", _write(tmp_path, "kernel.py", KERNEL_NO_MODELNEW)]
+    elif case == "model_without_key":
+        env = {k: v for k, v in env.items() if not k.startswith("OPENAI_")}
+        extra += ["--model", "gpt-4o"]
+    elif case == "no_kernel_no_model":
+        extra = []
+    proc = kernelopt("optimize", problem, *extra, "--max-rounds", "1", "--no-compile", cwd=tmp_path, env=env)
+    assert proc.returncode == 2, _show(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, _show(proc)
+    assert lines[0].startswith("kernelopt: ") and expected in lines[0], _show(proc)
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert not (tmp_path / "kernelopt_runs").exists()  # refused before any run started
+    if case == "problem_syntax_error":
+        assert "broken_problem.py:3:" in lines[0]  # the file and line to fix

@@ -1,0 +1,124 @@
+"""The verifier against every cheat in tests/cheats/, and every honest kernel there and in examples/."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.harness.verify import HarnessSettings, Verifier
+
+CHEATS = Path(__file__).parent / "cheats"
+EXAMPLES = Path(__file__).parent.parent / "examples"
+# Runtime defences and the rule each cheat must be rejected under.
+RUNTIME_RULES = {
+    "cheat_fp16_downcast": {"incorrect"},
+    "cheat_input_mutation": {"input-mutation"},
+    "cheat_partial_write": {"incorrect"},
+    "cheat_stale_empty": {"incorrect"},
+    "cheat_zero_reliance": {"incorrect"},
+    "cheat_shape_specialised": {"incorrect", "crash"},  # other sizes: wrong shape, or out of bounds
+    "cheat_infinite_loop": {"crash"},  # the time limit
+    "cheat_huge_alloc": {"runtime-error", "crash"},  # the memory cap
+}
+GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see
+
+
+def _header(path: Path) -> tuple[str, str]:
+    text = path.read_text()
+    caught = re.search(r"Caught by: ([^.\n]+)", text)
+    problem = re.search(r"Problem: (\w+?)(?:\.py)?\b", text)
+    return (caught.group(1).strip() if caught else "", f"{problem.group(1)}.py" if problem else "problem_add.py")
+
+
+_VERIFIERS: dict[tuple[str, str], Verifier] = {}
+
+
+def _verifier(problem: str, tmp_root: Path, **settings: object) -> Verifier:
+    """One verifier per problem (its reference runs once), with small limits for CI."""
+    key = (problem, repr(sorted(settings.items())))
+    if key not in _VERIFIERS:
+        work = tmp_root / f"{problem}-{len(_VERIFIERS)}"
+        config = {"seeds": 2, "timeout_s": 60.0, "mem_limit_gb": 4.0, "time_compile": False, **settings}
+        _VERIFIERS[key] = Verifier(CHEATS / problem, work, HarnessSettings.detect(**config))
+    return _VERIFIERS[key]
+
+
+@pytest.fixture(scope="module")
+def work_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("verifier")
+
+
+STATIC = sorted(p.stem for p in CHEATS.glob("cheat_*.py") if not _header(p)[0].startswith("runtime"))
+
+
+@pytest.mark.parametrize("name", STATIC)
+def test_static_cheats_are_rejected_with_their_rule(name: str, work_root: Path) -> None:
+    rule, problem = _header(CHEATS / f"{name}.py")
+    verdict = _verifier(problem, work_root).verify(CHEATS / f"{name}.py", time=False)
+    assert not verdict.accepted
+    rules = [v.rule for v in check_kernel_source((CHEATS / f"{name}.py").read_text())]
+    assert rule in rules  # the defence the cheat was written against fires
+    assert verdict.rule == rules[0]  # and the verdict names the first rule broken, in one line
+    assert "\n" not in verdict.reason and f"[{rules[0]}]" in verdict.reason
+
+
+@pytest.mark.parametrize("name", sorted(RUNTIME_RULES))
+def test_runtime_cheats_are_rejected(name: str, work_root: Path) -> None:
+    _, problem = _header(CHEATS / f"{name}.py")
+    limits = {"timeout_s": 10.0} if name == "cheat_infinite_loop" else {}
+    verdict = _verifier(problem, work_root, **limits).verify(CHEATS / f"{name}.py", time=False)
+    assert not verdict.accepted
+    assert verdict.rule in RUNTIME_RULES[name], verdict.reason
+    assert "\n" not in verdict.reason
+    if name == "cheat_infinite_loop":
+        assert "timed out after 10 s" in verdict.reason
+    if name == "cheat_huge_alloc":
+        assert re.search(r"memory|allocat", verdict.reason, re.IGNORECASE), verdict.reason
+
+
+def test_every_runtime_cheat_is_covered() -> None:
+    runtime = {p.stem for p in CHEATS.glob("cheat_*.py") if _header(p)[0].startswith("runtime")}
+    assert runtime == set(RUNTIME_RULES) | GPU_ONLY
+
+
+HONEST = sorted(p.stem for p in CHEATS.glob("honest_*.py"))
+
+
+@pytest.mark.parametrize("name", HONEST)
+def test_honest_kernels_are_accepted(name: str, work_root: Path) -> None:
+    _, problem = _header(CHEATS / f"{name}.py")
+    verdict = _verifier(problem, work_root).verify(CHEATS / f"{name}.py", time=False)
+    assert verdict.accepted, verdict.reason
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["swish", "softmax", "matmul"])
+def test_example_kernels_are_accepted_and_timed(example: str, tmp_path: Path) -> None:
+    verifier = Verifier(EXAMPLES / example / "problem.py", tmp_path, HarnessSettings.detect(seeds=2))
+    verdict = verifier.verify(EXAMPLES / example / "kernel.py")
+    assert verdict.accepted, verdict.reason
+    assert verdict.timing is not None and verdict.timing.median_ms > 0
+    assert verdict.launches and verdict.launches > 0
+    assert verdict.timing.is_gpu_time == torch.cuda.is_available()
+
+
+def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel that would fail if it could see a key in its environment is accepted."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-secret")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "secret")
+    source = (CHEATS / "honest_add.py").read_text()
+    probe = tmp_path / "probe.py"
+    # The probe runs at import time, in the candidate's process, before the audit hook matters.
+    probe.write_text("import os as _os\nassert not any('KEY' in k or 'TOKEN' in k for k in _os.environ)\n" + source)
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False))
+    # The static guard rejects `import os`; run the worker directly to see the environment itself.
+    from kernelopt.harness.runner import run_worker
+
+    cases, _ = verifier._expected()
+    request = verifier.request("candidate", kernel_path=str(probe), actual_path=str(tmp_path / "a.pt"), cases=cases)
+    outcome = run_worker(request, tmp_path / "run", verifier.settings.limits())
+    assert outcome.result is not None and outcome.result["ok"], (outcome.failure, outcome.result)
