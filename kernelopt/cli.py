@@ -67,11 +67,12 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
 
 
 def _optimize(args: argparse.Namespace) -> int:
+    problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
+    # Imported after the input checks: bad input is reported before torch and langchain load.
     from kernelopt.graph import graph
     from kernelopt.llm import make_chat_model
     from kernelopt.progress import render_event
 
-    problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
@@ -152,8 +153,10 @@ def _verify(args: argparse.Namespace) -> int:
         print(json.dumps(result, indent=2))
     else:
         print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
-        if result["eager_ms"] and result["time_ms"]:
+        if result["eager_ms"] and result["time_ms"] and result["is_gpu_time"]:
             print(f"eager: {result['eager_ms']:.4f} ms ({result['eager_ms'] / result['time_ms']:.2f}x)")
+        elif result["eager_ms"]:
+            print(f"eager (PyTorch on the CPU, not comparable): {result['eager_ms']:.4f} ms")
     return 0 if verdict.accepted else 1
 
 

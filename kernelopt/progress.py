@@ -5,6 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 
+OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed"}
+
+
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f} ms"
 
@@ -27,7 +30,8 @@ def render_event(event: dict[str, Any]) -> str | None:
     if kind == "verdict":
         label = "repair " + str(event["repair"]) if event.get("repair") else "candidate"
         detail = _ms(event.get("time_ms")) if event.get("time_ms") is not None else (event.get("error") or "")
-        return f"  {label} ({event.get('change') or '-'}): {event['outcome']}: {detail}"
+        outcome = OUTCOME_WORDS.get(event["outcome"], event["outcome"])
+        return f"  {label} ({event.get('change') or '-'}): {outcome}: {detail}"
     if kind == "new_best":
         return f"  new best: {_ms(event['time_ms'])}"
     if kind == "roofline":

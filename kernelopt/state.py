@@ -16,7 +16,8 @@ from kernelopt.hardware.roofline import FloorEstimate, Roofline
 from kernelopt.harness.timing import Timing
 from kernelopt.prompts.parsing import BottleneckResult
 
-Outcome = Literal["faster", "slower", "incorrect", "failed", "rejected"]
+# faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
+Outcome = Literal["faster", "within_noise", "slower", "incorrect", "failed", "rejected"]
 
 
 @dataclass(frozen=True)

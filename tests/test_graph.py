@@ -82,11 +82,13 @@ def test_generation_mode_writes_the_first_kernel(tmp_path, add_problem):
 
 
 def test_offline_policy_searches_launch_parameters(tmp_path, add_problem):
-    final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, max_rounds=2, patience=3))
+    # From 16 elements per program each doubling halves the program count: a 2x step,
+    # far outside the interpreter's timing noise.
+    final, events = run_graph(_inputs(add_problem, "kernel_slow.py"), fast_context(tmp_path, max_rounds=2, patience=3))
     changes = [e["change"] for e in events if e["event"] == "verdict"]
-    assert changes == ["the starting kernel", "BLOCK_SIZE 64 -> 128", "BLOCK_SIZE 128 -> 256"]
+    assert changes == ["the starting kernel", "BLOCK_SIZE 16 -> 32", "BLOCK_SIZE 32 -> 64"]
     assert _outcomes(events) == ["faster", "faster", "faster"]
-    assert "BLOCK_SIZE = 256" in Path(final["best"].path).read_text()
+    assert "BLOCK_SIZE = 64" in Path(final["best"].path).read_text()
     assert final["stop_reason"] == "max_rounds"
     diagnoses = [e for e in events if e["event"] == "diagnosis"]
     assert diagnoses and all(d["source"] == "rules" for d in diagnoses)

@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import re
-import statistics
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -31,22 +30,14 @@ class Ceilings:
     peak_tflops: dict[str, float]  # "fp32", "tf32", "bf16", "fp16" -> TFLOP/s
 
 
-def _median_ms(run: Callable[[], Any], trials: int, warmup: int = 2) -> float:
-    """Median CUDA-event time of run() in ms, after warm-up calls."""
+def _median_ms(run: Callable[[], Any], trials: int, device: int) -> float:
+    """Median time of run() in ms, with the same protocol every kernel is timed with."""
     import torch
 
-    for _ in range(warmup):
-        run()
-    times_ms = []
-    for _ in range(trials):
-        start = torch.cuda.Event(enable_timing=True)
-        end = torch.cuda.Event(enable_timing=True)
-        start.record()
-        run()
-        end.record()
-        end.synchronize()
-        times_ms.append(start.elapsed_time(end))
-    return statistics.median(times_ms)
+    from kernelopt.harness.timing import TimingConfig, measure
+
+    config = TimingConfig(min_trials=trials, max_trials=trials)
+    return measure(run, torch.device(f"cuda:{device}"), config).median_ms
 
 
 def measure_bandwidth_gbs(device: int = 0, copy_bytes: int = 1 << 30, trials: int = 10) -> float:
@@ -55,7 +46,7 @@ def measure_bandwidth_gbs(device: int = 0, copy_bytes: int = 1 << 30, trials: in
 
     src = torch.empty(copy_bytes, dtype=torch.uint8, device=f"cuda:{device}")
     dst = torch.empty_like(src)
-    time_ms = _median_ms(lambda: dst.copy_(src), trials)
+    time_ms = _median_ms(lambda: dst.copy_(src), trials, device)
     return 2 * copy_bytes / (time_ms / 1e3) / 1e9
 
 
@@ -74,7 +65,7 @@ def measure_matmul_tflops(
     # fp32 and tf32 share a dtype: only this switch tells cuBLAS which to run.
     torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
     try:
-        time_ms = _median_ms(lambda: torch.matmul(a, b, out=out), trials)
+        time_ms = _median_ms(lambda: torch.matmul(a, b, out=out), trials, device)
     finally:
         torch.backends.cuda.matmul.allow_tf32 = saved
     return 2 * size**3 / (time_ms / 1e3) / 1e12

@@ -1,10 +1,10 @@
 """The one timing protocol used for eager, torch.compile and every candidate.
 
 On a CUDA device: CUDA events around each trial, an L2 flush (a write of at least twice the
-L2 size) before each trial and outside the timed region, warm-up excluded, the trial count
-adapted to the kernel's length. Without CUDA the same protocol runs on the host clock, and the
-result is labelled "interpreter": Triton's interpreter emulates the kernel with NumPy, so those
-times say nothing about GPU performance.
+L2 size, then a read) before each trial and outside the timed region, warm-up excluded, the
+trial count adapted to the kernel's length, and the cost of an empty event pair subtracted. Without CUDA the same protocol runs on the host clock, and the
+result is labelled "interpreter" (a Triton kernel emulated with NumPy) or "cpu" (PyTorch on the
+CPU): neither says anything about GPU performance.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 import statistics
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import torch
 
-Clock = Literal["cuda_events", "interpreter"]
+Clock = Literal["cuda_events", "interpreter", "cpu"]
 
 
 @dataclass(frozen=True)
@@ -31,6 +31,7 @@ class Timing:
     max_ms: float
     trials: int
     clock: Clock
+    overhead_ms: float = 0.0  # the empty CUDA-event pair's own time, subtracted from every trial
 
     @property
     def iqr_ms(self) -> float:
@@ -43,7 +44,9 @@ class Timing:
     def label(self) -> str:
         """A short human-readable form: '1.234 ms (IQR 0.010, n=100)' plus the clock caveat."""
         text = f"{self.median_ms:.4f} ms (IQR {self.iqr_ms:.4f}, n={self.trials})"
-        return text if self.is_gpu_time else text + " [interpreter time, not GPU performance]"
+        if self.is_gpu_time:
+            return text
+        return text + (" [interpreter time, not GPU performance]" if self.clock == "interpreter" else " [CPU time]")
 
 
 @dataclass(frozen=True)
@@ -85,21 +88,40 @@ def summarize(times_ms: list[float], clock: Clock) -> Timing:
     )
 
 
-def measure(fn: Callable[[], object], device: torch.device, config: TimingConfig | None = None) -> Timing:
-    """Time `fn` with the protocol for `device` (CUDA events on GPU, host clock elsewhere)."""
+def measure(
+    fn: Callable[[], object], device: torch.device, config: TimingConfig | None = None, host_clock: Clock = "interpreter"
+) -> Timing:
+    """Time `fn` with the protocol for `device`: CUDA events on a GPU, else the host clock,
+    labelled `host_clock` ("interpreter" for Triton kernels, "cpu" for PyTorch)."""
     config = config or TimingConfig()
     if device.type == "cuda":
         return _measure_cuda(fn, device, config)
-    return _measure_host(fn, config)
+    return _measure_host(fn, config, host_clock)
+
+
+class _L2Flush:
+    """Empties L2 between trials: a write of flush_l2_bytes, then a read of as many other bytes.
+
+    The write evicts whatever the last trial left; the read then replaces the dirty lines the
+    write left behind with clean ones, so the timed kernel does not pay for their write-back.
+    """
+
+    def __init__(self, size_bytes: int, device: torch.device) -> None:
+        self.written = torch.empty(size_bytes, dtype=torch.uint8, device=device)
+        self.read = torch.zeros(size_bytes // 4, dtype=torch.int32, device=device)
+
+    def __call__(self) -> None:
+        self.written.zero_()
+        self.read.max()
 
 
 def _measure_cuda(fn: Callable[[], object], device: torch.device, config: TimingConfig) -> Timing:
-    flush = torch.empty(config.flush_l2_bytes, dtype=torch.uint8, device=device)
+    flush = _L2Flush(config.flush_l2_bytes, device)
     # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     runs, elapsed_ms = 0, 0.0
     while runs < config.min_warmup_runs or elapsed_ms < config.warmup_ms:
-        flush.zero_()
+        flush()
         start.record()
         fn()
         end.record()
@@ -110,25 +132,42 @@ def _measure_cuda(fn: Callable[[], object], device: torch.device, config: Timing
             break
     estimate_ms = max(elapsed_ms / runs, 1e-4)
     trials = int(min(config.max_trials, max(config.min_trials, config.target_total_ms / estimate_ms)))
+    overhead_ms = _event_pair_ms(flush, device, config.min_trials)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     for i in range(trials):
-        flush.zero_()  # evict the previous trial's data from L2; not timed
+        flush()  # evict the previous trial's data from L2; not timed
         starts[i].record()
         fn()
         ends[i].record()
     torch.cuda.synchronize(device)
-    return summarize([s.elapsed_time(e) for s, e in zip(starts, ends, strict=True)], "cuda_events")
+    times_ms = [max(s.elapsed_time(e) - overhead_ms, 0.0) for s, e in zip(starts, ends, strict=True)]
+    return replace(summarize(times_ms, "cuda_events"), overhead_ms=overhead_ms)
 
 
-def _measure_host(fn: Callable[[], object], config: TimingConfig) -> Timing:
+def _event_pair_ms(flush: _L2Flush, device: torch.device, trials: int) -> float:
+    """The median time of an empty event pair recorded right after a flush.
+
+    It is what a trial would report for a kernel that takes no time at all (the GPU's front
+    end between the two records); subtracting it makes a trial measure the work itself.
+    """
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(trials)]
+    for start, end in pairs:
+        flush()
+        start.record()
+        end.record()
+    torch.cuda.synchronize(device)
+    return statistics.median(start.elapsed_time(end) for start, end in pairs)
+
+
+def _measure_host(fn: Callable[[], object], config: TimingConfig, clock: Clock) -> Timing:
     fn()  # warm-up: the interpreter and torch lazily initialise on first use
     times_ms = []
     for _ in range(max(1, config.interpreter_trials)):
         begin = time.perf_counter()
         fn()
         times_ms.append((time.perf_counter() - begin) * 1e3)
-    return summarize(times_ms, "interpreter")
+    return summarize(times_ms, clock)
 
 
 def beats(candidate: Timing, best: Timing, min_gain_pct: float) -> bool:

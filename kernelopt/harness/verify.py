@@ -44,6 +44,7 @@ class HarnessSettings:
 
     use_cuda: bool = False
     seeds: int = 3
+    repeats: int = 3  # runs per test case on the same inputs (races show as a wrong run)
     timeout_s: float = 300.0
     mem_limit_gb: float = 16.0
     timing: TimingConfig = field(default_factory=TimingConfig)
@@ -162,7 +163,8 @@ class Verifier:
         work = self.root / "candidates" / kernel.stem
         actual_path = work / "actual.pt"
         outcome = run_worker(
-            self.request("candidate", kernel_path=str(kernel), actual_path=str(actual_path), time=time, cases=cases),
+            self.request("candidate", kernel_path=str(kernel), actual_path=str(actual_path), time=time, cases=cases,
+                         repeats=self.settings.repeats),
             work, self.settings.limits(),
         )
         result = outcome.result
@@ -170,10 +172,13 @@ class Verifier:
             return Verdict(False, f"candidate {outcome.failure}", rule="crash", log_path=outcome.log_path)
         if not result.get("ok"):
             return Verdict(False, result["reason"], rule=result.get("rule"), log_path=outcome.log_path)
-        mismatch = compare_outputs(expected, torch.load(actual_path, weights_only=True))
+        actual = torch.load(actual_path, weights_only=True)
         actual_path.unlink(missing_ok=True)
-        if mismatch:
-            return Verdict(False, f"incorrect: {mismatch}", rule="incorrect", log_path=outcome.log_path)
+        for run in range(min(len(runs) for runs in actual) if actual else 0):
+            mismatch = compare_outputs(expected, [runs[run] for runs in actual])
+            if mismatch:
+                again = f" (run {run + 1} on the same inputs: a race?)" if run else ""
+                return Verdict(False, f"incorrect{again}: {mismatch}", rule="incorrect", log_path=outcome.log_path)
         timing = Timing(**result["timing"]) if result.get("timing") else None
         if timing and timing.is_gpu_time and floor_time_ms and timing.median_ms < floor_time_ms * IMPOSSIBLE_SPEED_FRACTION:
             return Verdict(

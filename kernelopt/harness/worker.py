@@ -10,11 +10,13 @@ and file-system escapes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
 import traceback
 from dataclasses import asdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +99,24 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
+@contextlib.contextmanager
+def _exact_math() -> Iterator[None]:
+    """No reduced-precision shortcuts (TF32 convolutions, fp16/bf16 partial sums) while the
+    expected outputs are computed: the yardstick's own error must stay under the tolerances.
+    The baselines are timed with PyTorch's defaults, as users run them."""
+    flags = (torch.backends.cuda.matmul, "allow_tf32"), (torch.backends.cudnn, "allow_tf32"), (
+        torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"), (
+        torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction")
+    saved = [getattr(owner, name) for owner, name in flags]
+    for owner, name in flags:
+        setattr(owner, name, False)
+    try:
+        yield
+    finally:
+        for (owner, name), value in zip(flags, saved, strict=True):
+            setattr(owner, name, value)
+
+
 def run_reference(req: dict[str, Any]) -> dict[str, Any]:
     """Expected outputs for every case; with `baselines`, eager/compile times and the floor."""
     from kernelopt.harness.floor import estimate_floor
@@ -105,7 +125,7 @@ def run_reference(req: dict[str, Any]) -> dict[str, Any]:
     problem = load_problem(req["problem_path"])
     model = _build(problem.Model, problem, req["init_seed"], device)
     expected, cases = [], []
-    with torch.no_grad():
+    with torch.no_grad(), _exact_math():
         for case in plan_cases(problem, req["seeds"]):
             try:
                 outputs = _outputs(model(*_inputs(problem, case, device)))
@@ -122,12 +142,12 @@ def run_reference(req: dict[str, Any]) -> dict[str, Any]:
         inputs = _inputs(problem, {"seed": req["seeds"][0]}, device)
         with torch.no_grad():
             result["floor"] = asdict(estimate_floor(model, inputs))
-            result["eager"] = asdict(measure(lambda: model(*inputs), device, config))
+            result["eager"] = asdict(measure(lambda: model(*inputs), device, config, "cpu"))
             result["compile"], result["compile_error"] = None, None
             if req.get("time_compile"):
                 try:
                     compiled = torch.compile(model)
-                    result["compile"] = asdict(measure(lambda: compiled(*inputs), device, config))
+                    result["compile"] = asdict(measure(lambda: compiled(*inputs), device, config, "cpu"))
                 except Exception as err:  # a compile failure costs the baseline, not the run
                     result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
     return result
@@ -158,12 +178,14 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             elif same_shape:
                 buffers = fresh
             before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
-            outputs = _checked_call(model, fresh, device)
-            _check_inputs_unchanged(before, fresh)
-            again = _checked_call(model, fresh, device)
-            if any(not torch.equal(a.nan_to_num(), b.nan_to_num()) for a, b in zip(outputs, again, strict=True)):
-                raise Rejected("nondeterministic", "two runs on the same input gave different outputs (a race?)")
-            actual.append([t.detach().cpu().clone() for t in outputs])
+            # Several runs on the same input, each judged on its own by the parent: a race
+            # shows as a run that is wrong; reordered float atomics stay within tolerance.
+            runs = []
+            for _ in range(req.get("repeats", 2)):
+                outputs = _checked_call(model, fresh, device)
+                _check_inputs_unchanged(before, fresh)
+                runs.append([t.detach().cpu().clone() for t in outputs])
+            actual.append(runs)
     torch.save(actual, req["actual_path"])
     result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
     if req.get("time"):

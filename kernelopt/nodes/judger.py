@@ -28,9 +28,9 @@ HISTORY_SIZE = 6  # the last attempts the prompts recall
 
 def attempt_notes(attempts: list[Attempt], limit: int = HISTORY_SIZE) -> tuple[AttemptNote, ...]:
     """The last attempts as the prompts recall them."""
-    outcome = {"faster": "faster", "slower": "slower", "incorrect": "incorrect"}
+    known = {"faster", "within_noise", "slower", "incorrect"}
     return tuple(
-        AttemptNote(a.round, outcome.get(a.outcome, "failed"), a.time_ms, a.change, a.error)  # type: ignore[arg-type]
+        AttemptNote(a.round, a.outcome if a.outcome in known else "failed", a.time_ms, a.change, a.error)  # type: ignore[arg-type]
         for a in attempts[-limit:]
     )
 

@@ -42,6 +42,7 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
         [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
         env=worker_env(use_cuda=True), timeout_s=ctx.timeout_s, workdir=str(work),
         cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"), cache_key=best.source_hash,
+        metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
     )
     return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
 

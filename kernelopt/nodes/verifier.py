@@ -9,11 +9,11 @@ from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.timing import beats
+from kernelopt.harness.timing import Timing, beats
 from kernelopt.harness.verify import floor_ms_for
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.runs import save_best
-from kernelopt.state import Attempt, KernelOptState, KernelRecord
+from kernelopt.state import Attempt, KernelOptState, KernelRecord, Outcome
 
 
 def floor_time_ms(state: KernelOptState) -> float | None:
@@ -43,7 +43,7 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
             timing = verdict.timing
             faster = best is None or beats(timing, best.timing, ctx.min_gain_pct)
             speedup = best.time_ms / timing.median_ms if best else None
-            attempt = Attempt(round_, repair, path, digest, "faster" if faster else "slower", change,
+            attempt = Attempt(round_, repair, path, digest, _outcome(faster, timing, best), change,
                               time_ms=timing.median_ms, speedup_vs_best=speedup, new_best=faster)
             new_best = KernelRecord(path, digest, timing, round_) if faster else None
     emit(state, "verdict", round=round_, repair=repair, outcome=attempt.outcome, time_ms=attempt.time_ms,
@@ -53,7 +53,7 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         save_best(state["run_dir"], new_best.path)
         update["best"] = new_best
         emit(state, "new_best", round=round_, time_ms=new_best.time_ms, path=new_best.path)
-    if attempt.outcome in ("faster", "slower"):
+    if attempt.outcome in ("faster", "within_noise", "slower"):
         update.update(last_error=None, repairs=0)
         round_over = True
     else:
@@ -66,6 +66,12 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     if round_over:
         update["stop_reason"] = _stop_reason(state, ctx, update, best or new_best)
     return update
+
+
+def _outcome(faster: bool, timing: Timing, best: KernelRecord | None) -> Outcome:
+    if faster:
+        return "faster"
+    return "within_noise" if best is not None and timing.median_ms < best.time_ms else "slower"
 
 
 def _stop_reason(state: KernelOptState, ctx: Context, update: dict[str, Any], best: KernelRecord | None) -> str | None:

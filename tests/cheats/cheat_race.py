@@ -1,9 +1,11 @@
-"""Cheat: row sums from racing tl.atomic_add partials. Caught by: runtime: repeat runs.
+"""Cheat: row sums from racing partials (load, add, store: lost updates). Caught by: runtime: repeat runs.
 
 Problem: problem_rowsum.py.
 
-Float atomics land in a different order each run on a GPU, so results
-differ bit for bit between runs (the interpreter runs programs in order: deterministic there).
+Every program adds its chunk's sum to out[row] with a plain load and store instead of an
+atomic. On a GPU the programs of one row run at once and overwrite each other's updates, so
+the result is wrong, differently on each run. The interpreter runs programs one after another,
+where the same code happens to be right: only a GPU shows the race.
 """
 
 import torch
@@ -19,7 +21,8 @@ def partial_rowsum_kernel(x_ptr, out_ptr, n_cols, CHUNK: tl.constexpr):
     chunk = tl.program_id(1)
     cols = chunk * CHUNK + tl.arange(0, CHUNK)
     vals = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
-    tl.atomic_add(out_ptr + row, tl.sum(vals, axis=0))
+    total = tl.load(out_ptr + row)
+    tl.store(out_ptr + row, total + tl.sum(vals, axis=0))
 
 
 class ModelNew(nn.Module):

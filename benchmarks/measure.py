@@ -1,0 +1,170 @@
+"""Benchmarks of kernelopt's measurements, run on a CUDA host; each prints a Markdown table.
+
+    python3 benchmarks/measure.py agreement   # (a) our median vs NCU's gpu__time_duration
+    python3 benchmarks/measure.py stability   # (b) one kernel timed in 5 separate processes
+    python3 benchmarks/measure.py overhead    # (c) seconds per round outside the LLM, by stage
+    python3 benchmarks/measure.py baselines   # (d) eager, compile, starting kernel, floor efficiency
+    python3 benchmarks/measure.py all
+
+Results from the H200 are recorded in benchmarks/RESULTS.md with the command that made them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+NAMES = ("softmax", "swish", "matmul")
+sys.path.insert(0, str(ROOT))
+
+
+def _verifier(name: str, work: Path, **settings: Any) -> Any:
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    return Verifier(EXAMPLES / name / "problem.py", work, HarnessSettings.detect(**settings))
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    def cell(value: Any) -> str:
+        return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def agreement(work: Path) -> str:
+    """(a) The harness's median against NCU's summed gpu__time_duration for one forward call."""
+    from kernelopt.hardware import ncu
+    from kernelopt.harness.runner import worker_env
+
+    rows = []
+    for name in NAMES:
+        verifier = _verifier(name, work / name, seeds=1, time_compile=False)
+        verdict = verifier.verify(EXAMPLES / name / "kernel.py")
+        request = verifier.request("profile", kernel_path=str(EXAMPLES / name / "kernel.py"), work_dir=str(work / name))
+        (work / name / "profile.json").write_text(json.dumps(request))
+        profile = ncu.run_ncu(
+            [sys.executable, "-m", "kernelopt.harness.worker", str(work / name / "profile.json")],
+            env=worker_env(use_cuda=True), timeout_s=300, workdir=str(work / name),
+        )
+        ours_ms = verdict.timing.median_ms if verdict.timing else float("nan")
+        ncu_ms = profile.total_time_ns / 1e6 if profile.ok else float("nan")
+        diff_pct = (ours_ms - ncu_ms) / ncu_ms * 100 if profile.ok else float("nan")
+        status = "" if profile.ok else profile.error
+        if not verdict.accepted:
+            status = f"rejected: {verdict.reason}"
+        rows.append([name, len(profile.kernels), ours_ms, ncu_ms, diff_pct, ncu_ms > 0.05 and abs(diff_pct) <= 5, status])
+    return "### (a) agreement with NCU\n\n" + _table(
+        ["example", "kernels", "our median ms", "NCU gpu__time_duration ms", "diff %", "within 5% (>50 us)", "note"], rows
+    )
+
+
+def stability(work: Path, processes: int = 5) -> str:
+    """(b) The same kernel timed in separate processes: spread of the medians."""
+    rows = []
+    for name in ("softmax", "swish"):
+        medians = []
+        for i in range(processes):
+            verdict = _verifier(name, work / f"{name}-{i}", seeds=1, time_compile=False).verify(EXAMPLES / name / "kernel.py")
+            assert verdict.timing is not None, verdict.reason
+            medians.append(verdict.timing.median_ms)
+        spread = (max(medians) - min(medians)) / statistics.median(medians) * 100
+        rows.append([name, processes, " ".join(f"{m:.4f}" for m in medians), spread, spread < 2.0])
+    return "### (b) stability across processes\n\n" + _table(
+        ["example", "processes", "medians ms", "spread (max-min)/median %", "under 2%"], rows
+    )
+
+
+def overhead(work: Path, rounds: int = 2) -> str:
+    """(c) Wall seconds per graph node in an offline run (no LLM), by stage."""
+    from kernelopt.context import Context
+    from kernelopt.graph import build_graph
+
+    rows = []
+    for name in ("softmax",):
+        graph = build_graph().compile()
+        ctx = Context(max_rounds=rounds, patience=rounds + 1, runs_dir=str(work / "runs"))
+        inputs = {"problem_source": (EXAMPLES / name / "problem.py").read_text(),
+                  "kernel_source": (EXAMPLES / name / "kernel.py").read_text()}
+        seconds: dict[str, list[float]] = {}
+        last = time.perf_counter()
+        for update in graph.stream(inputs, context=ctx, stream_mode="updates"):
+            now = time.perf_counter()
+            for node in update:
+                seconds.setdefault(node, []).append(now - last)
+            last = now
+        for node, values in seconds.items():
+            rows.append([name, node, len(values), sum(values) / len(values), sum(values)])
+    return f"### (c) overhead per stage ({rounds} offline rounds)\n\n" + _table(
+        ["example", "stage", "calls", "mean s per call", "total s"], rows
+    )
+
+
+def baselines(work: Path) -> str:
+    """(d) Eager, torch.compile and the starting kernel, with floor efficiency."""
+    from kernelopt.hardware.ceilings import load_or_measure_ceilings
+    from kernelopt.harness.verify import floor_ms_for
+
+    ceilings = load_or_measure_ceilings()
+    rows = []
+    for name in NAMES:
+        verifier = _verifier(name, work / name, seeds=1)
+        base = verifier.baselines()
+        verdict = verifier.verify(EXAMPLES / name / "kernel.py")
+        floor = base.floor
+        assert floor is not None
+        datasheet_floor_ms = floor_ms_for(floor, None) or float("nan")
+        measured_floor_ms = float("nan")
+        if ceilings:
+            peak = ceilings.peak_tflops.get(floor.dtype) or ceilings.peak_tflops["fp32"]
+            measured_floor_ms = max(floor.min_bytes / (ceilings.bandwidth_gbs * 1e9), floor.flops / (peak * 1e12)) * 1e3
+        eager = base.eager.median_ms if base.eager else float("nan")
+        compiled = base.compile.median_ms if base.compile else float("nan")
+        kernel = verdict.timing.median_ms if verdict.timing else float("nan")
+        rows.append([name, floor.dtype, floor.min_bytes / 1e6, floor.flops / 1e9, measured_floor_ms, eager, compiled, kernel,
+                     measured_floor_ms / eager * 100, measured_floor_ms / compiled * 100, measured_floor_ms / kernel * 100,
+                     datasheet_floor_ms])
+    note = f"measured ceilings: {json.dumps(ceilings.__dict__) if ceilings else 'none'}"
+    return "### (d) baselines and floor efficiency\n\n" + note + "\n\n" + _table(
+        ["example", "dtype", "min MB", "GFLOP", "floor ms (measured ceilings)", "eager ms", "compile ms",
+         "start kernel ms", "eager eff %", "compile eff %", "kernel eff %", "floor ms (datasheet)"], rows
+    )
+
+
+BENCHMARKS = {"agreement": agreement, "stability": stability, "overhead": overhead, "baselines": baselines}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("which", choices=[*BENCHMARKS, "all"])
+    parser.add_argument("--out", help="also append the tables to this Markdown file")
+    args = parser.parse_args()
+    import torch
+
+    if not torch.cuda.is_available():
+        print("benchmarks need a CUDA GPU; run them on a CUDA host", file=sys.stderr)
+        return 2
+    names = list(BENCHMARKS) if args.which == "all" else [args.which]
+    with tempfile.TemporaryDirectory(prefix="kernelopt-bench-") as tmp:
+        for name in names:
+            began = time.perf_counter()
+            text = BENCHMARKS[name](Path(tmp) / name)
+            text += f"\n\n({torch.cuda.get_device_name()}, {time.perf_counter() - began:.0f} s)\n"
+            print(text, flush=True)
+            if args.out:
+                with open(args.out, "a") as out:
+                    out.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

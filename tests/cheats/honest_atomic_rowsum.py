@@ -1,0 +1,32 @@
+"""Honest: split row sums combined with tl.atomic_add. Problem: problem_rowsum.
+
+Float atomics land in a different order each run on a GPU, so results differ bit for bit
+between runs, but every run is within tolerance: the verifier must accept this.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def partial_rowsum_kernel(x_ptr, out_ptr, n_cols, CHUNK: tl.constexpr):
+    # Program (row, chunk) sums CHUNK columns of one row and adds them to out[row].
+    row = tl.program_id(0)
+    chunk = tl.program_id(1)
+    cols = chunk * CHUNK + tl.arange(0, CHUNK)
+    vals = tl.load(x_ptr + row * n_cols + cols, mask=cols < n_cols, other=0.0)
+    tl.atomic_add(out_ptr + row, tl.sum(vals, axis=0))
+
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.contiguous()
+        n_rows, n_cols = x.shape
+        out = torch.zeros(n_rows, device=x.device, dtype=x.dtype)
+        partial_rowsum_kernel[(n_rows, triton.cdiv(n_cols, 32))](x, out, n_cols, CHUNK=32)
+        return out

@@ -1,0 +1,83 @@
+"""Tests that need a CUDA GPU: run with `python3 -m pytest -m gpu` on a CUDA host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelopt.harness.timing import TimingConfig, measure
+from kernelopt.harness.verify import HarnessSettings, Verifier
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+ROOT = Path(__file__).resolve().parents[1]
+CHEATS = ROOT / "tests" / "cheats"
+EXAMPLES = ROOT / "examples"
+
+
+def test_timing_uses_cuda_events_and_adapts_trials_to_kernel_length() -> None:
+    device = torch.device("cuda")
+    small = torch.randn(1 << 10, device=device)
+    large = torch.randn(1 << 28, device=device)
+    config = TimingConfig(target_total_ms=200.0)
+    short = measure(lambda: small.mul_(1.0), device, config)
+    long = measure(lambda: large.mul_(1.0), device, config)
+    assert short.clock == long.clock == "cuda_events"
+    assert long.median_ms > 20 * short.median_ms
+    assert short.trials > long.trials  # a short kernel needs more trials for the same evidence
+    assert long.min_ms <= long.p25_ms <= long.median_ms <= long.p75_ms <= long.max_ms
+
+
+@pytest.mark.parametrize("cheat", ["cheat_stale_empty", "cheat_race", "cheat_partial_write", "cheat_zero_reliance"])
+def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> None:
+    problem = "problem_rowsum.py" if cheat == "cheat_race" else "problem_add.py"
+    verifier = Verifier(CHEATS / problem, tmp_path, HarnessSettings.detect(seeds=3, time_compile=False))
+    verdict = verifier.verify(CHEATS / f"{cheat}.py", time=False)
+    assert not verdict.accepted, verdict.reason
+
+
+def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) -> None:
+    verifier = Verifier(EXAMPLES / "swish" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    honest = verifier.verify(EXAMPLES / "swish" / "kernel.py")
+    assert honest.accepted and honest.timing is not None and honest.timing.is_gpu_time
+    # Claim a floor 10x above the kernel's own time: its time is now "impossible".
+    impossible = verifier.verify(EXAMPLES / "swish" / "kernel.py", floor_time_ms=10 * honest.timing.median_ms)
+    assert not impossible.accepted and impossible.rule == "impossible-speed"
+
+
+def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
+    import json
+    import sys
+
+    from kernelopt.hardware import ncu
+    from kernelopt.harness.runner import worker_env
+
+    reason = ncu.ncu_unavailable_reason()
+    if reason:
+        pytest.skip(reason)
+    verifier = Verifier(EXAMPLES / "softmax" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    request = verifier.request("profile", kernel_path=str(EXAMPLES / "softmax" / "kernel.py"), work_dir=str(tmp_path))
+    (tmp_path / "req.json").write_text(json.dumps(request))
+    profile = ncu.run_ncu([sys.executable, "-m", "kernelopt.harness.worker", str(tmp_path / "req.json")],
+                          env=worker_env(use_cuda=True), timeout_s=300, workdir=str(tmp_path))
+    assert profile.ok, profile.error
+    assert len(profile.kernels) == 1  # warm-up launches are outside the profiled range
+    assert profile.metrics[ncu.GPU_TIME] > 0
+    assert profile.metrics[ncu.DRAM_BYTES_READ] > 0.9 * 8192 * 4096 * 4
+
+
+def test_offline_run_on_the_gpu_profiles_and_places_the_kernel_on_the_roofline(tmp_path: Path) -> None:
+    from kernelopt.context import Context
+    from kernelopt.graph import graph
+
+    inputs = {"problem_source": (EXAMPLES / "swish" / "problem.py").read_text(),
+              "kernel_source": (EXAMPLES / "swish" / "kernel.py").read_text()}
+    final = graph.invoke(inputs, context=Context(max_rounds=1, runs_dir=str(tmp_path), time_compile=False))
+    roofline = final["roofline"]
+    assert final["best"].timing.is_gpu_time
+    assert roofline.efficiency_pct is not None and 0 < roofline.efficiency_pct <= 110
+    assert roofline.bottleneck == "memory"
