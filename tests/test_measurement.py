@@ -1,0 +1,71 @@
+"""Unit tests of the comparison, timing summary, acceptance rule and floor."""
+
+from __future__ import annotations
+
+import torch
+
+from kernelopt.harness.correctness import compare_outputs, tolerance
+from kernelopt.harness.floor import estimate_floor
+from kernelopt.harness.timing import Timing, beats, measure, summarize
+
+
+def _case(*tensors: torch.Tensor) -> list[list[torch.Tensor]]:
+    return [list(tensors)]
+
+
+def test_fp32_within_tolerance_passes_and_beyond_fails_with_the_worst_element() -> None:
+    want = torch.linspace(-1, 1, 1000)
+    assert compare_outputs(_case(want), _case(want + 5e-5)) is None
+    wrong = want.clone()
+    wrong[123] += 1e-2
+    message = compare_outputs(_case(want), _case(wrong))
+    assert message is not None and "1 of 1000 elements" in message and "(123,)" in message
+
+
+def test_half_precision_gets_the_looser_tolerance() -> None:
+    assert tolerance(torch.float16) == (1e-2, 1e-2) and tolerance(torch.float32) == (1e-4, 1e-4)
+    want = torch.ones(10, dtype=torch.float16)
+    assert compare_outputs(_case(want), _case(want + 0.005)) is None
+
+
+def test_nan_and_inf_never_pass() -> None:
+    want = torch.zeros(8)
+    for bad in (float("nan"), float("inf")):
+        got = want.clone()
+        got[3] = bad
+        message = compare_outputs(_case(want), _case(got))
+        assert message is not None and "NaN/Inf" in message
+
+
+def test_shape_dtype_count_and_integers_are_exact() -> None:
+    want = torch.zeros(4, 4)
+    assert "shape" in (compare_outputs(_case(want), _case(torch.zeros(16))) or "")
+    assert "dtype" in (compare_outputs(_case(want), _case(want.double())) or "")
+    assert "2 outputs" in (compare_outputs(_case(want), _case(want, want)) or "")
+    ints = torch.arange(5)
+    assert compare_outputs(_case(ints), _case(ints + torch.tensor([0, 0, 1, 0, 0]))) is not None
+
+
+def test_summary_quartiles_and_the_noise_rule() -> None:
+    timing = summarize([5.0, 1.0, 3.0, 2.0, 4.0], "cuda_events")
+    assert (timing.median_ms, timing.p25_ms, timing.p75_ms, timing.min_ms, timing.max_ms) == (3.0, 2.0, 4.0, 1.0, 5.0)
+    best = Timing(10.0, 9.9, 10.1, 9.8, 10.3, 100, "cuda_events")
+    assert beats(Timing(9.0, 8.95, 9.05, 8.9, 9.2, 100, "cuda_events"), best, min_gain_pct=1.0)
+    # 0.5% faster: under the 1% margin
+    assert not beats(Timing(9.95, 9.9, 10.0, 9.9, 10.0, 100, "cuda_events"), best, min_gain_pct=1.0)
+    # 5% faster by median, but the spread is wider than the gain
+    noisy = Timing(9.5, 8.0, 11.0, 7.0, 12.0, 100, "cuda_events")
+    assert not beats(noisy, best, min_gain_pct=1.0)
+
+
+def test_host_timing_is_labelled_as_not_gpu_time() -> None:
+    timing = measure(lambda: torch.ones(10).sum(), torch.device("cpu"), host_clock="cpu")
+    assert timing.clock == "cpu" and not timing.is_gpu_time and "[CPU time]" in timing.label()
+
+
+def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> None:
+    model = torch.nn.Linear(64, 32, bias=False)
+    x = torch.randn(16, 64)
+    floor = estimate_floor(model, [x])
+    assert floor.min_bytes == (16 * 64 + 64 * 32 + 16 * 32) * 4
+    assert floor.flops == 2 * 16 * 64 * 32 and floor.dtype == "fp32"
