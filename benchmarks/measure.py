@@ -54,7 +54,9 @@ def agreement(work: Path) -> str:
         (work / name / "profile.json").write_text(json.dumps(request))
         profile = ncu.run_ncu(
             [sys.executable, "-m", "kernelopt.harness.worker", str(work / name / "profile.json")],
-            env=worker_env(use_cuda=True), timeout_s=300, workdir=str(work / name),
+            env=worker_env(use_cuda=True),
+            timeout_s=300,
+            workdir=str(work / name),
         )
         ours_ms = verdict.timing.median_ms if verdict.timing else float("nan")
         ncu_ms = profile.total_time_ns / 1e6 if profile.ok else float("nan")
@@ -62,9 +64,12 @@ def agreement(work: Path) -> str:
         status = "" if profile.ok else profile.error
         if not verdict.accepted:
             status = f"rejected: {verdict.reason}"
-        rows.append([name, len(profile.kernels), ours_ms, ncu_ms, diff_pct, ncu_ms > 0.05 and abs(diff_pct) <= 5, status])
+        rows.append(
+            [name, len(profile.kernels), ours_ms, ncu_ms, diff_pct, ncu_ms > 0.05 and abs(diff_pct) <= 5, status]
+        )
     return "### (a) agreement with NCU\n\n" + _table(
-        ["example", "kernels", "our median ms", "NCU gpu__time_duration ms", "diff %", "within 5% (>50 us)", "note"], rows
+        ["example", "kernels", "our median ms", "NCU gpu__time_duration ms", "diff %", "within 5% (>50 us)", "note"],
+        rows,
     )
 
 
@@ -74,7 +79,9 @@ def stability(work: Path, processes: int = 5) -> str:
     for name in ("swish",):
         medians = []
         for i in range(processes):
-            verdict = _verifier(name, work / f"{name}-{i}", seeds=1, time_compile=False).verify(EXAMPLES / name / "kernel.py")
+            verdict = _verifier(name, work / f"{name}-{i}", seeds=1, time_compile=False).verify(
+                EXAMPLES / name / "kernel.py"
+            )
             assert verdict.timing is not None, verdict.reason
             medians.append(verdict.timing.median_ms)
         spread = (max(medians) - min(medians)) / statistics.median(medians) * 100
@@ -93,8 +100,10 @@ def overhead(work: Path, rounds: int = 2) -> str:
     for name in ("softmax",):
         graph = build_graph().compile()
         ctx = Context(max_rounds=rounds, patience=rounds + 1, runs_dir=str(work / "runs"))
-        inputs = {"problem_source": (EXAMPLES / name / "problem.py").read_text(),
-                  "kernel_source": (EXAMPLES / name / "kernel.py").read_text()}
+        inputs = {
+            "problem_source": (EXAMPLES / name / "problem.py").read_text(),
+            "kernel_source": (EXAMPLES / name / "kernel.py").read_text(),
+        }
         seconds: dict[str, list[float]] = {}
         last = time.perf_counter()
         for update in graph.stream(inputs, context=ctx, stream_mode="updates"):
@@ -130,13 +139,44 @@ def baselines(work: Path) -> str:
         eager = base.eager.median_ms if base.eager else float("nan")
         compiled = base.compile.median_ms if base.compile else float("nan")
         kernel = verdict.timing.median_ms if verdict.timing else float("nan")
-        rows.append([name, floor.dtype, floor.min_bytes / 1e6, floor.flops / 1e9, measured_floor_ms, eager, compiled, kernel,
-                     measured_floor_ms / eager * 100, measured_floor_ms / compiled * 100, measured_floor_ms / kernel * 100,
-                     datasheet_floor_ms])
+        rows.append(
+            [
+                name,
+                floor.dtype,
+                floor.min_bytes / 1e6,
+                floor.flops / 1e9,
+                measured_floor_ms,
+                eager,
+                compiled,
+                kernel,
+                measured_floor_ms / eager * 100,
+                measured_floor_ms / compiled * 100,
+                measured_floor_ms / kernel * 100,
+                datasheet_floor_ms,
+            ]
+        )
     note = f"measured ceilings: {json.dumps(ceilings.__dict__) if ceilings else 'none'}"
-    return "### (d) baselines and floor efficiency\n\n" + note + "\n\n" + _table(
-        ["example", "dtype", "min MB", "GFLOP", "floor ms (measured ceilings)", "eager ms", "compile ms",
-         "start kernel ms", "eager eff %", "compile eff %", "kernel eff %", "floor ms (datasheet)"], rows
+    return (
+        "### (d) baselines and floor efficiency\n\n"
+        + note
+        + "\n\n"
+        + _table(
+            [
+                "example",
+                "dtype",
+                "min MB",
+                "GFLOP",
+                "floor ms (measured ceilings)",
+                "eager ms",
+                "compile ms",
+                "start kernel ms",
+                "eager eff %",
+                "compile eff %",
+                "kernel eff %",
+                "floor ms (datasheet)",
+            ],
+            rows,
+        )
     )
 
 

@@ -1,4 +1,4 @@
-"""The `kernelopt` command: optimize a kernel, or verify one."""
+"""The `kernelopt` command: optimize a kernel, resume a run, re-render its report, or verify one kernel."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from kernelopt.harness.problem import (
     check_problem_source,
     read_source,
 )
-from kernelopt.report import summarize_run
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,7 +34,15 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--out", help="run directory (default: a new folder under ./kernelopt_runs)")
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
+    opt.add_argument("--db", help=DB_HELP)
     opt.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
+    res = commands.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
+    res.add_argument("run_dir", help="the run directory (it holds run.json)")
+    res.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
+    res.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
+    rep = commands.add_parser("report", help="re-render report.md and roofline.png of a run")
+    rep.add_argument("run_dir", help="the run directory (it holds report.json or run.json)")
+    rep.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     ver = commands.add_parser("verify", help="check one kernel against its problem and time it")
     ver.add_argument("problem")
     ver.add_argument("kernel")
@@ -44,15 +51,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) instead of RUN_DIR/checkpoints.sqlite"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify}
     try:
-        return _optimize(args) if args.command == "optimize" else _verify(args)
+        return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
         print(f"kernelopt: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("kernelopt: interrupted; everything so far is in the run directory", file=sys.stderr)
+        print("kernelopt: interrupted", file=sys.stderr)
         return 130
 
 
@@ -69,9 +80,9 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     # Imported after the input checks: bad input is reported before torch and langchain load.
-    from kernelopt.graph import graph
+    from kernelopt.checkpoint import check_db_url, new_run_record
     from kernelopt.llm import make_chat_model
-    from kernelopt.progress import render_event
+    from kernelopt.runs import new_run_dir
 
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
@@ -80,27 +91,98 @@ def _optimize(args: argparse.Namespace) -> int:
     if kernel_source is None and not args.model:
         raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
     make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+    db = check_db_url(args.db)
+    # The folder exists before the graph starts: run.json and the checkpoints live in it.
+    if args.out:
+        run_dir = Path(args.out).resolve()
+        run_dir.mkdir(parents=True, exist_ok=True)
+    else:
+        run_dir = new_run_dir(ctx.runs_dir, problem_source)
     inputs: dict[str, Any] = {
         "problem_source": problem_source, "kernel_source": kernel_source,
         "problem_path": str(Path(args.problem).resolve()),
         "kernel_path": str(Path(args.kernel).resolve()) if args.kernel else None,
+        "run_dir": str(run_dir),
     }
-    if args.out:
-        inputs["run_dir"] = str(Path(args.out).resolve())
-    final: dict[str, Any] = {}
-    for mode, chunk in graph.stream(inputs, context=ctx, stream_mode=["custom", "values"]):
-        if mode == "values":
-            final = chunk
-        elif not args.json:
-            line = render_event(chunk)
-            if line:
-                print(line, flush=True)
+    record = new_run_record(run_dir, inputs, ctx, db)
+    return _run(run_dir, db, record, ctx, args.json)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    from kernelopt.checkpoint import check_db_url, read_run_record
+    from kernelopt.llm import make_chat_model
+
+    run_dir = Path(args.run_dir).resolve()
+    record = read_run_record(run_dir)
+    ctx = record.run_context()
+    make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
+    return _run(run_dir, check_db_url(args.db) or record.db, record, ctx, args.json, resume=True)
+
+
+def _run(run_dir: Path, db: str | None, record: Any, ctx: Context, as_json: bool, resume: bool = False) -> int:
+    """Run (or continue) the graph on the run's checkpoints; print progress and the summary."""
+    from kernelopt.checkpoint import open_checkpointer
+    from kernelopt.graph import build_graph
+    from kernelopt.progress import render_event
+
+    config = record.config()
+    finished = False
+    with open_checkpointer(run_dir, db) as saver:
+        graph = build_graph().compile(checkpointer=saver)
+        snapshot = graph.get_state(config)
+        started = snapshot.created_at is not None
+        finished = started and not snapshot.next
+        if resume and not as_json:
+            where = ", ".join(snapshot.next) if started else "the start"
+            note = "it has finished" if finished else f"continuing at {where} (round {snapshot.values.get('round', 0)})"
+            print(f"resuming run {run_dir}: {note}", flush=True)
+        if not finished:
+            try:
+                for chunk in graph.stream(record.inputs if not started else None, config, context=ctx,
+                                          stream_mode="custom", durability="sync"):
+                    line = None if as_json else render_event(chunk)
+                    if line:
+                        print(line, flush=True)
+            except KeyboardInterrupt:
+                print(f"kernelopt: interrupted; continue with: kernelopt resume {run_dir}", file=sys.stderr)
+                return 130
+        final = graph.get_state(config).values
+    return _finish(final, as_json, already_finished=resume and finished)
+
+
+def _finish(final: dict[str, Any], as_json: bool, already_finished: bool = False) -> int:
+    """Write the reports and print the summary; the exit code says whether a best kernel exists."""
+    from kernelopt.report import summarize_run, write_reports
+
     summary = summarize_run(final)
-    if args.json:
-        print(json.dumps(summary, indent=2, default=str))
+    if summary["run_dir"] and Path(summary["run_dir"]).is_dir():
+        write_reports(summary, summary["run_dir"])
+    if as_json:
+        print(json.dumps(summary | ({"already_finished": True} if already_finished else {}), indent=2, default=str))
     else:
-        print(_final_text(summary))
+        note = "this run had already finished; nothing was redone\n" if already_finished else ""
+        print(note + _final_text(summary))
     return 0 if summary.get("best_kernel_path") else 1
+
+
+def _report(args: argparse.Namespace) -> int:
+    from kernelopt.report import load_summary, summarize_run, write_reports
+
+    run_dir = Path(args.run_dir).resolve()
+    summary = load_summary(run_dir)
+    if summary is None:  # the run never finished: its last checkpoint has the figures so far
+        from kernelopt.checkpoint import check_db_url, open_checkpointer, read_run_record
+        from kernelopt.graph import build_graph
+
+        record = read_run_record(run_dir)
+        with open_checkpointer(run_dir, check_db_url(args.db) or record.db) as saver:
+            state = build_graph().compile(checkpointer=saver).get_state(record.config()).values
+        if not state:
+            raise InputError(f"the run in {run_dir} has no checkpoint yet; nothing to report")
+        summary = summarize_run(state)
+    for path in write_reports(summary, run_dir):
+        print(path)
+    return 0
 
 
 def _final_text(summary: dict[str, Any]) -> str:

@@ -1,11 +1,11 @@
 """The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> verifier -> ...
 
-    setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ END
-      │        ▲       │                        └─▶ judger ─▶ optimizer ─┐
-      │        │       ├─ failed, repairs left ─▶ optimizer              │
-      │        │       ├─ otherwise ─▶ judger (next idea)                │
-      │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ END
-      └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
+setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ END
+  │        ▲       │                        └─▶ judger ─▶ optimizer ─┐
+  │        │       ├─ failed, repairs left ─▶ optimizer              │
+  │        │       ├─ otherwise ─▶ judger (next idea)                │
+  │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ END
+  └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The summary of a finished run, for the terminal, --json and report.json."""
+"""The end of a run: its summary (terminal, --json, report.json) and report.md beside roofline.png."""
 
 from __future__ import annotations
 
@@ -7,22 +7,39 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
+
+REPORT_JSON = "report.json"
+REPORT_MD = "report.md"
+ROOFLINE_PNG = "roofline.png"
+NOT_GPU_NOTE = "interpreter time, not GPU performance"
+ROOFLINE_SOURCES = {
+    "ncu": "NCU speed-of-light", "floor": "the measured time against the floor",
+    "ncu+floor": "NCU speed-of-light and the floor", "none": "the floor's intensity against the ridge point",
+}
+
 
 def summarize_run(state: dict[str, Any]) -> dict[str, Any]:
     """The figures a person asks for at the end of a run; also written to RUN_DIR/report.json."""
     best, baselines, roofline = state.get("best"), state.get("baselines"), state.get("roofline")
+    floor = baselines.floor if baselines else None
     run_dir = state.get("run_dir") or ""
+    clock = best.timing.clock if best else (baselines.eager.clock if baselines and baselines.eager else None)
     summary: dict[str, Any] = {
         "stop_reason": state.get("stop_reason"),
         "run_dir": run_dir,
+        "problem": state.get("problem_path") or state.get("problem_file"),
         "rounds": state.get("round", 0),
         "gpu": state.get("gpu_key"),
         "best_kernel_path": str(Path(run_dir) / "best_kernel.py") if best and run_dir else None,
+        "best_round": best.round if best else None,
         "best_time_ms": best.time_ms if best else None,
         "best_timing": dataclasses.asdict(best.timing) if best else None,
-        "is_gpu_time": bool(best and best.timing.is_gpu_time),
+        "clock": clock,
+        "is_gpu_time": clock == "cuda_events",
         "eager_ms": None, "compile_ms": None, "speedup_vs_eager": None, "speedup_vs_compile": None,
         "compile_error": baselines.compile_error if baselines else None,
+        "floor": dataclasses.asdict(floor) if floor else None,
         "roofline": dataclasses.asdict(roofline) if roofline else None,
         "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
     }
@@ -33,5 +50,146 @@ def summarize_run(state: dict[str, Any]) -> dict[str, Any]:
             if best:
                 summary[f"speedup_vs_{name}"] = timing.median_ms / best.time_ms
     if run_dir and Path(run_dir).is_dir():
-        Path(run_dir, "report.json").write_text(json.dumps(summary, indent=2, default=str))
+        Path(run_dir, REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
+    """Write report.md and roofline.png into the run directory; returns the files written."""
+    from kernelopt.plot import draw_roofline
+
+    run_dir = Path(run_dir)
+    written = [run_dir / REPORT_MD]
+    plot_path = run_dir / ROOFLINE_PNG
+    has_plot = draw_roofline(summary, plot_path)
+    if has_plot:
+        written.append(plot_path)
+    else:
+        plot_path.unlink(missing_ok=True)  # a stale picture would contradict the report
+    written[0].write_text(render_markdown(summary, has_plot=has_plot))
+    return written
+
+
+def load_summary(run_dir: str | Path) -> dict[str, Any] | None:
+    """RUN_DIR/report.json as written at the end of the run, or None where there is none."""
+    path = Path(run_dir) / REPORT_JSON
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _spec(summary: dict[str, Any]) -> GPUSpec | None:
+    try:
+        return get_gpu_spec(summary["gpu"]) if summary.get("gpu") else None
+    except UnknownGPUError:
+        return None
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value:.4f}"
+
+
+def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
+    return "n/a" if value is None else f"{value:.{digits}g}{unit}"
+
+
+def render_markdown(summary: dict[str, Any], has_plot: bool = True) -> str:
+    """report.md: what was optimized, how it ended, the roofline, and every attempt."""
+    spec = _spec(summary)
+    gpu = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
+    lines = [
+        "# kernelopt run report", "",
+        f"- Problem: `{summary.get('problem') or '-'}`",
+        f"- Target GPU: {gpu}",
+        f"- Stop reason: {summary.get('stop_reason') or '-'}",
+        f"- Rounds: {summary.get('rounds', 0)}",
+        f"- Best kernel: `{summary['best_kernel_path']}` (round {summary['best_round']})"
+        if summary.get("best_kernel_path") else "- Best kernel: none (no candidate was correct)",
+        "",
+    ]
+    lines += _result_section(summary)
+    lines += _roofline_section(summary, spec, has_plot)
+    lines += _attempts_section(summary)
+    return "\n".join(lines) + "\n"
+
+
+def _result_section(summary: dict[str, Any]) -> list[str]:
+    lines = ["## Best vs PyTorch", ""]
+    if not summary.get("is_gpu_time") and summary.get("clock"):
+        lines += [
+            f"> **{NOT_GPU_NOTE}.** The kernels ran in Triton's interpreter on the CPU ({summary['clock']} clock) "
+            "and PyTorch ran on the CPU: these times show the run worked, not how fast the kernel is on a GPU, "
+            "and best vs PyTorch is not a speedup.", "",
+        ]
+    lines += ["| | median (ms) | IQR (ms) | best is faster by |", "|---|---:|---:|---:|"]
+    timing = summary.get("best_timing")
+    if timing:
+        lines.append(f"| best kernel | {_ms(timing['median_ms'])} | {_ms(timing['p75_ms'] - timing['p25_ms'])} | |")
+    for name, label in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
+        speedup = summary.get(f"speedup_vs_{name}")
+        if summary.get(f"{name}_ms") is not None:
+            ratio = _num(speedup, "x", 3) if summary.get("is_gpu_time") else "not comparable"
+            lines.append(f"| {label} | {_ms(summary[f'{name}_ms'])} | | {ratio} |")
+        elif name == "compile":
+            failed = summary.get("compile_error")
+            lines.append(f"| {label} | {'failed: ' + _cell(failed) if failed else 'not timed'} | | |")
+    return [*lines, ""]
+
+
+def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: bool) -> list[str]:
+    lines = ["## Roofline", ""]
+    floor, roof = summary.get("floor"), summary.get("roofline")
+    if floor:
+        intensity = floor["flops"] / floor["min_bytes"] if floor["min_bytes"] else None
+        lines.append(
+            f"- Floor ({floor['dtype']}): {floor['min_bytes']:,} bytes moved at least, {floor['flops']:,.0f} FLOPs; "
+            f"arithmetic intensity {_num(intensity, ' FLOP/byte')}"
+        )
+        if spec:
+            try:
+                ridge = spec.ridge_point_flops_per_byte(floor["dtype"])
+                peak = f"{spec.peak_tflops(floor['dtype'])} TFLOP/s"
+            except ValueError:
+                ridge, peak = None, "unknown"
+            lines.append(
+                f"- {spec.key}: {spec.memory_bandwidth_gbs:g} GB/s, {floor['dtype']} peak {peak}, "
+                f"ridge point {_num(ridge, ' FLOP/byte')}"
+            )
+    if roof:
+        lines += [
+            f"- Bottleneck: {roof['bottleneck']} (judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})",
+            f"- Efficiency: {_num(roof.get('efficiency_pct'), '%')}; "
+            f"compute SOL {_num(roof.get('compute_sol_pct'), '%')}, memory SOL {_num(roof.get('memory_sol_pct'), '%')}",
+            f"- Floor time: {_num(roof.get('floor_time_ms'), ' ms')}; "
+            f"achieved {_num(roof.get('achieved_gbs'), ' GB/s')}, {_num(roof.get('achieved_tflops'), ' TFLOP/s')}",
+        ]
+        lines += [f"- Warning: {w}" for w in roof.get("warnings", [])]
+    if not floor and not roof:
+        lines.append("No roofline: the run ended before the problem's floor was measured.")
+    if has_plot:
+        lines += ["", f"![roofline]({ROOFLINE_PNG})"]
+    return [*lines, ""]
+
+
+def _cell(text: str | None, limit: int = 120) -> str:
+    text = " ".join((text or "").split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _attempts_section(summary: dict[str, Any]) -> list[str]:
+    attempts = summary.get("attempts") or []
+    lines = [f"## Attempts ({len(attempts)})", ""]
+    if not attempts:
+        return [*lines, "None.", ""]
+    lines += [
+        "| round | repair | change | outcome | time (ms) | vs best before | kernel | error |",
+        "|---:|---:|---|---|---:|---:|---|---|",
+    ]
+    for a in attempts:
+        outcome = f"**{a['outcome']}** (new best)" if a.get("new_best") else a["outcome"]
+        kernel = f"`{Path(a['kernel_path']).name}`" if a.get("kernel_path") else "-"
+        error = f"[{a['rule']}] {a['error']}" if a.get("rule") else a.get("error")
+        speedup = _num(a["speedup_vs_best"], "x", 3) if a.get("speedup_vs_best") else "-"
+        lines.append(
+            f"| {a['round']} | {a['repair']} | {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
+            f"| {speedup} | {kernel} | {_cell(error)} |"
+        )
+    return [*lines, ""]

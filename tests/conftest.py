@@ -23,12 +23,19 @@ def fast_context(tmp_path: Path, **overrides: Any) -> Any:
     """A Context that keeps CI fast: no torch.compile baseline, two seeds, runs under tmp_path."""
     from kernelopt.context import Context
 
-    settings: dict[str, Any] = {"time_compile": False, "seeds": 2, "runs_dir": str(tmp_path / "runs"), "timeout_s": 120.0}
+    settings: dict[str, Any] = {
+        "time_compile": False,
+        "seeds": 2,
+        "runs_dir": str(tmp_path / "runs"),
+        "timeout_s": 120.0,
+    }
     settings.update(overrides)
     return Context(**settings)
 
 
-def run_graph(inputs: dict[str, Any], context: Any, chat_model: Any = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def run_graph(
+    inputs: dict[str, Any], context: Any, chat_model: Any = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Run the graph to the end; returns the final state and the custom progress events."""
     from kernelopt.graph import build_graph
 

@@ -23,10 +23,14 @@ class ScriptedChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "scripted"
 
-    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
         self.prompts.append("\n".join(str(m.content) for m in messages))
         if not self.replies:
-            raise AssertionError(f"the scripted model was called {len(self.prompts)} times; the script has no more replies")
+            raise AssertionError(
+                f"the scripted model was called {len(self.prompts)} times; the script has no more replies"
+            )
         reply = self.replies.pop(0)
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
 
@@ -42,7 +46,11 @@ def diagnosis_reply(category: str = "memory") -> str:
             "recommended_fixes": [{"fix": "raise BLOCK_SIZE to 1024", "rationale": "fewer, larger programs"}],
         }
     ]
-    return "Looking at the roofline, this kernel is memory-bound.\n\n```json\n" + json.dumps(bottlenecks, indent=2) + "\n```\n"
+    return (
+        "Looking at the roofline, this kernel is memory-bound.\n\n```json\n"
+        + json.dumps(bottlenecks, indent=2)
+        + "\n```\n"
+    )
 
 
 def kernel_reply(name: str, note: str = "Here is the optimized kernel.") -> str:

@@ -41,7 +41,9 @@ def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> N
 
 
 def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) -> None:
-    verifier = Verifier(EXAMPLES / "swish" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    verifier = Verifier(
+        EXAMPLES / "swish" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False)
+    )
     honest = verifier.verify(EXAMPLES / "swish" / "kernel.py")
     assert honest.accepted and honest.timing is not None and honest.timing.is_gpu_time
     # Claim a floor 10x above the kernel's own time: its time is now "impossible".
@@ -59,11 +61,17 @@ def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
     reason = ncu.ncu_unavailable_reason()
     if reason:
         pytest.skip(reason)
-    verifier = Verifier(EXAMPLES / "softmax" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    verifier = Verifier(
+        EXAMPLES / "softmax" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False)
+    )
     request = verifier.request("profile", kernel_path=str(EXAMPLES / "softmax" / "kernel.py"), work_dir=str(tmp_path))
     (tmp_path / "req.json").write_text(json.dumps(request))
-    profile = ncu.run_ncu([sys.executable, "-m", "kernelopt.harness.worker", str(tmp_path / "req.json")],
-                          env=worker_env(use_cuda=True), timeout_s=300, workdir=str(tmp_path))
+    profile = ncu.run_ncu(
+        [sys.executable, "-m", "kernelopt.harness.worker", str(tmp_path / "req.json")],
+        env=worker_env(use_cuda=True),
+        timeout_s=300,
+        workdir=str(tmp_path),
+    )
     assert profile.ok, profile.error
     assert len(profile.kernels) == 1  # warm-up launches are outside the profiled range
     assert profile.metrics[ncu.GPU_TIME] > 0
@@ -74,8 +82,10 @@ def test_offline_run_on_the_gpu_profiles_and_places_the_kernel_on_the_roofline(t
     from kernelopt.context import Context
     from kernelopt.graph import graph
 
-    inputs = {"problem_source": (EXAMPLES / "swish" / "problem.py").read_text(),
-              "kernel_source": (EXAMPLES / "swish" / "kernel.py").read_text()}
+    inputs = {
+        "problem_source": (EXAMPLES / "swish" / "problem.py").read_text(),
+        "kernel_source": (EXAMPLES / "swish" / "kernel.py").read_text(),
+    }
     final = graph.invoke(inputs, context=Context(max_rounds=1, runs_dir=str(tmp_path), time_compile=False))
     roofline = final["roofline"]
     assert final["best"].timing.is_gpu_time

@@ -20,11 +20,17 @@ def _outcomes(events: list[dict]) -> list[str]:
 
 
 def test_faster_kernel_becomes_best_then_max_rounds_stops(tmp_path, add_problem):
-    model = ScriptedChatModel(replies=[
-        diagnosis_reply(), kernel_reply("kernel_fast.py"),
-        diagnosis_reply(), kernel_reply("kernel_slow.py", "Smaller blocks improve load balance."),
-    ])
-    final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, model="scripted", max_rounds=2, patience=5), model)
+    model = ScriptedChatModel(
+        replies=[
+            diagnosis_reply(),
+            kernel_reply("kernel_fast.py"),
+            diagnosis_reply(),
+            kernel_reply("kernel_slow.py", "Smaller blocks improve load balance."),
+        ]
+    )
+    final, events = run_graph(
+        _inputs(add_problem), fast_context(tmp_path, model="scripted", max_rounds=2, patience=5), model
+    )
     assert _outcomes(events) == ["faster", "faster", "slower"]
     assert final["stop_reason"] == "max_rounds"
     best = final["best"]
@@ -38,9 +44,13 @@ def test_faster_kernel_becomes_best_then_max_rounds_stops(tmp_path, add_problem)
 
 
 def test_broken_rewrite_is_repaired_with_the_verifiers_error(tmp_path, add_problem):
-    model = ScriptedChatModel(replies=[
-        diagnosis_reply(), kernel_reply("kernel_wrong.py"), kernel_reply("kernel_fast.py", "Fixed the factor 2."),
-    ])
+    model = ScriptedChatModel(
+        replies=[
+            diagnosis_reply(),
+            kernel_reply("kernel_wrong.py"),
+            kernel_reply("kernel_fast.py", "Fixed the factor 2."),
+        ]
+    )
     final, events = run_graph(_inputs(add_problem), fast_context(tmp_path, model="scripted", max_rounds=1), model)
     assert _outcomes(events) == ["faster", "incorrect", "faster"]
     repair_prompt = model.prompts[2]
@@ -51,11 +61,13 @@ def test_broken_rewrite_is_repaired_with_the_verifiers_error(tmp_path, add_probl
 
 
 def test_replies_without_code_become_repair_feedback_until_repairs_run_out(tmp_path, add_problem):
-    model = ScriptedChatModel(replies=[
-        diagnosis_reply(),
-        "I would increase the block size to 1024 so that fewer programs are launched.",
-        "```python\nclass Model(nn.Module):\n    pass\n```",
-    ])
+    model = ScriptedChatModel(
+        replies=[
+            diagnosis_reply(),
+            "I would increase the block size to 1024 so that fewer programs are launched.",
+            "```python\nclass Model(nn.Module):\n    pass\n```",
+        ]
+    )
     ctx = fast_context(tmp_path, model="scripted", max_rounds=1, max_repairs=1)
     final, events = run_graph(_inputs(add_problem), ctx, model)
     assert _outcomes(events) == ["faster", "failed", "failed"]
@@ -66,7 +78,9 @@ def test_replies_without_code_become_repair_feedback_until_repairs_run_out(tmp_p
 
 def test_no_gain_stops_after_patience_rounds(tmp_path, add_problem):
     model = ScriptedChatModel(replies=[diagnosis_reply(), kernel_reply("kernel_slow.py")])
-    final, events = run_graph(_inputs(add_problem, "kernel_fast.py"), fast_context(tmp_path, model="scripted", patience=1), model)
+    final, events = run_graph(
+        _inputs(add_problem, "kernel_fast.py"), fast_context(tmp_path, model="scripted", patience=1), model
+    )
     assert _outcomes(events) == ["faster", "slower"]
     assert final["stop_reason"] == "no_gain"
     assert final["round"] == 1

@@ -36,8 +36,15 @@ def test_a_kernel_without_tunables_has_no_variants() -> None:
 
 
 def _roofline(**fields: object) -> Roofline:
-    base = dict(bottleneck="memory", compute_sol_pct=20.0, memory_sol_pct=70.0, efficiency_pct=60.0,
-                headroom_pct=40.0, at_roofline=False, uses_tensor_cores=False)
+    base = dict(
+        bottleneck="memory",
+        compute_sol_pct=20.0,
+        memory_sol_pct=70.0,
+        efficiency_pct=60.0,
+        headroom_pct=40.0,
+        at_roofline=False,
+        uses_tensor_cores=False,
+    )
     base.update(fields)
     return Roofline(**base)  # type: ignore[arg-type]
 

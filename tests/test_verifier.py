@@ -114,7 +114,9 @@ def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.
     probe = tmp_path / "probe.py"
     # The probe runs at import time, in the candidate's process, before the audit hook matters.
     probe.write_text("import os as _os\nassert not any('KEY' in k or 'TOKEN' in k for k in _os.environ)\n" + source)
-    verifier = Verifier(CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False))
+    verifier = Verifier(
+        CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False)
+    )
     # The static guard rejects `import os`; run the worker directly to see the environment itself.
     from kernelopt.harness.runner import run_worker
 

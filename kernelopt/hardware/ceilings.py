@@ -50,14 +50,11 @@ def measure_bandwidth_gbs(device: int = 0, copy_bytes: int = 1 << 30, trials: in
     return 2 * copy_bytes / (time_ms / 1e3) / 1e9
 
 
-def measure_matmul_tflops(
-    dtype_name: str, device: int = 0, size: int = 8192, trials: int = 10
-) -> float:
+def measure_matmul_tflops(dtype_name: str, device: int = 0, size: int = 8192, trials: int = 10) -> float:
     """Dense square-matmul TFLOP/s for "fp32", "tf32", "bf16" or "fp16"."""
     import torch
 
-    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-             "fp16": torch.float16}[dtype_name]
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[dtype_name]
     a = torch.randn(size, size, dtype=dtype, device=f"cuda:{device}")
     b = torch.randn(size, size, dtype=dtype, device=f"cuda:{device}")
     out = torch.empty_like(a)
@@ -100,9 +97,7 @@ def save_ceilings(ceilings: Ceilings, cache_dir: str | os.PathLike[str] | None =
     return path
 
 
-def load_ceilings(
-    gpu_name: str, cache_dir: str | os.PathLike[str] | None = None
-) -> Ceilings | None:
+def load_ceilings(gpu_name: str, cache_dir: str | os.PathLike[str] | None = None) -> Ceilings | None:
     """The cached ceilings of a GPU, or None when absent or unreadable."""
     path = _cache_file(gpu_name, Path(cache_dir) if cache_dir else default_cache_dir())
     try:

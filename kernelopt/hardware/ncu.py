@@ -40,36 +40,36 @@ LOCAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
 TENSOR_ACTIVE_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 TENSOR_GMMA_INST_PCT = "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
 
-NCU_METRICS: Mapping[str, str] = MappingProxyType({
-    GPU_TIME: "Kernel duration on the GPU (ns).",
-    DRAM_BYTES_READ: "Bytes read from device memory (DRAM/HBM).",
-    DRAM_BYTES_WRITE: "Bytes written to device memory (DRAM/HBM).",
-    SM_THROUGHPUT_PCT: "Compute speed of light: busiest SM unit/pipe as % of its peak.",
-    MEMORY_THROUGHPUT_PCT: "Memory speed of light: busiest of L1, L2 and DRAM as % of peak.",
-    DRAM_THROUGHPUT_PCT: "DRAM bandwidth used as % of peak.",
-    FFMA_THREAD_INSTS: "FP32 fused multiply-adds executed (per thread, predicated on); 2 FLOPs.",
-    FADD_THREAD_INSTS: "FP32 adds executed (per thread, predicated on); 1 FLOP.",
-    FMUL_THREAD_INSTS: "FP32 multiplies executed (per thread, predicated on); 1 FLOP.",
-    TENSOR_HMMA_ACTIVE_PCT: "Tensor pipe (HMMA: fp16/bf16/tf32 MMA) active cycles, % of peak.",
-    REGISTERS_PER_THREAD: "Registers allocated per thread; high counts cap occupancy.",
-    WARPS_ACTIVE_PCT: "Achieved occupancy: active warps as % of the SM's maximum.",
-    L2_HIT_RATE_PCT: "L2 sector hit rate (%).",
-    L1_HIT_RATE_PCT: "L1/TEX sector hit rate (%).",
-    THEORETICAL_OCCUPANCY_PCT: "Theoretical occupancy: the launch's warp limit as % of max.",
-    OCCUPANCY_LIMIT_REGISTERS: "Blocks per SM allowed by register use.",
-    OCCUPANCY_LIMIT_SHARED_MEM: "Blocks per SM allowed by shared memory use.",
-    OCCUPANCY_LIMIT_WARPS: "Blocks per SM allowed by the warp count.",
-    OCCUPANCY_LIMIT_BLOCKS: "Blocks per SM allowed by the hardware block limit.",
-    SHARED_MEM_PER_BLOCK: "Shared memory per block, static + dynamic (bytes).",
-    LOCAL_LOAD_SECTORS: "Local-memory load sectors: register spills being read back.",
-    TENSOR_ACTIVE_PCT: "Any tensor pipe (incl. Hopper wgmma) active cycles, % of peak.",
-    TENSOR_GMMA_INST_PCT: "Hopper wgmma (GMMA) instructions issued, % of peak; > 0 means wgmma.",
-})
+NCU_METRICS: Mapping[str, str] = MappingProxyType(
+    {
+        GPU_TIME: "Kernel duration on the GPU (ns).",
+        DRAM_BYTES_READ: "Bytes read from device memory (DRAM/HBM).",
+        DRAM_BYTES_WRITE: "Bytes written to device memory (DRAM/HBM).",
+        SM_THROUGHPUT_PCT: "Compute speed of light: busiest SM unit/pipe as % of its peak.",
+        MEMORY_THROUGHPUT_PCT: "Memory speed of light: busiest of L1, L2 and DRAM as % of peak.",
+        DRAM_THROUGHPUT_PCT: "DRAM bandwidth used as % of peak.",
+        FFMA_THREAD_INSTS: "FP32 fused multiply-adds executed (per thread, predicated on); 2 FLOPs.",
+        FADD_THREAD_INSTS: "FP32 adds executed (per thread, predicated on); 1 FLOP.",
+        FMUL_THREAD_INSTS: "FP32 multiplies executed (per thread, predicated on); 1 FLOP.",
+        TENSOR_HMMA_ACTIVE_PCT: "Tensor pipe (HMMA: fp16/bf16/tf32 MMA) active cycles, % of peak.",
+        REGISTERS_PER_THREAD: "Registers allocated per thread; high counts cap occupancy.",
+        WARPS_ACTIVE_PCT: "Achieved occupancy: active warps as % of the SM's maximum.",
+        L2_HIT_RATE_PCT: "L2 sector hit rate (%).",
+        L1_HIT_RATE_PCT: "L1/TEX sector hit rate (%).",
+        THEORETICAL_OCCUPANCY_PCT: "Theoretical occupancy: the launch's warp limit as % of max.",
+        OCCUPANCY_LIMIT_REGISTERS: "Blocks per SM allowed by register use.",
+        OCCUPANCY_LIMIT_SHARED_MEM: "Blocks per SM allowed by shared memory use.",
+        OCCUPANCY_LIMIT_WARPS: "Blocks per SM allowed by the warp count.",
+        OCCUPANCY_LIMIT_BLOCKS: "Blocks per SM allowed by the hardware block limit.",
+        SHARED_MEM_PER_BLOCK: "Shared memory per block, static + dynamic (bytes).",
+        LOCAL_LOAD_SECTORS: "Local-memory load sectors: register spills being read back.",
+        TENSOR_ACTIVE_PCT: "Any tensor pipe (incl. Hopper wgmma) active cycles, % of peak.",
+        TENSOR_GMMA_INST_PCT: "Hopper wgmma (GMMA) instructions issued, % of peak; > 0 means wgmma.",
+    }
+)
 
 # Metrics every NVIDIA GPU since Volta knows; asking ncu for one it lacks fails the whole run.
-DEFAULT_METRICS: tuple[str, ...] = tuple(
-    m for m in NCU_METRICS if m not in (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
-)
+DEFAULT_METRICS: tuple[str, ...] = tuple(m for m in NCU_METRICS if m not in (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT))
 # Hopper extras: the all-tensor-pipe view and the wgmma issue rate. (wgmma also shows in the
 # HMMA pipe metric: a Triton bf16 matmul on an H200 read 81.5% on both.)
 HOPPER_METRICS: tuple[str, ...] = (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
@@ -116,14 +116,31 @@ class NcuProfile:
 # ---------------------------------------------------------------- parsing
 
 # Identity columns of both CSV layouts; they hold numbers that are not metrics.
-_META_COLUMNS = frozenset({
-    "ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream",
-    "Block Size", "Grid Size", "Device", "CC", "Section Name", "Metric Name", "Metric Unit",
-    "Metric Value", "Rule Name", "Rule Type", "Rule Description", "Estimated Speedup Type",
-    "Estimated Speedup",
-})
-_TIME_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6,
-               "ms": 1e6, "second": 1e9, "s": 1e9}
+_META_COLUMNS = frozenset(
+    {
+        "ID",
+        "Process ID",
+        "Process Name",
+        "Host Name",
+        "Kernel Name",
+        "Context",
+        "Stream",
+        "Block Size",
+        "Grid Size",
+        "Device",
+        "CC",
+        "Section Name",
+        "Metric Name",
+        "Metric Unit",
+        "Metric Value",
+        "Rule Name",
+        "Rule Type",
+        "Rule Description",
+        "Estimated Speedup Type",
+        "Estimated Speedup",
+    }
+)
+_TIME_TO_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
 # ncu's Kbyte/Mbyte/Gbyte are powers of 1000; KiB-style units (Kibyte) are powers of 1024.
 _BYTE_UNIT = re.compile(r"^([KMGT]?)(i?)byte(/.*)?$")
 _HZ_UNIT = re.compile(r"^([KMG]?)hz$", re.IGNORECASE)
@@ -165,12 +182,14 @@ def _tables(text: str) -> Iterable[tuple[list[str], list[list[str]]]]:
         yield header, [r for r in rows[1:] if len(r) == len(header)]
 
 
-def _kernel(
-    row: Mapping[str, str], metrics: dict[str, float], units: dict[str, str]
-) -> KernelMetrics:
+def _kernel(row: Mapping[str, str], metrics: dict[str, float], units: dict[str, str]) -> KernelMetrics:
     return KernelMetrics(
-        name=row.get("Kernel Name", ""), time_ns=metrics.get(GPU_TIME, 0.0), metrics=metrics,
-        units=units, block_size=row.get("Block Size", ""), grid_size=row.get("Grid Size", ""),
+        name=row.get("Kernel Name", ""),
+        time_ns=metrics.get(GPU_TIME, 0.0),
+        metrics=metrics,
+        units=units,
+        block_size=row.get("Block Size", ""),
+        grid_size=row.get("Grid Size", ""),
     )
 
 
@@ -182,9 +201,7 @@ def _parse_long(header: list[str], rows: list[list[str]]) -> list[KernelMetrics]
         if not row["Metric Name"] or value is None:
             continue
         _, metrics, units = by_id.setdefault(row["ID"], (row, {}, {}))
-        metrics[row["Metric Name"]], units[row["Metric Name"]] = _canonical(
-            value, row.get("Metric Unit", "")
-        )
+        metrics[row["Metric Name"]], units[row["Metric Name"]] = _canonical(value, row.get("Metric Unit", ""))
     return [_kernel(row, metrics, units) for row, metrics, units in by_id.values()]
 
 
@@ -291,9 +308,7 @@ def ncu_unavailable_reason() -> str | None:
     return None
 
 
-def ncu_cache_key(
-    kernel_source: str, *, gpu_name: str, metrics: Sequence[str], extra: str = ""
-) -> str:
+def ncu_cache_key(kernel_source: str, *, gpu_name: str, metrics: Sequence[str], extra: str = "") -> str:
     """A cache key covering what changes a profile: the code, the GPU, the metrics, the inputs."""
     digest = hashlib.sha256()
     for part in (kernel_source, gpu_name, ",".join(metrics), extra):
@@ -366,16 +381,34 @@ def run_ncu(
         )
     # --profile-from-start off: the program brackets exactly one forward call with
     # cudaProfilerStart/Stop after warm-up, so autotuning and warm-up launches stay out.
-    command = [ncu, "--csv", "--page", "raw", "--clock-control", "none",
-               "--target-processes", "all", "--profile-from-start", "off",
-               "--metrics", ",".join(metrics)]
+    command = [
+        ncu,
+        "--csv",
+        "--page",
+        "raw",
+        "--clock-control",
+        "none",
+        "--target-processes",
+        "all",
+        "--profile-from-start",
+        "off",
+        "--metrics",
+        ",".join(metrics),
+    ]
     if kernel_regex:
         command += ["--kernel-name", f"regex:{kernel_regex}"]
     command += list(argv)
     try:
         # A new session lets a timeout kill ncu and the program it launched together.
-        proc = subprocess.Popen(command, cwd=workdir, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        proc = subprocess.Popen(
+            command,
+            cwd=workdir,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
     except OSError as exc:
         return NcuProfile.failed(f"could not start ncu ({ncu}): {exc}")
     try:
@@ -396,24 +429,31 @@ def run_ncu(
     # the requested metrics so the state and the prompts stay small.
     wanted = {*metrics, GPU_TIME}
     kernels = tuple(
-        replace(k, metrics={m: v for m, v in k.metrics.items() if m in wanted},
-                units={m: u for m, u in k.units.items() if m in wanted})
+        replace(
+            k,
+            metrics={m: v for m, v in k.metrics.items() if m in wanted},
+            units={m: u for m, u in k.units.items() if m in wanted},
+        )
         for k in parse_ncu_csv(stdout)
     )
     if proc.returncode != 0:
         return NcuProfile.failed(
-            f"ncu or the profiled program exited with code {proc.returncode}: "
-            f"{_tail(stderr or stdout)}", saved
+            f"ncu or the profiled program exited with code {proc.returncode}: {_tail(stderr or stdout)}", saved
         )
     if not kernels:
         regex_note = f" and match regex {kernel_regex!r}" if kernel_regex else ""
         return NcuProfile.failed(
             "ncu captured no kernels; the program must launch them between "
-            f"torch.cuda.profiler.start() and stop(){regex_note}", saved
+            f"torch.cuda.profiler.start() and stop(){regex_note}",
+            saved,
         )
     profile = NcuProfile(
-        ok=True, kernels=kernels, metrics=aggregate_kernels(kernels),
-        total_time_ns=sum(k.time_ns for k in kernels), error=None, report_path=saved,
+        ok=True,
+        kernels=kernels,
+        metrics=aggregate_kernels(kernels),
+        total_time_ns=sum(k.time_ns for k in kernels),
+        error=None,
+        report_path=saved,
     )
     if cache is not None and cache_key is not None:
         cache.put(cache_key, profile)

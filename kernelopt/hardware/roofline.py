@@ -76,8 +76,14 @@ def dtype_name(dtype: object) -> str:
 
 
 _DTYPE_NAMES = {
-    "float32": "fp32", "float": "fp32", "float16": "fp16", "half": "fp16",
-    "bfloat16": "bf16", "float64": "fp64", "double": "fp64", "int8": "int8",
+    "float32": "fp32",
+    "float": "fp32",
+    "float16": "fp16",
+    "half": "fp16",
+    "bfloat16": "bf16",
+    "float64": "fp64",
+    "double": "fp64",
+    "int8": "int8",
 }
 
 
@@ -173,8 +179,9 @@ class RooflineAnalyzer:
         else:
             at_roofline = max_sol is not None and max_sol >= self.config.at_roofline_sol_pct
         source: Literal["ncu", "floor", "ncu+floor", "none"]
-        source = {(True, True): "ncu+floor", (True, False): "ncu", (False, True): "floor",
-                  (False, False): "none"}[(bool(sols), floor_eff is not None)]
+        source = {(True, True): "ncu+floor", (True, False): "ncu", (False, True): "floor", (False, False): "none"}[
+            (bool(sols), floor_eff is not None)
+        ]
         seconds = measured_time_ms / 1e3 if measured_time_ms else None
         return Roofline(
             bottleneck=self._bottleneck(sol, view),
@@ -205,14 +212,11 @@ class RooflineAnalyzer:
         memory = metrics.get(MEMORY_THROUGHPUT_PCT, metrics.get(DRAM_THROUGHPUT_PCT))
         if memory is None:
             warnings.append(
-                f"NCU metrics {MEMORY_THROUGHPUT_PCT} and {DRAM_THROUGHPUT_PCT} are missing: "
-                "memory SOL% is unknown."
+                f"NCU metrics {MEMORY_THROUGHPUT_PCT} and {DRAM_THROUGHPUT_PCT} are missing: memory SOL% is unknown."
             )
         tensor = [metrics[m] for m in _TENSOR_METRICS if m in metrics]
         if not tensor:
-            warnings.append(
-                f"NCU metric {TENSOR_HMMA_ACTIVE_PCT} is missing: tensor-core use is unknown."
-            )
+            warnings.append(f"NCU metric {TENSOR_HMMA_ACTIVE_PCT} is missing: tensor-core use is unknown.")
         read, write = metrics.get(DRAM_BYTES_READ), metrics.get(DRAM_BYTES_WRITE)
         if read is None or write is None:
             warnings.append(
@@ -223,9 +227,7 @@ class RooflineAnalyzer:
         return _NcuView(
             compute_sol_pct=compute,
             memory_sol_pct=memory,
-            uses_tensor_cores=(
-                max(tensor) > self.config.tensor_core_active_pct if tensor else None
-            ),
+            uses_tensor_cores=(max(tensor) > self.config.tensor_core_active_pct if tensor else None),
             dram_bytes=read + write if read is not None and write is not None else None,
             time_ms=time_ns / 1e6 if time_ns else None,
         )
@@ -234,13 +236,9 @@ class RooflineAnalyzer:
         bandwidth = self._bandwidth()
         peak = self._peak(floor.dtype)
         if bandwidth is None:
-            warnings.append(
-                "No GPU spec and no measured bandwidth: the floor time cannot be computed."
-            )
+            warnings.append("No GPU spec and no measured bandwidth: the floor time cannot be computed.")
         elif peak is None and floor.flops > 0:
-            warnings.append(
-                f"No peak for dtype {floor.dtype!r}: the floor counts memory time only."
-            )
+            warnings.append(f"No peak for dtype {floor.dtype!r}: the floor counts memory time only.")
         memory_s = floor.min_bytes / (bandwidth * 1e9) if bandwidth else None
         compute_s = floor.flops / (peak * 1e12) if peak else 0.0
         floor_s = max(memory_s, compute_s) if memory_s is not None else None

@@ -54,7 +54,10 @@ def _compare_tensor(want: torch.Tensor, got: torch.Tensor) -> str | None:
     bad_nonfinite = got_finite != want_finite
     if bool(bad_nonfinite.any()):
         count = int(bad_nonfinite.sum())
-        return f"{count} of {want.numel()} elements are NaN/Inf where the reference is finite (unwritten or overflowed output?)"
+        return (
+            f"{count} of {want.numel()} elements are NaN/Inf where the reference is finite "
+            "(unwritten or overflowed output?)"
+        )
     atol, rtol = tolerance(want.dtype)
     both = want_finite & got_finite
     error = (got64 - want64).abs().where(both, torch.zeros_like(want64))

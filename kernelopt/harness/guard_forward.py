@@ -30,8 +30,7 @@ class Scope:
 class ForwardScanner:
     """Checks one reachable function; collects the helpers it calls and whether it launches."""
 
-    def __init__(self, checker: "_Checker", scope: Scope,
-                 methods: dict[str, ast.FunctionDef]) -> None:
+    def __init__(self, checker: "_Checker", scope: Scope, methods: dict[str, ast.FunctionDef]) -> None:
         self.checker = checker
         self.scope = scope
         self.methods = methods
@@ -68,10 +67,13 @@ class ForwardScanner:
                     self.tensors.update(e.id for e in elements if isinstance(e, ast.Name))
             changed = len(self.tensors) != size
 
-    def is_self_attr(self, node: ast.expr,
-                     names: set[str] | None = None) -> TypeGuard[ast.Attribute]:
-        return (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "self" and (names is None or node.attr in names))
+    def is_self_attr(self, node: ast.expr, names: set[str] | None = None) -> TypeGuard[ast.Attribute]:
+        return (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "self"
+            and (names is None or node.attr in names)
+        )
 
     def is_tensor(self, node: ast.expr) -> bool:
         """Return whether an expression evaluates to a tensor, as far as the AST tells."""
@@ -97,8 +99,11 @@ class ForwardScanner:
             if path.startswith("torch."):
                 return True
             func = node.func
-            return (isinstance(func, ast.Attribute) and func.attr not in R.TENSOR_META_METHODS
-                    and self.is_tensor(func.value))
+            return (
+                isinstance(func, ast.Attribute)
+                and func.attr not in R.TENSOR_META_METHODS
+                and self.is_tensor(func.value)
+            )
         return False
 
     # ----- per-node checks --------------------------------------------------------------
@@ -111,17 +116,18 @@ class ForwardScanner:
             if isinstance(node.op, ast.MatMult):
                 self.add("operator-in-forward", node, f"uses the @ operator; {_OPERATOR_MESSAGE}")
             elif self.is_tensor(node.left) or self.is_tensor(node.right):
-                self.add("operator-in-forward", node, f"computes `{ast.unparse(node)}` with "
-                         f"torch; {_OPERATOR_MESSAGE}")
+                self.add("operator-in-forward", node, f"computes `{ast.unparse(node)}` with torch; {_OPERATOR_MESSAGE}")
         elif isinstance(node, ast.AugAssign):
             if self.is_tensor(node.target) or self.is_tensor(node.value):
-                self.add("operator-in-forward", node, f"computes `{ast.unparse(node).strip()}` "
-                         f"with torch; {_OPERATOR_MESSAGE}")
+                self.add(
+                    "operator-in-forward",
+                    node,
+                    f"computes `{ast.unparse(node).strip()}` with torch; {_OPERATOR_MESSAGE}",
+                )
             self.check_store(node.target, node.value)
         elif isinstance(node, ast.UnaryOp) and not isinstance(node.op, ast.Not):
             if self.is_tensor(node.operand):
-                self.add("operator-in-forward", node, f"computes `{ast.unparse(node)}` with "
-                         f"torch; {_OPERATOR_MESSAGE}")
+                self.add("operator-in-forward", node, f"computes `{ast.unparse(node)}` with torch; {_OPERATOR_MESSAGE}")
         elif isinstance(node, ast.Compare):
             self.check_compare(node)
         elif isinstance(node, ast.Assign):
@@ -129,14 +135,19 @@ class ForwardScanner:
                 self.check_store(target, node.value)
         elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
             if self.is_tensor(node.slice):
-                self.add("operator-in-forward", node, "indexes a tensor with a tensor; "
-                         "gathers must happen in a @triton.jit kernel")
+                self.add(
+                    "operator-in-forward",
+                    node,
+                    "indexes a tensor with a tensor; gathers must happen in a @triton.jit kernel",
+                )
         elif isinstance(node, ast.Try | ast.TryStar):
-            self.add("try-except-in-forward", node, "uses try/except; a failing kernel must "
-                     "fail, not fall back")
+            self.add("try-except-in-forward", node, "uses try/except; a failing kernel must fail, not fall back")
         elif isinstance(node, ast.Global | ast.Nonlocal):
-            self.add("global-write", node, f"declares {', '.join(node.names)} global; forward "
-                     "must not keep state between calls")
+            self.add(
+                "global-write",
+                node,
+                f"declares {', '.join(node.names)} global; forward must not keep state between calls",
+            )
 
     def check_torch_path(self, node: ast.Name | ast.Attribute) -> None:
         if isinstance(self.checker.parents.get(node), ast.Attribute):
@@ -145,12 +156,13 @@ class ForwardScanner:
         if path is None or not (path == "torch" or path.startswith("torch.")):
             return
         parent, _, leaf = path.rpartition(".")
-        if path in R.TORCH_ALLOWED_IN_FORWARD or path in R.STREAM_PATHS or (
-            parent == "torch" and leaf in R.TORCH_DTYPES
+        if (
+            path in R.TORCH_ALLOWED_IN_FORWARD
+            or path in R.STREAM_PATHS
+            or (parent == "torch" and leaf in R.TORCH_DTYPES)
         ):
             return
-        self.add("torch-compute-in-forward", node, f"uses {path}; compute must happen in a "
-                 "@triton.jit kernel")
+        self.add("torch-compute-in-forward", node, f"uses {path}; compute must happen in a @triton.jit kernel")
 
     def check_call(self, node: ast.Call) -> None:
         func = node.func
@@ -168,8 +180,7 @@ class ForwardScanner:
     def check_named_call(self, node: ast.Call, name: str) -> None:
         checker = self.checker
         if name in ("id", "hash"):
-            self.add("cache-across-calls", node, f"calls {name}(); outputs must not be looked "
-                     "up by input identity")
+            self.add("cache-across-calls", node, f"calls {name}(); outputs must not be looked up by input identity")
         if name in checker.functions:
             self.queue(checker.functions[name], name, node, offset=0)
         elif name in checker.classes:
@@ -181,49 +192,56 @@ class ForwardScanner:
         while isinstance(target, ast.Attribute) and not self.is_self_attr(target):
             target = target.value
         if self.is_self_attr(target, checker.module_attrs):
-            self.add("nn-module-in-forward", node, f"applies self.{target.attr} (an nn layer); "
-                     "use its parameters in a @triton.jit kernel")
+            self.add(
+                "nn-module-in-forward",
+                node,
+                f"applies self.{target.attr} (an nn layer); use its parameters in a @triton.jit kernel",
+            )
         elif self.is_self_attr(func, checker.module_attrs):
-            self.add("nn-module-in-forward", node, f"applies self.{func.attr} (an nn layer); "
-                     "use its parameters in a @triton.jit kernel")
+            self.add(
+                "nn-module-in-forward",
+                node,
+                f"applies self.{func.attr} (an nn layer); use its parameters in a @triton.jit kernel",
+            )
         elif self.is_self_attr(func, set(self.methods)):
             self.queue(self.methods[func.attr], f"self.{func.attr}", node, offset=1)
         elif func.attr in R.TENSOR_COMPUTE_METHODS:
-            self.add("tensor-method-in-forward", node, f"calls .{func.attr}(); compute must "
-                     "happen in a @triton.jit kernel")
+            self.add(
+                "tensor-method-in-forward", node, f"calls .{func.attr}(); compute must happen in a @triton.jit kernel"
+            )
         elif func.attr in R.TENSOR_CAST_METHODS or (func.attr == "to" and self.is_cast(node)):
-            self.add("tensor-method-in-forward", node, f"casts with .{func.attr}(); dtype "
-                     "conversion is compute and must happen in a @triton.jit kernel")
+            self.add(
+                "tensor-method-in-forward",
+                node,
+                f"casts with .{func.attr}(); dtype conversion is compute and must happen in a @triton.jit kernel",
+            )
         elif func.attr in _CACHE_WRITERS and self.is_state(func.value):
-            self.add("cache-across-calls", node, f"writes {ast.unparse(func.value)} with "
-                     f".{func.attr}(); every call must compute its output")
+            self.add(
+                "cache-across-calls",
+                node,
+                f"writes {ast.unparse(func.value)} with .{func.attr}(); every call must compute its output",
+            )
         if func.attr == "data_ptr" and self.used_as_key(node):
-            self.add("cache-across-calls", node, "keys by .data_ptr(); outputs must not be "
-                     "looked up by input identity")
+            self.add("cache-across-calls", node, "keys by .data_ptr(); outputs must not be looked up by input identity")
         if isinstance(func.value, ast.Name) and func.value.id in checker.classes:
             self.queue_class(func.value.id)
 
     def is_cast(self, node: ast.Call) -> bool:
         for arg in [*node.args, *(k.value for k in node.keywords if k.arg == "dtype")]:
             path = self.checker.dotted(arg) or ""
-            if path.rpartition(".")[2] in R.TORCH_DTYPES or (
-                isinstance(arg, ast.Attribute) and arg.attr == "dtype"
-            ):
+            if path.rpartition(".")[2] in R.TORCH_DTYPES or (isinstance(arg, ast.Attribute) and arg.attr == "dtype"):
                 return True
         return any(k.arg == "dtype" for k in node.keywords)
 
     def is_state(self, node: ast.expr) -> bool:
         """Return whether a container outlives the call: an attribute of self or a global."""
-        return self.is_self_attr(node) or (
-            isinstance(node, ast.Name) and node.id in self.checker.globals
-        )
+        return self.is_self_attr(node) or (isinstance(node, ast.Name) and node.id in self.checker.globals)
 
     def used_as_key(self, node: ast.AST) -> bool:
         parent = self.checker.parents.get(node)
         while parent is not None and not isinstance(parent, ast.stmt):
             if isinstance(parent, ast.Subscript | ast.Dict) or (
-                isinstance(parent, ast.Compare)
-                and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
+                isinstance(parent, ast.Compare) and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
             ):
                 return True
             parent = self.checker.parents.get(parent)
@@ -231,22 +249,25 @@ class ForwardScanner:
 
     def check_store(self, target: ast.expr, value: ast.expr) -> None:
         if isinstance(target, ast.Subscript) and self.is_state(target.value):
-            self.add("cache-across-calls", target, f"stores into {ast.unparse(target.value)}; "
-                     "every call must compute its output")
-        elif isinstance(target, ast.Subscript) and self.is_tensor(target.value) and \
-                self.is_tensor(value):
-            self.add("operator-in-forward", target, "copies tensors with indexed assignment; "
-                     + _OPERATOR_MESSAGE)
+            self.add(
+                "cache-across-calls",
+                target,
+                f"stores into {ast.unparse(target.value)}; every call must compute its output",
+            )
+        elif isinstance(target, ast.Subscript) and self.is_tensor(target.value) and self.is_tensor(value):
+            self.add("operator-in-forward", target, "copies tensors with indexed assignment; " + _OPERATOR_MESSAGE)
         elif self.is_self_attr(target) and self.is_tensor(value):
-            self.add("cache-across-calls", target, f"stores a tensor on {ast.unparse(target)}; "
-                     "every call must compute its output")
+            self.add(
+                "cache-across-calls",
+                target,
+                f"stores a tensor on {ast.unparse(target)}; every call must compute its output",
+            )
 
     def check_compare(self, node: ast.Compare) -> None:
         if any(isinstance(op, ast.Is | ast.IsNot | ast.In | ast.NotIn) for op in node.ops):
             return
         if any(self.is_tensor(operand) for operand in [node.left, *node.comparators]):
-            self.add("operator-in-forward", node, f"compares tensors in `{ast.unparse(node)}`; "
-                     + _OPERATOR_MESSAGE)
+            self.add("operator-in-forward", node, f"compares tensors in `{ast.unparse(node)}`; " + _OPERATOR_MESSAGE)
 
     # ----- reachable helpers ------------------------------------------------------------
     def queue(self, func: ast.FunctionDef, name: str, call: ast.Call, offset: int) -> None:
@@ -261,8 +282,7 @@ class ForwardScanner:
         for stmt in self.checker.classes[name].body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name != "backward":
                 tensors = self.checker.default_tensor_params(stmt, skip=1)
-                self.callees.append(Scope(stmt, f"{name}.{stmt.name} (reached from forward)",
-                                          tensors))
+                self.callees.append(Scope(stmt, f"{name}.{stmt.name} (reached from forward)", tensors))
 
 
 def checker_walk(checker: "_Checker", func: ast.FunctionDef) -> list[ast.AST]:

@@ -161,8 +161,21 @@ TENSOR_CAST_METHODS: frozenset[str] = frozenset(
 )
 # Methods that return metadata, not tensors (their results may take part in int arithmetic).
 TENSOR_META_METHODS: frozenset[str] = frozenset(
-    {"size", "stride", "numel", "dim", "data_ptr", "element_size", "is_contiguous", "item",
-     "storage_offset", "nelement", "ndimension", "get_device", "tolist"}
+    {
+        "size",
+        "stride",
+        "numel",
+        "dim",
+        "data_ptr",
+        "element_size",
+        "is_contiguous",
+        "item",
+        "storage_offset",
+        "nelement",
+        "ndimension",
+        "get_device",
+        "tolist",
+    }
 )
 TENSOR_META_ATTRS: frozenset[str] = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
@@ -170,36 +183,115 @@ TENSOR_META_ATTRS: frozenset[str] = frozenset(
 
 # Names that look values up by string or run code: nothing a kernel needs.
 DYNAMIC_NAMES: frozenset[str] = frozenset(
-    {"__import__", "eval", "exec", "compile", "globals", "vars", "locals", "__builtins__",
-     "importlib", "__loader__", "__spec__"}
+    {
+        "__import__",
+        "eval",
+        "exec",
+        "compile",
+        "globals",
+        "vars",
+        "locals",
+        "__builtins__",
+        "importlib",
+        "__loader__",
+        "__spec__",
+    }
 )
 DYNAMIC_ATTRS: frozenset[str] = frozenset(
-    {"__dict__", "__globals__", "__code__", "__subclasses__", "__bases__", "__mro__",
-     "__getattribute__", "__builtins__", "__closure__", "__func__", "__self__"}
+    {
+        "__dict__",
+        "__globals__",
+        "__code__",
+        "__subclasses__",
+        "__bases__",
+        "__mro__",
+        "__getattribute__",
+        "__builtins__",
+        "__closure__",
+        "__func__",
+        "__self__",
+    }
 )
 INTROSPECTION_ATTRS: frozenset[str] = frozenset(
-    {"tb_frame", "f_back", "f_locals", "f_globals", "f_code", "gi_frame", "cr_frame",
-     "ag_frame", "__traceback__", "_getframe", "currentframe", "get_objects",
-     "get_referrers", "get_referents", "_current_frames"}
+    {
+        "tb_frame",
+        "f_back",
+        "f_locals",
+        "f_globals",
+        "f_code",
+        "gi_frame",
+        "cr_frame",
+        "ag_frame",
+        "__traceback__",
+        "_getframe",
+        "currentframe",
+        "get_objects",
+        "get_referrers",
+        "get_referents",
+        "_current_frames",
+    }
 )
 # Reaching these through an allowed module (torch.os, triton.sys) is the same as importing them.
 FORBIDDEN_ATTRS: frozenset[str] = frozenset(
-    {"os", "sys", "subprocess", "ctypes", "socket", "threading", "multiprocessing", "signal",
-     "builtins", "environ", "getenv", "putenv", "system", "popen", "Popen", "fork", "execv",
-     "execve", "spawn", "shutil", "pickle", "gc", "inspect", "time", "perf_counter",
-     "_thread", "asyncio", "concurrent", "urllib", "http", "requests", "pathlib"}
+    {
+        "os",
+        "sys",
+        "subprocess",
+        "ctypes",
+        "socket",
+        "threading",
+        "multiprocessing",
+        "signal",
+        "builtins",
+        "environ",
+        "getenv",
+        "putenv",
+        "system",
+        "popen",
+        "Popen",
+        "fork",
+        "execv",
+        "execve",
+        "spawn",
+        "shutil",
+        "pickle",
+        "gc",
+        "inspect",
+        "time",
+        "perf_counter",
+        "_thread",
+        "asyncio",
+        "concurrent",
+        "urllib",
+        "http",
+        "requests",
+        "pathlib",
+    }
 )
 # Library entry points that touch files, processes or the driver on the kernel's behalf: the
 # runtime audit guard trusts library frames, so these are stopped here.
 FORBIDDEN_PATH_PREFIXES: tuple[str, ...] = (
-    "torch.save", "torch.load", "torch.hub", "torch.ops.load_library", "torch.classes",
-    "torch.utils.cpp_extension", "torch.utils.data", "torch.cuda.cudart", "torch.distributed",
-    "torch.multiprocessing", "torch.compile", "torch._dynamo", "torch._inductor", "torch._C",
-    "torch.library", "triton.testing", "triton.runtime", "triton.compiler", "triton.knobs",
+    "torch.save",
+    "torch.load",
+    "torch.hub",
+    "torch.ops.load_library",
+    "torch.classes",
+    "torch.utils.cpp_extension",
+    "torch.utils.data",
+    "torch.cuda.cudart",
+    "torch.distributed",
+    "torch.multiprocessing",
+    "torch.compile",
+    "torch._dynamo",
+    "torch._inductor",
+    "torch._C",
+    "torch.library",
+    "triton.testing",
+    "triton.runtime",
+    "triton.compiler",
+    "triton.knobs",
 )
-CACHE_DECORATORS: frozenset[str] = frozenset(
-    {"functools.lru_cache", "functools.cache", "functools.cached_property"}
-)
+CACHE_DECORATORS: frozenset[str] = frozenset({"functools.lru_cache", "functools.cache", "functools.cached_property"})
 # Keys built from these identify an input across calls: a dict keyed by them is a result cache.
 INPUT_IDENTITY_CALLS: frozenset[str] = frozenset({"data_ptr", "id", "hash", "tolist", "item"})
 LAZY_DUNDERS: frozenset[str] = frozenset({"__torch_function__", "__torch_dispatch__"})

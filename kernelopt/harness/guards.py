@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from kernelopt.harness import guard_rules as R
 from kernelopt.harness.guard_forward import ForwardScanner, Scope
 
-_TENSOR_CREATORS = ("torch.nn.Parameter", "torch.empty", "torch.zeros", "torch.ones", "torch.full",
-                    "torch.randn", "torch.rand", "torch.tensor", "torch.arange")
+_TENSOR_CREATORS = (
+    "torch.nn.Parameter",
+    "torch.empty",
+    "torch.zeros",
+    "torch.ones",
+    "torch.full",
+    "torch.randn",
+    "torch.rand",
+    "torch.tensor",
+    "torch.arange",
+)
 
 
 @dataclass(frozen=True)
@@ -87,11 +96,13 @@ class _Checker:
             self.check_module_node(node)
         model_new = self.classes.get("ModelNew")
         if model_new is None:
-            self.add("no-model-new", self.tree, "no class ModelNew; define class "
-                     "ModelNew(nn.Module) with the reference's constructor arguments")
+            self.add(
+                "no-model-new",
+                self.tree,
+                "no class ModelNew; define class ModelNew(nn.Module) with the reference's constructor arguments",
+            )
         if not self.kernel_names:
-            self.add("no-triton-kernel", self.tree, "no @triton.jit function; compute must "
-                     "happen in a Triton kernel")
+            self.add("no-triton-kernel", self.tree, "no @triton.jit function; compute must happen in a Triton kernel")
         if model_new is not None:
             self.check_forward(model_new)
 
@@ -134,8 +145,11 @@ class _Checker:
             if node.id in R.DYNAMIC_NAMES:
                 self.add("dynamic-access", node, f"uses {node.id}; call Triton kernels directly")
             elif node.id == "Model":
-                self.add("reference-model", node, "uses the reference Model; ModelNew must "
-                         "compute the result with its own Triton kernels")
+                self.add(
+                    "reference-model",
+                    node,
+                    "uses the reference Model; ModelNew must compute the result with its own Triton kernels",
+                )
         elif isinstance(node, ast.Attribute):
             self.check_attribute(node)
         elif isinstance(node, ast.Call):
@@ -146,26 +160,35 @@ class _Checker:
                 self.check_patch_target(target)
         elif isinstance(node, ast.ClassDef):
             for base in node.bases:
-                if self.dotted(base) in ("torch.Tensor", "torch._C.TensorBase",
-                                         "torch._C._TensorBase"):
-                    self.add("tensor-subclass", node, f"class {node.name} subclasses torch.Tensor;"
-                             " outputs must be plain tensors computed in forward")
+                if self.dotted(base) in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
+                    self.add(
+                        "tensor-subclass",
+                        node,
+                        f"class {node.name} subclasses torch.Tensor; outputs must be plain tensors computed in forward",
+                    )
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             self.check_definition(node)
 
     def check_import(self, node: ast.Import | ast.ImportFrom) -> None:
         if isinstance(node, ast.ImportFrom):
             if any(alias.name == "Model" for alias in node.names):
-                self.add("reference-model", node, "imports the reference Model; ModelNew must "
-                         "compute the result with its own Triton kernels")
+                self.add(
+                    "reference-model",
+                    node,
+                    "imports the reference Model; ModelNew must compute the result with its own Triton kernels",
+                )
                 return
             modules = [("." * node.level) + (node.module or "")]
         else:
             modules = [alias.name for alias in node.names]
         for module in modules:
             if module not in R.ALLOWED_IMPORTS and not module.startswith(R.ALLOWED_IMPORT_TREES):
-                self.add("forbidden-import", node, f"imports {module}; kernels may import only "
-                         f"{', '.join(sorted(R.ALLOWED_IMPORTS - {'__future__'}))}")
+                self.add(
+                    "forbidden-import",
+                    node,
+                    f"imports {module}; kernels may import only "
+                    f"{', '.join(sorted(R.ALLOWED_IMPORTS - {'__future__'}))}",
+                )
 
     def check_attribute(self, node: ast.Attribute) -> None:
         path = self.dotted(node)
@@ -173,19 +196,25 @@ class _Checker:
         if node.attr in R.DYNAMIC_ATTRS:
             self.add("dynamic-access", node, f"uses .{node.attr}; call Triton kernels directly")
         elif node.attr in R.INTROSPECTION_ATTRS:
-            self.add("introspection", node, f"uses .{node.attr}; kernels may not inspect frames "
-                     "or the garbage collector")
+            self.add(
+                "introspection", node, f"uses .{node.attr}; kernels may not inspect frames or the garbage collector"
+            )
         elif node.attr in R.FORBIDDEN_ATTRS and path:
-            self.add("forbidden-attribute", node, f"reaches {path}; kernels may not use "
-                     "os/sys/process/network facilities")
+            self.add(
+                "forbidden-attribute", node, f"reaches {path}; kernels may not use os/sys/process/network facilities"
+            )
         elif node.attr == "Model":
             self.add("reference-model", node, "uses the reference Model")
         elif path and is_chain_top and path.startswith(R.FORBIDDEN_PATH_PREFIXES):
-            self.add("forbidden-attribute", node, f"uses {path}; kernels may not save, load, "
-                     "compile or benchmark through library entry points")
+            self.add(
+                "forbidden-attribute",
+                node,
+                f"uses {path}; kernels may not save, load, compile or benchmark through library entry points",
+            )
         if path in R.STREAM_PATHS and is_chain_top:
-            self.add("cuda-stream", node, f"uses {path}; launch every kernel on the current "
-                     "stream, without graphs or events")
+            self.add(
+                "cuda-stream", node, f"uses {path}; launch every kernel on the current stream, without graphs or events"
+            )
 
     def check_module_call(self, node: ast.Call) -> None:
         func_path = self.dotted(node.func)
@@ -195,24 +224,31 @@ class _Checker:
         if name == "getattr" and first is not None and not first_is_self:
             attr = node.args[1] if len(node.args) > 1 else None
             if self.dotted(first) or not isinstance(attr, ast.Constant):
-                self.add("dynamic-access", node, "getattr looks a name up dynamically; call "
-                         "Triton kernels and allowed functions directly")
+                self.add(
+                    "dynamic-access",
+                    node,
+                    "getattr looks a name up dynamically; call Triton kernels and allowed functions directly",
+                )
         elif name in ("setattr", "delattr") and not first_is_self:
             self.add("monkey-patch", node, f"{name} on an object other than self")
-        elif func_path is None and isinstance(node.func, ast.Attribute) and isinstance(
-            node.func.value, ast.Name) and node.func.value.id in ("object", "type") and \
-                node.func.attr in ("__setattr__", "__delattr__"):
-            self.add("monkey-patch", node, f"{node.func.value.id}.{node.func.attr} bypasses "
-                     "normal attribute assignment")
+        elif (
+            func_path is None
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id in ("object", "type")
+            and node.func.attr in ("__setattr__", "__delattr__")
+        ):
+            self.add(
+                "monkey-patch", node, f"{node.func.value.id}.{node.func.attr} bypasses normal attribute assignment"
+            )
         elif name == "open":
-            mode = node.args[1] if len(node.args) > 1 else next(
-                (k.value for k in node.keywords if k.arg == "mode"), None)
+            mode = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "mode"), None)
+            )
             if mode is not None and not (
-                isinstance(mode, ast.Constant) and isinstance(mode.value, str)
-                and not set(mode.value) & set("wax+")
+                isinstance(mode, ast.Constant) and isinstance(mode.value, str) and not set(mode.value) & set("wax+")
             ):
-                self.add("file-write", node, "opens a file for writing; kernels write only "
-                         "their output tensors")
+                self.add("file-write", node, "opens a file for writing; kernels write only their output tensors")
 
     def check_patch_target(self, target: ast.expr) -> None:
         if not isinstance(target, ast.Attribute):
@@ -223,24 +259,31 @@ class _Checker:
         if target.attr == "__class__":
             self.add("monkey-patch", target, "assigns __class__")
         elif isinstance(root, ast.Name) and root.id in self.aliases:
-            self.add("monkey-patch", target, f"assigns {self.aliases[root.id]}"
-                     f"{ast.unparse(target)[len(root.id):]}, which the kernel file does not own")
+            self.add(
+                "monkey-patch",
+                target,
+                f"assigns {self.aliases[root.id]}"
+                f"{ast.unparse(target)[len(root.id) :]}, which the kernel file does not own",
+            )
 
     def check_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in R.LAZY_DUNDERS:
             self.add("tensor-subclass", node, f"defines {node.name}; outputs must be plain tensors")
         elif node.name in R.DEFERRED_DUNDERS:
-            self.add("deferred-output", node, f"defines {node.name}; outputs must not be "
-                     "computed on access")
+            self.add("deferred-output", node, f"defines {node.name}; outputs must not be computed on access")
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             path = self.dotted(target)
             if path in R.CACHE_DECORATORS:
-                self.add("cache-across-calls", decorator, f"{node.name} is decorated with {path};"
-                         " every call must compute its output")
+                self.add(
+                    "cache-across-calls",
+                    decorator,
+                    f"{node.name} is decorated with {path}; every call must compute its output",
+                )
             elif isinstance(target, ast.Name) and target.id == "property":
-                self.add("deferred-output", decorator, f"{node.name} is a property; outputs "
-                         "must not be computed on access")
+                self.add(
+                    "deferred-output", decorator, f"{node.name} is a property; outputs must not be computed on access"
+                )
 
     # ----- forward scope -----------------------------------------------------------------
     def check_forward(self, model_new: ast.ClassDef) -> None:
@@ -263,36 +306,47 @@ class _Checker:
             scopes[scope.func] = scope
             launched |= self.scan_scope(scope, methods, pending)
         if not launched:
-            self.add("no-kernel-launch", forward, "forward never launches a @triton.jit kernel "
-                     "(kernel[grid](...)); compute must happen in a Triton kernel")
+            self.add(
+                "no-kernel-launch",
+                forward,
+                "forward never launches a @triton.jit kernel "
+                "(kernel[grid](...)); compute must happen in a Triton kernel",
+            )
 
     def default_tensor_params(self, func: ast.FunctionDef, skip: int) -> set[str]:
         args = func.args.posonlyargs + func.args.args
         defaults = dict(zip([a.arg for a in args][::-1], func.args.defaults[::-1], strict=False))
         return {
-            a.arg for a in args[skip:] + func.args.kwonlyargs
-            if not (isinstance(a.annotation, ast.Name)
-                    and a.annotation.id in R.NON_TENSOR_ANNOTATIONS)
+            a.arg
+            for a in args[skip:] + func.args.kwonlyargs
+            if not (isinstance(a.annotation, ast.Name) and a.annotation.id in R.NON_TENSOR_ANNOTATIONS)
             and not isinstance(defaults.get(a.arg), ast.Constant)
         }
 
     def collect_self_attrs(self, init: ast.FunctionDef | None) -> None:
         for node in ast.walk(init) if init else ():
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                    node.func.attr == "register_buffer" and node.args and \
-                    isinstance(node.args[0], ast.Constant):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "register_buffer"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+            ):
                 self.tensor_attrs.add(str(node.args[0].value))
             if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
                 continue
             path = self.dotted(node.value.func) or ""
             for target in node.targets:
-                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) \
-                        and target.value.id == "self" and path.startswith("torch"):
+                if (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and path.startswith("torch")
+                ):
                     is_tensor = path.startswith(_TENSOR_CREATORS)
                     (self.tensor_attrs if is_tensor else self.module_attrs).add(target.attr)
 
-    def scan_scope(self, scope: Scope, methods: dict[str, ast.FunctionDef],
-                   pending: list[Scope]) -> bool:
+    def scan_scope(self, scope: Scope, methods: dict[str, ast.FunctionDef], pending: list[Scope]) -> bool:
         """Check one reachable function; queue the helpers it calls; return whether it launches."""
         scanner = ForwardScanner(self, scope, methods)
         scanner.scan()

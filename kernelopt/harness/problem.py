@@ -26,9 +26,7 @@ def _parse(source: str, filename: str) -> ast.Module:
     try:
         return ast.parse(source, filename=filename)
     except SyntaxError as err:
-        raise InputError(
-            f"{filename}:{err.lineno}: syntax error: {err.msg}; fix the file and run again"
-        ) from None
+        raise InputError(f"{filename}:{err.lineno}: syntax error: {err.msg}; fix the file and run again") from None
 
 
 def _top_level_names(tree: ast.Module) -> set[str]:

@@ -28,52 +28,114 @@ from types import FrameType
 from typing import Any
 
 _ALLOWED_ENV_NAMES = frozenset(
-    {"PATH", "HOME", "LANG", "TMPDIR", "PYTHONPATH", "PYTHONHASHSEED", "PYTHONUNBUFFERED",
-     "PYTHONDONTWRITEBYTECODE", "LD_LIBRARY_PATH", "XDG_CACHE_HOME", "USER", "TZ"}
+    {
+        "PATH",
+        "HOME",
+        "LANG",
+        "TMPDIR",
+        "PYTHONPATH",
+        "PYTHONHASHSEED",
+        "PYTHONUNBUFFERED",
+        "PYTHONDONTWRITEBYTECODE",
+        "LD_LIBRARY_PATH",
+        "XDG_CACHE_HOME",
+        "USER",
+        "TZ",
+    }
 )
 _ALLOWED_ENV_PREFIXES = ("LC_", "CUDA_", "NVIDIA_", "TRITON_", "TORCH", "OMP_", "MKL_")
 _SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 # Refused whenever the candidate asks, whatever the arguments.
 _DENIED_EVENTS = frozenset(
-    {"os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork",
-     "os.forkpty", "pty.spawn", "os.kill", "os.killpg", "signal.pthread_kill", "os.putenv",
-     "os.unsetenv", "os.chdir", "socket.__new__", "socket.connect", "socket.bind",
-     "socket.getaddrinfo", "socket.gethostbyname", "socket.gethostbyaddr", "socket.sendto",
-     "socket.sendmsg", "urllib.Request", "http.client.connect", "_thread.start_new_thread",
-     "gc.get_objects", "gc.get_referrers", "gc.get_referents", "sys._current_frames",
-     "sys.settrace", "sys.setprofile", "sys.addaudithook", "exec", "compile", "code.__new__",
-     "function.__new__", "builtins.input", "webbrowser.open"}
+    {
+        "os.system",
+        "subprocess.Popen",
+        "os.exec",
+        "os.posix_spawn",
+        "os.spawn",
+        "os.fork",
+        "os.forkpty",
+        "pty.spawn",
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
+        "os.putenv",
+        "os.unsetenv",
+        "os.chdir",
+        "socket.__new__",
+        "socket.connect",
+        "socket.bind",
+        "socket.getaddrinfo",
+        "socket.gethostbyname",
+        "socket.gethostbyaddr",
+        "socket.sendto",
+        "socket.sendmsg",
+        "urllib.Request",
+        "http.client.connect",
+        "_thread.start_new_thread",
+        "gc.get_objects",
+        "gc.get_referrers",
+        "gc.get_referents",
+        "sys._current_frames",
+        "sys.settrace",
+        "sys.setprofile",
+        "sys.addaudithook",
+        "exec",
+        "compile",
+        "code.__new__",
+        "function.__new__",
+        "builtins.input",
+        "webbrowser.open",
+    }
 )
 # Refused when a path argument lies outside the work dir.
 _PATH_EVENTS = frozenset(
-    {"open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod",
-     "os.chown", "os.link", "os.symlink", "os.utime", "os.listdir", "os.scandir", "glob.glob",
-     "shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.copytree",
-     "shutil.rmtree", "shutil.move", "shutil.chown", "shutil.make_archive",
-     "shutil.unpack_archive"}
+    {
+        "open",
+        "os.remove",
+        "os.rename",
+        "os.rmdir",
+        "os.mkdir",
+        "os.truncate",
+        "os.chmod",
+        "os.chown",
+        "os.link",
+        "os.symlink",
+        "os.utime",
+        "os.listdir",
+        "os.scandir",
+        "glob.glob",
+        "shutil.copyfile",
+        "shutil.copymode",
+        "shutil.copystat",
+        "shutil.copytree",
+        "shutil.rmtree",
+        "shutil.move",
+        "shutil.chown",
+        "shutil.make_archive",
+        "shutil.unpack_archive",
+    }
 )
 # Attributes that hand out frames: from a frame, f_back and f_locals reach the verifier's data.
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # Standard-library modules that fetch frames on their caller's behalf and hand them over.
 _FRAME_LEAKING_STDLIB = ("inspect.py", "traceback.py")
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
-_STDLIB_DIRS = tuple(
-    {os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")}
-)
+_STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _THIS_FILE = os.path.realpath(__file__)
 # Installed code (stdlib, site-packages) may be read: linecache does so for warnings.
 _READABLE_DIRS = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)})
 
 
-def scrubbed_env(base: Mapping[str, str] | None = None,
-                 extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def scrubbed_env(base: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return the worker's environment: allow-listed names of `base` (default os.environ) and
     `extra`, minus any whose name looks secret (KEY, TOKEN, SECRET, PASSWORD, ...)."""
     source = dict(os.environ if base is None else base)
     source.update(extra or {})
     return {
-        name: value for name, value in source.items()
+        name: value
+        for name, value in source.items()
         if (name in _ALLOWED_ENV_NAMES or name.startswith(_ALLOWED_ENV_PREFIXES))
         and not any(marker in name.upper() for marker in _SECRET_MARKERS)
     }
@@ -157,9 +219,7 @@ class _AuditGuard:
             real = os.path.realpath(filename)
             if self.is_candidate(real):
                 kind = "candidate"
-            elif real == _THIS_FILE or (
-                real.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in real
-            ):
+            elif real == _THIS_FILE or (real.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in real):
                 kind = "stdlib"
             else:
                 kind = "library"
@@ -245,8 +305,9 @@ def _guard_thread_start(guard: _AuditGuard) -> None:
     3.13, so the starter itself is wrapped (threading keeps its own reference to it)."""
     original = _thread.start_new_thread
 
-    def start_new_thread(function: Callable[..., object], args: tuple[Any, ...],
-                         kwargs: dict[str, Any] | None = None) -> int:
+    def start_new_thread(
+        function: Callable[..., object], args: tuple[Any, ...], kwargs: dict[str, Any] | None = None
+    ) -> int:
         guard("_thread.start_new_thread", (function, args, kwargs))
         return original(function, args, kwargs or {})
 

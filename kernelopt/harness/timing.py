@@ -2,9 +2,10 @@
 
 On a CUDA device: CUDA events around each trial, an L2 flush (a write of at least twice the
 L2 size, then a read) before each trial and outside the timed region, warm-up excluded, the
-trial count adapted to the kernel's length, and the cost of an empty event pair subtracted. Without CUDA the same protocol runs on the host clock, and the
-result is labelled "interpreter" (a Triton kernel emulated with NumPy) or "cpu" (PyTorch on the
-CPU): neither says anything about GPU performance.
+trial count adapted to the kernel's length, and the cost of an empty event pair subtracted.
+Without CUDA the same protocol runs on the host clock, and the result is labelled
+"interpreter" (a Triton kernel emulated with NumPy) or "cpu" (PyTorch on the CPU): neither
+says anything about GPU performance.
 """
 
 from __future__ import annotations
@@ -89,7 +90,10 @@ def summarize(times_ms: list[float], clock: Clock) -> Timing:
 
 
 def measure(
-    fn: Callable[[], object], device: torch.device, config: TimingConfig | None = None, host_clock: Clock = "interpreter"
+    fn: Callable[[], object],
+    device: torch.device,
+    config: TimingConfig | None = None,
+    host_clock: Clock = "interpreter",
 ) -> Timing:
     """Time `fn` with the protocol for `device`: CUDA events on a GPU, else the host clock,
     labelled `host_clock` ("interpreter" for Triton kernels, "cpu" for PyTorch)."""

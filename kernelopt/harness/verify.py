@@ -52,7 +52,14 @@ class HarnessSettings:
 
     @staticmethod
     def detect(**overrides: Any) -> HarnessSettings:
-        return HarnessSettings(use_cuda=torch.cuda.is_available(), **overrides)
+        """Settings for this machine: on a GPU when there is one, else Triton's interpreter.
+
+        The interpreter runs a kernel's programs one after another, so repeat runs cannot show
+        a race there and only cost time: one run per case.
+        """
+        use_cuda = torch.cuda.is_available()
+        overrides.setdefault("repeats", 3 if use_cuda else 1)
+        return HarnessSettings(use_cuda=use_cuda, **overrides)
 
     @property
     def device(self) -> str:
@@ -97,7 +104,10 @@ class Verifier:
         if seeds_file.exists():
             seeds = json.loads(seeds_file.read_text())
         else:
-            seeds = {"init": secrets.randbelow(2**31), "inputs": [secrets.randbelow(2**31) for _ in range(settings.seeds)]}
+            seeds = {
+                "init": secrets.randbelow(2**31),
+                "inputs": [secrets.randbelow(2**31) for _ in range(settings.seeds)],
+            }
             seeds_file.write_text(json.dumps(seeds))
         self._init_seed: int = seeds["init"]
         self._seeds: list[int] = seeds["inputs"]
@@ -163,9 +173,16 @@ class Verifier:
         work = self.root / "candidates" / kernel.stem
         actual_path = work / "actual.pt"
         outcome = run_worker(
-            self.request("candidate", kernel_path=str(kernel), actual_path=str(actual_path), time=time, cases=cases,
-                         repeats=self.settings.repeats),
-            work, self.settings.limits(),
+            self.request(
+                "candidate",
+                kernel_path=str(kernel),
+                actual_path=str(actual_path),
+                time=time,
+                cases=cases,
+                repeats=self.settings.repeats,
+            ),
+            work,
+            self.settings.limits(),
         )
         result = outcome.result
         if result is None:
@@ -178,15 +195,22 @@ class Verifier:
             # A run that repeated the first one exactly stands for itself: judge the first.
             mismatch = compare_outputs(expected, [runs[run] if run < len(runs) else runs[0] for runs in actual])
             if mismatch:
-                again = f" (a repeat run on the same inputs gave a different result: a race?)" if run else ""
+                again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
                 return Verdict(False, f"incorrect{again}: {mismatch}", rule="incorrect", log_path=outcome.log_path)
         timing = Timing(**result["timing"]) if result.get("timing") else None
-        if timing and timing.is_gpu_time and floor_time_ms and timing.median_ms < floor_time_ms * IMPOSSIBLE_SPEED_FRACTION:
+        if (
+            timing
+            and timing.is_gpu_time
+            and floor_time_ms
+            and timing.median_ms < floor_time_ms * IMPOSSIBLE_SPEED_FRACTION
+        ):
             return Verdict(
                 False,
                 f"impossible speed: {timing.median_ms:.4f} ms is under the roofline floor of "
                 f"{floor_time_ms:.4f} ms; the work is not all being done or not all being timed",
-                rule="impossible-speed", timing=timing, log_path=outcome.log_path,
+                rule="impossible-speed",
+                timing=timing,
+                log_path=outcome.log_path,
             )
         reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=outcome.log_path)

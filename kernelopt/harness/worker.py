@@ -15,8 +15,8 @@ import json
 import sys
 import time
 import traceback
-from dataclasses import asdict
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -104,9 +104,12 @@ def _exact_math() -> Iterator[None]:
     """No reduced-precision shortcuts (TF32 convolutions, fp16/bf16 partial sums) while the
     expected outputs are computed: the yardstick's own error must stay under the tolerances.
     The baselines are timed with PyTorch's defaults, as users run them."""
-    flags = (torch.backends.cuda.matmul, "allow_tf32"), (torch.backends.cudnn, "allow_tf32"), (
-        torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"), (
-        torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction")
+    flags = (
+        (torch.backends.cuda.matmul, "allow_tf32"),
+        (torch.backends.cudnn, "allow_tf32"),
+        (torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
+        (torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
+    )
     saved = [getattr(owner, name) for owner, name in flags]
     for owner, name in flags:
         setattr(owner, name, False)
@@ -294,11 +297,16 @@ def main(argv: list[str]) -> int:
         result = {"ok": False, "rule": err.rule, "reason": str(err)}
     except Exception as err:  # the candidate's crash is a verdict, not a harness failure
         frames = traceback.extract_tb(err.__traceback__)
-        where = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames)
-                      if f.filename == req.get("kernel_path")), "")
+        where = next(
+            (f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames) if f.filename == req.get("kernel_path")),
+            "",
+        )
         message = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
-        result = {"ok": False, "rule": "runtime-error",
-                  "reason": f"{type(err).__name__}{' at ' + where if where else ''}: {message}"}
+        result = {
+            "ok": False,
+            "rule": "runtime-error",
+            "reason": f"{type(err).__name__}{' at ' + where if where else ''}: {message}",
+        }
         traceback.print_exc()
     out.write_text(json.dumps(result))
     return 0

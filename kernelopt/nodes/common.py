@@ -36,8 +36,11 @@ def resolve_gpu(ctx: Context) -> GPUSpec:
 
 def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
     settings = HarnessSettings.detect(
-        seeds=ctx.seeds, timeout_s=ctx.timeout_s, mem_limit_gb=ctx.mem_limit_gb,
-        time_compile=ctx.time_compile, timing=TimingConfig(),
+        seeds=ctx.seeds,
+        timeout_s=ctx.timeout_s,
+        mem_limit_gb=ctx.mem_limit_gb,
+        time_compile=ctx.time_compile,
+        timing=TimingConfig(),
     )
     return Verifier(state["problem_file"], f"{state['run_dir']}/harness", settings)
 

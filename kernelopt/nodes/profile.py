@@ -20,8 +20,7 @@ from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.state import KernelOptState, KernelRecord
 
 INTERPRETER_WARNING = (
-    "times are Triton-interpreter (CPU) times, not GPU times: efficiency against the floor "
-    "is not computed"
+    "times are Triton-interpreter (CPU) times, not GPU times: efficiency against the floor is not computed"
 )
 
 
@@ -40,8 +39,11 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     request_path.write_text(json.dumps(request))
     profile = ncu.run_ncu(
         [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
-        env=worker_env(use_cuda=True), timeout_s=ctx.timeout_s, workdir=str(work),
-        cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"), cache_key=best.source_hash,
+        env=worker_env(use_cuda=True),
+        timeout_s=ctx.timeout_s,
+        workdir=str(work),
+        cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
+        cache_key=best.source_hash,
         metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
     )
     return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
@@ -71,8 +73,14 @@ def profile(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     )
     notes = tuple(n for n in (skipped, None if best.timing.is_gpu_time else INTERPRETER_WARNING) if n)
     roofline = dataclasses.replace(roofline, warnings=roofline.warnings + notes)
-    emit(state, "roofline", bottleneck=roofline.bottleneck, efficiency_pct=roofline.efficiency_pct,
-         at_roofline=roofline.at_roofline, warnings=list(roofline.warnings))
+    emit(
+        state,
+        "roofline",
+        bottleneck=roofline.bottleneck,
+        efficiency_pct=roofline.efficiency_pct,
+        at_roofline=roofline.at_roofline,
+        warnings=list(roofline.warnings),
+    )
     update: dict[str, Any] = {"roofline": roofline, "ncu_metrics": metrics or {}}
     if roofline.at_roofline and not state.get("stop_reason"):
         update["stop_reason"] = "at_roofline"

@@ -52,9 +52,18 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
 
 def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
     fresh: dict[str, Any] = {
-        "round": 0, "repairs": 0, "repair_next": False, "rounds_without_gain": 0, "best": None, "roofline": None,
-        "diagnosis": None, "last_error": None, "candidate_path": None, "candidate_change": "",
-        "stop_reason": None, "baselines": None,
+        "round": 0,
+        "repairs": 0,
+        "repair_next": False,
+        "rounds_without_gain": 0,
+        "best": None,
+        "roofline": None,
+        "diagnosis": None,
+        "last_error": None,
+        "candidate_path": None,
+        "candidate_change": "",
+        "stop_reason": None,
+        "baselines": None,
     }
     try:
         problem, kernel = _sources(state)
@@ -72,10 +81,13 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
     except InputError as err:
         return {**update, "stop_reason": f"bad input: {err}"}
     update["baselines"] = Baselines(baselines.eager, baselines.compile, baselines.compile_error, baselines.floor)
-    emit(update, "baselines",
-         eager_ms=baselines.eager.median_ms if baselines.eager else None,
-         compile_ms=baselines.compile.median_ms if baselines.compile else None,
-         compile_error=baselines.compile_error)
+    emit(
+        update,
+        "baselines",
+        eager_ms=baselines.eager.median_ms if baselines.eager else None,
+        compile_ms=baselines.compile.median_ms if baselines.compile else None,
+        compile_error=baselines.compile_error,
+    )
     if kernel:
         start = kernel_path(run_dir, 0, 0)
         start.write_text(kernel)

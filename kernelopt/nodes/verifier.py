@@ -36,18 +36,43 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         verdict = verifier_for(state, ctx).verify(path, floor_time_ms=floor_time_ms(state))
         digest = source_hash(Path(path).read_text())
         if not verdict.accepted or verdict.timing is None:
-            attempt = Attempt(round_, repair, path, digest, "incorrect" if verdict.rule == "incorrect" else "rejected",
-                              change, error=verdict.reason, rule=verdict.rule)
+            attempt = Attempt(
+                round_,
+                repair,
+                path,
+                digest,
+                "incorrect" if verdict.rule == "incorrect" else "rejected",
+                change,
+                error=verdict.reason,
+                rule=verdict.rule,
+            )
             new_best = None
         else:
             timing = verdict.timing
             faster = best is None or beats(timing, best.timing, ctx.min_gain_pct)
             speedup = best.time_ms / timing.median_ms if best else None
-            attempt = Attempt(round_, repair, path, digest, _outcome(faster, timing, best), change,
-                              time_ms=timing.median_ms, speedup_vs_best=speedup, new_best=faster)
+            attempt = Attempt(
+                round_,
+                repair,
+                path,
+                digest,
+                _outcome(faster, timing, best),
+                change,
+                time_ms=timing.median_ms,
+                speedup_vs_best=speedup,
+                new_best=faster,
+            )
             new_best = KernelRecord(path, digest, timing, round_) if faster else None
-    emit(state, "verdict", round=round_, repair=repair, outcome=attempt.outcome, time_ms=attempt.time_ms,
-         error=attempt.error, change=change)
+    emit(
+        state,
+        "verdict",
+        round=round_,
+        repair=repair,
+        outcome=attempt.outcome,
+        time_ms=attempt.time_ms,
+        error=attempt.error,
+        change=change,
+    )
     update: dict[str, Any] = {"attempts": [attempt], "candidate_path": None, "repair_next": False}
     if new_best is not None:
         save_best(state["run_dir"], new_best.path)

@@ -56,22 +56,29 @@ def find_launch_params(source: str) -> list[LaunchParam]:
     scopes: list[ast.AST] = [tree]
     scopes += [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
     for scope in scopes:
-        body = scope.body if isinstance(scope, ast.Module) else [
-            s for f in scope.body if isinstance(f, ast.FunctionDef) for s in ast.walk(f)
-        ]
+        body = (
+            scope.body
+            if isinstance(scope, ast.Module)
+            else [s for f in scope.body if isinstance(f, ast.FunctionDef) for s in ast.walk(f)]
+        )
         for node in body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                 name, value = node.targets[0].id, _int_literal(node.value)
                 if value is not None and name.isupper() and node.value.end_col_offset is not None:
-                    params.append(LaunchParam(name, value, node.value.lineno, node.value.col_offset, node.value.end_col_offset))
+                    params.append(
+                        LaunchParam(name, value, node.value.lineno, node.value.col_offset, node.value.end_col_offset)
+                    )
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_launch(n)):
         for keyword in call.keywords:
             value = _int_literal(keyword.value) if keyword.arg else None
             if value is None or keyword.value.end_col_offset is None or keyword.arg is None:
                 continue
             if keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages"):
-                params.append(LaunchParam(keyword.arg, value, keyword.value.lineno,
-                                          keyword.value.col_offset, keyword.value.end_col_offset))
+                params.append(
+                    LaunchParam(
+                        keyword.arg, value, keyword.value.lineno, keyword.value.col_offset, keyword.value.end_col_offset
+                    )
+                )
     return sorted(set(params), key=lambda p: (p.line, p.col))
 
 

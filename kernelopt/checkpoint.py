@@ -1,0 +1,141 @@
+"""Durable runs: the checkpointer a run writes to, and RUN_DIR/run.json that says how to resume it.
+
+By default every run keeps its checkpoints in RUN_DIR/checkpoints.sqlite (LangGraph's SQLite
+saver), so a run directory is all `kernelopt resume` needs. `--db postgresql://...` puts them
+in PostgreSQL instead; run.json then records the URL without its password (libpq finds that
+in PGPASSWORD or ~/.pgpass, or `resume --db` gives the URL again).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
+from kernelopt.context import Context
+from kernelopt.hardware.roofline import FloorEstimate, Roofline
+from kernelopt.harness.problem import InputError
+from kernelopt.harness.timing import Timing
+from kernelopt.prompts.parsing import BottleneckResult
+from kernelopt.state import Attempt, Baselines, Diagnosis, KernelRecord
+
+RUN_FILE = "run.json"
+SQLITE_FILE = "checkpoints.sqlite"
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+
+# Every record type the state carries: the serializer revives these and nothing else.
+STATE_TYPES: tuple[type, ...] = (
+    Attempt, Baselines, BottleneckResult, Diagnosis, FloorEstimate, KernelRecord, Roofline, Timing,
+)
+
+
+def serializer() -> JsonPlusSerializer:
+    """LangGraph's serializer, strict: only the state's own record types are revived."""
+    return JsonPlusSerializer(allowed_msgpack_modules=[(t.__module__, t.__name__) for t in STATE_TYPES])
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """What RUN_DIR/run.json holds: the thread, where its checkpoints are, the inputs and settings."""
+
+    thread_id: str
+    db: str | None  # a PostgreSQL URL without password; None: RUN_DIR/checkpoints.sqlite
+    inputs: dict[str, Any]
+    context: dict[str, Any]
+    started_at: float
+
+    def config(self) -> dict[str, Any]:
+        """The graph config that addresses this run's checkpoints."""
+        return {"configurable": {"thread_id": self.thread_id}}
+
+    def run_context(self) -> Context:
+        """The run's Context as recorded; fields this version does not know are dropped."""
+        known = {f.name for f in dataclasses.fields(Context)}
+        return Context(**{k: v for k, v in self.context.items() if k in known})
+
+
+def check_db_url(db: str | None) -> str | None:
+    """The --db value if it is a PostgreSQL URL (or None); bad input otherwise."""
+    if db is not None and urlsplit(db).scheme not in POSTGRES_SCHEMES:
+        raise InputError(
+            f"--db {db!r} is not a postgresql:// URL; without --db the checkpoints go to RUN_DIR/{SQLITE_FILE}"
+        )
+    return db
+
+
+def _without_password(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    netloc = f"{parts.username}@{host}" if parts.username else host
+    if parts.port:
+        netloc += f":{parts.port}"
+    return urlunsplit(parts._replace(netloc=netloc))
+
+
+def new_run_record(run_dir: Path, inputs: dict[str, Any], ctx: Context, db: str | None) -> RunRecord:
+    """Write RUN_DIR/run.json for a new run (keys are never written) and return its record."""
+    context = dataclasses.asdict(ctx) | {"api_key": None}
+    record = RunRecord(uuid.uuid4().hex, _without_password(db) if db else None, inputs, context, time.time())
+    (run_dir / RUN_FILE).write_text(json.dumps(dataclasses.asdict(record), indent=2))
+    return record
+
+
+def read_run_record(run_dir: Path) -> RunRecord:
+    """The record of the run in `run_dir`; bad input when the folder holds no run."""
+    path = run_dir / RUN_FILE
+    if not path.is_file():
+        raise InputError(f"{run_dir} holds no {RUN_FILE}; pass the run directory that `kernelopt optimize` printed")
+    try:
+        return RunRecord(**json.loads(path.read_text()))
+    except (json.JSONDecodeError, TypeError) as err:
+        raise InputError(f"{path} is not a kernelopt run record ({err}); was it edited by hand?") from err
+
+
+@contextmanager
+def open_checkpointer(run_dir: Path, db: str | None) -> Iterator[BaseCheckpointSaver]:
+    """The saver for a run: SQLite in the run directory, or PostgreSQL at `db`; closed on exit."""
+    if db is None:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        # The graph runs nodes in worker threads; the saver serializes access with its own lock.
+        conn = sqlite3.connect(run_dir / SQLITE_FILE, check_same_thread=False)
+        try:
+            yield SqliteSaver(conn, serde=serializer())
+        finally:
+            conn.close()
+        return
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg import Connection, OperationalError
+        from psycopg.rows import dict_row
+    except ImportError as err:
+        raise InputError(
+            f"--db needs langgraph-checkpoint-postgres and psycopg ({err}); "
+            "pip install langgraph-checkpoint-postgres 'psycopg[binary]'"
+        ) from err
+    try:
+        conn = Connection.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+    except OperationalError as err:
+        raise InputError(f"cannot connect to {_without_password(db)}: {str(err).strip()}") from err
+    with conn:
+        saver = PostgresSaver(conn, serde=serializer())
+        saver.setup()
+        yield saver
+
+
+def checkpoint_bytes(run_dir: Path) -> int:
+    """Size on disk of the run's SQLite checkpoints (database and write-ahead log)."""
+    return sum(p.stat().st_size for p in run_dir.glob(f"{SQLITE_FILE}*"))
