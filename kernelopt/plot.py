@@ -59,7 +59,8 @@ def draw_roofline(summary: dict[str, Any], path: str | Path) -> bool:
     ax.plot([x_low, ridge, x_high], [bandwidth * x_low, peak_flops, peak_flops], color="black", lw=2,
             label=f"{spec.key} roofline ({floor['dtype']})")
     ax.axvline(ridge, color="black", ls=":", lw=1)
-    ax.annotate(f"ridge {ridge:.3g} FLOP/B", (ridge, y_low), xytext=(4, 6), textcoords="offset points", fontsize=8)
+    ax.annotate(f"ridge point {ridge:.3g} FLOP/B", (ridge, peak_flops), xytext=(5, -14), textcoords="offset points",
+                fontsize=8)
     ax.annotate(f"{floor['dtype']} peak {peak_flops / 1e12:g} TFLOP/s", (x_high, peak_flops), xytext=(-4, 5),
                 textcoords="offset points", ha="right", fontsize=8)
     slope_x = x_low * 1.5
@@ -89,8 +90,8 @@ def draw_roofline(summary: dict[str, Any], path: str | Path) -> bool:
     untimed = len(summary.get("attempts", [])) - len(timed)
     if untimed:
         notes.append(f"{untimed} attempt(s) without a time (failed or rejected) not shown")
-    ax.text(0.99, 0.01, "\n".join(notes), transform=ax.transAxes, ha="right", va="bottom", fontsize=7, color="dimgray")
-    figure.tight_layout()
+    figure.text(0.01, 0.01, "; ".join(notes), ha="left", va="bottom", fontsize=7, color="dimgray")
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
     figure.savefig(path)
     return True
 
@@ -121,7 +122,7 @@ def _attempts(ax: Any, timed: list[dict[str, Any]], flops: float, intensity: flo
         ax.scatter([x], [y], s=28, color=colour, edgecolor="black", linewidths=0.4, zorder=4, alpha=0.85)
         if count <= LABELLED_ATTEMPTS:
             ax.annotate(f"r{attempt['round']}" + (f".{attempt['repair']}" if attempt["repair"] else ""), (x, y),
-                        xytext=(5, -3), textcoords="offset points", fontsize=7, color="dimgray")
+                        xytext=(8, -3), textcoords="offset points", fontsize=7, color="dimgray")
         if attempt.get("new_best"):  # the last new best is the run's best
             best_at = (x, y, attempt)
     if best_at:

@@ -254,9 +254,19 @@ def test_run_ncu_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_unavailable_reason_without_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
     monkeypatch.setattr(ncu_module, "_fallback_ncu_paths", lambda: [])
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert "ncu" in (ncu_unavailable_reason() or "")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert "ncu (Nsight Compute) is not on PATH" in (ncu_unavailable_reason() or "")
+
+
+def test_unavailable_reason_without_a_gpu_names_the_gpu_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert "no CUDA device" in (ncu_unavailable_reason() or "")
 
 
 def test_run_ncu_cache_profiles_each_kernel_once(tmp_path: Path) -> None:

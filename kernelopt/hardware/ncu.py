@@ -295,16 +295,16 @@ def find_ncu(env: Mapping[str, str] | None = None) -> str | None:
 
 
 def ncu_unavailable_reason() -> str | None:
-    """Why ncu cannot profile here (no ncu, no CUDA device), or None when it can."""
-    if find_ncu() is None:
-        return "ncu (Nsight Compute) is not on PATH; install Nsight Compute or add its bin/ to PATH"
+    """Why ncu cannot profile here (no CUDA device, no ncu), or None when it can."""
     try:
         import torch
 
         if not torch.cuda.is_available():
-            return "no CUDA device is visible (torch.cuda.is_available() is False)"
+            return "no CUDA device is visible, so there is no NCU profile (the roofline uses the floor alone)"
     except ImportError:
         return "torch is not installed, so no CUDA device can be checked"
+    if find_ncu() is None:
+        return "ncu (Nsight Compute) is not on PATH; install Nsight Compute or add its bin/ to PATH"
     return None
 
 
