@@ -27,6 +27,26 @@ class Context:
     )
     temperature: float = field(default=0.2, metadata=_doc("Sampling temperature of the LLM."))
     llm_timeout_s: float = field(default=300.0, metadata=_doc("Timeout of one LLM call, seconds."))
+    llm_max_retries: int = field(
+        default=4,
+        metadata=_doc("Retries of an LLM call after a connection error, timeout, 429 or 5xx; then the run stops (llm_unavailable)."),
+    )
+    llm_backoff_s: float = field(default=2.0, metadata=_doc("Wait before the first retry of an LLM call, seconds; doubles each retry."))
+    llm_max_backoff_s: float = field(
+        default=60.0, metadata=_doc("Longest wait between LLM retries, seconds, a server's Retry-After included."),
+    )
+    structured_output: bool = field(
+        default=True,
+        metadata=_doc("Ask the judger's LLM for JSON-schema output (response_format); plain text where the server refuses it."),
+    )
+    max_tokens: int | None = field(
+        default=None,
+        metadata=_doc("Token budget of the whole run (input + output of every LLM call); the run stops (token_budget) when spent. Empty: none."),
+    )
+    max_wall_s: float | None = field(
+        default=None,
+        metadata=_doc("Time budget of the whole run from its start, seconds; the run stops (time_budget) when spent. Empty: none."),
+    )
     max_rounds: int = field(default=5, metadata=_doc("Most judge-optimize-verify rounds before stopping."))
     patience: int = field(default=2, metadata=_doc("Stop after this many rounds in a row without a new best."))
     max_repairs: int = field(

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
+from kernelopt.budget import add_tokens
 from kernelopt.hardware.roofline import FloorEstimate, Roofline
 from kernelopt.harness.timing import Timing
 from kernelopt.prompts.parsing import BottleneckResult
@@ -93,6 +94,8 @@ class OutputState(TypedDict):
     diagnosis: Diagnosis | None
     round: int
     gpu_key: str
+    # LLM tokens per node: {"judger": {"input": n, "output": n, "calls": n, "estimated": n}, ...}
+    tokens: Annotated[dict[str, dict[str, int]], add_tokens]
 
 
 class KernelOptState(InputState, OutputState):
@@ -109,3 +112,5 @@ class KernelOptState(InputState, OutputState):
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]
     tried_hashes: Annotated[list[str], operator.add]
+    started_at: float  # the run's start (time.time()), for the time budget
+    json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format

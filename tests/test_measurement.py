@@ -69,3 +69,16 @@ def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> N
     floor = estimate_floor(model, [x])
     assert floor.min_bytes == (16 * 64 + 64 * 32 + 16 * 32) * 4
     assert floor.flops == 2 * 16 * 64 * 32 and floor.dtype == "fp32"
+
+
+def test_a_gpu_time_under_the_floor_is_impossible_and_interpreter_times_are_not_judged() -> None:
+    from kernelopt.hardware.roofline import FloorEstimate
+    from kernelopt.harness.verify import floor_ms_for, impossible_speed
+
+    floor = FloorEstimate(min_bytes=4_800_000_000, flops=1.0, dtype="fp32")
+    floor_ms = floor_ms_for(floor, "H200")
+    assert floor_ms is not None and abs(floor_ms - 1.0) < 1e-9  # 4.8 GB at the H200's 4.8 TB/s
+    fast = Timing(0.5, 0.49, 0.51, 0.48, 0.52, 100, "cuda_events")
+    assert "impossible speed" in (impossible_speed(fast, floor_ms) or "")
+    assert impossible_speed(Timing(0.95, 0.94, 0.96, 0.9, 1.0, 100, "cuda_events"), floor_ms) is None
+    assert impossible_speed(Timing(0.5, 0.49, 0.51, 0.48, 0.52, 3, "interpreter"), floor_ms) is None

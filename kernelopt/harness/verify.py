@@ -38,6 +38,21 @@ def floor_ms_for(floor: FloorEstimate | None, gpu_key: str | None) -> float | No
     return max(floor.min_bytes / (spec.memory_bandwidth_gbs * 1e9), floor.flops / (peak_tflops * 1e12)) * 1e3
 
 
+def impossible_speed(timing: Timing | None, floor_time_ms: float | None) -> str | None:
+    """Why a GPU time cannot be real (under the floor by more than the margin), or None.
+
+    Interpreter and CPU times say nothing about the GPU, so only GPU times are judged.
+    """
+    if timing is None or not timing.is_gpu_time or not floor_time_ms:
+        return None
+    if timing.median_ms >= floor_time_ms * IMPOSSIBLE_SPEED_FRACTION:
+        return None
+    return (
+        f"impossible speed: {timing.median_ms:.4f} ms is under the roofline floor of {floor_time_ms:.4f} ms; "
+        "the work is not all being done or not all being timed"
+    )
+
+
 @dataclass(frozen=True)
 class HarnessSettings:
     """How candidates are run and judged."""
@@ -198,19 +213,8 @@ class Verifier:
                 again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
                 return Verdict(False, f"incorrect{again}: {mismatch}", rule="incorrect", log_path=outcome.log_path)
         timing = Timing(**result["timing"]) if result.get("timing") else None
-        if (
-            timing
-            and timing.is_gpu_time
-            and floor_time_ms
-            and timing.median_ms < floor_time_ms * IMPOSSIBLE_SPEED_FRACTION
-        ):
-            return Verdict(
-                False,
-                f"impossible speed: {timing.median_ms:.4f} ms is under the roofline floor of "
-                f"{floor_time_ms:.4f} ms; the work is not all being done or not all being timed",
-                rule="impossible-speed",
-                timing=timing,
-                log_path=outcome.log_path,
-            )
+        too_fast = impossible_speed(timing, floor_time_ms)
+        if too_fast:
+            return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=outcome.log_path)
         reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=outcome.log_path)

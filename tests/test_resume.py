@@ -1,0 +1,161 @@
+"""Durable runs: killed with SIGKILL mid-verification and resumed, finished runs resumed, PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import DATA
+from test_cli import _show, kernelopt
+
+ADD = DATA / "add"
+
+
+def _events(run_dir: Path) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def _processes_using(run_dir: Path) -> list[int]:
+    """Worker processes (their own sessions) whose command line names the run directory."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if str(run_dir) in cmdline:
+                pids.append(int(proc.name))
+    return pids
+
+
+def _kill_during_round_1_verification(run_dir: Path, cwd: Path) -> None:
+    """Start an optimize run, SIGKILL it (and its workers) once round 1's candidate is verifying."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.cli", "optimize", str(ADD / "problem.py"), "--kernel", str(ADD / "kernel_slow.py"),
+         "--max-rounds", "2", "--patience", "5", "--no-compile", "--out", str(run_dir)],
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    try:
+        while not any(e["event"] == "candidate" and e.get("round") == 1 for e in _events(run_dir)):
+            assert proc.poll() is None, "the run ended before round 1 started"
+            assert time.monotonic() < deadline, "no round-1 candidate within 180 s"
+            time.sleep(0.05)
+        time.sleep(0.5)  # the verifier's worker is starting: the middle of a verification
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    # As after a power cut: nothing of the killed run goes on (its workers have their own sessions).
+    for pid in _processes_using(run_dir):
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert not any(e["event"] == "verdict" and e.get("round") == 1 for e in _events(run_dir)), "killed too late"
+
+
+def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path):
+    run_dir = tmp_path / "run"
+    _kill_during_round_1_verification(run_dir, tmp_path)
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["thread_id"] and record["inputs"]["run_dir"] == str(run_dir)
+    assert record["context"]["max_rounds"] == 2 and record["context"]["api_key"] is None
+    assert (run_dir / "checkpoints.sqlite").is_file()
+    assert not (run_dir / "report.json").exists()  # it never finished
+
+    proc = kernelopt("resume", run_dir, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    summary = json.loads(proc.stdout)
+    assert summary["stop_reason"] == "max_rounds" and summary["rounds"] == 2
+    assert Path(summary["best_kernel_path"]).is_file()
+    keys = [(a["round"], a["repair"]) for a in summary["attempts"]]
+    assert keys == [(0, 0), (1, 0), (2, 0)]  # round 0 not redone, round 1 verified once
+    assert [a["change"] for a in summary["attempts"]] == ["the starting kernel", "BLOCK_SIZE 16 -> 32", "BLOCK_SIZE 32 -> 64"]
+    # setup and round 0's verdict ran once, before the kill; round 1's verdict once, after it
+    events = _events(run_dir)
+    assert sum(e["event"] == "baselines" for e in events) == 1
+    assert [(e["round"], e["repair"]) for e in events if e["event"] == "verdict"] == keys
+    for name in ("report.json", "report.md", "roofline.png"):
+        assert (run_dir / name).is_file(), name
+
+
+def test_resuming_a_finished_run_says_so_and_redoes_nothing(tmp_path):
+    run_dir = tmp_path / "run"
+    first = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "0",
+                      "--no-compile", "--out", run_dir, cwd=tmp_path)
+    assert first.returncode == 0, _show(first)
+    events_before = (run_dir / "events.jsonl").read_text()
+    (run_dir / "report.md").unlink()
+
+    proc = kernelopt("resume", run_dir, cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    assert "already finished" in proc.stdout and "stopped: max_rounds" in proc.stdout
+    assert f"best kernel: {run_dir / 'best_kernel.py'}" in proc.stdout
+    assert (run_dir / "events.jsonl").read_text() == events_before  # no node ran again
+    assert (run_dir / "report.md").is_file()  # the summary and reports are written again
+
+    as_json = json.loads(kernelopt("resume", run_dir, "--json", cwd=tmp_path).stdout)
+    assert as_json["already_finished"] is True and as_json["stop_reason"] == "max_rounds"
+
+
+def test_checkpoints_hold_no_large_blobs(tmp_path):
+    run_dir = tmp_path / "run"
+    proc = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "1",
+                     "--no-compile", "--out", run_dir, cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
+        sizes = [n for (n,) in db.execute("SELECT length(checkpoint) FROM checkpoints")]
+        writes = [n for (n,) in db.execute("SELECT length(value) FROM writes")]
+    assert len(sizes) >= 5  # a checkpoint per step
+    # The state points at files: a whole checkpoint (both sources, every attempt) stays small.
+    assert max(sizes) < 16_000, sizes
+    assert max(writes) < 8_000, writes
+
+
+def test_resume_refuses_a_folder_without_a_run(tmp_path):
+    proc = kernelopt("resume", tmp_path, cwd=tmp_path)
+    assert proc.returncode == 2, _show(proc)
+    assert proc.stderr.startswith("kernelopt: ") and "run.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_db_must_be_a_postgres_url(tmp_path):
+    proc = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--db", "runs.sqlite",
+                     cwd=tmp_path)
+    assert proc.returncode == 2, _show(proc)
+    assert "not a postgresql:// URL" in proc.stderr
+    assert not (tmp_path / "kernelopt_runs").exists()
+
+
+@pytest.mark.skipif(not os.environ.get("KERNELOPT_TEST_PG"), reason="KERNELOPT_TEST_PG (a PostgreSQL URL) is unset")
+def test_postgres_checkpoints_resume_from_the_database(tmp_path):
+    import psycopg
+
+    db = os.environ["KERNELOPT_TEST_PG"]
+    run_dir = tmp_path / "run"
+    proc = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "0",
+                     "--no-compile", "--out", run_dir, "--db", db, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    assert json.loads(proc.stdout)["stop_reason"] == "max_rounds"
+    assert not (run_dir / "checkpoints.sqlite").exists()
+    record = json.loads((run_dir / "run.json").read_text())
+    assert record["db"] == db.replace(f":{psycopg.conninfo.conninfo_to_dict(db).get('password')}@", "@")
+    with psycopg.connect(db) as conn:
+        count = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (record["thread_id"],)).fetchone()
+    assert count is not None and count[0] >= 3
+
+    # resume finds the run's checkpoints in the database named in run.json
+    again = kernelopt("resume", run_dir, "--json", cwd=tmp_path)
+    assert again.returncode == 0, _show(again)
+    summary = json.loads(again.stdout)
+    assert summary["already_finished"] is True and [a["round"] for a in summary["attempts"]] == [0]
