@@ -18,7 +18,10 @@ TokenCounts = dict[str, dict[str, int]]
 CHARS_PER_TOKEN = 4  # a rough rate for English and code, used only when the server reports no usage
 
 
-def add_tokens(left: Mapping[str, Mapping[str, int]] | None, right: Mapping[str, Mapping[str, int]] | None) -> TokenCounts:
+Counts = Mapping[str, Mapping[str, int]]
+
+
+def add_tokens(left: Counts | None, right: Counts | None) -> TokenCounts:
     """The state's reducer: the two counts added, node by node and counter by counter."""
     total: TokenCounts = {node: dict(counts) for node, counts in (left or {}).items()}
     for node, counts in (right or {}).items():
@@ -45,7 +48,7 @@ def usage_of(reply: Any, prompt: str, reply_text: str) -> dict[str, int]:
     }
 
 
-def token_totals(tokens: Mapping[str, Mapping[str, int]] | None) -> dict[str, int]:
+def token_totals(tokens: Counts | None) -> dict[str, int]:
     """The run's counts: every node's added up (input, output, calls, estimated)."""
     total: dict[str, int] = {"input": 0, "output": 0, "calls": 0}
     for counts in (tokens or {}).values():
@@ -54,7 +57,7 @@ def token_totals(tokens: Mapping[str, Mapping[str, int]] | None) -> dict[str, in
     return total
 
 
-def tokens_used(tokens: Mapping[str, Mapping[str, int]] | None) -> int:
+def tokens_used(tokens: Counts | None) -> int:
     """Input plus output tokens of every call so far."""
     total = token_totals(tokens)
     return total["input"] + total["output"]

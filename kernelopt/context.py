@@ -15,7 +15,10 @@ class Context:
 
     model: str | None = field(
         default=None,
-        metadata=_doc("Chat model name (e.g. gpt-4o, a vLLM or Ollama model). Empty: the offline policy (rules + launch-parameter search), no LLM."),
+        metadata=_doc(
+            "Chat model name (e.g. gpt-4o, a vLLM or Ollama model). "
+            "Empty: the offline policy (rules + launch-parameter search), no LLM."
+        ),
     )
     base_url: str | None = field(
         default=None,
@@ -29,35 +32,58 @@ class Context:
     llm_timeout_s: float = field(default=300.0, metadata=_doc("Timeout of one LLM call, seconds."))
     llm_max_retries: int = field(
         default=4,
-        metadata=_doc("Retries of an LLM call after a connection error, timeout, 429 or 5xx; then the run stops (llm_unavailable)."),
+        metadata=_doc(
+            "Retries of an LLM call after a connection error, "
+            "timeout, 429 or 5xx; then the run stops (llm_unavailable)."
+        ),
     )
-    llm_backoff_s: float = field(default=2.0, metadata=_doc("Wait before the first retry of an LLM call, seconds; doubles each retry."))
+    llm_backoff_s: float = field(
+        default=2.0, metadata=_doc("Wait before the first retry of an LLM call, seconds; doubles each retry."),
+    )
     llm_max_backoff_s: float = field(
         default=60.0, metadata=_doc("Longest wait between LLM retries, seconds, a server's Retry-After included."),
     )
     structured_output: bool = field(
         default=True,
-        metadata=_doc("Ask the judger's LLM for JSON-schema output (response_format); plain text where the server refuses it."),
+        metadata=_doc(
+            "Ask the judger's LLM for JSON-schema output "
+            "(response_format); plain text where the server refuses it."
+        ),
     )
     max_tokens: int | None = field(
         default=None,
-        metadata=_doc("Token budget of the whole run (input + output of every LLM call); the run stops (token_budget) when spent. Empty: none."),
+        metadata=_doc(
+            "Token budget of the whole run (input + output of every LLM "
+            "call); the run stops (token_budget) when spent. Empty: none."
+        ),
     )
     max_wall_s: float | None = field(
         default=None,
-        metadata=_doc("Time budget of the whole run from its start, seconds; the run stops (time_budget) when spent. Empty: none."),
+        metadata=_doc(
+            "Time budget of the whole run from its start, "
+            "seconds; the run stops (time_budget) when spent. Empty: none."
+        ),
     )
     max_rounds: int = field(default=5, metadata=_doc("Most judge-optimize-verify rounds before stopping."))
     patience: int = field(default=2, metadata=_doc("Stop after this many rounds in a row without a new best."))
     max_repairs: int = field(
-        default=2, metadata=_doc("Repairs of a failed candidate per round before the judger is asked for the next idea."),
+        default=2, metadata=_doc(
+            "Repairs of a failed candidate per round "
+            "before the judger is asked for the next idea."
+        ),
     )
     min_gain_pct: float = field(
-        default=1.0, metadata=_doc("A candidate becomes the best only when faster by more than this and than the timing noise."),
+        default=1.0, metadata=_doc(
+            "A candidate becomes the best only when "
+            "faster by more than this and than the timing noise."
+        ),
     )
     gpu: str | None = field(
         default=None,
-        metadata=_doc("Target GPU key or name (e.g. H200). Empty: the GPU present, else H200 as the target of prompts."),
+        metadata=_doc(
+            "Target GPU key or name (e.g. H200). Empty: the "
+            "GPU present, else H200 as the target of prompts."
+        ),
     )
     at_roofline_efficiency_pct: float = field(
         default=85.0, metadata=_doc("Stop when the best kernel reaches this % of the roofline floor's speed."),
@@ -69,6 +95,9 @@ class Context:
     timeout_s: float = field(default=300.0, metadata=_doc("Time limit of one candidate's process, seconds."))
     mem_limit_gb: float = field(default=16.0, metadata=_doc("Host memory cap of one candidate's process, GiB."))
     time_compile: bool = field(default=True, metadata=_doc("Also time torch.compile of the reference as a baseline."))
-    profile: bool = field(default=True, metadata=_doc("Profile the best kernel with Nsight Compute where ncu and a GPU exist."))
+    profile: bool = field(default=True, metadata=_doc(
+        "Profile the best kernel with "
+        "Nsight Compute where ncu and a GPU exist."
+    ))
     runs_dir: str = field(default="kernelopt_runs", metadata=_doc("Folder that holds one sub-folder per run."))
     num_bottlenecks: int = field(default=2, metadata=_doc("Bottlenecks the judger asks the LLM for."))

@@ -21,6 +21,7 @@ from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
+from kernelopt.budget import usage_of
 from kernelopt.context import Context
 from kernelopt.harness.problem import InputError
 
@@ -169,3 +170,19 @@ def stop_reason_for(err: BaseException) -> str:
     if isinstance(err, LLMUnavailable):
         return f"llm_unavailable: {err}"
     return f"llm_error: {describe_error(err)}"
+
+
+def ask(
+    model: Runnable[LanguageModelInput, BaseMessage],
+    prompt: str,
+    policy: RetryPolicy,
+    counts: dict[str, int],
+    *,
+    on_retry: OnRetry | None = None,
+) -> tuple[BaseMessage, str]:
+    """The reply and its text, its tokens added to `counts` (see budget.usage_of)."""
+    message = invoke_with_retries(model, prompt, policy, on_retry=on_retry)
+    text = reply_text(message)
+    for key, value in usage_of(message, prompt, text).items():
+        counts[key] = counts.get(key, 0) + value
+    return message, text

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
-
 
 OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed"}
 
@@ -12,21 +12,38 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f} ms"
 
 
+def _tokens(event: dict[str, Any]) -> str:
+    """The run's token totals so far, as " [tokens: 1,234 in, 567 out]"; '' when the event has none."""
+    tokens = event.get("tokens")
+    if not tokens:
+        return ""
+    estimated = " (some estimated)" if tokens.get("estimated") else ""
+    return f" [tokens: {tokens.get('input', 0):,} in, {tokens.get('output', 0):,} out{estimated}]"
+
+
 def render_event(event: dict[str, Any]) -> str | None:
     """One line for a progress event, or None for events not worth a line."""
     kind = event.get("event")
     if kind == "setup":
         return f"run directory {event['run_dir']} (target GPU {event['gpu']})"
     if kind == "baselines":
-        compile_note = _ms(event.get("compile_ms")) if not event.get("compile_error") else f"failed: {event['compile_error']}"
+        error = event.get("compile_error")
+        compile_note = f"failed: {error}" if error else _ms(event.get("compile_ms"))
         return f"baselines: eager {_ms(event.get('eager_ms'))}, torch.compile {compile_note}"
     if kind == "round_started":
         return f"── round {event['round']} ──"
     if kind == "diagnosis":
         note = f" ({event['note']})" if event.get("note") else ""
-        return f"  judger [{event['source']}]: {event['category']}: {event['root_cause']} -> {event['fix']}{note}"
+        diagnosis = f"{event['category']}: {event['root_cause']} -> {event['fix']}"
+        return f"  judger [{event['source']}]: {diagnosis}{note}{_tokens(event)}"
     if kind == "candidate" and event.get("error"):
-        return f"  optimizer: no usable kernel: {event['error']}"
+        return f"  optimizer: no usable kernel: {event['error']}{_tokens(event)}"
+    if kind == "candidate" and event.get("tokens"):
+        path = Path(event.get("path") or "-")
+        return f"  optimizer: wrote {path.parent.name}/{path.name}{_tokens(event)}"
+    if kind == "llm_retry":
+        return (f"  {event['node']}: LLM call failed ({event['error']}); "
+                f"retry {event['retry']} of {event['retries']} in {event['wait_s']:.1f} s")
     if kind == "verdict":
         label = "repair " + str(event["repair"]) if event.get("repair") else "candidate"
         detail = _ms(event.get("time_ms")) if event.get("time_ms") is not None else (event.get("error") or "")

@@ -39,11 +39,11 @@ def _processes_using(run_dir: Path) -> list[int]:
     return pids
 
 
-def _kill_during_round_1_verification(run_dir: Path, cwd: Path) -> None:
+def _kill_during_round_1_verification(run_dir: Path, cwd: Path, *args: str) -> None:
     """Start an optimize run, SIGKILL it (and its workers) once round 1's candidate is verifying."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.cli", "optimize", str(ADD / "problem.py"), "--kernel", str(ADD / "kernel_slow.py"),
-         "--max-rounds", "2", "--patience", "5", "--no-compile", "--out", str(run_dir)],
+         "--patience", "5", "--no-compile", "--out", str(run_dir), *args],
         cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
     )
     deadline = time.monotonic() + 180
@@ -67,7 +67,7 @@ def _kill_during_round_1_verification(run_dir: Path, cwd: Path) -> None:
 
 def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path):
     run_dir = tmp_path / "run"
-    _kill_during_round_1_verification(run_dir, tmp_path)
+    _kill_during_round_1_verification(run_dir, tmp_path, "--max-rounds", "2")
     record = json.loads((run_dir / "run.json").read_text())
     assert record["thread_id"] and record["inputs"]["run_dir"] == str(run_dir)
     assert record["context"]["max_rounds"] == 2 and record["context"]["api_key"] is None
@@ -137,25 +137,39 @@ def test_db_must_be_a_postgres_url(tmp_path):
     assert not (tmp_path / "kernelopt_runs").exists()
 
 
+def test_run_record_keeps_no_secrets(tmp_path):
+    from kernelopt.checkpoint import new_run_record, read_run_record
+    from kernelopt.context import Context
+
+    ctx = Context(model="m", api_key="sk-secret-key", max_rounds=7)
+    new_run_record(tmp_path, {"problem_source": "x"}, ctx, "postgresql://me:pg-secret@db.example:5433/runs")
+    text = (tmp_path / "run.json").read_text()
+    assert "secret" not in text
+    record = read_run_record(tmp_path)
+    assert record.db == "postgresql://me@db.example:5433/runs"
+    assert record.run_context() == Context(model="m", max_rounds=7)
+
+
 @pytest.mark.skipif(not os.environ.get("KERNELOPT_TEST_PG"), reason="KERNELOPT_TEST_PG (a PostgreSQL URL) is unset")
-def test_postgres_checkpoints_resume_from_the_database(tmp_path):
+def test_postgres_run_killed_and_resumed_from_the_database(tmp_path):
     import psycopg
 
     db = os.environ["KERNELOPT_TEST_PG"]
     run_dir = tmp_path / "run"
-    proc = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "0",
-                     "--no-compile", "--out", run_dir, "--db", db, "--json", cwd=tmp_path)
-    assert proc.returncode == 0, _show(proc)
-    assert json.loads(proc.stdout)["stop_reason"] == "max_rounds"
+    _kill_during_round_1_verification(run_dir, tmp_path, "--max-rounds", "1", "--db", db)
     assert not (run_dir / "checkpoints.sqlite").exists()
     record = json.loads((run_dir / "run.json").read_text())
-    assert record["db"] == db.replace(f":{psycopg.conninfo.conninfo_to_dict(db).get('password')}@", "@")
     with psycopg.connect(db) as conn:
-        count = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (record["thread_id"],)).fetchone()
-    assert count is not None and count[0] >= 3
+        row = conn.execute("SELECT count(*) FROM checkpoints WHERE thread_id = %s", (record["thread_id"],)).fetchone()
+    assert row is not None and row[0] >= 3  # the checkpoints are in PostgreSQL
 
-    # resume finds the run's checkpoints in the database named in run.json
-    again = kernelopt("resume", run_dir, "--json", cwd=tmp_path)
-    assert again.returncode == 0, _show(again)
-    summary = json.loads(again.stdout)
-    assert summary["already_finished"] is True and [a["round"] for a in summary["attempts"]] == [0]
+    # resume needs only the folder: run.json names the database
+    proc = kernelopt("resume", run_dir, "--json", cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    summary = json.loads(proc.stdout)
+    assert summary["stop_reason"] == "max_rounds"
+    assert [(a["round"], a["repair"]) for a in summary["attempts"]] == [(0, 0), (1, 0)]
+    assert Path(summary["best_kernel_path"]).is_file() and (run_dir / "report.md").is_file()
+
+    again = json.loads(kernelopt("resume", run_dir, "--json", "--db", db, cwd=tmp_path).stdout)
+    assert again["already_finished"] is True and len(again["attempts"]) == 2

@@ -8,12 +8,11 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
-from kernelopt.harness.sandbox import limit_resources, rss_bytes, scrubbed_env, watch_rss
+from kernelopt.harness.sandbox import limit_resources, rss_bytes, scrubbed_env
 
 
 def test_scrubbed_env_keeps_allow_list_and_drops_secrets() -> None:
@@ -50,17 +49,29 @@ def test_limit_resources_caps_memory_and_disables_cores() -> None:
     assert result.stdout.split() == ["0", "30", "MemoryError"]
 
 
-def test_rss_bytes_and_watch_rss_kill_a_process_over_its_cap() -> None:
+def test_rss_bytes_reads_resident_memory_and_zero_after_exit() -> None:
     assert rss_bytes(os.getpid()) > 10 << 20
-    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        time.sleep(0.3)
-        assert not watch_rss(child.pid, 1 << 40)
-        assert watch_rss(child.pid, 1)
-        assert child.wait(timeout=10) == -9
-    finally:
-        child.kill()
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait(timeout=30)
     assert rss_bytes(child.pid) == 0
+
+
+def test_runner_kills_a_worker_over_its_resident_memory_cap(tmp_path: Path) -> None:
+    """Where no address-space limit applies (CUDA workers), the parent's RSS watch stops it."""
+    from kernelopt.harness.runner import WorkerLimits, run_worker
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    cheats = Path(__file__).parent / "cheats"
+    verifier = Verifier(cheats / "problem_add.py", tmp_path / "work", HarnessSettings(seeds=1, time_compile=False))
+    cases, _ = verifier._expected()
+    # 4 GiB filled with ones: within what the machine can give, four times the cap.
+    hungry = tmp_path / "hungry.py"
+    hungry.write_text((cheats / "cheat_huge_alloc.py").read_text().replace("1 << 36", "1 << 32").replace("zeros", "ones"))
+    request = verifier.request("candidate", kernel_path=str(hungry), actual_path=str(tmp_path / "a.pt"), cases=cases)
+    # use_cuda=True: no RLIMIT_AS, as for a GPU worker; the device in the request stays "cpu".
+    outcome = run_worker(request, tmp_path / "run", WorkerLimits(timeout_s=60, mem_limit_bytes=1 << 30, use_cuda=True))
+    assert outcome.result is None
+    assert outcome.failure is not None and "more than 1.0 GiB of host memory" in outcome.failure
 
 
 _CANDIDATE = '''

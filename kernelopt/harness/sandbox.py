@@ -3,7 +3,7 @@
 Three layers, each for what the static guards cannot see:
 - the parent starts the worker with `scrubbed_env()` (no API keys to read: Python raises no
   audit event when `os.environ` is read, so the environment itself must hold nothing secret)
-  and `limit_resources()` as its preexec_fn, and polls `rss_bytes()` / `watch_rss()`;
+  and `limit_resources()` as its preexec_fn, and polls `rss_bytes()`;
 - the worker calls `install_audit_guard()` before importing the candidate: a permanent
   `sys.addaudithook` hook that refuses process, network, ctypes, frame-introspection and
   out-of-work-dir file events whenever the code asking is the candidate's.
@@ -19,7 +19,6 @@ forbidden thing for it is not stopped here; the static guards forbid those entry
 import _thread
 import os
 import resource
-import signal
 import sys
 import sysconfig
 import threading
@@ -146,7 +145,7 @@ def limit_resources(mem_bytes: int | None, cpu_seconds: int | None) -> Callable[
 
     Pass `mem_bytes=None` when the worker will use CUDA: the driver reserves address ranges far
     larger than any real use (tens of GiB of virtual memory at init), so RLIMIT_AS would kill
-    every honest GPU run. The parent then enforces the cap on resident memory (`watch_rss`).
+    every honest GPU run. The parent then enforces the cap on resident memory (`rss_bytes`).
     """
 
     def apply() -> None:
@@ -169,17 +168,6 @@ def rss_bytes(pid: int) -> int:
     except (FileNotFoundError, ProcessLookupError):
         pass
     return 0
-
-
-def watch_rss(pid: int, limit_bytes: int) -> bool:
-    """Return True (and SIGKILL the process) when `pid` holds more than `limit_bytes` resident."""
-    if rss_bytes(pid) <= limit_bytes:
-        return False
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    return True
 
 
 class _AuditGuard:

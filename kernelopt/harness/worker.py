@@ -223,9 +223,10 @@ def _check_inputs_unchanged(before: list[Any], after: list[Any]) -> None:
 
 
 class _Guards:
-    def __init__(self, device: torch.device) -> None:
+    """Set up before the candidate is imported: the launch counter and the timers as they were."""
+
+    def __init__(self) -> None:
         self.launches = launches.install()
-        self.device = device
         self.timers = _timer_identities()
 
     def check_untouched(self) -> None:
@@ -261,7 +262,7 @@ def _arm(req: dict[str, Any]) -> _Guards:
 
     device = torch.device(req["device"])
     poison.arm(device)
-    guards = _Guards(device)
+    guards = _Guards()
     install_audit_guard({str(Path(req["kernel_path"]).resolve())}, req["work_dir"])
     return guards
 

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 
+from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.llm import make_chat_model, reply_text
+from kernelopt.llm import RetryPolicy, make_chat_model, stop_reason_for
 from kernelopt.nodes.common import context_of, emit
-from kernelopt.nodes.judger import attempt_notes
+from kernelopt.nodes.judger import LLMCalls, attempt_notes, with_lessons
 from kernelopt.offline.search import variants
 from kernelopt.prompts import (
     KernelExtractionError,
@@ -72,7 +73,54 @@ def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
         is_gpu_time=best.timing.is_gpu_time,
     )
     what = f"repair: {error[:80]}" if error else diagnosis.recommended_fix
-    return PROMPTS.render_kernel_optimization_prompt(args), what
+    return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state.get("attempts", [])), what
+
+
+def _cut_off(message: Any) -> bool:
+    """Whether the reply stopped at the model's output-token limit."""
+    return getattr(message, "response_metadata", {}).get("finish_reason") == "length"
+
+
+class Written(NamedTuple):
+    """What the LLM wrote: a kernel (None when its reply held none), what it changed, the state update."""
+
+    source: str | None
+    change: str
+    update: dict[str, Any]
+    tokens: dict[str, int] | None = None  # the run's token totals after the call
+
+
+def _from_llm(state: KernelOptState, ctx: Context, llm: BaseChatModel) -> Written:
+    """The candidate the LLM wrote for this step, or why there is none.
+
+    A reply without exactly one complete ModelNew kernel is no failure of the run: its
+    extraction error goes back to the LLM as the next repair's feedback.
+    """
+    round_, repair = state["round"], state["repairs"]
+    calls = LLMCalls(state, "optimizer", RetryPolicy.from_context(ctx))
+    prompt, change = _prompt(state, ctx)
+    try:
+        message, reply = calls.ask(llm, prompt)
+    except Exception as err:  # the endpoint's failure ends the run; the best is on disk
+        return Written(None, change, {**calls.update(), "stop_reason": stop_reason_for(err)})
+    Path(state["run_dir"], "llm").mkdir(exist_ok=True)
+    Path(state["run_dir"], "llm", f"r{round_:03d}_a{repair}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
+    update = calls.update()
+    tokens = calls.run_totals()
+    no_kernel = {"candidate_path": None, "candidate_change": change}
+    try:
+        source = extract_kernel(reply)
+    except KernelExtractionError as err:
+        error = str(err)
+        if _cut_off(message):
+            error += "; the reply hit the model's output-token limit: send a shorter kernel with less prose"
+        emit(state, "candidate", round=round_, repair=repair, change=change, error=error, tokens=tokens)
+        return Written(None, change, {**update, **no_kernel, "last_error": error})
+    if source_hash(source) in _tried(state):
+        error = "the reply repeats a kernel already tried; make a different change"
+        emit(state, "candidate", round=round_, repair=repair, change=change, error=error, tokens=tokens)
+        return Written(None, change, {**update, **no_kernel, "last_error": error})
+    return Written(source, change, update, tokens)
 
 
 def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
@@ -80,33 +128,28 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
 
     def optimizer(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         """Write the next candidate kernel into the run directory, or say why there is none."""
+        if state.get("stop_reason"):  # the judger stopped the run (a spent budget, the LLM down)
+            return {}
         ctx = context_of(runtime)
+        stop, update = check_budget(state, ctx)
+        if stop:
+            return {**update, "stop_reason": stop}
         llm = chat_model or make_chat_model(ctx)
         round_, repair = state["round"], state["repairs"]
+        tokens = None
         if llm is None:
             source, change = _offline(state)
             if source is None:
-                return {"stop_reason": "search_exhausted: every one-step launch-parameter change was tried"}
+                return {**update, "stop_reason": "search_exhausted: every one-step launch-parameter change was tried"}
         else:
-            prompt, change = _prompt(state, ctx)
-            try:
-                reply = reply_text(llm.invoke(prompt))
-            except Exception as err:  # the endpoint's failure ends the run; the best is on disk
-                return {"stop_reason": f"llm_error: {type(err).__name__}: {str(err)[:300]}"}
-            Path(state["run_dir"], "llm").mkdir(exist_ok=True)
-            Path(state["run_dir"], "llm", f"r{round_:03d}_a{repair}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
-            try:
-                source = extract_kernel(reply)
-            except KernelExtractionError as err:
-                emit(state, "candidate", round=round_, repair=repair, change=change, error=str(err))
-                return {"candidate_path": None, "candidate_change": change, "last_error": str(err)}
-            if source_hash(source) in _tried(state):
-                error = "the reply repeats a kernel already tried; make a different change"
-                return {"candidate_path": None, "candidate_change": change, "last_error": error}
+            source, change, found, tokens = _from_llm(state, ctx, llm)
+            if source is None:
+                return {**update, **found}
+            update |= found
         path = kernel_path(state["run_dir"], round_, repair)
         path.write_text(source)
-        emit(state, "candidate", round=round_, repair=repair, change=change, path=str(path))
-        return {"candidate_path": str(path), "candidate_change": change}
+        emit(state, "candidate", round=round_, repair=repair, change=change, path=str(path), tokens=tokens)
+        return {**update, "candidate_path": str(path), "candidate_change": change}
 
     return optimizer
 
