@@ -255,3 +255,32 @@ def test_audit_guard_denies_candidate_event(
 
 def test_audit_guard_names_the_path(audit_results: dict[str, str], tmp_path: Path) -> None:
     assert "stolen.txt outside its work dir" in audit_results["write_outside"]
+
+
+def test_measurements_on_one_device_never_overlap(tmp_path: Path) -> None:
+    """Two verifications started at once (as parallel candidates are) run one after the other."""
+    import threading
+
+    from kernelopt.harness.runner import WorkerLimits, run_worker
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    cheats = Path(__file__).parent / "cheats"
+    verifier = Verifier(cheats / "problem_add.py", tmp_path / "work", HarnessSettings(seeds=1, time_compile=False))
+    cases, _ = verifier._expected()
+    outcomes = []
+
+    def verify(index: int) -> None:
+        request = verifier.request(
+            "candidate", kernel_path=str(cheats / "honest_add.py"), actual_path=str(tmp_path / f"{index}.pt"),
+            cases=cases, time=True,
+        )
+        outcomes.append(run_worker(request, tmp_path / f"run{index}", WorkerLimits(timeout_s=120)))
+
+    threads = [threading.Thread(target=verify, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    first, second = sorted(outcomes, key=lambda o: o.began_s)
+    assert first.result and second.result and first.result["ok"] and second.result["ok"]
+    assert second.began_s >= first.began_s + first.wall_s

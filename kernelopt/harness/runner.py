@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +35,7 @@ class WorkerOutcome:
     failure: str | None  # one line: timed out, killed for memory, crashed with a signal, ...
     log_path: str
     wall_s: float
+    began_s: float = 0.0  # time.monotonic() when the process started
 
 
 def worker_env(use_cuda: bool) -> dict[str, str]:
@@ -43,8 +47,38 @@ def worker_env(use_cuda: bool) -> dict[str, str]:
     return sandbox.scrubbed_env(extra=extra)
 
 
+def _locks_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    path = Path(base) / "kernelopt" / "locks"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@contextlib.contextmanager
+def device_lock(device: str) -> Iterator[None]:
+    """Hold the device for one measurement: across threads and processes, one at a time.
+
+    Parallel candidates (and several runs on one machine) may write and judge kernels at
+    once, but two measurements on one device would disturb each other's times.
+    """
+    with (_locks_dir() / f"{device.replace(':', '_')}.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def run_worker(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> WorkerOutcome:
-    """Run one worker job in `work_dir` and return its outcome; never raises for its failures."""
+    """Run one worker job in `work_dir` and return its outcome; never raises for its failures.
+
+    The job holds its device's lock from start to end (see `device_lock`).
+    """
+    with device_lock(request.get("device", "cpu")):
+        return _run_worker(request, work_dir, limits)
+
+
+def _run_worker(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> WorkerOutcome:
     work_dir.mkdir(parents=True, exist_ok=True)
     request = {**request, "work_dir": str(work_dir.resolve())}
     request_path = work_dir / "request.json"
@@ -80,7 +114,7 @@ def run_worker(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) ->
         result = json.loads(result_path.read_text())
     elif failure is None:
         failure = _describe_exit(process.returncode, log_path)
-    return WorkerOutcome(result=result, failure=failure, log_path=str(log_path), wall_s=wall_s)
+    return WorkerOutcome(result=result, failure=failure, log_path=str(log_path), wall_s=wall_s, began_s=began)
 
 
 def _kill(process: subprocess.Popen[bytes]) -> None:

@@ -15,7 +15,7 @@ from kernelopt.hardware import ncu
 from kernelopt.hardware.ceilings import load_or_measure_ceilings
 from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
 from kernelopt.hardware.specs import get_gpu_spec
-from kernelopt.harness.runner import worker_env
+from kernelopt.harness.runner import device_lock, worker_env
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.state import KernelOptState, KernelRecord
 
@@ -37,15 +37,16 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     request = verifier.request("profile", kernel_path=str(Path(best.path).resolve()), work_dir=str(work))
     request_path = work / "request.json"
     request_path.write_text(json.dumps(request))
-    profile = ncu.run_ncu(
-        [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
-        env=worker_env(use_cuda=True),
-        timeout_s=ctx.timeout_s,
-        workdir=str(work),
-        cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
-        cache_key=best.source_hash,
-        metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
-    )
+    with device_lock(request["device"]):  # NCU replays kernels: nothing else may run beside it
+        profile = ncu.run_ncu(
+            [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
+            env=worker_env(use_cuda=True),
+            timeout_s=ctx.timeout_s,
+            workdir=str(work),
+            cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
+            cache_key=best.source_hash,
+            metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
+        )
     return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
 
 
