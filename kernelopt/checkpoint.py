@@ -9,7 +9,9 @@ in PGPASSWORD or ~/.pgpass, or `resume --db` gives the URL again).
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import json
+import os
 import sqlite3
 import time
 import uuid
@@ -31,6 +33,7 @@ from kernelopt.prompts.parsing import BottleneckResult
 from kernelopt.state import Attempt, Baselines, Diagnosis, KernelRecord
 
 RUN_FILE = "run.json"
+LOCK_FILE = "run.lock"
 SQLITE_FILE = "checkpoints.sqlite"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
@@ -102,6 +105,27 @@ def read_run_record(run_dir: Path) -> RunRecord:
         return RunRecord(**json.loads(path.read_text()))
     except (json.JSONDecodeError, TypeError) as err:
         raise InputError(f"{path} is not a kernelopt run record ({err}); was it edited by hand?") from err
+
+
+@contextmanager
+def run_lock(run_dir: Path) -> Iterator[None]:
+    """Hold the run for this process: two processes driving one run would interleave its steps.
+
+    The kernel drops the lock when the process ends, however it ends (kill -9 included).
+    """
+    with (run_dir / LOCK_FILE).open("a+") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock.seek(0)
+            holder = lock.read().strip() or "another process"
+            raise InputError(
+                f"the run in {run_dir} is being run by process {holder}; wait for it or stop it, then resume"
+            ) from None
+        lock.truncate(0)
+        lock.write(str(os.getpid()))
+        lock.flush()
+        yield
 
 
 @contextmanager

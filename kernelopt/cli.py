@@ -8,7 +8,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
@@ -18,6 +18,9 @@ from kernelopt.harness.problem import (
     check_problem_source,
     read_source,
 )
+
+if TYPE_CHECKING:
+    from kernelopt.checkpoint import RunRecord
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,7 +83,7 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     # Imported after the input checks: bad input is reported before torch and langchain load.
-    from kernelopt.checkpoint import check_db_url, new_run_record
+    from kernelopt.checkpoint import RUN_FILE, check_db_url, new_run_record
     from kernelopt.llm import make_chat_model
     from kernelopt.runs import new_run_dir
 
@@ -95,6 +98,9 @@ def _optimize(args: argparse.Namespace) -> int:
     # The folder exists before the graph starts: run.json and the checkpoints live in it.
     if args.out:
         run_dir = Path(args.out).resolve()
+        if (run_dir / RUN_FILE).exists():
+            raise InputError(f"{run_dir} already holds a run; continue it with `kernelopt resume {run_dir}` "
+                             "or pass another --out")
         run_dir.mkdir(parents=True, exist_ok=True)
     else:
         run_dir = new_run_dir(ctx.runs_dir, problem_source)
@@ -119,23 +125,22 @@ def _resume(args: argparse.Namespace) -> int:
     return _run(run_dir, check_db_url(args.db) or record.db, record, ctx, args.json, resume=True)
 
 
-def _run(run_dir: Path, db: str | None, record: Any, ctx: Context, as_json: bool, resume: bool = False) -> int:
+def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json: bool, resume: bool = False) -> int:
     """Run (or continue) the graph on the run's checkpoints; print progress and the summary."""
-    from kernelopt.checkpoint import open_checkpointer
+    from kernelopt.checkpoint import open_checkpointer, run_lock
     from kernelopt.graph import build_graph
     from kernelopt.progress import render_event
 
     config = record.config()
-    finished = False
-    with open_checkpointer(run_dir, db) as saver:
+    with run_lock(run_dir), open_checkpointer(run_dir, db) as saver:
         graph = build_graph().compile(checkpointer=saver)
         snapshot = graph.get_state(config)
         started = snapshot.created_at is not None
-        finished = started and not snapshot.next
+        # Not `next`: a node that finished after the last checkpoint (its writes saved) leaves
+        # `next` empty although the run goes on after it. A finished run has no task left at all.
+        finished = started and not snapshot.tasks
         if resume and not as_json:
-            where = ", ".join(snapshot.next) if started else "the start"
-            note = "it has finished" if finished else f"continuing at {where} (round {snapshot.values.get('round', 0)})"
-            print(f"resuming run {run_dir}: {note}", flush=True)
+            print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
             try:
                 for chunk in graph.stream(record.inputs if not started else None, config, context=ctx,
@@ -148,6 +153,16 @@ def _run(run_dir: Path, db: str | None, record: Any, ctx: Context, as_json: bool
                 return 130
         final = graph.get_state(config).values
     return _finish(final, as_json, already_finished=resume and finished)
+
+
+def _where(snapshot: Any) -> str:
+    """Where a resumed run stands, in a few words."""
+    if not snapshot.tasks:
+        return "it has finished"
+    done = [t.name for t in snapshot.tasks if t.result is not None]
+    todo = [t.name for t in snapshot.tasks if t.result is None]
+    where = f"at {', '.join(todo)}" if todo else f"after {', '.join(done)} (finished before the stop)"
+    return f"continuing {where}, round {snapshot.values.get('round', 0)}"
 
 
 def _finish(final: dict[str, Any], as_json: bool, already_finished: bool = False) -> int:

@@ -99,7 +99,7 @@ def render_markdown(summary: dict[str, Any], has_plot: bool = True) -> str:
         "# kernelopt run report", "",
         f"- Problem: `{summary.get('problem') or '-'}`",
         f"- Target GPU: {gpu}",
-        f"- Stop reason: {summary.get('stop_reason') or '-'}",
+        f"- Stop reason: {summary.get('stop_reason') or 'none yet (the run has not finished)'}",
         f"- Rounds: {summary.get('rounds', 0)}",
         f"- Best kernel: `{summary['best_kernel_path']}` (round {summary['best_round']})"
         if summary.get("best_kernel_path") else "- Best kernel: none (no candidate was correct)",

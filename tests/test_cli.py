@@ -92,6 +92,14 @@ def test_optimize_prints_progress_and_a_summary(tmp_path):
     assert "best time: " in text and "not GPU performance" in text
     assert text.index("round 1") < text.index("stopped: max_rounds")  # progress first, summary last
     assert (out / "best_kernel.py").is_file() and (out / "report.json").is_file()
+    # durable by default: the checkpoints and what resume needs live in the run directory
+    record = json.loads((out / "run.json").read_text())
+    assert record["db"] is None and record["inputs"]["run_dir"] == str(out) and record["thread_id"]
+    assert (out / "checkpoints.sqlite").stat().st_size > 0
+    report = (out / "report.md").read_text()
+    assert "- Stop reason: max_rounds" in report and "interpreter time, not GPU performance" in report
+    assert "BLOCK_SIZE 64 -> 128" in report and "![roofline](roofline.png)" in report
+    assert (out / "roofline.png").read_bytes().startswith(b"\x89PNG")
 
 
 # ── bad input: one line on stderr, exit code 2, no work done ────────────────────────

@@ -39,12 +39,12 @@ def _processes_using(run_dir: Path) -> list[int]:
     return pids
 
 
-def _kill_during_round_1_verification(run_dir: Path, cwd: Path, *args: str) -> None:
-    """Start an optimize run, SIGKILL it (and its workers) once round 1's candidate is verifying."""
+def _start_and_wait_for_round_1_verification(run_dir: Path, cwd: Path, *args: str) -> subprocess.Popen[str]:
+    """Start an optimize run in its own process group; return once round 1's candidate is verifying."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.cli", "optimize", str(ADD / "problem.py"), "--kernel", str(ADD / "kernel_slow.py"),
-         "--patience", "5", "--no-compile", "--out", str(run_dir), *args],
-        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [sys.executable, "-m", "kernelopt.cli", "optimize", str(ADD / "problem.py"),
+         "--kernel", str(ADD / "kernel_slow.py"), "--patience", "5", "--no-compile", "--out", str(run_dir), *args],
+        cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     deadline = time.monotonic() + 180
     try:
@@ -53,9 +53,18 @@ def _kill_during_round_1_verification(run_dir: Path, cwd: Path, *args: str) -> N
             assert time.monotonic() < deadline, "no round-1 candidate within 180 s"
             time.sleep(0.05)
         time.sleep(0.5)  # the verifier's worker is starting: the middle of a verification
-    finally:
+    except BaseException:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
+        raise
+    return proc
+
+
+def _kill_during_round_1_verification(run_dir: Path, cwd: Path, *args: str) -> None:
+    """SIGKILL an optimize run (and its workers) in the middle of round 1's verification."""
+    proc = _start_and_wait_for_round_1_verification(run_dir, cwd, *args)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.communicate()
     # As after a power cut: nothing of the killed run goes on (its workers have their own sessions).
     for pid in _processes_using(run_dir):
         try:
@@ -81,7 +90,8 @@ def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path)
     assert Path(summary["best_kernel_path"]).is_file()
     keys = [(a["round"], a["repair"]) for a in summary["attempts"]]
     assert keys == [(0, 0), (1, 0), (2, 0)]  # round 0 not redone, round 1 verified once
-    assert [a["change"] for a in summary["attempts"]] == ["the starting kernel", "BLOCK_SIZE 16 -> 32", "BLOCK_SIZE 32 -> 64"]
+    changes = [a["change"] for a in summary["attempts"]]
+    assert changes == ["the starting kernel", "BLOCK_SIZE 16 -> 32", "BLOCK_SIZE 32 -> 64"]
     # setup and round 0's verdict ran once, before the kill; round 1's verdict once, after it
     events = _events(run_dir)
     assert sum(e["event"] == "baselines" for e in events) == 1
@@ -90,14 +100,39 @@ def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path)
         assert (run_dir / name).is_file(), name
 
 
-def test_resuming_a_finished_run_says_so_and_redoes_nothing(tmp_path):
+def test_ctrl_c_stops_with_the_resume_command_and_resume_keeps_the_last_verdict(tmp_path):
     run_dir = tmp_path / "run"
-    first = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "0",
+    proc = _start_and_wait_for_round_1_verification(run_dir, tmp_path, "--max-rounds", "1")
+    os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert f"kernelopt resume {run_dir}" in stderr and "Traceback" not in stderr
+    assert not (run_dir / "report.json").exists()
+
+    resumed = kernelopt("resume", run_dir, cwd=tmp_path)
+    assert resumed.returncode == 0, _show(resumed)
+    assert f"resuming run {run_dir}: continuing" in resumed.stdout and "stopped: max_rounds" in resumed.stdout
+    summary = json.loads((run_dir / "report.json").read_text())
+    assert [(a["round"], a["repair"]) for a in summary["attempts"]] == [(0, 0), (1, 0)]
+    # round 1's verdict was given once: before the stop (the node ran to its end) or after it
+    assert [e["round"] for e in _events(run_dir) if e["event"] == "verdict"] == [0, 1]
+
+
+def test_finished_run_resumed_says_so_redoes_nothing_and_its_checkpoints_are_small(tmp_path):
+    run_dir = tmp_path / "run"
+    first = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "1",
                       "--no-compile", "--out", run_dir, cwd=tmp_path)
     assert first.returncode == 0, _show(first)
+    with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
+        sizes = [n for (n,) in db.execute("SELECT length(checkpoint) FROM checkpoints")]
+        writes = [n for (n,) in db.execute("SELECT length(value) FROM writes")]
+    assert len(sizes) >= 8  # a checkpoint per step: setup, verifier, profile, judger, optimizer, ...
+    # The state points at files: a whole checkpoint (both sources, every attempt) stays small.
+    assert max(sizes) < 16_000, sizes
+    assert max(writes) < 8_000, writes
+
     events_before = (run_dir / "events.jsonl").read_text()
     (run_dir / "report.md").unlink()
-
     proc = kernelopt("resume", run_dir, cwd=tmp_path)
     assert proc.returncode == 0, _show(proc)
     assert "already finished" in proc.stdout and "stopped: max_rounds" in proc.stdout
@@ -107,26 +142,28 @@ def test_resuming_a_finished_run_says_so_and_redoes_nothing(tmp_path):
 
     as_json = json.loads(kernelopt("resume", run_dir, "--json", cwd=tmp_path).stdout)
     assert as_json["already_finished"] is True and as_json["stop_reason"] == "max_rounds"
-
-
-def test_checkpoints_hold_no_large_blobs(tmp_path):
-    run_dir = tmp_path / "run"
-    proc = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--max-rounds", "1",
-                     "--no-compile", "--out", run_dir, cwd=tmp_path)
-    assert proc.returncode == 0, _show(proc)
-    with sqlite3.connect(run_dir / "checkpoints.sqlite") as db:
-        sizes = [n for (n,) in db.execute("SELECT length(checkpoint) FROM checkpoints")]
-        writes = [n for (n,) in db.execute("SELECT length(value) FROM writes")]
-    assert len(sizes) >= 5  # a checkpoint per step
-    # The state points at files: a whole checkpoint (both sources, every attempt) stays small.
-    assert max(sizes) < 16_000, sizes
-    assert max(writes) < 8_000, writes
+    assert len(as_json["attempts"]) == 2
 
 
 def test_resume_refuses_a_folder_without_a_run(tmp_path):
     proc = kernelopt("resume", tmp_path, cwd=tmp_path)
     assert proc.returncode == 2, _show(proc)
     assert proc.stderr.startswith("kernelopt: ") and "run.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_run_is_driven_by_one_process_at_a_time(tmp_path):
+    from kernelopt.checkpoint import new_run_record, run_lock
+    from kernelopt.context import Context
+
+    new_run_record(tmp_path, {"problem_source": "x", "run_dir": str(tmp_path)}, Context(), None)
+    with run_lock(tmp_path):
+        proc = kernelopt("resume", tmp_path, cwd=tmp_path)
+    assert proc.returncode == 2, _show(proc)
+    assert f"being run by process {os.getpid()}" in proc.stderr
+    again = kernelopt("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--out", tmp_path,
+                      cwd=tmp_path)
+    assert again.returncode == 2, _show(again)
+    assert "already holds a run" in again.stderr and "kernelopt resume" in again.stderr
 
 
 def test_db_must_be_a_postgres_url(tmp_path):

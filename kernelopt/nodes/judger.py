@@ -37,7 +37,6 @@ from kernelopt.state import Attempt, Diagnosis, KernelOptState
 
 HISTORY_SIZE = 6  # the last attempts the prompts recall
 LESSONS_SIZE = 6  # changes listed under each of "avoid" and "prioritise"
-_NOT_FASTER = frozenset({"within_noise", "slower", "incorrect", "failed", "rejected"})
 
 
 def attempt_notes(attempts: list[Attempt], limit: int = HISTORY_SIZE) -> tuple[AttemptNote, ...]:
@@ -54,40 +53,58 @@ def _one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
-def lessons(attempts: list[Attempt], limit: int = LESSONS_SIZE) -> str:
-    """The run's lessons for a prompt: changes to avoid (and why), changes to build on; '' when none.
+def _gain(a: Attempt) -> str:
+    gain = f"{a.speedup_vs_best:.2f}x faster" if a.speedup_vs_best else "a new best"
+    return gain + (f" once repaired ({a.repair} repairs)" if a.repair else "")
 
-    Drawn from the whole history, not only the last attempts: a change that failed in round 1
-    should not come back in round 5. The most recent of each kind are kept, once per change.
+
+def _loss(a: Attempt) -> str:
+    if a.error:
+        why = _one_line(a.error)
+    elif a.time_ms is not None:
+        why = f"{a.time_ms:.4g} ms, no faster than the best"
+    else:
+        why = "no kernel"
+    return f"{a.outcome.replace('_', ' ')}: {why}"
+
+
+def lessons(attempts: list[Attempt], before_round: int | None = None, limit: int = LESSONS_SIZE) -> str:
+    """The run's lessons for a prompt: ideas to avoid (and why), ideas to build on; '' when none.
+
+    Drawn from every finished round, not only the last attempts: an idea that failed in round 1
+    should not come back in round 5. A round's idea is its first candidate's change; its repairs
+    only fix that idea, so the round's verdict is its best outcome and last error.
     """
+    rounds: dict[int, list[Attempt]] = {}
+    for a in attempts:
+        if a.round > 0 and (before_round is None or a.round < before_round):  # round 0: the starting kernel
+            rounds.setdefault(a.round, []).append(a)
     avoid: dict[str, str] = {}
     prioritise: dict[str, str] = {}
-    for a in attempts:
-        if a.round == 0 or not a.change:  # the starting kernel is no change
-            continue
-        if a.new_best:
-            gain = f"{a.speedup_vs_best:.2f}x faster than the best before it" if a.speedup_vs_best else "a new best"
-            prioritise.pop(a.change, None)
-            prioritise[a.change] = f"{_one_line(a.change)}: {gain}"
-        elif a.outcome in _NOT_FASTER:
-            why = _one_line(a.error) if a.error else a.outcome.replace("_", " ")
-            avoid.pop(a.change, None)
-            avoid[a.change] = f"{_one_line(a.change)}: {a.outcome}: {why}"
+    for tries in rounds.values():
+        idea = _one_line(tries[0].change) or "(no change named)"
+        won = [a for a in tries if a.new_best]
+        if won:
+            prioritise.pop(idea, None)
+            prioritise[idea] = f"{idea}: {_gain(won[-1])}"
+        else:
+            avoid.pop(idea, None)
+            avoid[idea] = f"{idea}: {_loss(tries[-1])}"
     if not avoid and not prioritise:
         return ""
     lines = ["LESSONS FROM THIS RUN"]
     if avoid:
-        lines.append("Avoid these changes (or fix what went wrong with them first):")
+        lines.append("Avoid these ideas, which failed or were no faster (or fix what went wrong with them first):")
         lines += [f"- {text}" for text in list(avoid.values())[-limit:]]
     if prioritise:
-        lines.append("Prioritise changes like these, which made the kernel faster:")
+        lines.append("Prioritise ideas like these, which made the kernel faster:")
         lines += [f"- {text}" for text in list(prioritise.values())[-limit:]]
     return "\n".join(lines) + "\n"
 
 
-def with_lessons(prompt: str, attempts: list[Attempt]) -> str:
+def with_lessons(prompt: str, attempts: list[Attempt], before_round: int | None = None) -> str:
     """The prompt with the run's lessons placed before its closing task or output rules."""
-    text = lessons(attempts)
+    text = lessons(attempts, before_round)
     if not text:
         return prompt
     for heading in ("\nOUTPUT RULES\n", "\nTASK\n"):

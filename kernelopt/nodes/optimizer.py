@@ -73,7 +73,8 @@ def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
         is_gpu_time=best.timing.is_gpu_time,
     )
     what = f"repair: {error[:80]}" if error else diagnosis.recommended_fix
-    return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state.get("attempts", [])), what
+    # the round under way is no lesson yet: its failures are the error to fix
+    return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state["attempts"], state["round"]), what
 
 
 def _cut_off(message: Any) -> bool:

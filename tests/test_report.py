@@ -1,0 +1,121 @@
+"""The end-of-run report: report.json, report.md and roofline.png, and `kernelopt report` re-rendering them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_cli import _show, kernelopt
+
+from kernelopt.hardware.roofline import FloorEstimate, Roofline
+from kernelopt.harness.timing import Timing
+from kernelopt.plot import roofline_geometry
+from kernelopt.report import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
+from kernelopt.state import Attempt, Baselines, KernelRecord
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FLOOR = FloorEstimate(min_bytes=48_000_000, flops=12_000_000.0, dtype="fp32")  # 0.25 FLOP/byte
+
+
+def _timing(ms: float, clock: str) -> Timing:
+    return Timing(median_ms=ms, p25_ms=ms * 0.9, p75_ms=ms * 1.1, min_ms=ms * 0.8, max_ms=ms * 1.2, trials=100,
+                  clock=clock)  # type: ignore[arg-type]
+
+
+def _state(run_dir: Path, clock: str = "cuda_events", floor: FloorEstimate | None = FLOOR) -> dict:
+    kernels = run_dir / "kernels"
+    attempts = [
+        Attempt(0, 0, str(kernels / "r000_a0.py"), "h0", "faster", "the starting kernel", time_ms=0.2, new_best=True),
+        Attempt(1, 0, str(kernels / "r001_a0.py"), "h1", "incorrect", "BLOCK_SIZE 64 -> 128",
+                error="incorrect: 12 of 4096 values outside atol=0.0001 | rtol=0.0001", rule="incorrect"),
+        Attempt(1, 1, str(kernels / "r001_a1.py"), "h2", "faster", "repair: mask the tail", time_ms=0.05,
+                speedup_vs_best=4.0, new_best=True),
+        Attempt(2, 0, str(kernels / "r002_a0.py"), "h3", "slower", "num_warps 4 -> 8", time_ms=0.08,
+                speedup_vs_best=0.625),
+    ]
+    roofline = Roofline(
+        bottleneck="memory", compute_sol_pct=None, memory_sol_pct=None, efficiency_pct=20.0, headroom_pct=80.0,
+        at_roofline=False, uses_tensor_cores=None, warnings=("NCU metric x is missing",), source="floor",
+        measured_time_ms=0.05, floor_time_ms=0.01, min_bytes=FLOOR.min_bytes, flops=FLOOR.flops,
+    )
+    return {
+        "run_dir": str(run_dir), "problem_path": "/problems/add.py", "round": 2, "gpu_key": "H200",
+        "stop_reason": "max_rounds", "roofline": roofline, "attempts": attempts,
+        "best": KernelRecord(str(kernels / "r001_a1.py"), "h2", _timing(0.05, clock), 1),
+        "baselines": Baselines(_timing(0.1, clock), _timing(0.08, clock), floor=floor),
+    }
+
+
+def test_summary_and_markdown_on_gpu_times(tmp_path):
+    summary = summarize_run(_state(tmp_path))
+    assert json.loads((tmp_path / "report.json").read_text()) == json.loads(json.dumps(summary))
+    assert summary["speedup_vs_eager"] == pytest.approx(2.0) and summary["speedup_vs_compile"] == pytest.approx(1.6)
+    text = render_markdown(summary)
+    assert "- Problem: `/problems/add.py`" in text and "H200 (NVIDIA H200 SXM 141GB)" in text
+    assert "- Stop reason: max_rounds" in text and "(round 1)" in text
+    assert "| PyTorch eager | 0.1000 | | 2x |" in text and "| torch.compile | 0.0800 | | 1.6x |" in text
+    assert NOT_GPU_NOTE not in text  # CUDA-event times need no caveat
+    assert "ridge point 13.96 FLOP/byte" in text and "arithmetic intensity 0.25 FLOP/byte" in text
+    assert "- Warning: NCU metric x is missing" in text and "Efficiency: 20%" in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    assert len(rows) == 4  # every attempt, the failed one too
+    assert "[incorrect] incorrect: 12 of 4096 values outside atol=0.0001 \\| rtol=0.0001" in rows[1]
+    assert "**faster** (new best)" in rows[2] and "4x" in rows[2] and "`r001_a1.py`" in rows[2]
+
+
+def test_interpreter_times_carry_the_caveat_and_no_speedup(tmp_path):
+    summary = summarize_run(_state(tmp_path, clock="interpreter"))
+    text = render_markdown(summary)
+    assert NOT_GPU_NOTE in text
+    assert "| PyTorch eager | 0.1000 | | not comparable |" in text and "2x" not in text
+
+
+def test_roofline_geometry_uses_the_dtype_peak_and_floor_intensity(tmp_path):
+    summary = summarize_run(_state(tmp_path))
+    geo = roofline_geometry(summary)
+    assert geo is not None
+    assert geo.peak_flops_per_s == pytest.approx(67.0e12) and geo.bandwidth_bytes_per_s == pytest.approx(4.8e12)
+    assert geo.ridge_flops_per_byte == pytest.approx(67.0 / 4.8)
+    assert geo.intensity_flops_per_byte == pytest.approx(0.25)
+    assert geo.attainable_flops_per_s == pytest.approx(4.8e12 * 0.25)  # below the ridge: on the slope
+    assert [p.label for p in geo.attempts] == ["r0", "r1.1", "r2"] and geo.untimed_attempts == 1
+    assert [p.best for p in geo.attempts] == [False, True, False]  # the last new best
+    assert geo.attempts[1].flops_per_s == pytest.approx(12e6 / 0.05e-3)
+    assert geo.eager_flops_per_s == pytest.approx(12e6 / 0.1e-3)
+
+    half = summarize_run(_state(tmp_path, floor=FloorEstimate(1000, 1e6, "bf16")))
+    geo = roofline_geometry(half)
+    assert geo is not None and geo.peak_flops_per_s == pytest.approx(989.5e12)
+    assert geo.attainable_flops_per_s == pytest.approx(989.5e12)  # 1000 FLOP/byte: past the ridge
+
+
+def test_reports_are_written_and_without_a_floor_there_is_no_picture(tmp_path):
+    summary = summarize_run(_state(tmp_path, clock="interpreter"))
+    written = write_reports(summary, tmp_path)
+    assert written == [tmp_path / "report.md", tmp_path / "roofline.png"]
+    assert (tmp_path / "roofline.png").read_bytes().startswith(PNG_MAGIC)
+    assert "![roofline](roofline.png)" in (tmp_path / "report.md").read_text()
+
+    bare = summarize_run(_state(tmp_path, floor=None))
+    assert write_reports(bare, tmp_path) == [tmp_path / "report.md"]
+    assert not (tmp_path / "roofline.png").exists()  # no stale picture beside a report without one
+    assert "roofline.png" not in (tmp_path / "report.md").read_text()
+
+
+def test_report_command_re_renders_from_report_json(tmp_path):
+    summarize_run(_state(tmp_path, clock="interpreter"))
+    summary = json.loads((tmp_path / "report.json").read_text())
+    summary["stop_reason"] = "no_gain"  # the command renders what report.json says
+    (tmp_path / "report.json").write_text(json.dumps(summary))
+    proc = kernelopt("report", tmp_path, cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    assert proc.stdout.split() == [str(tmp_path / "report.md"), str(tmp_path / "roofline.png")]
+    assert "- Stop reason: no_gain" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "roofline.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_report_command_without_a_run_is_bad_input(tmp_path):
+    proc = kernelopt("report", tmp_path, cwd=tmp_path)
+    assert proc.returncode == 2, _show(proc)
+    assert "run.json" in proc.stderr and "Traceback" not in proc.stderr
