@@ -101,3 +101,11 @@ class Context:
     ))
     runs_dir: str = field(default="kernelopt_runs", metadata=_doc("Folder that holds one sub-folder per run."))
     num_bottlenecks: int = field(default=2, metadata=_doc("Bottlenecks the judger asks the LLM for."))
+    candidates_per_round: int = field(
+        default=1,
+        metadata=_doc(
+            "Candidates written per round, each from the next of the top bottlenecks (the offline "
+            "search: the next untried variants). LLM calls run concurrently; verification runs one "
+            "kernel at a time per device."
+        ),
+    )

@@ -11,10 +11,10 @@ setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline �
 from __future__ import annotations
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.graph import StateGraph
+from langgraph.graph import END, StateGraph
 
 from kernelopt.context import Context
-from kernelopt.nodes.judger import make_judger
+from kernelopt.nodes.judger import make_judger, route_after_judge
 from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
 from kernelopt.nodes.profile import profile, route_after_profile
 from kernelopt.nodes.setup import make_setup, route_after_setup
@@ -37,9 +37,10 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
 
     builder.set_entry_point("setup")
     builder.add_conditional_edges("setup", route_after_setup)
-    builder.add_conditional_edges("verifier", route_after_verify)
+    # Routers that fan out with Send name their targets, so that the studio draws every edge.
+    builder.add_conditional_edges("verifier", route_after_verify, ["optimizer", "judger", "profile", END])
     builder.add_conditional_edges("profile", route_after_profile)
-    builder.add_edge("judger", "optimizer")
+    builder.add_conditional_edges("judger", route_after_judge, ["optimizer", END])
     builder.add_conditional_edges("optimizer", route_after_optimize)
     return builder
 

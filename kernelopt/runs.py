@@ -22,9 +22,14 @@ def new_run_dir(runs_dir: str | Path, problem_source: str) -> Path:
     return path.resolve()
 
 
-def kernel_path(run_dir: str | Path, round_: int, repair: int) -> Path:
-    """Where the candidate of a round and repair is kept: kernels/r003_a1.py."""
-    path = Path(run_dir) / "kernels" / f"r{round_:03d}_a{repair}.py"
+def artifact_name(round_: int, repair: int, branch: int = 0) -> str:
+    """The name of a round's candidate (and its LLM exchange): r003_a1, or r003_a1_b2 for branch 2."""
+    return f"r{round_:03d}_a{repair}" + (f"_b{branch}" if branch else "")
+
+
+def kernel_path(run_dir: str | Path, round_: int, repair: int, branch: int = 0) -> Path:
+    """Where a candidate is kept: kernels/r003_a1.py (round 3, first repair), ..._b2 for branch 2."""
+    path = Path(run_dir) / "kernels" / f"{artifact_name(round_, repair, branch)}.py"
     path.parent.mkdir(parents=True, exist_ok=True)
     return path
 

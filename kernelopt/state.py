@@ -73,6 +73,22 @@ class Attempt:
     new_best: bool = False
 
 
+@dataclass(frozen=True)
+class Candidate:
+    """What one optimizer branch hands the verifier: a kernel file, or why it has none.
+
+    Parallel branches write only to the `candidates` list (and token counts); a branch that
+    must end the run (its LLM is down, a budget is spent, nothing is left to try) says so in
+    `stop`, and the verifier, the one node that joins them, decides.
+    """
+
+    path: str | None
+    change: str
+    branch: int = 0
+    error: str | None = None  # the reply held no usable kernel: this is why
+    stop: str | None = None
+
+
 class InputState(TypedDict):
     """What a caller provides: the problem's source, and optionally a starting kernel's."""
 
@@ -103,14 +119,16 @@ class KernelOptState(InputState, OutputState):
 
     problem_file: str  # the problem as a file in the run directory
     uses_llm: bool  # an LLM writes and repairs kernels (else the offline policy)
-    candidate_path: str | None  # the kernel the verifier checks next
-    candidate_change: str  # what the candidate changed, in a few words
-    repairs: int  # repairs spent on the current round
-    repair_next: bool  # the next optimizer call repairs the failed candidate
+    # Kernels waiting for the verifier: optimizer branches add, the verifier empties (Overwrite).
+    candidates: Annotated[list[Candidate], operator.add]
+    last_batch: int  # how many attempts the verifier's last step recorded (the tail of `attempts`)
+    repairs: int  # repair steps spent on the current round
+    repair_next: bool  # the next optimizer step repairs the failed candidates of the last batch
     last_error: str | None  # the verifier's one line for the last failed candidate
     rounds_without_gain: int
+    branches: int  # optimizer branches per round (Context.candidates_per_round)
+    task: NotRequired[dict[str, int]]  # an optimizer branch's own task: {"branch": i} or {"repair_of": k}
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]
-    tried_hashes: Annotated[list[str], operator.add]
     started_at: float  # the run's start (time.time()), for the time budget
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
+from langgraph.types import Send
 
 from kernelopt.budget import add_tokens, check_budget, token_totals
 from kernelopt.context import Context
@@ -252,6 +253,9 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., dict[s
     return judger
 
 
-def route_after_judge(state: KernelOptState) -> Literal["optimizer", "__end__"]:
-    """Write the candidate for the diagnosis; end when the judger stopped the run (budget, LLM down)."""
-    return "__end__" if state.get("stop_reason") else "optimizer"
+def route_after_judge(state: KernelOptState) -> list[Send] | Literal["__end__"]:
+    """One optimizer branch per candidate of the round (their LLM calls run concurrently);
+    end when the judger stopped the run (a spent budget, the LLM down)."""
+    if state.get("stop_reason"):
+        return "__end__"
+    return [Send("optimizer", {**state, "task": {"branch": i}}) for i in range(max(1, state.get("branches", 1)))]

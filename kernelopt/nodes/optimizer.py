@@ -18,13 +18,14 @@ from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.judger import LLMCalls, attempt_notes, with_lessons
 from kernelopt.offline.search import variants
 from kernelopt.prompts import (
+    BottleneckResult,
     KernelExtractionError,
     OptimizationPromptArgs,
     PromptManager,
     extract_kernel,
 )
-from kernelopt.runs import kernel_path
-from kernelopt.state import KernelOptState
+from kernelopt.runs import artifact_name, kernel_path
+from kernelopt.state import Attempt, Candidate, Diagnosis, KernelOptState
 
 PROMPTS = PromptManager()
 
@@ -33,37 +34,44 @@ def _tried(state: KernelOptState) -> set[str]:
     return {a.source_hash for a in state.get("attempts", []) if a.source_hash}
 
 
-def _offline(state: KernelOptState) -> tuple[str | None, str]:
-    """The next untried one-step launch-parameter variant of the best kernel."""
+def _offline(state: KernelOptState, branch: int) -> tuple[str | None, str]:
+    """The branch-th untried one-step launch-parameter variant of the best kernel."""
     best = state["best"]
     assert best is not None, "the offline optimizer starts from a verified kernel"
     bound = state["roofline"].bottleneck if state.get("roofline") else "unknown"
     tried = _tried(state) | {best.source_hash}
-    for variant in variants(Path(best.path).read_text(), bound):
-        if source_hash(variant.source) not in tried:
+    untried = (v for v in variants(Path(best.path).read_text(), bound) if source_hash(v.source) not in tried)
+    for index, variant in enumerate(untried):
+        if index == branch:
             return variant.source, variant.change
     return None, ""
+
+
+def _repairing(state: KernelOptState) -> Attempt | None:
+    """The failed attempt this branch repairs, if it is a repair."""
+    index = state.get("task", {}).get("repair_of")
+    return None if index is None else state["attempts"][index]
 
 
 def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
     """The LLM prompt for this step and a few words on what is asked."""
     gpu = get_gpu_spec(state["gpu_key"])
     problem = Path(state["problem_file"]).read_text()
-    error = state.get("last_error") if state.get("repair_next") else None
+    failed = _repairing(state)
+    error = failed.error if failed else None
     best, baselines, diagnosis = state.get("best"), state.get("baselines"), state.get("diagnosis")
     if best is None or diagnosis is None:
         what = "repair of the first kernel" if error else "a first kernel from the reference"
         return PROMPTS.render_kernel_generation_prompt(problem, gpu, error=error), what
-    failed = state["attempts"][-1].kernel_path if error and state.get("attempts") else ""
-    chosen = next((b for b in diagnosis.bottlenecks if b.category == diagnosis.category), diagnosis.bottlenecks[0])
+    chosen, cause, fix = _idea(diagnosis, state.get("task", {}).get("branch", 0) if not failed else 0)
     args = OptimizationPromptArgs(
         problem_source=problem,
-        kernel_source=Path(failed or best.path).read_text(),
+        kernel_source=Path(failed.kernel_path if failed and failed.kernel_path else best.path).read_text(),
         gpu=gpu,
         roofline=state.get("roofline"),
         bottleneck=chosen,
-        root_cause=diagnosis.root_cause,
-        recommended_fix=diagnosis.recommended_fix,
+        root_cause=cause,
+        recommended_fix=fix,
         current_best_ms=best.time_ms,
         eager_ms=baselines.eager.median_ms if baselines and baselines.eager else None,
         compile_ms=baselines.compile.median_ms if baselines and baselines.compile else None,
@@ -72,9 +80,22 @@ def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
         error=error,
         is_gpu_time=best.timing.is_gpu_time,
     )
-    what = f"repair: {error[:80]}" if error else diagnosis.recommended_fix
+    what = f"repair: {error[:80]}" if error else fix
     # the round under way is no lesson yet: its failures are the error to fix
     return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state["attempts"], state["round"]), what
+
+
+def _idea(diagnosis: Diagnosis, branch: int) -> tuple[BottleneckResult, str, str]:
+    """The bottleneck, cause and fix a branch works on: the judger's pick for branch 0, then the
+    next of the top bottlenecks for each further branch."""
+    bottlenecks = list(diagnosis.bottlenecks)
+    first = next((i for i, b in enumerate(bottlenecks) if diagnosis.root_cause in b.root_causes), 0)
+    if branch == 0:
+        return bottlenecks[first], diagnosis.root_cause, diagnosis.recommended_fix
+    chosen = bottlenecks[(first + branch) % len(bottlenecks)]
+    cause = chosen.root_causes[0] if chosen.root_causes else chosen.summary
+    fix = chosen.recommended_fixes[0] if chosen.recommended_fixes else "remove the bottleneck named above"
+    return chosen, cause, fix
 
 
 def _cut_off(message: Any) -> bool:
@@ -97,31 +118,31 @@ def _from_llm(state: KernelOptState, ctx: Context, llm: BaseChatModel) -> Writte
     A reply without exactly one complete ModelNew kernel is no failure of the run: its
     extraction error goes back to the LLM as the next repair's feedback.
     """
-    round_, repair = state["round"], state["repairs"]
+    round_, repair, branch = state["round"], state["repairs"], _branch(state)
     calls = LLMCalls(state, "optimizer", RetryPolicy.from_context(ctx))
     prompt, change = _prompt(state, ctx)
     try:
         message, reply = calls.ask(llm, prompt)
     except Exception as err:  # the endpoint's failure ends the run; the best is on disk
-        return Written(None, change, {**calls.update(), "stop_reason": stop_reason_for(err)})
+        stop = Candidate(None, change, branch, stop=stop_reason_for(err))
+        return Written(None, change, {**calls.update(), "candidates": [stop]})
     Path(state["run_dir"], "llm").mkdir(exist_ok=True)
-    Path(state["run_dir"], "llm", f"r{round_:03d}_a{repair}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
+    name = artifact_name(round_, repair, branch)
+    Path(state["run_dir"], "llm", f"{name}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
     update = calls.update()
     tokens = calls.run_totals()
-    no_kernel = {"candidate_path": None, "candidate_change": change}
     try:
         source = extract_kernel(reply)
     except KernelExtractionError as err:
         error = str(err)
         if _cut_off(message):
             error += "; the reply hit the model's output-token limit: send a shorter kernel with less prose"
-        emit(state, "candidate", round=round_, repair=repair, change=change, error=error, tokens=tokens)
-        return Written(None, change, {**update, **no_kernel, "last_error": error})
-    if source_hash(source) in _tried(state):
+    else:
+        if source_hash(source) not in _tried(state):
+            return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
-        emit(state, "candidate", round=round_, repair=repair, change=change, error=error, tokens=tokens)
-        return Written(None, change, {**update, **no_kernel, "last_error": error})
-    return Written(source, change, update, tokens)
+    emit(state, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
+    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error)]})
 
 
 def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
@@ -132,29 +153,40 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
         if state.get("stop_reason"):  # the judger stopped the run (a spent budget, the LLM down)
             return {}
         ctx = context_of(runtime)
-        stop, update = check_budget(state, ctx)
+        branch = _branch(state)
+        # Branches run side by side: each writes only its candidate (and token counts); a
+        # reason to stop travels in the candidate, for the verifier to act on.
+        stop, _ = check_budget(state, ctx)
         if stop:
-            return {**update, "stop_reason": stop}
+            return {"candidates": [Candidate(None, "", branch, stop=stop)]}
         llm = chat_model or make_chat_model(ctx)
         round_, repair = state["round"], state["repairs"]
+        update: dict[str, Any] = {}
         tokens = None
         if llm is None:
-            source, change = _offline(state)
+            source, change = _offline(state, branch)
             if source is None:
-                return {**update, "stop_reason": "search_exhausted: every one-step launch-parameter change was tried"}
+                exhausted = "search_exhausted: every one-step launch-parameter change was tried"
+                return {"candidates": [Candidate(None, "", branch, stop=exhausted)]}
         else:
             source, change, found, tokens = _from_llm(state, ctx, llm)
             if source is None:
-                return {**update, **found}
+                return found
             update |= found
-        path = kernel_path(state["run_dir"], round_, repair)
+        path = kernel_path(state["run_dir"], round_, repair, branch)
         path.write_text(source)
-        emit(state, "candidate", round=round_, repair=repair, change=change, path=str(path), tokens=tokens)
-        return {**update, "candidate_path": str(path), "candidate_change": change}
+        emit(
+            state, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
+        )
+        return {**update, "candidates": [Candidate(str(path), change, branch)]}
 
     return optimizer
 
 
+def _branch(state: KernelOptState) -> int:
+    return state.get("task", {}).get("branch", 0)
+
+
 def route_after_optimize(state: KernelOptState) -> Literal["verifier", "__end__"]:
-    """Verify the candidate; end when the optimizer had nothing left to try."""
+    """Verify the candidates; end when the run was stopped before the optimizer ran."""
     return "__end__" if state.get("stop_reason") else "verifier"

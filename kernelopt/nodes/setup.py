@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
@@ -20,7 +22,7 @@ from kernelopt.harness.problem import (
 from kernelopt.llm import make_chat_model
 from kernelopt.nodes.common import context_of, emit, resolve_gpu, verifier_for
 from kernelopt.runs import kernel_path, new_run_dir
-from kernelopt.state import Baselines, KernelOptState
+from kernelopt.state import Baselines, Candidate, KernelOptState
 
 
 def _sources(state: KernelOptState) -> tuple[str, str | None]:
@@ -45,7 +47,7 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
         """Prepare the run directory and baselines; hand the starting kernel to the verifier."""
         ctx = context_of(runtime)
         uses_llm = chat_model is not None or make_chat_model(ctx) is not None
-        return _setup(state, ctx) | {"uses_llm": uses_llm}
+        return _setup(state, ctx) | {"uses_llm": uses_llm, "branches": max(1, ctx.candidates_per_round)}
 
     return setup
 
@@ -60,10 +62,12 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
         "roofline": None,
         "diagnosis": None,
         "last_error": None,
-        "candidate_path": None,
-        "candidate_change": "",
+        "candidates": Overwrite([]),
+        "last_batch": 0,
         "stop_reason": None,
         "baselines": None,
+        "started_at": time.time(),  # the time budget counts from here
+        "json_schema_ok": True,
     }
     try:
         problem, kernel = _sources(state)
@@ -91,7 +95,7 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
     if kernel:
         start = kernel_path(run_dir, 0, 0)
         start.write_text(kernel)
-        update.update(candidate_path=str(start), candidate_change="the starting kernel")
+        update["candidates"] = Overwrite([Candidate(str(start), "the starting kernel")])
     return update
 
 
@@ -99,4 +103,4 @@ def route_after_setup(state: KernelOptState) -> Literal["verifier", "optimizer",
     """Verify the starting kernel; without one, have the optimizer write it; stop on bad input."""
     if state.get("stop_reason"):
         return "__end__"
-    return "verifier" if state.get("candidate_path") else "optimizer"
+    return "verifier" if state.get("candidates") else "optimizer"

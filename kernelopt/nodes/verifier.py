@@ -1,4 +1,8 @@
-"""verifier: prove a candidate correct in a fresh process, time it, keep it if it is the best."""
+"""verifier: prove each candidate correct in a fresh process, time it, keep the best.
+
+The verifier is the join of the optimizer's branches: it takes every candidate written this
+step, one at a time (measurements on one device never overlap), and decides what happens next.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,19 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite, Send
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.timing import Timing, beats
-from kernelopt.harness.verify import floor_ms_for
+from kernelopt.harness.verify import Verifier, floor_ms_for
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.runs import save_best
-from kernelopt.state import Attempt, KernelOptState, KernelRecord, Outcome
+from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord, Outcome
+
+# Stops that end the run even when other branches wrote candidates (the LLM is down, a budget
+# is spent); "nothing left to try" ends it only when no branch wrote anything.
+SEARCH_EXHAUSTED = "search_exhausted"
 
 
 def floor_time_ms(state: KernelOptState) -> float | None:
@@ -22,81 +31,107 @@ def floor_time_ms(state: KernelOptState) -> float | None:
     return floor_ms_for(baselines.floor if baselines else None, state.get("gpu_key") or None)
 
 
-def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Verify the candidate; update best, counters and stop reason; record the attempt."""
-    ctx = context_of(runtime)
-    round_, repair = state["round"], state["repairs"]
-    best: KernelRecord | None = state.get("best")
-    path = state.get("candidate_path")
-    change = state.get("candidate_change", "")
-    if path is None:  # the optimizer produced nothing runnable; its error is the verdict
-        attempt = Attempt(round_, repair, "", "", "failed", change, error=state.get("last_error"), rule="bad-reply")
-        new_best = None
-    else:
-        verdict = verifier_for(state, ctx).verify(path, floor_time_ms=floor_time_ms(state))
-        digest = source_hash(Path(path).read_text())
-        if not verdict.accepted or verdict.timing is None:
-            attempt = Attempt(
-                round_,
-                repair,
-                path,
-                digest,
-                "incorrect" if verdict.rule == "incorrect" else "rejected",
-                change,
-                error=verdict.reason,
-                rule=verdict.rule,
-            )
-            new_best = None
-        else:
-            timing = verdict.timing
-            faster = best is None or beats(timing, best.timing, ctx.min_gain_pct)
-            speedup = best.time_ms / timing.median_ms if best else None
-            attempt = Attempt(
-                round_,
-                repair,
-                path,
-                digest,
-                _outcome(faster, timing, best),
-                change,
-                time_ms=timing.median_ms,
-                speedup_vs_best=speedup,
-                new_best=faster,
-            )
-            new_best = KernelRecord(path, digest, timing, round_) if faster else None
-    emit(
-        state,
-        "verdict",
-        round=round_,
-        repair=repair,
-        outcome=attempt.outcome,
-        time_ms=attempt.time_ms,
-        error=attempt.error,
-        change=change,
-    )
-    update: dict[str, Any] = {"attempts": [attempt], "candidate_path": None, "repair_next": False}
-    if new_best is not None:
-        save_best(state["run_dir"], new_best.path)
-        update["best"] = new_best
-        emit(state, "new_best", round=round_, time_ms=new_best.time_ms, path=new_best.path)
-    if attempt.outcome in ("faster", "within_noise", "slower"):
-        update.update(last_error=None, repairs=0)
-        round_over = True
-    else:
-        can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
-        update.update(last_error=attempt.error, repairs=repair + 1, repair_next=can_repair)
-        round_over = not can_repair
-    if round_over and round_ > 0:
-        gained = new_best is not None or any(a.new_best for a in state.get("attempts", []) if a.round == round_)
-        update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
-    if round_over:
-        update["stop_reason"] = _stop_reason(state, ctx, update, best or new_best)
-    return update
-
-
 def _outcome(faster: bool, timing: Timing, best: KernelRecord | None) -> Outcome:
     if faster:
         return "faster"
     return "within_noise" if best is not None and timing.median_ms < best.time_ms else "slower"
+
+
+def _judge(
+    candidate: Candidate,
+    state: KernelOptState,
+    ctx: Context,
+    verifier: Verifier,
+    best: KernelRecord | None,
+    seen: set[str],
+) -> tuple[Attempt, KernelRecord | None]:
+    """The attempt for one candidate, and the new best when it is one."""
+    round_, repair = state["round"], state["repairs"]
+    if candidate.path is None:  # the optimizer's reply held nothing runnable: its error is the verdict
+        return Attempt(
+            round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply"
+        ), None
+    digest = source_hash(Path(candidate.path).read_text())
+    if digest in seen:
+        error = "the same kernel as another candidate of this step (after normalising); make a different change"
+        return Attempt(
+            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate"
+        ), None
+    seen.add(digest)
+    verdict = verifier.verify(candidate.path, floor_time_ms=floor_time_ms(state))
+    if not verdict.accepted or verdict.timing is None:
+        outcome: Outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
+        return Attempt(
+            round_, repair, candidate.path, digest, outcome, candidate.change, error=verdict.reason, rule=verdict.rule
+        ), None
+    timing = verdict.timing
+    faster = best is None or beats(timing, best.timing, ctx.min_gain_pct)
+    attempt = Attempt(
+        round_,
+        repair,
+        candidate.path,
+        digest,
+        _outcome(faster, timing, best),
+        candidate.change,
+        time_ms=timing.median_ms,
+        speedup_vs_best=best.time_ms / timing.median_ms if best else None,
+        new_best=faster,
+    )
+    return attempt, KernelRecord(candidate.path, digest, timing, round_) if faster else None
+
+
+def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Verify this step's candidates; update the best, counters and stop reason; record attempts."""
+    ctx = context_of(runtime)
+    batch: list[Candidate] = state.get("candidates") or []
+    stops = [c.stop for c in batch if c.stop]
+    real = [c for c in batch if not c.stop]
+    update: dict[str, Any] = {"candidates": Overwrite([]), "repair_next": False}
+    if not real:
+        update.update(stop_reason=stops[0] if stops else "no candidate was written", last_batch=0)
+        return update
+    best: KernelRecord | None = state.get("best")
+    verifier = verifier_for(state, ctx)
+    attempts, seen = [], {a.source_hash for a in state.get("attempts", []) if a.source_hash}
+    for candidate in real:
+        attempt, new_best = _judge(candidate, state, ctx, verifier, best, seen)
+        attempts.append(attempt)
+        emit(
+            state,
+            "verdict",
+            round=attempt.round,
+            repair=attempt.repair,
+            branch=candidate.branch,
+            outcome=attempt.outcome,
+            time_ms=attempt.time_ms,
+            error=attempt.error,
+            change=attempt.change,
+        )
+        if new_best is not None:
+            best = new_best
+            save_best(state["run_dir"], best.path)
+            emit(state, "new_best", round=attempt.round, time_ms=best.time_ms, path=best.path)
+    update.update(attempts=attempts, best=best, last_batch=len(attempts))
+    passed = [a for a in attempts if a.outcome in ("faster", "within_noise", "slower")]
+    round_, repair = state["round"], state["repairs"]
+    if passed:
+        update.update(last_error=None, repairs=0)
+        round_over = True
+    else:
+        can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
+        update.update(last_error=attempts[0].error, repairs=repair + 1, repair_next=can_repair)
+        round_over = not can_repair
+    gained = any(a.new_best for a in attempts) or any(
+        a.new_best for a in state.get("attempts", []) if a.round == round_
+    )
+    if round_over and round_ > 0:
+        update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
+    fatal = [s for s in stops if not s.startswith(SEARCH_EXHAUSTED)]
+    if fatal:
+        update["stop_reason"] = fatal[0]
+    elif round_over:
+        update["stop_reason"] = _stop_reason(state, ctx, update, best)
+    return update
 
 
 def _stop_reason(state: KernelOptState, ctx: Context, update: dict[str, Any], best: KernelRecord | None) -> str | None:
@@ -110,10 +145,22 @@ def _stop_reason(state: KernelOptState, ctx: Context, update: dict[str, Any], be
     return None
 
 
-def route_after_verify(state: KernelOptState) -> Literal["optimizer", "judger", "profile", "__end__"]:
-    """Profile a new best (also the last one); stop when a reason is set; repair; else next idea."""
-    if state["attempts"] and state["attempts"][-1].new_best:
+def _last_step(state: KernelOptState) -> list[tuple[int, Attempt]]:
+    attempts = state["attempts"]
+    first = len(attempts) - state.get("last_batch", 0)
+    return [(i, attempts[i]) for i in range(first, len(attempts))]
+
+
+def repair_tasks(state: KernelOptState) -> list[Send]:
+    """One optimizer branch per failed candidate of the last step, each with its own error."""
+    failed = [i for i, attempt in _last_step(state) if not attempt.time_ms]
+    return [Send("optimizer", {**state, "task": {"repair_of": i, "branch": n}}) for n, i in enumerate(failed)]
+
+
+def route_after_verify(state: KernelOptState) -> list[Send] | Literal["judger", "profile", "__end__"]:
+    """Profile a new best (also the last one); stop when a reason is set; repair; else the next idea."""
+    if any(attempt.new_best for _, attempt in _last_step(state)):
         return "profile"
     if state.get("stop_reason"):
         return "__end__"
-    return "optimizer" if state.get("repair_next") else "judger"
+    return repair_tasks(state) if state.get("repair_next") else "judger"
