@@ -14,6 +14,7 @@ import json
 import os
 import sqlite3
 import time
+import typing
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,26 +27,34 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from kernelopt.context import Context
-from kernelopt.hardware.roofline import FloorEstimate, Roofline
 from kernelopt.harness.problem import InputError
-from kernelopt.harness.timing import Timing
-from kernelopt.prompts.parsing import BottleneckResult
-from kernelopt.state import Attempt, Baselines, Diagnosis, KernelRecord
+from kernelopt.state import KernelOptState
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
 SQLITE_FILE = "checkpoints.sqlite"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
-# Every record type the state carries: the serializer revives these and nothing else.
-STATE_TYPES: tuple[type, ...] = (
-    Attempt, Baselines, BottleneckResult, Diagnosis, FloorEstimate, KernelRecord, Roofline, Timing,
-)
+def state_record_types() -> frozenset[type]:
+    """Every dataclass the state can carry, found by walking the state's type hints."""
+    found: set[type] = set()
+
+    def visit(hint: Any) -> None:
+        for arg in typing.get_args(hint):
+            visit(arg)
+        if isinstance(hint, type) and dataclasses.is_dataclass(hint) and hint not in found:
+            found.add(hint)
+            for field_hint in typing.get_type_hints(hint).values():
+                visit(field_hint)
+
+    for hint in typing.get_type_hints(KernelOptState, include_extras=True).values():
+        visit(hint)
+    return frozenset(found)
 
 
 def serializer() -> JsonPlusSerializer:
-    """LangGraph's serializer, strict: only the state's own record types are revived."""
-    return JsonPlusSerializer(allowed_msgpack_modules=[(t.__module__, t.__name__) for t in STATE_TYPES])
+    """LangGraph's serializer, strict: only the state's own record types are revived from a checkpoint."""
+    return JsonPlusSerializer(allowed_msgpack_modules=sorted((t.__module__, t.__name__) for t in state_record_types()))
 
 
 @dataclass(frozen=True)

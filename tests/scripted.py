@@ -57,3 +57,49 @@ def kernel_reply(name: str, note: str = "Here is the optimized kernel.") -> str:
     """An optimizer reply wrapping a real kernel file from tests/data/add in a python fence."""
     source = (DATA / "add" / name).read_text()
     return f"{note}\n\n```python\n{source}```\n\nThe larger block amortises the launch overhead."
+
+
+class RoutedChatModel(BaseChatModel):
+    """Answers by looking at the prompt (branches run concurrently, so order is no script);
+    records each call's prompt and its start and end times."""
+
+    route: Any  # Callable[[str], str]: the prompt -> the reply
+    delay_s: float = 0.0
+    calls: list[tuple[str, float, float]] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "routed"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kwargs: Any
+    ) -> ChatResult:
+        import time
+
+        prompt = "\n".join(str(m.content) for m in messages)
+        began = time.monotonic()
+        time.sleep(self.delay_s)
+        reply = self.route(prompt)
+        self.calls.append((prompt, began, time.monotonic()))
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=reply))])
+
+
+def two_bottlenecks_reply() -> str:
+    """A judger reply with two distinct bottlenecks, so two branches get different ideas."""
+    bottlenecks = [
+        {
+            "category": "memory",
+            "summary": "Tiny blocks: launch overhead dominates.",
+            "reasoning": "64 elements per program.",
+            "root_causes": ["IDEA-A: BLOCK_SIZE of 64 is too small"],
+            "recommended_fixes": ["raise BLOCK_SIZE to 1024"],
+        },
+        {
+            "category": "occupancy",
+            "summary": "Load balance across programs.",
+            "reasoning": "Programs might be uneven.",
+            "root_causes": ["IDEA-B: uneven work per program"],
+            "recommended_fixes": ["use smaller blocks"],
+        },
+    ]
+    return "```json\n" + json.dumps(bottlenecks) + "\n```"

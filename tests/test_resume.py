@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 from conftest import DATA
 from test_cli import _show, kernelopt
+
+from kernelopt.harness.timing import Timing
+from kernelopt.state import KernelRecord
 
 ADD = DATA / "add"
 
@@ -172,6 +176,24 @@ def test_db_must_be_a_postgres_url(tmp_path):
     assert proc.returncode == 2, _show(proc)
     assert "not a postgresql:// URL" in proc.stderr
     assert not (tmp_path / "kernelopt_runs").exists()
+
+
+@dataclasses.dataclass(frozen=True)
+class NotInTheState:
+    value: int
+
+
+def test_checkpoints_revive_every_state_record_and_nothing_else():
+    import kernelopt.state
+    from kernelopt.checkpoint import serializer, state_record_types
+
+    defined = {v for v in vars(kernelopt.state).values() if dataclasses.is_dataclass(v)}
+    assert defined <= state_record_types()  # a new record in state.py is revived without a code change
+    serde = serializer()
+    timing = Timing(1.0, 0.9, 1.1, 0.8, 1.2, 10, "interpreter")
+    record = KernelRecord("k.py", "abc", timing, 3)
+    assert serde.loads_typed(serde.dumps_typed(record)) == record
+    assert serde.loads_typed(serde.dumps_typed(NotInTheState(1))) == {"value": 1}  # not revived as an object
 
 
 def test_run_record_keeps_no_secrets(tmp_path):
