@@ -35,6 +35,7 @@ LOCK_FILE = "run.lock"
 SQLITE_FILE = "checkpoints.sqlite"
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 
+
 def state_record_types() -> frozenset[type]:
     """Every dataclass the state can carry, found by walking the state's type hints."""
     found: set[type] = set()
@@ -168,7 +169,3 @@ def open_checkpointer(run_dir: Path, db: str | None) -> Iterator[BaseCheckpointS
         saver.setup()
         yield saver
 
-
-def checkpoint_bytes(run_dir: Path) -> int:
-    """Size on disk of the run's SQLite checkpoints (database and write-ahead log)."""
-    return sum(p.stat().st_size for p in run_dir.glob(f"{SQLITE_FILE}*"))
