@@ -37,6 +37,11 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--out", help="run directory (default: a new folder under ./kernelopt_runs)")
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
+    opt.add_argument("--candidates", type=int, default=Context.candidates_per_round,
+                     help="candidates written per round (LLM calls concurrent, measured one at a time)")
+    opt.add_argument("--max-tokens", type=int, help="stop when the LLM calls have used this many tokens")
+    opt.add_argument("--max-wall-s", type=float, help="stop when the run has taken this many seconds")
+    opt.add_argument("--llm-timeout-s", type=float, default=Context.llm_timeout_s, help="timeout of one LLM call")
     opt.add_argument("--db", help=DB_HELP)
     opt.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     res = commands.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
@@ -90,7 +95,11 @@ def _optimize(args: argparse.Namespace) -> int:
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
+        candidates_per_round=args.candidates, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
+        llm_timeout_s=args.llm_timeout_s,
     )
+    if args.candidates < 1:
+        raise InputError(f"--candidates {args.candidates}: give at least 1 candidate per round")
     if kernel_source is None and not args.model:
         raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
     make_chat_model(ctx)  # a missing key is bad input: say so before any work starts

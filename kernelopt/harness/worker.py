@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Iterator
@@ -288,7 +290,21 @@ def run_profile(req: dict[str, Any]) -> dict[str, Any]:
 JOBS = {"reference": run_reference, "candidate": run_candidate, "profile": run_profile}
 
 
+def _die_with_parent() -> None:
+    """Exit when the parent goes (kill -9 of a run): a resumed run must not meet an orphan
+    still writing into the folder it re-verifies in."""
+    parent = os.getppid()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, name="kernelopt-parent-watch", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    _die_with_parent()
     request_path = Path(argv[1])
     req = json.loads(request_path.read_text())
     out = request_path.with_name("result.json")
