@@ -42,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--max-tokens", type=int, help="stop when the LLM calls have used this many tokens")
     opt.add_argument("--max-wall-s", type=float, help="stop when the run has taken this many seconds")
     opt.add_argument("--llm-timeout-s", type=float, default=Context.llm_timeout_s, help="timeout of one LLM call")
+    opt.add_argument("--approve", action="store_true",
+                     help="ask before each rewrite is tried (approve / reject / edit) and before a new best is "
+                          "taken; answers come from the terminal, or line by line from a piped stdin")
     opt.add_argument("--db", help=DB_HELP)
     opt.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     res = commands.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
@@ -59,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+NO_ANSWER = 3  # --approve and stdin ended before a question was answered: the run waits, resumable
 DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) instead of RUN_DIR/checkpoints.sqlite"
 
 
@@ -96,7 +100,7 @@ def _optimize(args: argparse.Namespace) -> int:
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         candidates_per_round=args.candidates, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
-        llm_timeout_s=args.llm_timeout_s,
+        llm_timeout_s=args.llm_timeout_s, approve=args.approve,
     )
     if args.candidates < 1:
         raise InputError(f"--candidates {args.candidates}: give at least 1 candidate per round")
@@ -136,6 +140,8 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json: bool, resume: bool = False) -> int:
     """Run (or continue) the graph on the run's checkpoints; print progress and the summary."""
+    from langgraph.types import Command
+
     from kernelopt.checkpoint import open_checkpointer, run_lock
     from kernelopt.graph import build_graph
     from kernelopt.progress import render_event
@@ -151,12 +157,30 @@ def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
+            asker = _Asker(sys.stderr if as_json else sys.stdout)
+            stream_input: Any = None if started else record.inputs
+            waiting = list(snapshot.interrupts) if started else []  # a question left unanswered last time
             try:
-                for chunk in graph.stream(record.inputs if not started else None, config, context=ctx,
-                                          stream_mode="custom", durability="sync"):
-                    line = None if as_json else render_event(chunk)
-                    if line:
-                        print(line, flush=True)
+                while True:
+                    if not waiting:
+                        for chunk in graph.stream(stream_input, config, context=ctx,
+                                                  stream_mode="custom", durability="sync"):
+                            line = None if as_json else render_event(chunk)
+                            if line:
+                                print(line, flush=True)
+                        waiting = list(graph.get_state(config).interrupts)
+                        if not waiting:
+                            break
+                    # --approve: the graph stopped at a question (interrupt); ask, then resume with the replies
+                    answers = {}
+                    for question in waiting:
+                        answer = asker.ask(question.value)
+                        if answer is None:
+                            print(f"kernelopt: no answer (end of input); the run waits at this question: "
+                                  f"answer it with `kernelopt resume {run_dir}`", file=sys.stderr)
+                            return NO_ANSWER
+                        answers[question.id] = answer
+                    stream_input, waiting = Command(resume=answers), []
             except KeyboardInterrupt:
                 print(f"kernelopt: interrupted; continue with: kernelopt resume {run_dir}", file=sys.stderr)
                 return 130
@@ -168,10 +192,86 @@ def _where(snapshot: Any) -> str:
     """Where a resumed run stands, in a few words."""
     if not snapshot.tasks:
         return "it has finished"
+    if snapshot.interrupts:
+        asking = ", ".join(t.name for t in snapshot.tasks if t.interrupts)
+        return f"waiting for your answer at {asking}, round {snapshot.values.get('round', 0)}"
     done = [t.name for t in snapshot.tasks if t.result is not None]
     todo = [t.name for t in snapshot.tasks if t.result is None]
     where = f"at {', '.join(todo)}" if todo else f"after {', '.join(done)} (finished before the stop)"
     return f"continuing {where}, round {snapshot.values.get('round', 0)}"
+
+
+class _Asker:
+    """Asks the person the graph's approval questions (--approve) on the terminal.
+
+    With stdin a terminal: a prompt per answer, and $EDITOR (or $VISUAL) on a temp copy for an
+    edit. Otherwise the answers are read line by line from stdin (a, r then the reason, e then
+    the path of a file with the new source), so they can be piped in. None: end of input.
+    """
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.tty = sys.stdin.isatty()
+
+    def _line(self, prompt: str) -> str | None:
+        print(prompt, end="", file=self.out, flush=True)
+        if self.tty:
+            try:
+                return input()
+            except EOFError:
+                return None
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        print(line.rstrip("\n"), file=self.out, flush=True)  # echo what was read, as a terminal would
+        return line.rstrip("\n")
+
+    def ask(self, payload: Any) -> dict[str, Any] | None:
+        from kernelopt.progress import render_question
+
+        if not isinstance(payload, dict):  # not one of ours: show it, and take a plain reply
+            print(f"── the graph asks: {payload}", file=self.out, flush=True)
+            line = self._line("reply: ")
+            return None if line is None else {"action": line.strip()}
+        print(render_question(payload), file=self.out, flush=True)
+        can_edit = "edit" in payload.get("replies", ())
+        choices = "[a]pprove / [r]eject" + (" / [e]dit" if can_edit else "")
+        while True:
+            line = self._line(f"{choices}? ")
+            if line is None:
+                return None
+            word = line.strip().lower()
+            if word in ("a", "approve", "y", "yes"):
+                return {"action": "approve"}
+            if word in ("r", "reject", "n", "no"):
+                reason = self._line("reason (it goes to the optimizer): ")
+                return None if reason is None else {"action": "reject", "reason": reason.strip()}
+            if word in ("e", "edit") and can_edit:
+                source = self._edited(payload)
+                return None if source is None else {"action": "edit", "source": source}
+            print(f"answer {'a, r or e' if can_edit else 'a or r'}", file=self.out, flush=True)
+
+    def _edited(self, payload: dict[str, Any]) -> str | None:
+        """The edited source: from $EDITOR on a temp copy (a terminal), else from a file named."""
+        import os
+        import shlex
+        import subprocess
+
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if self.tty and editor:
+            with tempfile.TemporaryDirectory(prefix="kernelopt-edit-") as work:
+                copy = Path(work, Path(payload.get("kernel_path") or "kernel.py").name)
+                copy.write_text(payload.get("source") or "")
+                subprocess.run([*shlex.split(editor), str(copy)], check=False)
+                return copy.read_text()
+        while True:
+            line = self._line("file with the edited kernel: ")
+            if line is None:
+                return None
+            path = Path(line.strip()).expanduser()
+            if path.is_file():
+                return path.read_text()
+            print(f"no file {path}; give another path", file=self.out, flush=True)
 
 
 def _finish(final: dict[str, Any], as_json: bool, already_finished: bool = False) -> int:

@@ -109,3 +109,11 @@ class Context:
             "kernel at a time per device."
         ),
     )
+    approve: bool = field(
+        default=False,
+        metadata=_doc(
+            "Ask a person before each rewrite is tried (approve, reject with a reason, or edit its "
+            "source) and before a new best is accepted. Needs a checkpointer: the run interrupts "
+            "and waits for Command(resume=...)."
+        ),
+    )

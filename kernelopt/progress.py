@@ -49,9 +49,40 @@ def render_event(event: dict[str, Any]) -> str | None:
         detail = _ms(event.get("time_ms")) if event.get("time_ms") is not None else (event.get("error") or "")
         outcome = OUTCOME_WORDS.get(event["outcome"], event["outcome"])
         return f"  {label} ({event.get('change') or '-'}): {outcome}: {detail}"
+    if kind == "review":
+        name = Path(event.get("path") or "-").name
+        if event["action"] == "reject":
+            return f"  you rejected {name}: {event.get('reason') or 'no reason given'}"
+        return f"  you {'edited it into' if event['action'] == 'edit' else 'approved'} {name}"
+    if kind == "best_rejected":
+        return f"  new best ({_ms(event.get('time_ms'))}) not taken: {event.get('error')}"
     if kind == "new_best":
         return f"  new best: {_ms(event['time_ms'])}"
     if kind == "roofline":
         eff = event.get("efficiency_pct")
         return f"  roofline: {event['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}"
     return None
+
+
+def render_question(payload: dict[str, Any]) -> str:
+    """An approval question (Context.approve) as the terminal shows it."""
+    where = f"round {payload.get('round')}, branch {payload.get('branch', 0)}"
+    lines = []
+    if payload.get("error"):
+        lines.append(f"(the last reply was not understood: {payload['error']})")
+    if payload.get("question") == "accept":
+        speedup = payload.get("speedup")
+        gain = f" ({speedup:.2f}x)" if speedup else ""
+        clock = "" if payload.get("is_gpu_time") else " [Triton interpreter on CPU, not GPU times]"
+        lines += [
+            f"── accept a new best? ({where}: {payload.get('change') or '-'})",
+            f"   {payload.get('kernel_path')}",
+            f"   {_ms(payload.get('old_ms'))} -> {_ms(payload.get('new_ms'))}{gain}{clock}",
+        ]
+        return "\n".join(lines)
+    lines += [f"── try this candidate? ({where}, repair {payload.get('repair', 0)}: {payload.get('change') or '-'})",
+              f"   {payload.get('kernel_path')}"]
+    if payload.get("best_path"):
+        lines.append(f"   against the best {Path(payload['best_path']).name} ({_ms(payload.get('best_ms'))}):")
+    lines.append((payload.get("diff") or payload.get("source") or "").rstrip("\n"))
+    return "\n".join(lines)

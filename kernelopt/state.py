@@ -89,6 +89,21 @@ class Candidate:
     stop: str | None = None
 
 
+@dataclass(frozen=True)
+class PendingBest:
+    """A verified step whose new best waits for the person's yes (Context.approve).
+
+    The verifier stores its verdicts here instead of in `attempts`; the accept node asks, then
+    records them, with `attempts[index]` (the proposed kernel) accepted or rejected.
+    """
+
+    attempts: tuple[Attempt, ...]
+    index: int
+    best: KernelRecord
+    stops: tuple[str, ...] = ()
+    branch: int = 0  # the proposed kernel's optimizer branch
+
+
 class InputState(TypedDict):
     """What a caller provides: the problem's source, and optionally a starting kernel's."""
 
@@ -131,4 +146,5 @@ class KernelOptState(InputState, OutputState):
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]
     started_at: float  # the run's start (time.time()), for the time budget
+    pending: NotRequired[PendingBest | None]  # a new best awaiting approval (Context.approve), else None
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format

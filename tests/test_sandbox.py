@@ -17,15 +17,29 @@ from kernelopt.harness.sandbox import limit_resources, rss_bytes, scrubbed_env
 
 def test_scrubbed_env_keeps_allow_list_and_drops_secrets() -> None:
     base = {
-        "PATH": "/usr/bin", "HOME": "/home/k", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0",
-        "TRITON_CACHE_DIR": "/tmp/t", "TORCHINDUCTOR_CACHE_DIR": "/tmp/i",
-        "OPENAI_API_KEY": "sk-1", "TRITON_AUTH_TOKEN": "t", "CUDA_SECRET": "s",
-        "AWS_SECRET_ACCESS_KEY": "a", "HF_TOKEN": "h", "DATABASE_PASSWORD": "p", "FOO": "bar",
+        "PATH": "/usr/bin",
+        "HOME": "/home/k",
+        "LC_ALL": "C.UTF-8",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_CACHE_DIR": "/tmp/t",
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/i",
+        "OPENAI_API_KEY": "sk-1",
+        "TRITON_AUTH_TOKEN": "t",
+        "CUDA_SECRET": "s",
+        "AWS_SECRET_ACCESS_KEY": "a",
+        "HF_TOKEN": "h",
+        "DATABASE_PASSWORD": "p",
+        "FOO": "bar",
     }
     env = scrubbed_env(base, extra={"TRITON_INTERPRET": "1", "MY_API_KEY": "x"})
     assert env == {
-        "PATH": "/usr/bin", "HOME": "/home/k", "LC_ALL": "C.UTF-8", "CUDA_VISIBLE_DEVICES": "0",
-        "TRITON_CACHE_DIR": "/tmp/t", "TORCHINDUCTOR_CACHE_DIR": "/tmp/i", "TRITON_INTERPRET": "1",
+        "PATH": "/usr/bin",
+        "HOME": "/home/k",
+        "LC_ALL": "C.UTF-8",
+        "CUDA_VISIBLE_DEVICES": "0",
+        "TRITON_CACHE_DIR": "/tmp/t",
+        "TORCHINDUCTOR_CACHE_DIR": "/tmp/i",
+        "TRITON_INTERPRET": "1",
     }
 
 
@@ -43,7 +57,10 @@ def test_limit_resources_caps_memory_and_disables_cores() -> None:
         "try:\n    bytearray(2 << 30)\nexcept MemoryError:\n    print('MemoryError')\n"
     )
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
         preexec_fn=limit_resources(1 << 30, 30),
     )
     assert result.stdout.split() == ["0", "30", "MemoryError"]
@@ -66,7 +83,9 @@ def test_runner_kills_a_worker_over_its_resident_memory_cap(tmp_path: Path) -> N
     cases, _ = verifier._expected()
     # 4 GiB filled with ones: within what the machine can give, four times the cap.
     hungry = tmp_path / "hungry.py"
-    hungry.write_text((cheats / "cheat_huge_alloc.py").read_text().replace("1 << 36", "1 << 32").replace("zeros", "ones"))
+    hungry.write_text(
+        (cheats / "cheat_huge_alloc.py").read_text().replace("1 << 36", "1 << 32").replace("zeros", "ones")
+    )
     request = verifier.request("candidate", kernel_path=str(hungry), actual_path=str(tmp_path / "a.pt"), cases=cases)
     # use_cuda=True: no RLIMIT_AS, as for a GPU worker; the device in the request stays "cpu".
     outcome = run_worker(request, tmp_path / "run", WorkerLimits(timeout_s=60, mem_limit_bytes=1 << 30, use_cuda=True))
@@ -74,7 +93,7 @@ def test_runner_kills_a_worker_over_its_resident_memory_cap(tmp_path: Path) -> N
     assert outcome.failure is not None and "more than 1.0 GiB of host memory" in outcome.failure
 
 
-_CANDIDATE = '''
+_CANDIDATE = """
 import os
 import socket
 import sys
@@ -155,9 +174,9 @@ def remove(path):
 def import_new_module():
     import colorsys
     return colorsys.rgb_to_hsv(1, 0, 0)[2] == 1
-'''
+"""
 
-_DRIVER = '''
+_DRIVER = """
 import importlib.util, json, sys
 from kernelopt.harness.sandbox import install_audit_guard
 
@@ -195,7 +214,7 @@ for name, (fn, *args) in calls.items():
 with open(outside + "/harness.txt", "w") as f:
     f.write("ok")
 print(json.dumps(results))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -212,7 +231,11 @@ def audit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run(
         [sys.executable, str(driver), str(candidate), str(work_dir), str(outside)],
-        capture_output=True, text=True, timeout=300, cwd=work_dir, env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=work_dir,
+        env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (outside / "harness.txt").read_text() == "ok"
@@ -245,9 +268,7 @@ def test_audit_guard_allows_triton_launch_and_work_dir_writes(
         ("remove_outside", "os.remove"),
     ],
 )
-def test_audit_guard_denies_candidate_event(
-    audit_results: dict[str, str], call: str, event: str
-) -> None:
+def test_audit_guard_denies_candidate_event(audit_results: dict[str, str], call: str, event: str) -> None:
     outcome = audit_results[call]
     assert outcome.startswith("denied:sandbox: the kernel may not"), outcome
     assert f"(audit event {event}" in outcome
@@ -271,8 +292,11 @@ def test_measurements_on_one_device_never_overlap(tmp_path: Path) -> None:
 
     def verify(index: int) -> None:
         request = verifier.request(
-            "candidate", kernel_path=str(cheats / "honest_add.py"), actual_path=str(tmp_path / f"{index}.pt"),
-            cases=cases, time=True,
+            "candidate",
+            kernel_path=str(cheats / "honest_add.py"),
+            actual_path=str(tmp_path / f"{index}.pt"),
+            cases=cases,
+            time=True,
         )
         outcomes.append(run_worker(request, tmp_path / f"run{index}", WorkerLimits(timeout_s=120)))
 

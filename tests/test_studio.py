@@ -135,10 +135,12 @@ def test_graph_drawing_has_every_node_and_edge(server):
     with server.showing_log():
         found = asyncio.run(drawing())
         nodes = {n["id"] for n in found["nodes"]}
-        assert {"setup", "verifier", "profile", "judger", "optimizer", "__start__", "__end__"} <= nodes
+        assert {"setup", "verifier", "accept", "profile", "judger", "optimizer", "__start__", "__end__"} <= nodes
         edges = {(e["source"], e["target"]) for e in found["edges"]}
         for target in ("optimizer", "judger", "profile", "__end__"):
             assert ("verifier", target) in edges, f"no edge verifier -> {target}"
+            assert ("accept", target) in edges, f"no edge accept -> {target}"
+        assert ("verifier", "accept") in edges  # with approve on, a new best waits there for the person
         assert {("__start__", "setup"), ("setup", "verifier"), ("setup", "optimizer"), ("judger", "optimizer"),
                 ("optimizer", "verifier"), ("profile", "judger"), ("profile", "__end__")} <= edges
 
@@ -172,3 +174,36 @@ def test_a_run_through_the_server_uses_the_context(server, tmp_path):
         assert Path(best["path"]).is_relative_to(run_dir)
         assert final["baselines"]["compile"] is None  # time_compile=False reached setup
         assert "attempts" not in final  # the output schema keeps the accumulating list inside
+
+
+def test_a_run_with_approval_stops_at_each_question_and_resumes_with_command(server, tmp_path):
+    inputs = {
+        "problem_source": (DATA / "add" / "problem.py").read_text(),
+        "kernel_source": (DATA / "add" / "kernel_slow.py").read_text(),
+    }
+    context = {"max_rounds": 1, "time_compile": False, "seeds": 2, "runs_dir": str(tmp_path / "runs"), "approve": True}
+
+    async def run() -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        client = get_client(url=server.url)
+        assistant = await _assistant_id(client)
+        thread_id = (await client.threads.create())["thread_id"]
+        await asyncio.wait_for(client.runs.wait(thread_id, assistant, input=inputs, context=context), RUN_TIMEOUT_S)
+        asked: list[dict[str, Any]] = []
+        for _ in range(5):
+            state = await client.threads.get_state(thread_id)
+            questions = state.get("interrupts") or [i for t in state["tasks"] for i in t.get("interrupts", [])]
+            if not questions:
+                return asked, state["values"]
+            asked += [q["value"] for q in questions]
+            resume = {q["id"]: {"action": "approve"} for q in questions}
+            await asyncio.wait_for(
+                client.runs.wait(thread_id, assistant, command={"resume": resume}, context=context), RUN_TIMEOUT_S
+            )
+        raise AssertionError(f"still asking after 5 answers: {asked}")
+
+    with server.showing_log():
+        asked, final = asyncio.run(run())
+        assert [q["question"] for q in asked][:1] == ["try"], asked  # the run stopped before round 1's rewrite
+        assert asked[0]["round"] == 1 and asked[0]["kernel_path"].endswith("r001_a0.py") and asked[0]["diff"]
+        assert final["stop_reason"] == "max_rounds", final
+        assert Path(final["best"]["path"]).name in ("r000_a0.py", "r001_a0.py")

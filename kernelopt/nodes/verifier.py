@@ -6,6 +6,7 @@ step, one at a time (measurements on one device never overlap), and decides what
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,9 +17,18 @@ from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.timing import Timing, beats
 from kernelopt.harness.verify import Verifier, floor_ms_for
+from kernelopt.nodes.approval import (
+    ACCEPT_REPLIES,
+    REJECTED_RULE,
+    STARTING_KERNEL,
+    accept_payload,
+    ask,
+    rejection_error,
+    review,
+)
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.runs import save_best
-from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord, Outcome
+from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord, Outcome, PendingBest
 
 # Stops that end the run even when other branches wrote candidates (the LLM is down, a budget
 # is spent); "nothing left to try" ends it only when no branch wrote anything.
@@ -81,7 +91,13 @@ def _judge(
 
 
 def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Verify this step's candidates; update the best, counters and stop reason; record attempts."""
+    """Verify this step's candidates; update the best, counters and stop reason; record attempts.
+
+    With Context.approve the person is asked about every candidate first (all questions before
+    any verification: a resumed verifier repeats only the questions, never a verification), and
+    a new best over an existing one is not taken here: the verdicts wait in `pending` for the
+    accept node, which asks before it records them.
+    """
     ctx = context_of(runtime)
     batch: list[Candidate] = state.get("candidates") or []
     stops = [c.stop for c in batch if c.stop]
@@ -90,29 +106,111 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     if not real:
         update.update(stop_reason=stops[0] if stops else "no candidate was written", last_batch=0)
         return update
-    best: KernelRecord | None = state.get("best")
+    old_best: KernelRecord | None = state.get("best")
+    best = old_best
+    round_, repair = state["round"], state["repairs"]
+    seen = {a.source_hash for a in state.get("attempts", []) if a.source_hash}
+    if ctx.approve:
+        reviewed = review(real, round_, repair, best, skip=_not_asked(real, state, seen))
+        for candidate, reply in reviewed:  # after the last question: once per step, however often resumed
+            if reply is not None:
+                emit(state, "review", round=round_, repair=repair, branch=candidate.branch, action=reply["action"],
+                     change=candidate.change, path=candidate.path, reason=reply.get("reason"))
+    else:
+        reviewed = [(c, None) for c in real]
     verifier = verifier_for(state, ctx)
-    attempts, seen = [], {a.source_hash for a in state.get("attempts", []) if a.source_hash}
-    for candidate in real:
-        attempt, new_best = _judge(candidate, state, ctx, verifier, best, seen)
+    live = not ctx.approve  # report each verdict as it comes; with approval once the step's best is settled
+    attempts: list[Attempt] = []
+    records: list[KernelRecord | None] = []
+    for candidate, reply in reviewed:
+        if reply is not None and reply["action"] == "reject":
+            attempt, new_best = _rejected(candidate, round_, repair, reply, seen), None
+        else:
+            attempt, new_best = _judge(candidate, state, ctx, verifier, best, seen)
         attempts.append(attempt)
-        emit(
-            state,
-            "verdict",
-            round=attempt.round,
-            repair=attempt.repair,
-            branch=candidate.branch,
-            outcome=attempt.outcome,
-            time_ms=attempt.time_ms,
-            error=attempt.error,
-            change=attempt.change,
-        )
-        if new_best is not None:
-            best = new_best
-            save_best(state["run_dir"], best.path)
-            emit(state, "new_best", round=attempt.round, time_ms=best.time_ms, path=best.path)
-    update.update(attempts=attempts, best=best, last_batch=len(attempts))
-    passed = [a for a in attempts if a.outcome in ("faster", "within_noise", "slower")]
+        records.append(new_best)
+        best = new_best or best
+        if live:
+            _report(state, attempt, candidate.branch, new_best)
+    branches = [c.branch for c, _ in reviewed]
+    proposed = max((i for i, r in enumerate(records) if r is not None), default=None)
+    if ctx.approve and old_best is not None and proposed is not None and best is not None:
+        attempts = _demoted(attempts, proposed)
+        for attempt, branch in zip(attempts, branches, strict=True):
+            _report(state, attempt, branch, None)
+        pending = PendingBest(tuple(attempts), proposed, best, tuple(stops), branches[proposed])
+        return {**update, "pending": pending}
+    if not live:
+        for attempt, branch, record in zip(attempts, branches, records, strict=True):
+            _report(state, attempt, branch, record)
+    update.update(conclude(state, ctx, attempts, best, stops))
+    return update
+
+
+def _not_asked(candidates: list[Candidate], state: KernelOptState, seen: set[str]) -> set[int]:
+    """Candidates the person is not asked about: the starting kernel (their own), and repeats of
+    a kernel already tried (the verifier turns those down by itself)."""
+    skip, hashes = set(), set(seen)
+    for i, candidate in enumerate(candidates):
+        if candidate.path is None:
+            continue
+        if state["round"] == 0 and candidate.change == STARTING_KERNEL:
+            skip.add(i)
+            continue
+        digest = source_hash(Path(candidate.path).read_text())
+        if digest in hashes:
+            skip.add(i)
+        hashes.add(digest)
+    return skip
+
+
+def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, Any], seen: set[str]) -> Attempt:
+    """The attempt for a candidate the person turned down: a failure, the reason its error."""
+    assert candidate.path is not None
+    digest = source_hash(Path(candidate.path).read_text())
+    seen.add(digest)
+    return Attempt(
+        round_, repair, candidate.path, digest, "failed", candidate.change,
+        error=rejection_error(reply), rule=REJECTED_RULE,
+    )
+
+
+def _demoted(attempts: list[Attempt], proposed: int) -> list[Attempt]:
+    """One new best per step awaits approval: earlier bests of the step, beaten by the proposed
+    kernel, become plain verdicts against it."""
+    target = attempts[proposed].time_ms
+    assert target is not None
+    return [
+        a if i == proposed or not a.new_best or a.time_ms is None
+        else replace(a, new_best=False, outcome="within_noise" if a.time_ms < target else "slower")
+        for i, a in enumerate(attempts)
+    ]
+
+
+def _report(state: KernelOptState, attempt: Attempt, branch: int, new_best: KernelRecord | None) -> None:
+    """The verdict event, and for a new best: best_kernel.py and the new_best event."""
+    emit(
+        state,
+        "verdict",
+        round=attempt.round,
+        repair=attempt.repair,
+        branch=branch,
+        outcome=attempt.outcome,
+        time_ms=attempt.time_ms,
+        error=attempt.error,
+        change=attempt.change,
+    )
+    if new_best is not None:
+        save_best(state["run_dir"], new_best.path)
+        emit(state, "new_best", round=attempt.round, time_ms=new_best.time_ms, path=new_best.path)
+
+
+def conclude(
+    state: KernelOptState, ctx: Context, attempts: list[Attempt], best: KernelRecord | None, stops: list[str]
+) -> dict[str, Any]:
+    """The state update of a verified step: its attempts, the best, counters and stop reason."""
+    update: dict[str, Any] = {"attempts": attempts, "best": best, "last_batch": len(attempts), "repair_next": False}
+    passed = [a for a in attempts if a.time_ms is not None]  # correct and timed (a new best or not)
     round_, repair = state["round"], state["repairs"]
     if passed:
         update.update(last_error=None, repairs=0)
@@ -132,6 +230,31 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     elif round_over:
         update["stop_reason"] = _stop_reason(state, ctx, update, best)
     return update
+
+
+def accept(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+    """Ask the person whether the step's new best is taken (Context.approve), then record the step.
+
+    The verdicts were stored in `pending` by the verifier before this node asks, so answering
+    (or resuming a stopped run here) never repeats a verification.
+    """
+    pending: PendingBest | None = state.get("pending")
+    if pending is None:
+        return {}
+    ctx = context_of(runtime)
+    attempts = list(pending.attempts)
+    proposed, old = attempts[pending.index], state["best"]
+    assert old is not None, "only a new best over an existing one waits for approval"
+    reply = ask(accept_payload(proposed.round, proposed.change, pending.branch, pending.best, old), ACCEPT_REPLIES)
+    if reply["action"] == "approve":
+        best = pending.best
+        save_best(state["run_dir"], best.path)
+        emit(state, "new_best", round=proposed.round, time_ms=best.time_ms, path=best.path)
+    else:
+        best, error = old, rejection_error(reply)
+        attempts[pending.index] = replace(proposed, outcome="rejected", rule=REJECTED_RULE, error=error, new_best=False)
+        emit(state, "best_rejected", round=proposed.round, time_ms=proposed.time_ms, error=error)
+    return {"pending": None, **conclude(state, ctx, attempts, best, list(pending.stops))}
 
 
 def _stop_reason(state: KernelOptState, ctx: Context, update: dict[str, Any], best: KernelRecord | None) -> str | None:
@@ -157,7 +280,14 @@ def repair_tasks(state: KernelOptState) -> list[Send]:
     return [Send("optimizer", {**state, "task": {"repair_of": i, "branch": n}}) for n, i in enumerate(failed)]
 
 
-def route_after_verify(state: KernelOptState) -> list[Send] | Literal["judger", "profile", "__end__"]:
+def route_after_verify(state: KernelOptState) -> list[Send] | Literal["accept", "judger", "profile", "__end__"]:
+    """Ask about a new best that awaits approval; else as after the accept node."""
+    if state.get("pending"):
+        return "accept"
+    return route_after_accept(state)
+
+
+def route_after_accept(state: KernelOptState) -> list[Send] | Literal["judger", "profile", "__end__"]:
     """Profile a new best (also the last one); stop when a reason is set; repair; else the next idea."""
     if any(attempt.new_best for _, attempt in _last_step(state)):
         return "profile"
