@@ -91,3 +91,33 @@ def test_offline_run_on_the_gpu_profiles_and_places_the_kernel_on_the_roofline(t
     assert final["best"].timing.is_gpu_time
     assert roofline.efficiency_pct is not None and 0 < roofline.efficiency_pct <= 110
     assert roofline.bottleneck == "memory"
+
+
+def test_a_gpu_run_reports_gpu_times_with_a_roofline_picture_and_resumes_as_finished(tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    run_dir = tmp_path / "run"
+    base = [sys.executable, "-m", "kernelopt.cli"]
+    optimize = [
+        *base,
+        "optimize",
+        str(EXAMPLES / "swish" / "problem.py"),
+        "--kernel",
+        str(EXAMPLES / "swish" / "kernel.py"),
+        "--max-rounds",
+        "1",
+        "--no-compile",
+        "--json",
+        "--out",
+        str(run_dir),
+    ]
+    done = subprocess.run(optimize, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["is_gpu_time"] and summary["speedup_vs_eager"] > 0
+    assert (run_dir / "roofline.png").stat().st_size > 10_000
+    assert "not GPU performance" not in (run_dir / "report.md").read_text()
+    again = subprocess.run([*base, "resume", str(run_dir), "--json"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and json.loads(again.stdout).get("already_finished") is True
