@@ -13,8 +13,9 @@ from typing import Annotated, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from kernelopt.budget import add_tokens
-from kernelopt.hardware.roofline import FloorEstimate, Roofline
+from kernelopt.hardware.roofline import Roofline
 from kernelopt.harness.timing import Timing
+from kernelopt.harness.verify import Baselines
 from kernelopt.prompts.parsing import BottleneckResult
 
 # faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
@@ -33,16 +34,6 @@ class KernelRecord:
     @property
     def time_ms(self) -> float:
         return self.timing.median_ms
-
-
-@dataclass(frozen=True)
-class Baselines:
-    """The reference's times under the same protocol, and the least work the problem needs."""
-
-    eager: Timing | None
-    compile: Timing | None
-    compile_error: str | None = None
-    floor: FloorEstimate | None = None
 
 
 @dataclass(frozen=True)

@@ -102,8 +102,8 @@ class Baselines:
 
     eager: Timing | None
     compile: Timing | None
-    compile_error: str | None
-    floor: FloorEstimate | None
+    compile_error: str | None = None
+    floor: FloorEstimate | None = None
 
 
 class Verifier:

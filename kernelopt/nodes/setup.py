@@ -22,7 +22,7 @@ from kernelopt.harness.problem import (
 from kernelopt.llm import make_chat_model
 from kernelopt.nodes.common import context_of, emit, resolve_gpu, verifier_for
 from kernelopt.runs import kernel_path, new_run_dir
-from kernelopt.state import Baselines, Candidate, KernelOptState
+from kernelopt.state import Candidate, KernelOptState
 
 
 def _sources(state: KernelOptState) -> tuple[str, str | None]:
@@ -84,7 +84,7 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
         baselines = verifier_for(update, ctx).baselines()  # type: ignore[arg-type]
     except InputError as err:
         return {**update, "stop_reason": f"bad input: {err}"}
-    update["baselines"] = Baselines(baselines.eager, baselines.compile, baselines.compile_error, baselines.floor)
+    update["baselines"] = baselines
     emit(
         update,
         "baselines",
