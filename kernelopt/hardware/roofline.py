@@ -41,6 +41,16 @@ class FloorEstimate:
     dtype: str  # "fp32", "fp16", "bf16", ... the dtype whose peak applies
 
 
+def floor_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None) -> float:
+    """The least time the problem can take: max(min bytes / bandwidth, FLOPs / peak), in ms.
+
+    Without a peak for the dtype only the memory time counts.
+    """
+    memory_s = floor.min_bytes / (bandwidth_gbs * 1e9)
+    compute_s = floor.flops / (peak_tflops * 1e12) if peak_tflops else 0.0
+    return max(memory_s, compute_s) * 1e3
+
+
 @dataclass(frozen=True)
 class Roofline:
     """Where a kernel sits against the roofline, from NCU's SOL% and from the floor."""
@@ -239,11 +249,8 @@ class RooflineAnalyzer:
             warnings.append("No GPU spec and no measured bandwidth: the floor time cannot be computed.")
         elif peak is None and floor.flops > 0:
             warnings.append(f"No peak for dtype {floor.dtype!r}: the floor counts memory time only.")
-        memory_s = floor.min_bytes / (bandwidth * 1e9) if bandwidth else None
-        compute_s = floor.flops / (peak * 1e12) if peak else 0.0
-        floor_s = max(memory_s, compute_s) if memory_s is not None else None
         return _FloorView(
-            floor_time_ms=floor_s * 1e3 if floor_s is not None else None,
+            floor_time_ms=floor_time_ms(floor, bandwidth, peak) if bandwidth else None,
             arithmetic_intensity=floor.flops / floor.min_bytes if floor.min_bytes > 0 else None,
             ridge_flops_per_byte=peak * 1e12 / (bandwidth * 1e9) if peak and bandwidth else None,
             bandwidth_gbs=bandwidth,

@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from kernelopt.hardware.roofline import FloorEstimate
+from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.correctness import compare_outputs
@@ -35,7 +36,7 @@ def floor_ms_for(floor: FloorEstimate | None, gpu_key: str | None) -> float | No
         peak_tflops = spec.peak_tflops(floor.dtype)
     except ValueError:
         peak_tflops = spec.peak_fp32_tflops
-    return max(floor.min_bytes / (spec.memory_bandwidth_gbs * 1e9), floor.flops / (peak_tflops * 1e12)) * 1e3
+    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
 
 
 def impossible_speed(timing: Timing | None, floor_time_ms: float | None) -> str | None:
