@@ -82,8 +82,13 @@ def test_offline_branches_try_the_next_untried_variants(tmp_path, add_problem):
     ctx = fast_context(tmp_path, max_rounds=1, candidates_per_round=2)
     final, events = run_graph(_inputs(add_problem, "kernel_base.py"), ctx)
     round_one = {v["change"]: v["outcome"] for v in _verdicts(events) if v["round"] == 1}
-    assert round_one == {"BLOCK_SIZE 64 -> 128": "faster", "BLOCK_SIZE 64 -> 32": "slower"}
-    assert "BLOCK_SIZE = 128" in Path(final["best"].path).read_text()
+    assert set(round_one) == {"BLOCK_SIZE 64 -> 128", "BLOCK_SIZE 64 -> 32"}
+    # both were measured; 128 halves the programs, so it is a new best unless this machine's load
+    # under the interpreter makes the gain no bigger than the noise (then the start stays best)
+    assert round_one["BLOCK_SIZE 64 -> 32"] == "slower"
+    assert round_one["BLOCK_SIZE 64 -> 128"] in ("faster", "within_noise")
+    best = "BLOCK_SIZE = 128" if round_one["BLOCK_SIZE 64 -> 128"] == "faster" else "BLOCK_SIZE = 64"
+    assert best in Path(final["best"].path).read_text()
 
 
 def test_a_branch_with_nothing_left_to_try_does_not_stop_the_others(tmp_path, add_problem):
