@@ -43,7 +43,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 def agreement(work: Path) -> str:
     """(a) The harness's median against NCU's summed gpu__time_duration for one forward call."""
-    from kernelopt.hardware import ncu
+    from kernelopt.hardware import ncu_runner
     from kernelopt.harness.runner import worker_env
 
     rows = []
@@ -52,7 +52,7 @@ def agreement(work: Path) -> str:
         verdict = verifier.verify(EXAMPLES / name / "kernel.py")
         request = verifier.request("profile", kernel_path=str(EXAMPLES / name / "kernel.py"), work_dir=str(work / name))
         (work / name / "profile.json").write_text(json.dumps(request))
-        profile = ncu.run_ncu(
+        profile = ncu_runner.run_ncu(
             [sys.executable, "-m", "kernelopt.harness.worker", str(work / name / "profile.json")],
             env=worker_env(use_cuda=True),
             timeout_s=300,

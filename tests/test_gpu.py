@@ -55,10 +55,10 @@ def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
     import json
     import sys
 
-    from kernelopt.hardware import ncu
+    from kernelopt.hardware import ncu, ncu_runner
     from kernelopt.harness.runner import worker_env
 
-    reason = ncu.ncu_unavailable_reason()
+    reason = ncu_runner.ncu_unavailable_reason()
     if reason:
         pytest.skip(reason)
     verifier = Verifier(
@@ -66,7 +66,7 @@ def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
     )
     request = verifier.request("profile", kernel_path=str(EXAMPLES / "softmax" / "kernel.py"), work_dir=str(tmp_path))
     (tmp_path / "req.json").write_text(json.dumps(request))
-    profile = ncu.run_ncu(
+    profile = ncu_runner.run_ncu(
         [sys.executable, "-m", "kernelopt.harness.worker", str(tmp_path / "req.json")],
         env=worker_env(use_cuda=True),
         timeout_s=300,

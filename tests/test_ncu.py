@@ -9,19 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.hardware import ncu as ncu_module
+from kernelopt.hardware import ncu_runner
 from kernelopt.hardware.ncu import (
     DEFAULT_METRICS,
     NCU_METRICS,
     KernelMetrics,
-    NcuCache,
     aggregate_kernels,
     default_metrics,
-    ncu_cache_key,
-    ncu_unavailable_reason,
     parse_ncu_csv,
-    run_ncu,
 )
+from kernelopt.hardware.ncu_runner import NcuCache, ncu_cache_key, ncu_unavailable_reason, run_ncu
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 LONG = (FIXTURES / "h200_softmax_8192x4096_fp32_metrics.csv").read_text()
@@ -245,7 +242,7 @@ def test_run_ncu_no_kernels(tmp_path: Path) -> None:
 
 
 def test_run_ncu_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ncu_module, "_fallback_ncu_paths", lambda: [])
+    monkeypatch.setattr(ncu_runner, "_fallback_ncu_paths", lambda: [])
     profile = run_ncu(["prog"], env={"PATH": str(tmp_path)}, timeout_s=5, workdir=str(tmp_path))
     assert not profile.ok and "ncu" in (profile.error or "") and "PATH" in (profile.error or "")
     absent = run_ncu(["prog"], timeout_s=5, workdir=str(tmp_path),
@@ -256,7 +253,7 @@ def test_run_ncu_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 def test_unavailable_reason_without_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
-    monkeypatch.setattr(ncu_module, "_fallback_ncu_paths", lambda: [])
+    monkeypatch.setattr(ncu_runner, "_fallback_ncu_paths", lambda: [])
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     assert "ncu (Nsight Compute) is not on PATH" in (ncu_unavailable_reason() or "")

@@ -12,16 +12,12 @@ from kernelopt.hardware.ncu import (
     DEFAULT_METRICS,
     NCU_METRICS,
     KernelMetrics,
-    NcuCache,
     NcuProfile,
     aggregate_kernels,
     default_metrics,
-    find_ncu,
-    ncu_cache_key,
-    ncu_unavailable_reason,
     parse_ncu_csv,
-    run_ncu,
 )
+from kernelopt.hardware.ncu_runner import NcuCache, find_ncu, ncu_cache_key, ncu_unavailable_reason, run_ncu
 from kernelopt.hardware.roofline import (
     Bound,
     FloorEstimate,

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
-from kernelopt.hardware import ncu
+from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.ceilings import load_or_measure_ceilings
 from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
 from kernelopt.hardware.specs import get_gpu_spec
@@ -28,7 +28,7 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     """NCU's metrics for the best kernel (cached by its source hash), or why there are none."""
     if not ctx.profile:
         return None, "profiling is off (profile=False)"
-    reason = ncu.ncu_unavailable_reason()
+    reason = ncu_runner.ncu_unavailable_reason()
     if reason:
         return None, reason
     verifier = verifier_for(state, ctx)
@@ -38,12 +38,12 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     request_path = work / "request.json"
     request_path.write_text(json.dumps(request))
     with device_lock(request["device"]):  # NCU replays kernels: nothing else may run beside it
-        profile = ncu.run_ncu(
+        profile = ncu_runner.run_ncu(
             [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
             env=worker_env(use_cuda=True),
             timeout_s=ctx.timeout_s,
             workdir=str(work),
-            cache=ncu.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
+            cache=ncu_runner.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
             cache_key=best.source_hash,
             metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
         )
