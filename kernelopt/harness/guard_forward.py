@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from kernelopt.harness.guards import _Checker
 
 _CACHE_WRITERS = frozenset({"setdefault", "update", "__setitem__"})
+_CONTAINER_METHODS = frozenset({"sort", "add"})  # list.sort(), set.add(): not tensor compute on a list or set
 _OPERATOR_MESSAGE = "compute must happen in a @triton.jit kernel, not with torch operators"
 
 
@@ -53,19 +54,62 @@ class ForwardScanner:
 
     # ----- which names hold tensors -------------------------------------------------------
     def track_tensor_names(self) -> None:
-        kinds = ast.Assign | ast.AnnAssign | ast.NamedExpr
+        # Parameters of lambdas and nested functions may receive tensors (`(lambda p, q: p + q)(x, y)`);
+        # only a launch grid's parameter is known to be the meta-parameter dict.
+        grids = self.grid_names()
+        for node in self.nodes:
+            if isinstance(node, ast.Lambda | ast.FunctionDef) and node not in grids:
+                name = getattr(node, "name", None)
+                if name is None or name not in {g for g in grids if isinstance(g, str)}:
+                    arguments = node.args
+                    self.tensors.update(a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs)
+        kinds = ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.For | ast.comprehension
         assigns = [n for n in self.nodes if isinstance(n, kinds)]
         changed = True
         while changed:
             size = len(self.tensors)
             for node in assigns:
-                if node.value is None or not self.is_tensor(node.value):
-                    continue
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.iter if isinstance(node, ast.For | ast.comprehension) else node.value
+                targets = [node.target] if not isinstance(node, ast.Assign) else node.targets
                 for target in targets:
-                    elements = target.elts if isinstance(target, ast.Tuple | ast.List) else [target]
-                    self.tensors.update(e.id for e in elements if isinstance(e, ast.Name))
+                    self.bind(target, value)
             changed = len(self.tensors) != size
+
+    def bind(self, target: ast.expr, value: ast.expr | None) -> None:
+        """Mark the names `target` binds as tensors where `value` holds tensors, element by element."""
+        if value is None:
+            return
+        if isinstance(target, ast.Tuple | ast.List):
+            if isinstance(value, ast.Tuple | ast.List) and len(value.elts) == len(target.elts):
+                for sub_target, sub_value in zip(target.elts, value.elts, strict=True):
+                    self.bind(sub_target, sub_value)
+            elif self.is_tensor(value):
+                for element in target.elts:
+                    self.bind(element, value)
+        elif isinstance(target, ast.Starred):
+            self.bind(target.value, value)
+        elif isinstance(target, ast.Name) and self.is_tensor(value):
+            self.tensors.add(target.id)
+
+    def grid_names(self) -> set[ast.AST | str]:
+        """Lambdas and functions used as a launch grid (`kernel[grid](...)`), and their names."""
+        grids: set[ast.AST | str] = set()
+        for node in self.nodes:
+            if isinstance(node, ast.Subscript) and self.is_launch_target(node):
+                grids.add(node.slice)
+                if isinstance(node.slice, ast.Name):
+                    grids.add(node.slice.id)
+        for node in self.nodes:
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                if any(isinstance(t, ast.Name) and t.id in grids for t in node.targets):
+                    grids.add(node.value)
+        return grids
+
+    def is_launch_target(self, node: ast.Subscript) -> bool:
+        checker = self.checker
+        return (isinstance(node.value, ast.Name) and node.value.id in checker.kernel_names) or (
+            checker.dotted(node.value) or ""
+        ).split(".")[-1] in checker.kernel_names
 
     def is_self_attr(self, node: ast.expr, names: set[str] | None = None) -> TypeGuard[ast.Attribute]:
         return (
@@ -94,8 +138,12 @@ class ForwardScanner:
             return self.is_tensor(node.operand)
         if isinstance(node, ast.IfExp):
             return self.is_tensor(node.body) or self.is_tensor(node.orelse)
+        if isinstance(node, ast.Tuple | ast.List | ast.Set):
+            return any(self.is_tensor(e) for e in node.elts)
         if isinstance(node, ast.Call):
             path = checker.dotted(node.func) or ""
+            if path in R.TORCH_METADATA_CALLS or path.startswith("torch.cuda."):
+                return False
             if path.startswith("torch."):
                 return True
             func = node.func
@@ -167,10 +215,7 @@ class ForwardScanner:
     def check_call(self, node: ast.Call) -> None:
         func = node.func
         checker = self.checker
-        if isinstance(func, ast.Subscript) and (
-            (isinstance(func.value, ast.Name) and func.value.id in checker.kernel_names)
-            or (checker.dotted(func.value) or "").split(".")[-1] in checker.kernel_names
-        ):
+        if isinstance(func, ast.Subscript) and self.is_launch_target(func):
             self.launched = True
         elif isinstance(func, ast.Name):
             self.check_named_call(node, func.id)
@@ -181,21 +226,24 @@ class ForwardScanner:
         checker = self.checker
         if name in ("id", "hash"):
             self.add("cache-across-calls", node, f"calls {name}(); outputs must not be looked up by input identity")
+        arguments = [*node.args, *(k.value for k in node.keywords)]
+        if (name in R.COMPUTING_BUILTINS or checker.aliases.get(name) == "functools.reduce") and any(
+            self.is_tensor(a) for a in arguments
+        ):
+            self.add("operator-in-forward", node, f"applies {name}() to tensors; {_OPERATOR_MESSAGE}")
         if name in checker.functions:
             self.queue(checker.functions[name], name, node, offset=0)
         elif name in checker.classes:
-            self.queue_class(name)
+            self.queue_class(name, node)
 
     def check_method_call(self, node: ast.Call, func: ast.Attribute) -> None:
         checker = self.checker
-        target = func.value
-        while isinstance(target, ast.Attribute) and not self.is_self_attr(target):
-            target = target.value
-        if self.is_self_attr(target, checker.module_attrs):
+        receiver = func.value
+        if self.is_self_attr(receiver, checker.module_attrs):  # self.layer.forward(x), self.layer.__call__
             self.add(
                 "nn-module-in-forward",
                 node,
-                f"applies self.{target.attr} (an nn layer); use its parameters in a @triton.jit kernel",
+                f"applies self.{receiver.attr} (an nn layer); use its parameters in a @triton.jit kernel",
             )
         elif self.is_self_attr(func, checker.module_attrs):
             self.add(
@@ -205,15 +253,22 @@ class ForwardScanner:
             )
         elif self.is_self_attr(func, set(self.methods)):
             self.queue(self.methods[func.attr], f"self.{func.attr}", node, offset=1)
-        elif func.attr in R.TENSOR_COMPUTE_METHODS:
-            self.add(
-                "tensor-method-in-forward", node, f"calls .{func.attr}(); compute must happen in a @triton.jit kernel"
-            )
         elif func.attr in R.TENSOR_CAST_METHODS or (func.attr == "to" and self.is_cast(node)):
             self.add(
                 "tensor-method-in-forward",
                 node,
                 f"casts with .{func.attr}(); dtype conversion is compute and must happen in a @triton.jit kernel",
+            )
+        elif self.is_tensor(receiver) and func.attr not in R.TENSOR_ALLOWED_METHODS:
+            self.add(
+                "tensor-method-in-forward",
+                node,
+                f"calls .{func.attr}() on a tensor; forward may only allocate, view and read metadata "
+                "(compute must happen in a @triton.jit kernel)",
+            )
+        elif func.attr in R.TENSOR_COMPUTE_METHODS - _CONTAINER_METHODS and not self.is_self_attr(receiver):
+            self.add(
+                "tensor-method-in-forward", node, f"calls .{func.attr}(); compute must happen in a @triton.jit kernel"
             )
         elif func.attr in _CACHE_WRITERS and self.is_state(func.value):
             self.add(
@@ -248,7 +303,7 @@ class ForwardScanner:
         return False
 
     def check_store(self, target: ast.expr, value: ast.expr) -> None:
-        if isinstance(target, ast.Subscript) and self.is_state(target.value):
+        if isinstance(target, ast.Subscript) and self.is_state(target.value) and self.is_tensor(value):
             self.add(
                 "cache-across-calls",
                 target,
@@ -276,11 +331,13 @@ class ForwardScanner:
         tensors |= {k.arg for k in call.keywords if k.arg and self.is_tensor(k.value)}
         self.callees.append(Scope(func, f"{name} (reached from forward)", tensors))
 
-    def queue_class(self, name: str) -> None:
+    def queue_class(self, name: str, call: ast.Call | None = None) -> None:
         if name in ("ModelNew", "Model"):
             return
         for stmt in self.checker.classes[name].body:
-            if isinstance(stmt, ast.FunctionDef) and stmt.name != "backward":
+            if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and call is not None:
+                self.queue(stmt, f"{name}.__init__", call, offset=1)  # its parameters are what the call passes
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name != "backward":
                 tensors = self.checker.default_tensor_params(stmt, skip=1)
                 self.callees.append(Scope(stmt, f"{name}.{stmt.name} (reached from forward)", tensors))
 

@@ -31,6 +31,8 @@ RULES: MappingProxyType[str, str] = MappingProxyType(
         "global-write": "forward writes module globals",
         "introspection": "frame/gc introspection can read the verifier's reference outputs",
         "file-write": "the kernel opens a file for writing",
+        "forward-override": "hooks, __call__, rebinding forward or foreign decorators change what a call returns",
+        "torch-as-value": "a torch function kept as a value (alias, self attribute, partial) to call later",
     }
 )
 
@@ -47,6 +49,7 @@ ALLOWED_IMPORTS: frozenset[str] = frozenset(
         "math",
         "typing",
         "functools",
+        "dataclasses",
     }
 )
 ALLOWED_IMPORT_TREES: tuple[str, ...] = ("triton.language.",)
@@ -57,6 +60,24 @@ TRITON_DECORATORS: frozenset[str] = frozenset(
 )
 
 # torch names forward may use: allocation, metadata, dtypes and device queries.
+# torch functions that answer questions about types, shapes and devices: no tensor comes back.
+TORCH_METADATA_CALLS: frozenset[str] = frozenset(
+    {
+        "torch.finfo",
+        "torch.iinfo",
+        "torch.Size",
+        "torch.device",
+        "torch.dtype",
+        "torch.is_tensor",
+        "torch.is_floating_point",
+        "torch.get_default_dtype",
+        "torch.broadcast_shapes",
+        "torch.promote_types",
+        "torch.result_type",
+        "torch.can_cast",
+        "torch.is_grad_enabled",
+    }
+)
 TORCH_ALLOWED_IN_FORWARD: frozenset[str] = frozenset(
     {
         "torch",
@@ -94,6 +115,11 @@ TORCH_ALLOWED_IN_FORWARD: frozenset[str] = frozenset(
         "torch.nn",
         "torch.nn.Parameter",
         "torch.nn.Module",
+        *TORCH_METADATA_CALLS,
+        "torch.contiguous_format",
+        "torch.preserve_format",
+        "torch.channels_last",
+        "torch.strided",
     }
 )
 TORCH_DTYPES: frozenset[str] = frozenset(
@@ -177,6 +203,53 @@ TENSOR_META_METHODS: frozenset[str] = frozenset(
         "tolist",
     }
 )
+# In forward, a method called on a tensor must be one of these (metadata, views, allocation);
+# anything else is compute outside the Triton kernel, whatever its name.
+TENSOR_ALLOWED_METHODS: frozenset[str] = frozenset(
+    (TENSOR_META_METHODS - {"tolist"})
+    | {
+        *(
+            "contiguous view view_as reshape reshape_as flatten unflatten t transpose permute movedim"
+            " unsqueeze squeeze expand expand_as narrow select unbind chunk split as_strided detach"
+            " requires_grad_ new_empty new_zeros new_ones new_full new_empty_strided zero_ fill_"
+            " is_floating_point is_complex is_pinned to cuda untyped_storage"
+        ).split()
+    }
+)
+# Attribute names that reach the interpreter, the harness or PyTorch's operator tables whether or
+# not the checker can resolve the object they hang on (`t = torch; t.sys.modules`).
+ESCAPE_ATTRS: frozenset[str] = frozenset(
+    {"modules", "_C", "ops", "aten", "library", "_dynamo", "_inductor", "_refs", "_prims", "_decomp", "load", "save",
+     "hub", "jit_script", "_jit_internal", "overrides"}
+)
+# Dunder attributes a kernel file may read: everything else (`x.__add__`, `type(x).__mul__`,
+# `f.__wrapped__`) reaches an operator or the harness by the back door.
+ALLOWED_DUNDERS: frozenset[str] = frozenset({"__init__", "__name__", "__doc__", "__qualname__"})
+HOOK_ATTRS: frozenset[str] = frozenset(
+    {
+        "register_forward_hook",
+        "register_forward_pre_hook",
+        "register_full_backward_hook",
+        "register_full_backward_pre_hook",
+        "register_backward_hook",
+        "register_module_forward_hook",
+        "register_module_forward_pre_hook",
+        "register_hook",
+        "_forward_hooks",
+        "_forward_pre_hooks",
+        "_forward_hooks_with_kwargs",
+        "register_load_state_dict_post_hook",
+    }
+)
+# Decorators a non-kernel function may carry (kernels carry triton's).
+ALLOWED_DECORATORS: frozenset[str] = frozenset(
+    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.compiler.disable"}
+)
+# Builtins that compute when handed tensors (`sum((x, y))` adds them).
+COMPUTING_BUILTINS: frozenset[str] = frozenset(
+    {"sum", "abs", "pow", "max", "min", "round", "divmod", "map", "filter", "sorted", "any", "all", "reversed"}
+)
+
 TENSOR_META_ATTRS: frozenset[str] = frozenset(
     {"shape", "dtype", "device", "ndim", "is_cuda", "layout", "requires_grad"}
 )

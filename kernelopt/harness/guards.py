@@ -10,6 +10,7 @@ import ast
 from dataclasses import dataclass
 
 from kernelopt.harness import guard_rules as R
+from kernelopt.harness.guard_file import check_file
 from kernelopt.harness.guard_forward import ForwardScanner, Scope
 
 _TENSOR_CREATORS = (
@@ -94,6 +95,7 @@ class _Checker:
         self.collect_module()
         for node in ast.walk(self.tree):
             self.check_module_node(node)
+        check_file(self)
         model_new = self.classes.get("ModelNew")
         if model_new is None:
             self.add(
@@ -115,7 +117,7 @@ class _Checker:
             elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 for name in node.names:
                     self.aliases[name.asname or name.name] = f"{node.module}.{name.name}"
-        for stmt in self.tree.body:
+        for stmt in _module_statements(self.tree.body):
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
                 if any(self.is_kernel_decorator(d) for d in stmt.decorator_list):
                     self.kernel_names.add(stmt.name)
@@ -137,6 +139,12 @@ class _Checker:
                 self.is_kernel_decorator(d) for d in node.decorator_list
             ):
                 self.kernel_nodes.add(node)
+        # A name bound to a module or a torch function inside a function (`t = torch`) is an alias
+        # everywhere: resolving it conservatively can only catch more.
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Assign) and node.value is not None and (path := self.dotted(node.value)):
+                names = [t.id for t in node.targets if isinstance(t, ast.Name) and t.id not in self.aliases]
+                self.aliases.update(dict.fromkeys(names, path))
 
     def check_module_node(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import | ast.ImportFrom):
@@ -274,16 +282,20 @@ class _Checker:
         for decorator in node.decorator_list:
             target = decorator.func if isinstance(decorator, ast.Call) else decorator
             path = self.dotted(target)
-            if path in R.CACHE_DECORATORS:
+            if path in R.CACHE_DECORATORS and not _scalar_only(node):
                 self.add(
                     "cache-across-calls",
                     decorator,
                     f"{node.name} is decorated with {path}; every call must compute its output",
                 )
-            elif isinstance(target, ast.Name) and target.id == "property":
+            elif isinstance(target, ast.Name) and target.id == "property" and not self.is_model_new_method(node):
                 self.add(
                     "deferred-output", decorator, f"{node.name} is a property; outputs must not be computed on access"
                 )
+
+    def is_model_new_method(self, node: ast.AST) -> bool:
+        parent = self.parents.get(node)
+        return isinstance(parent, ast.ClassDef) and parent.name == "ModelNew"
 
     # ----- forward scope -----------------------------------------------------------------
     def check_forward(self, model_new: ast.ClassDef) -> None:
@@ -295,6 +307,8 @@ class _Checker:
         self.collect_self_attrs(methods.get("__init__"))
         scopes: dict[ast.FunctionDef, Scope] = {}
         pending = [Scope(forward, "forward", self.default_tensor_params(forward, skip=1))]
+        # Properties run when forward reads them: held to forward's rules.
+        pending += [Scope(m, f"property {m.name}", set()) for m in methods.values() if _is_property(m)]
         launched = False
         while pending:
             scope = pending.pop()
@@ -320,7 +334,7 @@ class _Checker:
             a.arg
             for a in args[skip:] + func.args.kwonlyargs
             if not (isinstance(a.annotation, ast.Name) and a.annotation.id in R.NON_TENSOR_ANNOTATIONS)
-            and not isinstance(defaults.get(a.arg), ast.Constant)
+            and not _is_constant(defaults.get(a.arg))
         }
 
     def collect_self_attrs(self, init: ast.FunctionDef | None) -> None:
@@ -352,3 +366,35 @@ class _Checker:
         scanner.scan()
         pending.extend(scanner.callees)
         return scanner.launched
+
+
+def _module_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Module-level statements, including those inside module-level if/with/try/for blocks."""
+    found: list[ast.stmt] = []
+    for stmt in body:
+        found.append(stmt)
+        if isinstance(stmt, ast.If | ast.With | ast.For | ast.While | ast.Try | ast.TryStar):
+            for field in ("body", "orelse", "finalbody"):
+                found += _module_statements(getattr(stmt, field, []))
+            for handler in getattr(stmt, "handlers", []):
+                found += _module_statements(handler.body)
+    return found
+
+
+def _is_property(node: ast.FunctionDef) -> bool:
+    return any(isinstance(d, ast.Name) and d.id == "property" for d in node.decorator_list)
+
+
+def _is_constant(node: ast.expr | None) -> bool:
+    """A literal default (`3`, `-1`, `None`, `"mean"`): the parameter does not hold a tensor."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub | ast.UAdd):
+        node = node.operand
+    return isinstance(node, ast.Constant)
+
+
+def _scalar_only(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Every parameter annotated int/float/bool/str: a cache on it cannot hold outputs keyed by inputs."""
+    arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+    return bool(arguments) and all(
+        isinstance(a.annotation, ast.Name) and a.annotation.id in R.NON_TENSOR_ANNOTATIONS for a in arguments
+    )
