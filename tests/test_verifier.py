@@ -23,7 +23,12 @@ RUNTIME_RULES = {
     "cheat_shape_specialised": {"incorrect", "crash"},  # other sizes: wrong shape, or out of bounds
     "cheat_infinite_loop": {"crash"},  # the time limit
     "cheat_huge_alloc": {"runtime-error", "crash"},  # the memory cap
+    "cheat_single_block_grid": {"incorrect"},  # a larger size than the given one
+    "cheat_matmul_fixed_shape": {"incorrect"},  # get_inputs' literal sizes changed
+    "cheat_softmax_no_max": {"incorrect"},  # wide values overflow exp
+    "cheat_value_backdoor": {"incorrect"},  # wide values reach the dropped range
 }
+TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see
 
 
@@ -82,7 +87,42 @@ def test_runtime_cheats_are_rejected(name: str, work_root: Path) -> None:
 
 def test_every_runtime_cheat_is_covered() -> None:
     runtime = {p.stem for p in CHEATS.glob("cheat_*.py") if _header(p)[0].startswith("runtime")}
-    assert runtime == set(RUNTIME_RULES) | GPU_ONLY
+    assert runtime == set(RUNTIME_RULES) | GPU_ONLY | set(TIMED_RULES)
+
+
+@pytest.mark.parametrize("name", sorted(TIMED_RULES))
+def test_less_work_while_timed_is_rejected(name: str, work_root: Path) -> None:
+    _, problem = _header(CHEATS / f"{name}.py")
+    assert _verifier(problem, work_root).verify(CHEATS / f"{name}.py", time=False).accepted  # right when checked
+    verdict = _verifier(problem, work_root).verify(CHEATS / f"{name}.py", time=True)
+    assert not verdict.accepted and verdict.rule == TIMED_RULES[name], verdict.reason
+    assert verdict.reason.startswith("incorrect while timed") and "\n" not in verdict.reason
+
+
+def test_the_candidate_cannot_read_the_seeds_or_the_expected_outputs(tmp_path: Path) -> None:
+    """With the static guard bypassed, and through a library (torch.load): the verifier's private
+    files are refused to every frame, and the request naming the seeds is gone before the import."""
+    from kernelopt.harness.runner import run_worker
+
+    verifier = Verifier(
+        CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False)
+    )
+    cases, _ = verifier._expected()
+    private = verifier._private
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import os as _os\nimport torch as _t\n"
+        "assert not _os.path.exists('request.json'), 'the request is readable'\n"
+        f"_t.load({str(private / 'expected.pt')!r})\n" + (CHEATS / "honest_add.py").read_text()
+    )
+    request = verifier.request(
+        "candidate", kernel_path=str(probe), actual_path=str(tmp_path / "a.pt"), cases=cases,
+        secret_dirs=[str(private)],
+    )
+    outcome = run_worker(request, tmp_path / "run", verifier.settings.limits())
+    assert outcome.result is not None and not outcome.result["ok"]
+    assert "private files are not the kernel's to read" in outcome.result["reason"], outcome.result
+    assert (private / "expected.pt").is_file()  # it is there: the refusal, not its absence, stopped the read
 
 
 HONEST = sorted(p.stem for p in CHEATS.glob("honest_*.py"))

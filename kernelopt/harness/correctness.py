@@ -22,21 +22,43 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (0.0, 0.0))
 
 
-def compare_outputs(expected: list[list[torch.Tensor]], actual: list[list[torch.Tensor]]) -> str | None:
-    """None when every case matches, else one line saying where and by how much it does not."""
+def compare_outputs(
+    expected: list[list[torch.Tensor]],
+    actual: list[list[torch.Tensor]],
+    labels: list[str] | None = None,
+    atol_scales: list[float] | None = None,
+) -> str | None:
+    """None when every case matches, else one line saying where and by how much it does not.
+
+    `labels` name the cases in that line; `atol_scales` multiply a case's absolute tolerance
+    (a case whose outputs are larger than the first case's by that factor gets it in atol, so
+    that rounding on large values is judged as on ordinary ones).
+    """
     if len(expected) != len(actual):
         return f"candidate produced {len(actual)} result sets for {len(expected)} test cases"
     for case, (want_outputs, got_outputs) in enumerate(zip(expected, actual, strict=True)):
+        label = f"case {case}" + (f" ({labels[case]})" if labels and labels[case] else "")
         if len(want_outputs) != len(got_outputs):
-            return f"case {case}: forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
+            return f"{label}: forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
         for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
-            problem = _compare_tensor(want, got)
+            problem = _compare_tensor(want, got, atol_scales[case] if atol_scales else 1.0)
             if problem:
-                return f"case {case}, output {index}: {problem}"
+                return f"{label}, output {index}: {problem}"
     return None
 
 
-def _compare_tensor(want: torch.Tensor, got: torch.Tensor) -> str | None:
+def magnitude_ratios(expected: list[list[torch.Tensor]]) -> list[float]:
+    """Each case's largest float output magnitude over the first case's (at least 1)."""
+
+    def largest(outputs: list[torch.Tensor]) -> float:
+        floats = [t for t in outputs if t.is_floating_point() and t.numel()]
+        return max((float(t.double().abs().max()) for t in floats), default=0.0)
+
+    base = largest(expected[0]) if expected else 0.0
+    return [max(1.0, largest(case) / base) if base > 0 else 1.0 for case in expected]
+
+
+def _compare_tensor(want: torch.Tensor, got: torch.Tensor, atol_scale: float = 1.0) -> str | None:
     if got.shape != want.shape:
         return f"shape {tuple(got.shape)} differs from the reference's {tuple(want.shape)}"
     if got.dtype != want.dtype:
@@ -59,6 +81,7 @@ def _compare_tensor(want: torch.Tensor, got: torch.Tensor) -> str | None:
             "(unwritten or overflowed output?)"
         )
     atol, rtol = tolerance(want.dtype)
+    atol *= atol_scale
     both = want_finite & got_finite
     error = (got64 - want64).abs().where(both, torch.zeros_like(want64))
     allowed = atol + rtol * want64.abs()

@@ -173,9 +173,10 @@ def rss_bytes(pid: int) -> int:
 class _AuditGuard:
     """The state behind the audit hook: which files are the candidate's, and the work dir."""
 
-    def __init__(self, candidate_files: set[str], work_dir: str) -> None:
+    def __init__(self, candidate_files: set[str], work_dir: str, secret_dirs: tuple[str, ...] = ()) -> None:
         self.candidate_files = frozenset(os.path.realpath(f) for f in candidate_files)
         self.work_dir = os.path.realpath(work_dir)
+        self.secret_dirs = tuple(os.path.realpath(d) + os.sep for d in secret_dirs)
         self.busy = threading.local()
         self.kinds: dict[str, str] = {}
 
@@ -230,6 +231,14 @@ class _AuditGuard:
 
     def refusal(self, event: str, args: tuple[Any, ...], frame: FrameType) -> str | None:
         """Return what the candidate tried to do when the event must be refused, else None."""
+        if event in _PATH_EVENTS and self.secret_dirs:
+            # The verifier's seeds and expected outputs: nobody in this process reads them, so an
+            # open from any frame (torch.load called by the kernel, say) is the kernel's doing.
+            for arg in args[:1] if event == "open" else args:
+                if isinstance(arg, str | bytes | os.PathLike):
+                    path = os.path.realpath(os.fsdecode(arg))
+                    if (path + os.sep).startswith(self.secret_dirs):
+                        return f"open {path}: the verifier's private files are not the kernel's to read"
         who, direct = self.owner(frame)
         if who != "candidate":
             return None
@@ -280,10 +289,11 @@ def _opens_for_writing(args: tuple[Any, ...]) -> bool:
     return isinstance(flags, int) and bool(flags & writing)
 
 
-def install_audit_guard(candidate_files: set[str], work_dir: str) -> None:
+def install_audit_guard(candidate_files: set[str], work_dir: str, secret_dirs: tuple[str, ...] = ()) -> None:
     """Install, for the rest of this process, a hook refusing dangerous events the candidate
-    raises (PermissionError naming the event). Call it before importing the candidate."""
-    guard = _AuditGuard(candidate_files, work_dir)
+    raises (PermissionError naming the event), and every access under `secret_dirs`, whoever
+    asks. Call it before importing the candidate."""
+    guard = _AuditGuard(candidate_files, work_dir, secret_dirs)
     sys.addaudithook(guard)
     _guard_thread_start(guard)
 

@@ -10,6 +10,7 @@ says anything about GPU performance.
 
 from __future__ import annotations
 
+import random
 import statistics
 import time
 from collections.abc import Callable
@@ -94,13 +95,29 @@ def measure(
     device: torch.device,
     config: TimingConfig | None = None,
     host_clock: Clock = "interpreter",
+    samples: list[object] | None = None,
 ) -> Timing:
     """Time `fn` with the protocol for `device`: CUDA events on a GPU, else the host clock,
-    labelled `host_clock` ("interpreter" for Triton kernels, "cpu" for PyTorch)."""
+    labelled `host_clock` ("interpreter" for Triton kernels, "cpu" for PyTorch).
+
+    With `samples`, what `fn` returned in a few timed trials (picked at random, and the last) is
+    appended to it, outside the timed region: the verifier checks that the timed calls computed
+    the same answer as the checked ones, so a kernel cannot do less work while it is timed.
+    """
     config = config or TimingConfig()
     if device.type == "cuda":
-        return _measure_cuda(fn, device, config)
-    return _measure_host(fn, config, host_clock)
+        return _measure_cuda(fn, device, config, samples)
+    return _measure_host(fn, config, host_clock, samples)
+
+
+SAMPLED_TRIALS = 3
+
+
+def _picks(trials: int, samples: list[object] | None) -> set[int]:
+    if samples is None:
+        return set()
+    chosen = random.SystemRandom().sample(range(trials), min(SAMPLED_TRIALS - 1, trials))
+    return {*chosen, trials - 1}
 
 
 class _L2Flush:
@@ -119,7 +136,9 @@ class _L2Flush:
         self.read.max()
 
 
-def _measure_cuda(fn: Callable[[], object], device: torch.device, config: TimingConfig) -> Timing:
+def _measure_cuda(
+    fn: Callable[[], object], device: torch.device, config: TimingConfig, samples: list[object] | None
+) -> Timing:
     flush = _L2Flush(config.flush_l2_bytes, device)
     # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -139,11 +158,14 @@ def _measure_cuda(fn: Callable[[], object], device: torch.device, config: Timing
     overhead_ms = _event_pair_ms(flush, device, config.min_trials)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
+    picks = _picks(trials, samples)
     for i in range(trials):
         flush()  # evict the previous trial's data from L2; not timed
         starts[i].record()
-        fn()
+        result = fn()
         ends[i].record()
+        if i in picks and samples is not None:
+            samples.append(result)
     torch.cuda.synchronize(device)
     times_ms = [max(s.elapsed_time(e) - overhead_ms, 0.0) for s, e in zip(starts, ends, strict=True)]
     return replace(summarize(times_ms, "cuda_events"), overhead_ms=overhead_ms)
@@ -164,13 +186,19 @@ def _event_pair_ms(flush: _L2Flush, device: torch.device, trials: int) -> float:
     return statistics.median(start.elapsed_time(end) for start, end in pairs)
 
 
-def _measure_host(fn: Callable[[], object], config: TimingConfig, clock: Clock) -> Timing:
+def _measure_host(
+    fn: Callable[[], object], config: TimingConfig, clock: Clock, samples: list[object] | None = None
+) -> Timing:
     fn()  # warm-up: the interpreter and torch lazily initialise on first use
     times_ms = []
-    for _ in range(max(1, config.interpreter_trials)):
+    trials = max(1, config.interpreter_trials)
+    picks = _picks(trials, samples)
+    for i in range(trials):
         begin = time.perf_counter()
-        fn()
+        result = fn()
         times_ms.append((time.perf_counter() - begin) * 1e3)
+        if i in picks and samples is not None:
+            samples.append(result)
     return summarize(times_ms, clock)
 
 

@@ -14,7 +14,8 @@ from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
-from kernelopt.harness.correctness import compare_outputs
+from kernelopt.harness.cases import case_label
+from kernelopt.harness.correctness import compare_outputs, magnitude_ratios
 from kernelopt.harness.problem import InputError, check_kernel_source, read_source
 from kernelopt.harness.runner import WorkerLimits, run_worker
 from kernelopt.harness.timing import Timing, TimingConfig
@@ -196,6 +197,7 @@ class Verifier:
                 time=time,
                 cases=cases,
                 repeats=self.settings.repeats,
+                secret_dirs=[str(self._private)],
             ),
             work,
             self.settings.limits(),
@@ -205,14 +207,27 @@ class Verifier:
             return Verdict(False, f"candidate {outcome.failure}", rule="crash", log_path=outcome.log_path)
         if not result.get("ok"):
             return Verdict(False, result["reason"], rule=result.get("rule"), log_path=outcome.log_path)
-        actual = torch.load(actual_path, weights_only=True)
+        saved = torch.load(actual_path, weights_only=True)
         actual_path.unlink(missing_ok=True)
+        actual = saved["cases"]
+        labels, scales = [case_label(c) for c in cases], magnitude_ratios(expected)
         for run in range(max((len(runs) for runs in actual), default=0)):
             # A run that repeated the first one exactly stands for itself: judge the first.
-            mismatch = compare_outputs(expected, [runs[run] if run < len(runs) else runs[0] for runs in actual])
+            runs_of = [runs[run] if run < len(runs) else runs[0] for runs in actual]
+            mismatch = compare_outputs(expected, runs_of, labels, scales)
             if mismatch:
                 again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
                 return Verdict(False, f"incorrect{again}: {mismatch}", rule="incorrect", log_path=outcome.log_path)
+        for sample in saved["timed"]:
+            mismatch = compare_outputs(expected[:1], [sample])
+            if mismatch:
+                return Verdict(
+                    False,
+                    f"incorrect while timed: a timed call's output differs from the reference ({mismatch}); "
+                    "every call must compute the whole result",
+                    rule="incorrect-when-timed",
+                    log_path=outcome.log_path,
+                )
         timing = Timing(**result["timing"]) if result.get("timing") else None
         too_fast = impossible_speed(timing, floor_time_ms)
         if too_fast:

@@ -1,0 +1,125 @@
+"""The verifier's test cases: which inputs a candidate is judged on, and how to make them.
+
+Every private seed on get_inputs; each of the problem's extra input sets; other sizes, smaller
+and larger (module-level ints that get_inputs reads, or, where it uses literal sizes, those
+literals); and the first seed's inputs scaled up (wide values). A case is a small JSON dict, so
+that the reference and the candidate processes build exactly the same inputs from it.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import random
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+
+def _to_device(values: list[Any], device: torch.device) -> list[Any]:
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def case_inputs(problem: Any, case: dict[str, Any], device: torch.device) -> list[Any]:
+    """The inputs of one test case: a seed, and an extra input set, size overrides or a scale."""
+    torch.manual_seed(case["seed"])
+    if "extra" in case:
+        return _to_device(list(problem.get_extra_inputs()[case["extra"]]), device)
+    if "literal" in case:
+        get_inputs = literal_sized_get_inputs(problem, case["literal"] == "larger", case["size_seed"])
+        torch.manual_seed(case["seed"])
+        return _to_device(list(get_inputs()), device)  # type: ignore[misc]
+    if "scale" in case:
+        values = _to_device(list(problem.get_inputs()), device)
+        return [v * case["scale"] if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+    saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
+    try:
+        for name, value in case.get("overrides", {}).items():
+            setattr(problem, name, value)
+        return _to_device(list(problem.get_inputs()), device)
+    finally:
+        for name, value in saved.items():
+            setattr(problem, name, value)
+
+
+# The wide-values case: float inputs times this. A kernel that only works in randn's range
+# (no max subtraction before exp, values above a threshold dropped) fails it.
+WIDE_SCALE = 100.0
+
+
+def size_overrides(problem: Any, seed: int = 0, larger: bool = False) -> dict[str, int]:
+    """Other sizes for the inputs: module-level ints get_inputs reads and get_init_inputs does not.
+
+    Halving each (plus one, so that it is odd and no multiple of a block size) gives a shape the
+    kernel has not seen: a kernel special-cased for the given shape, or missing its masks, fails.
+    `larger` grows each by a private, seeded amount between a quarter and a half (kept odd): a
+    kernel whose grid covers only sizes up to the given one fails that.
+    """
+    names = set(problem.get_inputs.__code__.co_names) - set(problem.get_init_inputs.__code__.co_names)
+    sizes = {name: getattr(problem, name, None) for name in sorted(names)}
+    sizes = {name: value for name, value in sizes.items() if type(value) is int and value > 2}
+    rng = random.Random(seed)
+    return {name: _resize(value, larger, rng) for name, value in sizes.items()}
+
+
+def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
+    """Every seed on get_inputs, each extra input set, other sizes (smaller and larger), wide values."""
+    cases: list[dict[str, Any]] = [{"seed": seed} for seed in seeds]
+    if hasattr(problem, "get_extra_inputs"):
+        torch.manual_seed(seeds[0])
+        cases += [{"seed": seeds[0] + 1 + i, "extra": i} for i in range(len(problem.get_extra_inputs()))]
+    smaller = size_overrides(problem)
+    if smaller:
+        cases.append({"seed": seeds[0] + 1000, "overrides": smaller})
+        cases.append({"seed": seeds[0] + 1001, "overrides": size_overrides(problem, seeds[0], larger=True)})
+    elif literal_sized_get_inputs(problem, larger=False, seed=0) is not None:
+        cases.append({"seed": seeds[0] + 1000, "literal": "smaller", "size_seed": seeds[0]})
+        cases.append({"seed": seeds[0] + 1001, "literal": "larger", "size_seed": seeds[0]})
+    cases.append({"seed": seeds[0] + 2000, "scale": WIDE_SCALE})
+    return cases
+
+
+def _resize(value: int, larger: bool, rng: random.Random) -> int:
+    if not larger:
+        return value // 2 + 1
+    return (value + rng.randint(value // 4 + 1, value // 2 + 1)) | 1
+
+
+def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[[], Any] | None:
+    """get_inputs with every int literal above 2 resized, or None when it has none to resize."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(problem.get_inputs)))
+    except (OSError, TypeError, SyntaxError):
+        return None
+    rng = random.Random(seed)
+    changed = False
+
+    class Resize(ast.NodeTransformer):
+        def visit_Constant(self, node: ast.Constant) -> ast.AST:
+            nonlocal changed
+            if type(node.value) is int and node.value > 2:
+                changed = True
+                return ast.copy_location(ast.Constant(_resize(node.value, larger, rng)), node)
+            return node
+
+    tree = Resize().visit(tree)
+    if not changed:
+        return None
+    namespace = dict(vars(problem))
+    exec(compile(tree, getattr(problem, "__file__", "<problem>"), "exec"), namespace)  # the problem's own code
+    return namespace["get_inputs"]
+
+
+def case_label(case: dict[str, Any]) -> str:
+    """How a test case differs from a plain seeded one, in words ("" for a plain one)."""
+    if "scale" in case:
+        return f"inputs scaled by {case['scale']:g}"
+    if "overrides" in case:
+        return "other sizes: " + ", ".join(f"{k}={v}" for k, v in case["overrides"].items())
+    if "literal" in case:
+        return f"other sizes: get_inputs' literal sizes {'grown' if case['literal'] == 'larger' else 'halved'}"
+    if "extra" in case:
+        return f"extra input set {case['extra']}"
+    return ""

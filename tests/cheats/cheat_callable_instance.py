@@ -1,0 +1,40 @@
+"""Cheat: a module-level object whose __call__ adds with torch. Caught by: forward-override.
+
+Module-level instance of a helper class with __call__ (called by a name that is not a
+function/class) does torch compute.
+
+Problem: problem_add.py.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=mask), mask=mask)
+
+
+
+class _Combiner:
+    def __call__(self, p, q):
+        return p + q
+
+
+combine = _Combiner()
+
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        res = combine(x, y)
+        out = torch.empty_like(x)
+        n = x.numel()
+        copy_kernel[(triton.cdiv(n, 256),)](res, out, n, BLOCK_SIZE=256)
+        return out

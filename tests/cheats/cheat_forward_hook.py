@@ -1,0 +1,33 @@
+"""Cheat: a forward hook replaces the output with torch.softmax. Caught by: forward-override.
+
+__init__ (never scanned) registers a forward hook whose return value replaces forward's output
+with torch.softmax; forward itself launches a copy kernel (returns x unchanged).
+
+Problem: problem_softmax.py.
+"""
+
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def copy_kernel(src_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    tl.store(out_ptr + offsets, tl.load(src_ptr + offsets, mask=mask), mask=mask)
+
+
+
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_forward_hook(lambda mod, args, out: torch.softmax(args[0], dim=-1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = torch.empty_like(x)
+        n = x.numel()
+        copy_kernel[(triton.cdiv(n, 256),)](x, out, n, BLOCK_SIZE=256)
+        return out
