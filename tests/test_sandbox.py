@@ -171,6 +171,12 @@ def remove(path):
     os.remove(path)
 
 
+def library_write(path):
+    import numpy
+    numpy.save(path, numpy.zeros(1))  # the open() happens in numpy's frame, not this one
+    return True
+
+
 def import_new_module():
     import colorsys
     return colorsys.rgb_to_hsv(1, 0, 0)[2] == 1
@@ -200,6 +206,8 @@ calls = {
     "exec": (candidate.run_exec,),
     "putenv": (candidate.putenv,),
     "remove_outside": (candidate.remove, outside + "/secret.txt"),
+    "library_write_outside": (candidate.library_write, outside + "/lib.npy"),
+    "library_write_inside": (candidate.library_write, work_dir + "/lib.npy"),
     "import_new_module": (candidate.import_new_module,),
 }
 results = {}
@@ -210,8 +218,8 @@ for name, (fn, *args) in calls.items():
         results[name] = "denied:" + str(err)
     except Exception as err:
         results[name] = "error:" + type(err).__name__
-# The harness itself (not candidate code) may still write anywhere.
-with open(outside + "/harness.txt", "w") as f:
+# The harness itself (not candidate code) still writes its results.
+with open(work_dir + "/harness.txt", "w") as f:
     f.write("ok")
 print(json.dumps(results))
 """
@@ -238,7 +246,7 @@ def audit_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         env=env,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    assert (outside / "harness.txt").read_text() == "ok"
+    assert (work_dir / "harness.txt").read_text() == "ok"
     assert (outside / "secret.txt").exists()
     return json.loads(result.stdout.strip().splitlines()[-1])
 
@@ -249,6 +257,7 @@ def test_audit_guard_allows_triton_launch_and_work_dir_writes(
     assert audit_results["launch"] == "ok:True"
     assert audit_results["write_inside"] == "ok:True"
     assert audit_results["import_new_module"] == "ok:True"
+    assert audit_results["library_write_inside"] == "ok:True"
 
 
 @pytest.mark.parametrize(
@@ -266,6 +275,7 @@ def test_audit_guard_allows_triton_launch_and_work_dir_writes(
         ("exec", "compile"),
         ("putenv", "os.putenv"),
         ("remove_outside", "os.remove"),
+        ("library_write_outside", "open"),
     ],
 )
 def test_audit_guard_denies_candidate_event(audit_results: dict[str, str], call: str, event: str) -> None:

@@ -27,6 +27,17 @@ RUNTIME_RULES = {
     "cheat_matmul_fixed_shape": {"incorrect"},  # get_inputs' literal sizes changed
     "cheat_softmax_no_max": {"incorrect"},  # wide values overflow exp
     "cheat_value_backdoor": {"incorrect"},  # wide values reach the dropped range
+    "cheat_persistent_grid_2x": {"incorrect"},  # the larger size is 2-3 times the given one
+    "cheat_tail_mask_block_multiple": {"incorrect"},  # the larger size is a multiple of 256
+    "cheat_softmax_max_from_zero": {"incorrect"},  # shifted values are all negative
+    "cheat_nan_to_num_inplace": {"input-mutation"},  # inputs compared bit for bit
+    # torch compute that the static checks cannot follow, seen as it runs
+    **dict.fromkeys(
+        ["cheat_class_attr_lambda", "cheat_dict_dispatch", "cheat_helper_instance_attr",
+         "cheat_partial_unbound_method", "cheat_zip_launder", "cheat_item_python_zero_grid",
+         "cheat_math_fsum_rowsum"],
+        {"torch-compute-at-runtime"},
+    ),
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see

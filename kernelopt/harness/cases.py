@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import math
 import random
 import textwrap
 from collections.abc import Callable
@@ -31,9 +32,10 @@ def case_inputs(problem: Any, case: dict[str, Any], device: torch.device) -> lis
         get_inputs = literal_sized_get_inputs(problem, case["literal"] == "larger", case["size_seed"])
         torch.manual_seed(case["seed"])
         return _to_device(list(get_inputs()), device)  # type: ignore[misc]
-    if "scale" in case:
+    if "scale" in case or "shift" in case:
         values = _to_device(list(problem.get_inputs()), device)
-        return [v * case["scale"] if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
+        scale, shift = case.get("scale", 1.0), case.get("shift", 0.0)
+        return [v * scale + shift if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
     saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
     try:
         for name, value in case.get("overrides", {}).items():
@@ -47,6 +49,9 @@ def case_inputs(problem: Any, case: dict[str, Any], device: torch.device) -> lis
 # The wide-values case: float inputs times this. A kernel that only works in randn's range
 # (no max subtraction before exp, values above a threshold dropped) fails it.
 WIDE_SCALE = 100.0
+# The shifted case: float inputs plus this. A kernel that assumes a sign (a running max that
+# starts at 0, say) fails it.
+SHIFT = -100.0
 
 
 def size_overrides(problem: Any, seed: int = 0, larger: bool = False) -> dict[str, int]:
@@ -54,14 +59,14 @@ def size_overrides(problem: Any, seed: int = 0, larger: bool = False) -> dict[st
 
     Halving each (plus one, so that it is odd and no multiple of a block size) gives a shape the
     kernel has not seen: a kernel special-cased for the given shape, or missing its masks, fails.
-    `larger` grows each by a private, seeded amount between a quarter and a half (kept odd): a
-    kernel whose grid covers only sizes up to the given one fails that.
+    `larger` grows them by a private, seeded factor (2 to 3 times the elements in all): a kernel
+    whose grid covers only sizes up to twice the given one fails that.
     """
     names = set(problem.get_inputs.__code__.co_names) - set(problem.get_init_inputs.__code__.co_names)
     sizes = {name: getattr(problem, name, None) for name in sorted(names)}
     sizes = {name: value for name, value in sizes.items() if type(value) is int and value > 2}
     rng = random.Random(seed)
-    return {name: _resize(value, larger, rng) for name, value in sizes.items()}
+    return {name: _resize(value, larger, rng, len(sizes)) for name, value in sizes.items()}
 
 
 def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
@@ -78,13 +83,20 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
         cases.append({"seed": seeds[0] + 1000, "literal": "smaller", "size_seed": seeds[0]})
         cases.append({"seed": seeds[0] + 1001, "literal": "larger", "size_seed": seeds[0]})
     cases.append({"seed": seeds[0] + 2000, "scale": WIDE_SCALE})
+    cases.append({"seed": seeds[0] + 2001, "shift": SHIFT})
+    # Inputs for timing only: no checked call sees them, so no answer can be remembered.
+    cases.append({"seed": seeds[0] + 3000, "timing": True})
     return cases
 
 
-def _resize(value: int, larger: bool, rng: random.Random) -> int:
+def _resize(value: int, larger: bool, rng: random.Random, count: int = 1) -> int:
+    """Halved plus one (odd); or grown so that `count` such sizes together grow 2 to 3 times,
+    to a multiple of 256 where that is small beside the size (a tail mask that is empty when a
+    block divides the size fails there; the odd smaller size catches missing masks)."""
     if not larger:
         return value // 2 + 1
-    return (value + rng.randint(value // 4 + 1, value // 2 + 1)) | 1
+    grown = max(value + 1, math.ceil(value * rng.uniform(2.0, 3.0) ** (1.0 / max(count, 1))))
+    return -(-grown // 256) * 256 if grown >= 1024 else grown
 
 
 def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[[], Any] | None:
@@ -94,18 +106,17 @@ def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[
     except (OSError, TypeError, SyntaxError):
         return None
     rng = random.Random(seed)
-    changed = False
+    resized: dict[int, int] = {}  # one new value per old one, so that tied sizes stay tied
 
     class Resize(ast.NodeTransformer):
         def visit_Constant(self, node: ast.Constant) -> ast.AST:
-            nonlocal changed
             if type(node.value) is int and node.value > 2:
-                changed = True
-                return ast.copy_location(ast.Constant(_resize(node.value, larger, rng)), node)
+                new = resized.setdefault(node.value, _resize(node.value, larger, rng, 2))
+                return ast.copy_location(ast.Constant(new), node)
             return node
 
     tree = Resize().visit(tree)
-    if not changed:
+    if not resized:
         return None
     namespace = dict(vars(problem))
     exec(compile(tree, getattr(problem, "__file__", "<problem>"), "exec"), namespace)  # the problem's own code
@@ -114,8 +125,12 @@ def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[
 
 def case_label(case: dict[str, Any]) -> str:
     """How a test case differs from a plain seeded one, in words ("" for a plain one)."""
+    if "timing" in case:
+        return "the timed inputs"
     if "scale" in case:
         return f"inputs scaled by {case['scale']:g}"
+    if "shift" in case:
+        return f"inputs shifted by {case['shift']:g}"
     if "overrides" in case:
         return "other sizes: " + ", ".join(f"{k}={v}" for k, v in case["overrides"].items())
     if "literal" in case:

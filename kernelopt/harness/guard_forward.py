@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 _CACHE_WRITERS = frozenset({"setdefault", "update", "__setitem__"})
 _CONTAINER_METHODS = frozenset({"sort", "add"})  # list.sort(), set.add(): not tensor compute on a list or set
+_STATE_WRITERS = frozenset({"append", "extend", "insert", "register_buffer", "register_parameter", "add"})
 _OPERATOR_MESSAGE = "compute must happen in a @triton.jit kernel, not with torch operators"
 
 
@@ -226,6 +227,9 @@ class ForwardScanner:
         checker = self.checker
         if name in ("id", "hash"):
             self.add("cache-across-calls", node, f"calls {name}(); outputs must not be looked up by input identity")
+        if name == "setattr" and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self":
+            if len(node.args) > 2 and self.is_tensor(node.args[2]):
+                self.add("cache-across-calls", node, "stores a tensor on self with setattr; every call must compute")
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if (name in R.COMPUTING_BUILTINS or checker.aliases.get(name) == "functools.reduce") and any(
             self.is_tensor(a) for a in arguments
@@ -269,6 +273,14 @@ class ForwardScanner:
         elif func.attr in R.TENSOR_COMPUTE_METHODS - _CONTAINER_METHODS and not self.is_self_attr(receiver):
             self.add(
                 "tensor-method-in-forward", node, f"calls .{func.attr}(); compute must happen in a @triton.jit kernel"
+            )
+        elif func.attr in _STATE_WRITERS and self.is_self_attr(func.value) and any(
+            self.is_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)]
+        ):
+            self.add(
+                "cache-across-calls",
+                node,
+                f"keeps a tensor in {ast.unparse(func.value)} with .{func.attr}(); every call must compute its output",
             )
         elif func.attr in _CACHE_WRITERS and self.is_state(func.value):
             self.add(
@@ -331,13 +343,17 @@ class ForwardScanner:
         tensors |= {k.arg for k in call.keywords if k.arg and self.is_tensor(k.value)}
         self.callees.append(Scope(func, f"{name} (reached from forward)", tensors))
 
+    def is_autograd(self, name: str) -> bool:
+        bases = [self.checker.dotted(b) or "" for b in self.checker.classes[name].bases]
+        return any(b.startswith("torch.autograd") for b in bases)
+
     def queue_class(self, name: str, call: ast.Call | None = None) -> None:
         if name in ("ModelNew", "Model"):
             return
         for stmt in self.checker.classes[name].body:
             if isinstance(stmt, ast.FunctionDef) and stmt.name == "__init__" and call is not None:
                 self.queue(stmt, f"{name}.__init__", call, offset=1)  # its parameters are what the call passes
-            elif isinstance(stmt, ast.FunctionDef) and stmt.name != "backward":
+            elif isinstance(stmt, ast.FunctionDef) and not (stmt.name == "backward" and self.is_autograd(name)):
                 tensors = self.checker.default_tensor_params(stmt, skip=1)
                 self.callees.append(Scope(stmt, f"{name}.{stmt.name} (reached from forward)", tensors))
 

@@ -212,7 +212,7 @@ TENSOR_ALLOWED_METHODS: frozenset[str] = frozenset(
             "contiguous view view_as reshape reshape_as flatten unflatten t transpose permute movedim"
             " unsqueeze squeeze expand expand_as narrow select unbind chunk split as_strided detach"
             " requires_grad_ new_empty new_zeros new_ones new_full new_empty_strided zero_ fill_"
-            " is_floating_point is_complex is_pinned to cuda untyped_storage"
+            " is_floating_point is_complex is_pinned to cuda"
         ).split()
     }
 )
@@ -220,7 +220,9 @@ TENSOR_ALLOWED_METHODS: frozenset[str] = frozenset(
 # not the checker can resolve the object they hang on (`t = torch; t.sys.modules`).
 ESCAPE_ATTRS: frozenset[str] = frozenset(
     {"modules", "_C", "ops", "aten", "library", "_dynamo", "_inductor", "_refs", "_prims", "_decomp", "load", "save",
-     "hub", "jit_script", "_jit_internal", "overrides"}
+     "hub", "jit_script", "_jit_internal", "overrides", "importlib", "import_module", "operator", "attrgetter",
+     "methodcaller", "itemgetter", "serialization", "collect_env", "_version", "_cdata", "storage",
+     "untyped_storage", "_python_dispatch", "_get_current_dispatch_mode", "_modules", "_parameters", "_buffers"}
 )
 # Dunder attributes a kernel file may read: everything else (`x.__add__`, `type(x).__mul__`,
 # `f.__wrapped__`) reaches an operator or the harness by the back door.
@@ -243,7 +245,7 @@ HOOK_ATTRS: frozenset[str] = frozenset(
 )
 # Decorators a non-kernel function may carry (kernels carry triton's).
 ALLOWED_DECORATORS: frozenset[str] = frozenset(
-    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "torch.compiler.disable"}
+    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "typing.final", "typing.overload"}
 )
 # Builtins that compute when handed tensors (`sum((x, y))` adds them).
 COMPUTING_BUILTINS: frozenset[str] = frozenset(
@@ -368,5 +370,20 @@ CACHE_DECORATORS: frozenset[str] = frozenset({"functools.lru_cache", "functools.
 # Keys built from these identify an input across calls: a dict keyed by them is a result cache.
 INPUT_IDENTITY_CALLS: frozenset[str] = frozenset({"data_ptr", "id", "hash", "tolist", "item"})
 LAZY_DUNDERS: frozenset[str] = frozenset({"__torch_function__", "__torch_dispatch__"})
-DEFERRED_DUNDERS: frozenset[str] = frozenset({"__getattr__", "__getattribute__", "__array__"})
+DEFERRED_DUNDERS: frozenset[str] = frozenset(
+    {
+        "__getattr__",
+        "__getattribute__",
+        "__array__",
+        "__iter__",
+        "__get__",
+        "__set__",
+        "__delete__",
+        "__set_name__",
+        "__init_subclass__",
+        "__class_getitem__",
+        "__del__",
+        "__new__",
+    }
+)
 NON_TENSOR_ANNOTATIONS: frozenset[str] = frozenset({"int", "float", "bool", "str"})

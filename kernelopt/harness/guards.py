@@ -167,6 +167,8 @@ class _Checker:
             for target in targets:
                 self.check_patch_target(target)
         elif isinstance(node, ast.ClassDef):
+            if any(k.arg == "metaclass" for k in node.keywords):
+                self.add("deferred-output", node, f"class {node.name} has a metaclass; it can run code the checks miss")
             for base in node.bases:
                 if self.dotted(base) in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
                     self.add(
@@ -229,9 +231,9 @@ class _Checker:
         name = node.func.id if isinstance(node.func, ast.Name) else None
         first = node.args[0] if node.args else None
         first_is_self = isinstance(first, ast.Name) and first.id == "self"
-        if name == "getattr" and first is not None and not first_is_self:
+        if name == "getattr" and first is not None:
             attr = node.args[1] if len(node.args) > 1 else None
-            if self.dotted(first) or not isinstance(attr, ast.Constant):
+            if not first_is_self or not isinstance(attr, ast.Constant):
                 self.add(
                     "dynamic-access",
                     node,

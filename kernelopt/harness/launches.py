@@ -13,7 +13,15 @@ class LaunchCounter:
     total: int = 0
 
 
+@dataclass
+class LaunchDepth:
+    """How many Triton launches are running now (the compute guard lets them do anything)."""
+
+    depth: int = 0
+
+
 COUNTER = LaunchCounter()
+IN_LAUNCH = LaunchDepth()
 _PATCHED: dict[str, tuple[type, Callable[..., Any]]] = {}
 
 
@@ -41,7 +49,11 @@ def install() -> LaunchCounter:
         def counted(self: Any, *args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
             if not kwargs.get("warmup", False):
                 COUNTER.total += 1
-            return _original(self, *args, **kwargs)
+            IN_LAUNCH.depth += 1
+            try:
+                return _original(self, *args, **kwargs)
+            finally:
+                IN_LAUNCH.depth -= 1
 
         cls.run = counted  # type: ignore[method-assign]
         _PATCHED[name] = (cls, counted)

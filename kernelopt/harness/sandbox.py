@@ -123,6 +123,15 @@ _FRAME_LEAKING_STDLIB = ("inspect.py", "traceback.py")
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _THIS_FILE = os.path.realpath(__file__)
+_TRITON_DIR = os.path.dirname(os.path.realpath(__import__("triton").__file__)) + os.sep
+_KERNELOPT_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
+_WRITE_EVENTS = frozenset(
+    {"open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.link",
+     "os.symlink", "os.utime", "shutil.copyfile", "shutil.copytree", "shutil.rmtree", "shutil.move"}
+)
+_PROCESS_EVENTS = frozenset(
+    {"os.system", "subprocess.Popen", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "pty.spawn"}
+)
 # Installed code (stdlib, site-packages) may be read: linecache does so for warnings.
 _READABLE_DIRS = tuple({os.path.realpath(p) + os.sep for p in (sys.prefix, sys.base_prefix)})
 
@@ -240,6 +249,14 @@ class _AuditGuard:
                     if (path + os.sep).startswith(self.secret_dirs):
                         return f"open {path}: the verifier's private files are not the kernel's to read"
         who, direct = self.owner(frame)
+        if who == "library" and self.library_file(frame).startswith((_TRITON_DIR, _KERNELOPT_DIR)):
+            return None  # Triton compiling (ptxas) and caching its kernels; the harness itself
+        # A library the candidate drove (torch's helpers, say) may not start processes or write
+        # outside the work dir either: nothing in the candidate's process needs to.
+        if who == "library" and event in _PROCESS_EVENTS:
+            return "start a process through a library"
+        if who == "library" and event in _WRITE_EVENTS and self.writes_outside(event, args):
+            return "write outside its work dir through a library"
         if who != "candidate":
             return None
         if event == "sys._getframe":
@@ -254,6 +271,25 @@ class _AuditGuard:
         if event.startswith("ctypes."):
             return "use ctypes"
         return f"call {event}"
+
+    def library_file(self, frame: FrameType | None) -> str:
+        """The file of the nearest caller outside the standard library (and this file)."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not filename.startswith("<") and self.kind(filename) != "stdlib":
+                return os.path.realpath(filename)
+            frame = frame.f_back
+        return ""
+
+    def writes_outside(self, event: str, args: tuple[Any, ...]) -> bool:
+        if event == "open" and not _opens_for_writing(args):
+            return False
+        for arg in args[:1] if event == "open" else args:
+            if isinstance(arg, str | bytes | os.PathLike):
+                path = os.path.realpath(os.fsdecode(arg))
+                if not (path == self.work_dir or path.startswith(self.work_dir + os.sep)):
+                    return True
+        return False
 
     def patch_refusal(self, args: tuple[Any, ...]) -> str | None:
         target, name = args[0], args[1]

@@ -26,6 +26,7 @@ import torch
 
 from kernelopt.harness import launches, poison
 from kernelopt.harness.cases import case_inputs, plan_cases
+from kernelopt.harness.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.problem import import_file, load_problem
 from kernelopt.harness.timing import TimingConfig, measure
 
@@ -39,7 +40,8 @@ class Rejected(Exception):
 
 
 def _outputs(result: Any) -> list[torch.Tensor]:
-    values = list(result) if isinstance(result, tuple | list) else [result]
+    # Exact container types too: a list subclass can run work when it is iterated (after the timer).
+    values = list(result) if type(result) in (tuple, list) else [result]
     for value in values:
         # Exact type: a Tensor subclass can defer work until it is read (outside the timer).
         if type(value) is not torch.Tensor:
@@ -97,8 +99,9 @@ def run_reference(req: dict[str, Any]) -> dict[str, Any]:
                 if "overrides" in case or "literal" in case:  # the problem does not allow other sizes after all
                     continue
                 raise
-            if "scale" in case and not all(bool(t.isfinite().all()) for t in outputs if t.is_floating_point()):
-                continue  # the reference itself overflows on wide values: no yardstick there
+            finite = all(bool(t.isfinite().all()) for t in outputs if t.is_floating_point())
+            if ("scale" in case or "shift" in case) and not finite:
+                continue  # the reference itself overflows on these values: no yardstick there
             expected.append([t.detach().cpu() for t in outputs])
             cases.append(case)
     torch.save(expected, req["expected_path"])
@@ -130,8 +133,10 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
         raise Rejected("no-modelnew", "the kernel file defines no class ModelNew")
     model = _build(module.ModelNew, problem, req["init_seed"], device)
     actual, buffers = [], None
+    checked = [case for case in req["cases"] if not case.get("timing")]
+    timing_case = next((case for case in req["cases"] if case.get("timing")), checked[0])
     with torch.no_grad():
-        for case in req["cases"]:
+        for case in checked:
             fresh = case_inputs(problem, case, device)
             same_shape = set(case) == {"seed"}
             # Refill the same input storage for every seed, so that a cache keyed by the
@@ -150,6 +155,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             # kernels are deterministic, and outputs can be large).
             first = _checked_call(model, fresh, device)
             _check_inputs_unchanged(before, fresh)
+            _check_no_aliasing(fresh, first)
             runs = [[t.detach().cpu().clone() for t in first]]
             for _ in range(req.get("repeats", 2) - 1):
                 outputs = _checked_call(model, fresh, device)
@@ -157,17 +163,33 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                 if not all(torch.equal(a, b) for a, b in zip(first, outputs, strict=True)):
                     runs.append([t.detach().cpu().clone() for t in outputs])
             actual.append(runs)
+    guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
     timed: list[list[torch.Tensor]] = []
     if req.get("time"):
         poison.disarm()
-        # The first case's inputs again: a few timed calls' outputs go to the parent, judged
-        # against that case's expected outputs (no less work while timed).
-        inputs = case_inputs(problem, req["cases"][0], device)
+        # Inputs no checked call has seen (the timing case): a few timed calls' outputs go to
+        # the parent, judged against that case's expected outputs (no less work while timed,
+        # no answer remembered from the checks); and every timed call must launch.
+        inputs = case_inputs(problem, timing_case, device)
         samples: list[object] = []
+        counter, silent = launches.COUNTER, []
+
+        def timed_call() -> object:
+            start = counter.total
+            out = model(*inputs)
+            if counter.total == start:
+                silent.append(1)
+            return out
+
         with torch.no_grad():
-            timing = measure(lambda: model(*inputs), device, TimingConfig(**req.get("timing", {})), samples=samples)
+            timing = measure(timed_call, device, TimingConfig(**req.get("timing", {})), samples=samples)
         guards.check_untouched()
+        if silent:
+            raise Rejected(
+                "no-triton-launch",
+                f"{len(silent)} timed call(s) launched no Triton kernel; every call must compute its output",
+            )
         timed = [[t.detach().cpu() for t in _outputs(sample)] for sample in samples]
         result["timing"] = asdict(timing)
     torch.save({"cases": actual, "timed": timed}, req["actual_path"])
@@ -177,17 +199,42 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
 def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
     counter = launches.COUNTER
     start = counter.total
-    outputs = _outputs(model(*inputs))
+    guard = ComputeGuard()
+    try:
+        with guard:
+            result = model(*inputs)
+    except ComputeOutsideTriton:
+        result = None
+    if guard.violation:  # recorded even if the candidate caught the exception itself
+        raise Rejected("torch-compute-at-runtime", guard.violation)
+    outputs = _outputs(result)
     _sync(device)
     if counter.total == start:
         raise Rejected("no-triton-launch", "forward launched no Triton kernel; do the work in @triton.jit kernels")
     return outputs
 
 
+def _bits(tensor: torch.Tensor) -> torch.Tensor:
+    """The tensor's bytes as integers: NaN payloads, -0.0 and infinities compare exactly."""
+    integer = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}.get(tensor.element_size())
+    return tensor.contiguous().view(integer) if tensor.is_floating_point() and integer else tensor
+
+
 def _check_inputs_unchanged(before: list[Any], after: list[Any]) -> None:
     for index, (old, new) in enumerate(zip(before, after, strict=True)):
-        if isinstance(old, torch.Tensor) and not torch.equal(old.nan_to_num(), new.nan_to_num()):
+        if isinstance(old, torch.Tensor) and not torch.equal(_bits(old), _bits(new)):
             raise Rejected("input-mutation", f"forward modified input {index}; inputs are read-only")
+
+
+def _check_no_aliasing(inputs: list[Any], outputs: list[torch.Tensor]) -> None:
+    """An output in an input's storage is the input itself, or written over it."""
+    storages = {v.untyped_storage().data_ptr() for v in inputs if isinstance(v, torch.Tensor) and v.numel()}
+    for index, out in enumerate(outputs):
+        if out.numel() and out.untyped_storage().data_ptr() in storages:
+            raise Rejected(
+                "output-aliases-input",
+                f"output {index} lives in an input's memory; write each result into a new tensor",
+            )
 
 
 class _Guards:
@@ -222,6 +269,16 @@ def _timer_identities() -> dict[str, Any]:
         "torch.save": torch.save,
     }
     found.update(launches.identities())
+    # The worker's own names (it runs as __main__), and the modules it judges with.
+    from kernelopt.harness import cases, compute_guard
+
+    for module, label in ((sys.modules[__name__], "worker"), (timing, "timing"), (cases, "cases"),
+                          (compute_guard, "compute_guard"), (poison, "poison"), (launches, "launches")):
+        for name, value in vars(module).items():
+            if callable(value) and not name.startswith("__"):
+                found[f"{label}.{name}"] = value
+    found["ComputeGuard.__torch_dispatch__"] = compute_guard.ComputeGuard.__torch_dispatch__
+    found["ComputeGuard._judge"] = compute_guard.ComputeGuard._judge
     return found
 
 
