@@ -40,6 +40,23 @@ def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> N
     assert not verdict.accepted, verdict.reason
 
 
+@pytest.mark.parametrize(
+    ("kernel", "problem", "rule"),
+    [
+        ("honest_autotune_add", "problem_add.py", None),  # the autotuner's own torch ops are Triton's
+        ("honest_atomic_rowsum", "problem_rowsum.py", None),  # reordered float atomics stay in tolerance
+        ("cheat_dict_dispatch", "problem_add.py", "torch-compute-at-runtime"),
+        ("cheat_less_work_when_timed", "problem_add.py", "incorrect-when-timed"),
+    ],
+)
+def test_runtime_guards_on_real_launches(kernel: str, problem: str, rule: str | None, tmp_path: Path) -> None:
+    """The compute guard, the timed-output check and real CUDA launches together."""
+    verifier = Verifier(CHEATS / problem, tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    verdict = verifier.verify(CHEATS / f"{kernel}.py", time=True)
+    assert verdict.accepted == (rule is None), verdict.reason
+    assert verdict.rule == rule, verdict.reason
+
+
 def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) -> None:
     verifier = Verifier(
         EXAMPLES / "swish" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False)
