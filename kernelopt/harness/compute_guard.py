@@ -31,6 +31,7 @@ ALLOWED_OPS = frozenset(
         " sym_storage_offset dim size stride numel is_contiguous requires_grad_ _local_scalar_dense"
     ).split()
 )
+_COPIES = frozenset({"clone", "copy_", "_to_copy", "contiguous"})
 MAX_SCALAR_READS = 16  # .item() / float(t) per call: a few for shapes or flags, not a loop over data
 MAX_FRESH_ELEMENTS = 256  # torch.tensor(python data) per call: a small index table, not an output
 
@@ -50,17 +51,43 @@ class ComputeGuard(TorchDispatchMode):
     def __init__(self) -> None:
         super().__init__()
         self.violation: str | None = None
+        self.copied: set[int] = set()  # storages torch copied into, outside launches
         self.scalar_reads = 0
         self.fresh_elements = 0
 
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if launches.IN_LAUNCH.depth == 0 and self.violation is None:
-            problem = self._judge(func.overloadpacket.__name__, args, kwargs)
-            if problem and not _called_from_triton():
+        if self.violation is None:
+            name = func.overloadpacket.__name__
+            if launches.IN_LAUNCH.depth:
+                # Inside a launch only Triton's own code (the interpreter, the launcher) may run
+                # operators: not a grid function, a hook or a kernel body the candidate wrote.
+                problem = None if _called_from_triton() else (
+                    f"forward ran torch's {name} from its own code during a Triton launch (a grid function, "
+                    "a hook or the kernel body); compute must happen in Triton's language"
+                )
+            else:
+                problem = self._judge(name, args, kwargs)
+                problem = None if problem is None or _called_from_triton() else problem
+            if problem:
                 self.violation = problem
                 raise ComputeOutsideTriton(problem)
-        return func(*args, **kwargs)
+        result = func(*args, **kwargs)
+        if func.overloadpacket.__name__ in _COPIES and launches.IN_LAUNCH.depth == 0:
+            target = args[0] if func.overloadpacket.__name__ == "copy_" else result
+            if isinstance(target, torch.Tensor) and target.numel():
+                self.copied.add(target.untyped_storage().data_ptr())
+        return result
+
+    def copied_output(self, outputs: list[torch.Tensor]) -> str | None:
+        """Why an output is not a Triton kernel's work: torch copied it (a transpose by .contiguous())."""
+        for index, out in enumerate(outputs):
+            if out.numel() and out.untyped_storage().data_ptr() in self.copied:
+                return (
+                    f"output {index} was written by a torch copy (clone, contiguous, copy_) outside any "
+                    "Triton launch; the result must be written by a @triton.jit kernel"
+                )
+        return None
 
     def _judge(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
         if name not in ALLOWED_OPS:
@@ -90,7 +117,8 @@ class ComputeGuard(TorchDispatchMode):
         return None
 
 
-_PASS_THROUGH = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, os.path.abspath(__file__))
+# torch's own files and the harness's (the poisoning allocators wrap torch's) decide nothing.
+_PASS_THROUGH = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _called_from_triton() -> bool:

@@ -80,6 +80,14 @@ def _compare_tensor(want: torch.Tensor, got: torch.Tensor, atol_scale: float = 1
             f"{count} of {want.numel()} elements are NaN/Inf where the reference is finite "
             "(unwritten or overflowed output?)"
         )
+    both_special = ~want_finite & ~got_finite
+    same_special = (want64 == got64) | (want64.isnan() & got64.isnan())
+    wrong_special = both_special & ~same_special
+    if bool(wrong_special.any()):
+        return (
+            f"{int(wrong_special.sum())} of {want.numel()} elements are NaN or Inf of another kind than the "
+            "reference's (NaN for inf, or the sign of inf)"
+        )
     atol, rtol = tolerance(want.dtype)
     atol *= atol_scale
     both = want_finite & got_finite

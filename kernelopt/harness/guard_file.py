@@ -47,7 +47,7 @@ def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
         checker.add("forward-override", node, f"uses .{name}; the output must be what forward computes")
     elif name in R.ESCAPE_ATTRS or (name in R.FORBIDDEN_ATTRS and checker.dotted(node) is None):
         path = checker.dotted(node) or ""
-        if not path.startswith("triton."):  # tl.load and tl.store are Triton's own
+        if not path.startswith("triton.language."):  # tl.load and tl.store are Triton's own
             checker.add(
                 "forbidden-attribute",
                 node,
@@ -57,6 +57,9 @@ def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
 
 
 def _check_call(checker: "_Checker", node: ast.Call) -> None:
+    for keyword in node.keywords:
+        if keyword.arg in ("pre_hook", "post_hook"):  # Triton would run the candidate's callable for it
+            checker.add("forward-override", keyword.value, f"passes {keyword.arg}=; hooks run outside the checks")
     if not (isinstance(node.func, ast.Name) and node.func.id in _DUNDER_STRING_CALLS):
         return
     for arg in node.args[1:2]:

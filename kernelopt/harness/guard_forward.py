@@ -274,7 +274,7 @@ class ForwardScanner:
             self.add(
                 "tensor-method-in-forward", node, f"calls .{func.attr}(); compute must happen in a @triton.jit kernel"
             )
-        elif func.attr in _STATE_WRITERS and self.is_self_attr(func.value) and any(
+        elif func.attr in _STATE_WRITERS and self.is_state(func.value) and any(
             self.is_tensor(a) for a in [*node.args, *(k.value for k in node.keywords)]
         ):
             self.add(

@@ -222,7 +222,9 @@ ESCAPE_ATTRS: frozenset[str] = frozenset(
     {"modules", "_C", "ops", "aten", "library", "_dynamo", "_inductor", "_refs", "_prims", "_decomp", "load", "save",
      "hub", "jit_script", "_jit_internal", "overrides", "importlib", "import_module", "operator", "attrgetter",
      "methodcaller", "itemgetter", "serialization", "collect_env", "_version", "_cdata", "storage",
-     "untyped_storage", "_python_dispatch", "_get_current_dispatch_mode", "_modules", "_parameters", "_buffers"}
+     "untyped_storage", "_python_dispatch", "_get_current_dispatch_mode", "_modules", "_parameters", "_buffers",
+     "add_pre_run_hook", "pre_hook", "post_hook", "constexpr_function", "numpy", "apply_", "map_", "map2_",
+     "tolist", "data_ptr_hook", "_init_handles"}
 )
 # Dunder attributes a kernel file may read: everything else (`x.__add__`, `type(x).__mul__`,
 # `f.__wrapped__`) reaches an operator or the harness by the back door.

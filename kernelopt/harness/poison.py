@@ -38,13 +38,28 @@ def _fill(tensor: torch.Tensor) -> torch.Tensor:
 def _poisoned(original: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(original)
     def allocate(*args: Any, **kwargs: Any) -> Any:
-        return _fill(original(*args, **kwargs))
+        tensor = original(*args, **kwargs)
+        return _fill(tensor) if _STATE.filling else tensor
 
     return allocate
 
 
+class _State:
+    filling = True
+
+
+_STATE = _State()
+
+
+def pause() -> None:
+    """Stop filling (timing must not pay for the fill) but leave the wrappers in place, so that
+    the candidate cannot tell timed calls from checked ones by looking at torch.empty."""
+    _STATE.filling = False
+
+
 def arm(device: torch.device, prime_bytes: int = 1 << 30) -> None:
     """Poison uninitialised allocations from now on (idempotent)."""
+    _STATE.filling = True
     if _ORIGINALS:
         return
     if device.type == "cuda":

@@ -96,6 +96,7 @@ def measure(
     config: TimingConfig | None = None,
     host_clock: Clock = "interpreter",
     samples: list[object] | None = None,
+    sample_fn: Callable[[], object] | None = None,
 ) -> Timing:
     """Time `fn` with the protocol for `device`: CUDA events on a GPU, else the host clock,
     labelled `host_clock` ("interpreter" for Triton kernels, "cpu" for PyTorch).
@@ -105,19 +106,45 @@ def measure(
     the same answer as the checked ones, so a kernel cannot do less work while it is timed.
     """
     config = config or TimingConfig()
+    sampler = _Sampler(samples, sample_fn or fn)
     if device.type == "cuda":
-        return _measure_cuda(fn, device, config, samples)
-    return _measure_host(fn, config, host_clock, samples)
+        return _measure_cuda(fn, device, config, sampler)
+    return _measure_host(fn, config, host_clock, sampler)
 
 
 SAMPLED_TRIALS = 3
 
 
-def _picks(trials: int, samples: list[object] | None) -> set[int]:
-    if samples is None:
-        return set()
-    chosen = random.SystemRandom().sample(range(trials), min(SAMPLED_TRIALS - 1, trials))
-    return {*chosen, trials - 1}
+class _Sampler:
+    """Which trials are sampled (a few at random, and the last), and what they returned.
+
+    A sampled trial calls `sample_fn` (the same work, watched); its result is kept as it was
+    right after that trial, and the tensors it holds are kept alive, so later trials cannot
+    reuse or rewrite them unnoticed.
+    """
+
+    def __init__(self, samples: list[object] | None, sample_fn: Callable[[], object]) -> None:
+        self.samples, self.sample_fn, self.picks = samples, sample_fn, set[int]()
+
+    def plan(self, trials: int) -> None:
+        if self.samples is not None:
+            chosen = random.SystemRandom().sample(range(trials), min(SAMPLED_TRIALS - 1, trials))
+            self.picks = {*chosen, trials - 1}
+
+    def call(self, i: int, fn: Callable[[], object]) -> object:
+        return self.sample_fn() if i in self.picks else fn()
+
+    def keep(self, i: int, result: object) -> None:
+        if i in self.picks and self.samples is not None:
+            self.samples.append((result, _snapshot(result)))
+
+
+def _snapshot(result: object) -> object:
+    if isinstance(result, torch.Tensor):
+        return result.detach().clone()
+    if type(result) in (tuple, list):
+        return [_snapshot(r) for r in result]  # type: ignore[union-attr]
+    return result
 
 
 class _L2Flush:
@@ -136,9 +163,7 @@ class _L2Flush:
         self.read.max()
 
 
-def _measure_cuda(
-    fn: Callable[[], object], device: torch.device, config: TimingConfig, samples: list[object] | None
-) -> Timing:
+def _measure_cuda(fn: Callable[[], object], device: torch.device, config: TimingConfig, sampler: _Sampler) -> Timing:
     flush = _L2Flush(config.flush_l2_bytes, device)
     # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -158,14 +183,13 @@ def _measure_cuda(
     overhead_ms = _event_pair_ms(flush, device, config.min_trials)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
     ends = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
-    picks = _picks(trials, samples)
+    sampler.plan(trials)
     for i in range(trials):
         flush()  # evict the previous trial's data from L2; not timed
         starts[i].record()
-        result = fn()
+        result = sampler.call(i, fn)
         ends[i].record()
-        if i in picks and samples is not None:
-            samples.append(result)
+        sampler.keep(i, result)  # after the end event: not timed
     torch.cuda.synchronize(device)
     times_ms = [max(s.elapsed_time(e) - overhead_ms, 0.0) for s, e in zip(starts, ends, strict=True)]
     return replace(summarize(times_ms, "cuda_events"), overhead_ms=overhead_ms)
@@ -187,18 +211,18 @@ def _event_pair_ms(flush: _L2Flush, device: torch.device, trials: int) -> float:
 
 
 def _measure_host(
-    fn: Callable[[], object], config: TimingConfig, clock: Clock, samples: list[object] | None = None
+    fn: Callable[[], object], config: TimingConfig, clock: Clock, sampler: _Sampler | None = None
 ) -> Timing:
+    sampler = sampler or _Sampler(None, fn)
     fn()  # warm-up: the interpreter and torch lazily initialise on first use
     times_ms = []
     trials = max(1, config.interpreter_trials)
-    picks = _picks(trials, samples)
+    sampler.plan(trials)
     for i in range(trials):
         begin = time.perf_counter()
-        result = fn()
+        result = sampler.call(i, fn)
         times_ms.append((time.perf_counter() - begin) * 1e3)
-        if i in picks and samples is not None:
-            samples.append(result)
+        sampler.keep(i, result)
     return summarize(times_ms, clock)
 
 

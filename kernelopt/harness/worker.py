@@ -167,7 +167,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
     timed: list[list[torch.Tensor]] = []
     if req.get("time"):
-        poison.disarm()
+        poison.pause()
         # Inputs no checked call has seen (the timing case): a few timed calls' outputs go to
         # the parent, judged against that case's expected outputs (no less work while timed,
         # no answer remembered from the checks); and every timed call must launch.
@@ -182,15 +182,27 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                 silent.append(1)
             return out
 
+        def sampled_call() -> object:  # the sampled trials, picked at random: watched like the checks
+            return _checked_call(model, inputs, device)
+
         with torch.no_grad():
-            timing = measure(timed_call, device, TimingConfig(**req.get("timing", {})), samples=samples)
+            timing = measure(
+                timed_call, device, TimingConfig(**req.get("timing", {})), samples=samples, sample_fn=sampled_call
+            )
         guards.check_untouched()
         if silent:
             raise Rejected(
                 "no-triton-launch",
                 f"{len(silent)} timed call(s) launched no Triton kernel; every call must compute its output",
             )
-        timed = [[t.detach().cpu() for t in _outputs(sample)] for sample in samples]
+        held = [_outputs(returned) for returned, _ in samples]  # type: ignore[misc]
+        places = [t.untyped_storage().data_ptr() for outputs in held for t in outputs if t.numel()]
+        if len(places) != len(set(places)):  # held references: an honest allocation cannot reuse them
+            raise Rejected(
+                "cache-across-calls", "timed calls returned the same memory; every call must write a new output"
+            )
+        # as each sampled call left its output, not as later calls may have rewritten it
+        timed = [[t.cpu() for t in _outputs(snapshot)] for _, snapshot in samples]  # type: ignore[misc]
         result["timing"] = asdict(timing)
     torch.save({"cases": actual, "timed": timed}, req["actual_path"])
     return result
@@ -208,6 +220,9 @@ def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[t
     if guard.violation:  # recorded even if the candidate caught the exception itself
         raise Rejected("torch-compute-at-runtime", guard.violation)
     outputs = _outputs(result)
+    copied = guard.copied_output(outputs)
+    if copied:
+        raise Rejected("torch-compute-at-runtime", copied)
     _sync(device)
     if counter.total == start:
         raise Rejected("no-triton-launch", "forward launched no Triton kernel; do the work in @triton.jit kernels")
