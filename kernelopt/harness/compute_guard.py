@@ -29,9 +29,14 @@ ALLOWED_OPS = frozenset(
         " chunk unbind narrow unfold diagonal movedim unflatten flatten view_as view_as_real"
         " view_as_complex clone copy_ _to_copy contiguous is_same_size sym_size sym_stride sym_numel"
         " sym_storage_offset dim size stride numel is_contiguous requires_grad_ _local_scalar_dense"
+        " promote_types can_cast result_type"
     ).split()
 )
 _COPIES = frozenset({"clone", "copy_", "_to_copy", "contiguous"})
+_ALLOCATIONS = frozenset(
+    "empty empty_strided empty_like new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like new_ones"
+    " full full_like new_full".split()
+)
 MAX_SCALAR_READS = 16  # .item() / float(t) per call: a few for shapes or flags, not a loop over data
 MAX_FRESH_ELEMENTS = 256  # torch.tensor(python data) per call: a small index table, not an output
 
@@ -73,6 +78,9 @@ class ComputeGuard(TorchDispatchMode):
                 self.violation = problem
                 raise ComputeOutsideTriton(problem)
         result = func(*args, **kwargs)
+        if func.overloadpacket.__name__ in _ALLOCATIONS and isinstance(result, torch.Tensor) and result.numel():
+            # a fresh allocation that reuses a freed copy's memory (the caching allocator) is not that copy
+            self.copied.discard(result.untyped_storage().data_ptr())
         if func.overloadpacket.__name__ in _COPIES and launches.IN_LAUNCH.depth == 0:
             target = args[0] if func.overloadpacket.__name__ == "copy_" else result
             if isinstance(target, torch.Tensor) and target.numel():

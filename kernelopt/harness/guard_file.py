@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 _DUNDER_STRING_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _METHOD_SLOTS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
+_HOST_COPIES = frozenset({"tolist", "numpy"})
+_TYPE_CHECKS = frozenset({"isinstance", "issubclass"})  # allowed in __init__, where parameters are built
 
 
 def _is_dunder(name: str) -> bool:
@@ -47,6 +49,8 @@ def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
         checker.add("forward-override", node, f"uses .{name}; the output must be what forward computes")
     elif name in R.ESCAPE_ATTRS or (name in R.FORBIDDEN_ATTRS and checker.dotted(node) is None):
         path = checker.dotted(node) or ""
+        if name in _HOST_COPIES and _enclosing_function(checker, node) == "__init__":
+            return  # building parameters from host data; forward never sees these
         if not path.startswith("triton.language."):  # tl.load and tl.store are Triton's own
             checker.add(
                 "forbidden-attribute",
@@ -56,10 +60,22 @@ def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
             )
 
 
+def _enclosing_function(checker: "_Checker", node: ast.AST) -> str | None:
+    parent = checker.parents.get(node)
+    while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
+        parent = checker.parents.get(parent)
+    return parent.name if parent is not None else None
+
+
 def _check_call(checker: "_Checker", node: ast.Call) -> None:
     for keyword in node.keywords:
         if keyword.arg in ("pre_hook", "post_hook"):  # Triton would run the candidate's callable for it
-            checker.add("forward-override", keyword.value, f"passes {keyword.arg}=; hooks run outside the checks")
+            checker.add(
+                "forward-override",
+                keyword.value,
+                f"passes {keyword.arg}=, a callable that runs outside the checks; to clear an accumulator "
+                "between autotuning runs use triton.autotune(reset_to_zero=[...])",
+            )
     if not (isinstance(node.func, ast.Name) and node.func.id in _DUNDER_STRING_CALLS):
         return
     for arg in node.args[1:2]:
@@ -119,8 +135,20 @@ def _check_torch_value(checker: "_Checker", node: ast.Name | ast.Attribute) -> N
 
 
 def _value_positions(tree: ast.Module) -> set[ast.AST]:
-    """Expressions used as values: assigned, passed, returned or stored in a container."""
+    """Expressions used as values: assigned, passed, returned or stored in a container (not type
+    annotations, and not the class argument of isinstance/issubclass)."""
     found: set[ast.AST] = set()
+    types: set[ast.AST] = set()
+    for node in ast.walk(tree):
+        annotations = []
+        if isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            annotations.append(node.annotation)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns is not None:
+            annotations.append(node.returns)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _TYPE_CHECKS:
+            annotations += node.args[1:2]
+        for annotation in annotations:
+            types.update(ast.walk(annotation))
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.Return | ast.keyword) and node.value:
             found.add(node.value)
@@ -132,4 +160,4 @@ def _value_positions(tree: ast.Module) -> set[ast.AST]:
             found.update(v for v in node.values if v is not None)
         elif isinstance(node, ast.Lambda | ast.IfExp):
             found.update([node.body] if isinstance(node, ast.Lambda) else [node.body, node.orelse])
-    return found
+    return found - types

@@ -116,6 +116,19 @@ TORCH_ALLOWED_IN_FORWARD: frozenset[str] = frozenset(
         "torch.nn.Parameter",
         "torch.nn.Module",
         *TORCH_METADATA_CALLS,
+        "torch.flatten",
+        "torch.reshape",
+        "torch.broadcast_to",
+        "torch.transpose",
+        "torch.swapaxes",
+        "torch.permute",
+        "torch.movedim",
+        "torch.squeeze",
+        "torch.unsqueeze",
+        "torch.narrow",
+        "torch.split",
+        "torch.chunk",
+        "torch.unbind",
         "torch.contiguous_format",
         "torch.preserve_format",
         "torch.channels_last",
@@ -212,7 +225,7 @@ TENSOR_ALLOWED_METHODS: frozenset[str] = frozenset(
             "contiguous view view_as reshape reshape_as flatten unflatten t transpose permute movedim"
             " unsqueeze squeeze expand expand_as narrow select unbind chunk split as_strided detach"
             " requires_grad_ new_empty new_zeros new_ones new_full new_empty_strided zero_ fill_"
-            " is_floating_point is_complex is_pinned to cuda"
+            " is_floating_point is_complex is_pinned to cuda unfold swapaxes swapdims new_tensor broadcast_to"
         ).split()
     }
 )
@@ -228,7 +241,7 @@ ESCAPE_ATTRS: frozenset[str] = frozenset(
 )
 # Dunder attributes a kernel file may read: everything else (`x.__add__`, `type(x).__mul__`,
 # `f.__wrapped__`) reaches an operator or the harness by the back door.
-ALLOWED_DUNDERS: frozenset[str] = frozenset({"__init__", "__name__", "__doc__", "__qualname__"})
+ALLOWED_DUNDERS: frozenset[str] = frozenset({"__init__", "__name__", "__doc__", "__qualname__", "__class__"})
 HOOK_ATTRS: frozenset[str] = frozenset(
     {
         "register_forward_hook",
@@ -247,7 +260,18 @@ HOOK_ATTRS: frozenset[str] = frozenset(
 )
 # Decorators a non-kernel function may carry (kernels carry triton's).
 ALLOWED_DECORATORS: frozenset[str] = frozenset(
-    {"staticmethod", "classmethod", "torch.no_grad", "torch.inference_mode", "typing.final", "typing.overload"}
+    {
+        "staticmethod",
+        "classmethod",
+        "torch.no_grad",
+        "torch.inference_mode",
+        "typing.final",
+        "typing.overload",
+        "torch.amp.custom_fwd",
+        "torch.amp.custom_bwd",
+        "torch.cuda.amp.custom_fwd",
+        "torch.cuda.amp.custom_bwd",
+    }
 )
 # Builtins that compute when handed tensors (`sum((x, y))` adds them).
 COMPUTING_BUILTINS: frozenset[str] = frozenset(

@@ -233,7 +233,8 @@ class _Checker:
         first_is_self = isinstance(first, ast.Name) and first.id == "self"
         if name == "getattr" and first is not None:
             attr = node.args[1] if len(node.args) > 1 else None
-            if not first_is_self or not isinstance(attr, ast.Constant):
+            on_self = first_is_self or ast.unparse(first).startswith("self.")  # getattr(self.fc, "bias", None)
+            if not on_self or not isinstance(attr, ast.Constant):
                 self.add(
                     "dynamic-access",
                     node,
