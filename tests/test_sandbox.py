@@ -75,20 +75,19 @@ def test_rss_bytes_reads_resident_memory_and_zero_after_exit() -> None:
 
 def test_runner_kills_a_worker_over_its_resident_memory_cap(tmp_path: Path) -> None:
     """Where no address-space limit applies (CUDA workers), the parent's RSS watch stops it."""
-    from kernelopt.harness.runner import WorkerLimits, run_worker
+    from kernelopt.harness.runner import PhaseLimits, WorkerLimits
     from kernelopt.harness.verify import HarnessSettings, Verifier
 
     cheats = Path(__file__).parent / "cheats"
     verifier = Verifier(cheats / "problem_add.py", tmp_path / "work", HarnessSettings(seeds=1, time_compile=False))
-    cases, _ = verifier._expected()
     # 4 GiB filled with ones: within what the machine can give, four times the cap.
     hungry = tmp_path / "hungry.py"
     hungry.write_text(
         (cheats / "cheat_huge_alloc.py").read_text().replace("1 << 36", "1 << 32").replace("zeros", "ones")
     )
-    request = verifier.request("candidate", kernel_path=str(hungry), actual_path=str(tmp_path / "a.pt"), cases=cases)
-    # use_cuda=True: no RLIMIT_AS, as for a GPU worker; the device in the request stays "cpu".
-    outcome = run_worker(request, tmp_path / "run", WorkerLimits(timeout_s=60, mem_limit_bytes=1 << 30, use_cuda=True))
+    # No RLIMIT_AS, as for a GPU worker: only the parent's watch on resident memory stops it.
+    limits = WorkerLimits(PhaseLimits.uniform(60), mem_limit_bytes=1 << 30, cap_address_space=False)
+    outcome, _ = verifier.run_candidate(hungry, time=False, limits=limits)
     assert outcome.result is None
     assert outcome.failure is not None and "more than 1.0 GiB of host memory" in outcome.failure
 
@@ -289,32 +288,28 @@ def test_audit_guard_names_the_path(audit_results: dict[str, str], tmp_path: Pat
 
 
 def test_measurements_on_one_device_never_overlap(tmp_path: Path) -> None:
-    """Two verifications started at once (as parallel candidates are) run one after the other."""
+    """Two verifications started at once (as parallel candidates are): the checks may overlap,
+    the timed phases (under the device lock, held exclusively) never do."""
     import threading
 
-    from kernelopt.harness.runner import WorkerLimits, run_worker
     from kernelopt.harness.verify import HarnessSettings, Verifier
 
     cheats = Path(__file__).parent / "cheats"
     verifier = Verifier(cheats / "problem_add.py", tmp_path / "work", HarnessSettings(seeds=1, time_compile=False))
-    cases, _ = verifier._expected()
+    kernels = []
+    for index in range(2):  # two files: each candidate has a folder of its own
+        kernels.append(tmp_path / f"honest_{index}.py")
+        kernels[-1].write_text((cheats / "honest_add.py").read_text())
     outcomes = []
 
-    def verify(index: int) -> None:
-        request = verifier.request(
-            "candidate",
-            kernel_path=str(cheats / "honest_add.py"),
-            actual_path=str(tmp_path / f"{index}.pt"),
-            cases=cases,
-            time=True,
-        )
-        outcomes.append(run_worker(request, tmp_path / f"run{index}", WorkerLimits(timeout_s=120)))
+    def verify(kernel: Path) -> None:
+        outcomes.append(verifier.run_candidate(kernel, time=True)[0])
 
-    threads = [threading.Thread(target=verify, args=(i,)) for i in range(2)]
+    threads = [threading.Thread(target=verify, args=(k,)) for k in kernels]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    first, second = sorted(outcomes, key=lambda o: o.began_s)
-    assert first.result and second.result and first.result["ok"] and second.result["ok"]
-    assert second.began_s >= first.began_s + first.wall_s
+    first, second = sorted((o.result or {} for o in outcomes), key=lambda r: r.get("timing_began_s", 0))
+    assert first.get("ok") and second.get("ok"), outcomes
+    assert second["timing_began_s"] >= first["timing_ended_s"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ RUNTIME_RULES = {
     "cheat_stale_empty": {"incorrect"},
     "cheat_zero_reliance": {"incorrect"},
     "cheat_shape_specialised": {"incorrect", "crash"},  # other sizes: wrong shape, or out of bounds
-    "cheat_infinite_loop": {"crash"},  # the time limit
+    "cheat_infinite_loop": {"timeout"},  # the time limit that follows the reference's own time
     "cheat_huge_alloc": {"runtime-error", "crash"},  # the memory cap
     "cheat_single_block_grid": {"incorrect"},  # a larger size than the given one
     "cheat_matmul_fixed_shape": {"incorrect"},  # get_inputs' literal sizes changed
@@ -62,7 +63,7 @@ def _verifier(problem: str, tmp_root: Path, **settings: object) -> Verifier:
     key = (problem, repr(sorted(settings.items())))
     if key not in _VERIFIERS:
         work = tmp_root / f"{problem}-{len(_VERIFIERS)}"
-        config = {"seeds": 2, "timeout_s": 60.0, "mem_limit_gb": 4.0, "time_compile": False, **settings}
+        config = {"seeds": 2, "mem_limit_gb": 4.0, "time_compile": False, **settings}
         _VERIFIERS[key] = Verifier(CHEATS / problem, work, HarnessSettings.detect(**config))
     return _VERIFIERS[key]
 
@@ -89,13 +90,15 @@ def test_static_cheats_are_rejected_with_their_rule(name: str, work_root: Path) 
 @pytest.mark.parametrize("name", sorted(RUNTIME_RULES))
 def test_runtime_cheats_are_rejected(name: str, work_root: Path) -> None:
     _, problem = _header(CHEATS / f"{name}.py")
-    limits = {"timeout_s": 10.0} if name == "cheat_infinite_loop" else {}
-    verdict = _verifier(problem, work_root, **limits).verify(CHEATS / f"{name}.py", time=False)
+    verifier = _verifier(problem, work_root)
+    began = time.monotonic()
+    verdict = verifier.verify(CHEATS / f"{name}.py", time=False)
     assert not verdict.accepted
     assert verdict.rule in RUNTIME_RULES[name], verdict.reason
     assert "\n" not in verdict.reason
-    if name == "cheat_infinite_loop":
-        assert "timed out after 10 s" in verdict.reason
+    if name == "cheat_infinite_loop":  # judged in seconds, in the phase it hung in
+        assert re.search(r"timed out in case 1/\d+ after \d+ s", verdict.reason), verdict.reason
+        assert time.monotonic() - began < 45
     if name == "cheat_huge_alloc":
         assert re.search(r"memory|allocat", verdict.reason, re.IGNORECASE), verdict.reason
 
@@ -114,30 +117,25 @@ def test_less_work_while_timed_is_rejected(name: str, work_root: Path) -> None:
     assert verdict.reason.startswith("incorrect while timed") and "\n" not in verdict.reason
 
 
-def test_the_candidate_cannot_read_the_seeds_or_the_expected_outputs(tmp_path: Path) -> None:
+def test_the_candidate_cannot_read_the_seeds_or_reach_the_expected_outputs(tmp_path: Path) -> None:
     """With the static guard bypassed, and through a library (torch.load): the verifier's private
-    files are refused to every frame, and the request naming the seeds is gone before the import."""
-    from kernelopt.harness.runner import run_worker
-
+    files are refused to every frame, no request naming the seeds lies in the candidate's folder,
+    and the expected outputs are in another process (nothing of them on disk)."""
     verifier = Verifier(
         CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False)
     )
-    cases, _ = verifier._expected()
     private = verifier._private
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import os as _os\nimport torch as _t\n"
         "assert not _os.path.exists('request.json'), 'the request is readable'\n"
-        f"_t.load({str(private / 'expected.pt')!r})\n" + (CHEATS / "honest_add.py").read_text()
+        f"_t.load({str(private / 'seeds.json')!r})\n" + (CHEATS / "honest_add.py").read_text()
     )
-    request = verifier.request(
-        "candidate", kernel_path=str(probe), actual_path=str(tmp_path / "a.pt"), cases=cases,
-        secret_dirs=[str(private)],
-    )
-    outcome = run_worker(request, tmp_path / "run", verifier.settings.limits())
+    outcome, _ = verifier.run_candidate(probe, time=False)
     assert outcome.result is not None and not outcome.result["ok"]
     assert "private files are not the kernel's to read" in outcome.result["reason"], outcome.result
-    assert (private / "expected.pt").is_file()  # it is there: the refusal, not its absence, stopped the read
+    assert (private / "seeds.json").is_file()  # it is there: the refusal, not its absence, stopped the read
+    assert not list(tmp_path.rglob("*.pt"))  # no outputs, expected or actual, were written anywhere
 
 
 HONEST = sorted(p.stem for p in CHEATS.glob("honest_*.py"))
@@ -169,13 +167,12 @@ def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.
     probe = tmp_path / "probe.py"
     # The probe runs at import time, in the candidate's process, before the audit hook matters.
     probe.write_text("import os as _os\nassert not any('KEY' in k or 'TOKEN' in k for k in _os.environ)\n" + source)
+    from kernelopt.harness.runner import close_zygotes
+
+    close_zygotes()  # the next fork server starts in this environment, keys and all
     verifier = Verifier(
         CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False)
     )
-    # The static guard rejects `import os`; run the worker directly to see the environment itself.
-    from kernelopt.harness.runner import run_worker
-
-    cases, _ = verifier._expected()
-    request = verifier.request("candidate", kernel_path=str(probe), actual_path=str(tmp_path / "a.pt"), cases=cases)
-    outcome = run_worker(request, tmp_path / "run", verifier.settings.limits())
+    # The static guard rejects `import os`; run the candidate directly to see the environment itself.
+    outcome, _ = verifier.run_candidate(probe, time=False)
     assert outcome.result is not None and outcome.result["ok"], (outcome.failure, outcome.result)

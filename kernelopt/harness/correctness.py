@@ -37,13 +37,23 @@ def compare_outputs(
     if len(expected) != len(actual):
         return f"candidate produced {len(actual)} result sets for {len(expected)} test cases"
     for case, (want_outputs, got_outputs) in enumerate(zip(expected, actual, strict=True)):
-        label = f"case {case}" + (f" ({labels[case]})" if labels and labels[case] else "")
-        if len(want_outputs) != len(got_outputs):
-            return f"{label}: forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
-        for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
-            problem = _compare_tensor(want, got, atol_scales[case] if atol_scales else 1.0)
-            if problem:
-                return f"{label}, output {index}: {problem}"
+        problem = compare_case(want_outputs, got_outputs, atol_scales[case] if atol_scales else 1.0)
+        if problem:
+            return f"case {case}" + (f" ({labels[case]})" if labels and labels[case] else "") + problem
+    return None
+
+
+def compare_case(
+    want_outputs: list[torch.Tensor], got_outputs: list[torch.Tensor], atol_scale: float = 1.0
+) -> str | None:
+    """None when one case's outputs match, else where they do not (", output 1: ..."), to follow
+    the case's name."""
+    if len(want_outputs) != len(got_outputs):
+        return f": forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
+    for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
+        problem = _compare_tensor(want, got, atol_scale)
+        if problem:
+            return f", output {index}: {problem}"
     return None
 
 
@@ -69,7 +79,7 @@ def _compare_tensor(want: torch.Tensor, got: torch.Tensor, atol_scale: float = 1
         mismatched = int((want != got).sum())
         return f"{mismatched} of {want.numel()} elements differ (exact match required)" if mismatched else None
     # On a CUDA host the comparison runs there: outputs of a few hundred MB take seconds on the CPU.
-    device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = want.device if want.is_cuda else ("cuda" if torch.cuda.is_available() else "cpu")
     want64, got64 = want.to(device).double(), got.to(device).double()
     want_finite = torch.isfinite(want64)
     got_finite = torch.isfinite(got64)

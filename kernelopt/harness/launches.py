@@ -20,7 +20,16 @@ class LaunchDepth:
     depth: int = 0
 
 
+@dataclass
+class CompileWatch:
+    """Told "compile" when Triton starts compiling a kernel and "compiled" when it is done, so
+    that the watchdog gives compiles their own allowance (a hang is judged on run time alone)."""
+
+    notify: Callable[[str], None] | None = None
+
+
 COUNTER = LaunchCounter()
+COMPILES = CompileWatch()
 IN_LAUNCH = LaunchDepth()
 _PATCHED: dict[str, tuple[type, Callable[..., Any]]] = {}
 
@@ -57,9 +66,34 @@ def install() -> LaunchCounter:
 
         cls.run = counted  # type: ignore[method-assign]
         _PATCHED[name] = (cls, counted)
+    _watch_compiles()
     return COUNTER
+
+
+def _watch_compiles() -> None:
+    from triton.runtime.jit import JITFunction
+
+    original = getattr(JITFunction, "_do_compile", None)
+    if original is None or "compile" in _PATCHED:
+        return
+
+    @functools.wraps(original)
+    def compiling(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if COMPILES.notify:
+            COMPILES.notify("compile")
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            if COMPILES.notify:
+                COMPILES.notify("compiled")
+
+    JITFunction._do_compile = compiling  # type: ignore[method-assign]
+    _PATCHED["compile"] = (JITFunction, compiling)
 
 
 def identities() -> dict[str, Any]:
     """The launch entry points as they are now, to notice a candidate replacing them."""
-    return {name: cls.run for name, (cls, _) in _PATCHED.items()}
+    return {
+        name: cls._do_compile if name == "compile" else cls.run  # type: ignore[attr-defined]
+        for name, (cls, _) in _PATCHED.items()
+    }

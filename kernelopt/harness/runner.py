@@ -1,41 +1,81 @@
-"""Starting a worker process: scrubbed environment, time limit, memory cap, its own log."""
+"""Running jobs in single-use processes forked from a warm fork server, under a watchdog.
+
+The fork server (`zygote.py`) is started once per device kind and process, with the worker's
+scrubbed environment; each job is a child forked from it. The parent watches the child: the
+phase it reports (import, compile, case N/M, timing), a time limit per phase, its resident
+memory, and kills its whole session when a limit is passed.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
+import atexit
 import json
 import os
 import signal
 import subprocess
 import sys
+import tempfile
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from kernelopt.harness import sandbox
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+POLL_S = 0.05
+ZYGOTE_START_S = 300.0
+# Phases with no limit: waiting for the device lock is waiting for someone else's measurement.
+UNTIMED_PHASES = frozenset({"lock", "done"})
+
+
+@dataclass(frozen=True)
+class PhaseLimits:
+    """Seconds a job may spend in each phase; a compile's own time never counts against the
+    phase it happens in, and has its own allowance."""
+
+    import_s: float = 60.0
+    compile_s: float = 120.0
+    case_s: float = 300.0
+    timing_s: float = 300.0
+
+    @staticmethod
+    def uniform(seconds: float) -> PhaseLimits:
+        return PhaseLimits(seconds, seconds, seconds, seconds)
+
+    def limit_s(self, phase: str) -> float | None:
+        if phase in UNTIMED_PHASES:
+            return None
+        if phase.startswith("case"):
+            return self.case_s
+        return {"import": self.import_s, "compile": self.compile_s, "timing": self.timing_s}.get(phase, self.import_s)
 
 
 @dataclass(frozen=True)
 class WorkerLimits:
-    timeout_s: float = 300.0
+    phases: PhaseLimits = field(default_factory=PhaseLimits)
     mem_limit_bytes: int = 16 << 30
     use_cuda: bool = False
+    # RLIMIT_AS as well as the parent's watch on resident memory. Not for CUDA jobs: the driver
+    # reserves far more address space than any real use at init.
+    cap_address_space: bool = True
 
 
 @dataclass(frozen=True)
 class WorkerOutcome:
-    """What a worker left behind: its result, or why it has none."""
+    """What a job left behind: its result, or why it has none."""
 
     result: dict[str, Any] | None
-    failure: str | None  # one line: timed out, killed for memory, crashed with a signal, ...
+    failure: str | None  # one line: timed out in a phase, killed for memory, crashed with a signal, ...
     log_path: str
     wall_s: float
     began_s: float = 0.0  # time.monotonic() when the process started
+    phase: str = ""  # the last phase the job reported
+
+
+Progress = Callable[[str, float], None]  # (phase, seconds since the job started)
 
 
 def worker_env(use_cuda: bool) -> dict[str, str]:
@@ -47,88 +87,226 @@ def worker_env(use_cuda: bool) -> dict[str, str]:
     return sandbox.scrubbed_env(extra=extra)
 
 
-def _locks_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    path = Path(base) / "kernelopt" / "locks"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+class Child:
+    """One forked job: its pid, and its exit status once the fork server has seen it go."""
 
+    def __init__(self) -> None:
+        self.pid = 0
+        self.status: int | None = None
+        self.started = threading.Event()
+        self.ended = threading.Event()
 
-@contextlib.contextmanager
-def device_lock(device: str) -> Iterator[None]:
-    """Hold the device for one measurement: across threads and processes, one at a time.
+    def wait(self, timeout_s: float | None) -> int | None:
+        self.ended.wait(timeout_s)
+        return self.status
 
-    Parallel candidates (and several runs on one machine) may write and judge kernels at
-    once, but two measurements on one device would disturb each other's times.
-    """
-    with (_locks_dir() / f"{device.replace(':', '_')}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+    def kill(self) -> None:
         try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            os.killpg(self.pid, signal.SIGKILL)  # its own session: whatever it started goes too
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
-def run_worker(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> WorkerOutcome:
-    """Run one worker job in `work_dir` and return its outcome; never raises for its failures.
+class Zygote:
+    """A running fork server and the jobs it forked."""
 
-    The job holds its device's lock from start to end (see `device_lock`).
-    """
-    with device_lock(request.get("device", "cpu")):
-        return _run_worker(request, work_dir, limits)
-
-
-def _run_worker(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> WorkerOutcome:
-    work_dir.mkdir(parents=True, exist_ok=True)
-    request = {**request, "work_dir": str(work_dir.resolve())}
-    request_path = work_dir / "request.json"
-    request_path.write_text(json.dumps(request))
-    result_path = work_dir / "result.json"
-    result_path.unlink(missing_ok=True)
-    log_path = work_dir / "worker.log"
-    began = time.monotonic()
-    failure: str | None = None
-    with log_path.open("w") as log:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
-            cwd=work_dir,
-            env=worker_env(limits.use_cuda),
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: a kill takes its children too
-            preexec_fn=sandbox.limit_resources(None if limits.use_cuda else limits.mem_limit_bytes, None),
+    def __init__(self, use_cuda: bool) -> None:
+        self.use_cuda = use_cuda
+        log_fd, self.log_path = tempfile.mkstemp(prefix="kernelopt-forkserver-", suffix=".log")
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "kernelopt.harness.zygote"],
+            env=worker_env(use_cuda),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log_fd,
+            cwd=tempfile.gettempdir(),
         )
-        while process.poll() is None:
-            if time.monotonic() - began > limits.timeout_s:
-                failure = f"timed out after {limits.timeout_s:.0f} s (an endless loop or a hang?)"
-            elif sandbox.rss_bytes(process.pid) > limits.mem_limit_bytes:
-                failure = f"used more than {limits.mem_limit_bytes / 2**30:.1f} GiB of host memory"
-            if failure:
-                _kill(process)
-                break
-            time.sleep(0.05)
-    wall_s = time.monotonic() - began
+        os.close(log_fd)
+        self._children: dict[int, Child] = {}
+        self._next_id = 0
+        self._lock = threading.Lock()
+        assert self._process.stdout is not None
+        ready = _read_line(self._process.stdout, ZYGOTE_START_S)
+        if not ready or not ready.get("ready"):
+            self._process.kill()
+            raise RuntimeError(f"the fork server did not start; see {self.log_path}")
+        self.threads = int(ready.get("threads", 1))
+        threading.Thread(target=self._read_replies, name="kernelopt-forkserver", daemon=True).start()
+
+    @property
+    def alive(self) -> bool:
+        return self._process.poll() is None
+
+    def spawn(self, job: str, request: dict[str, Any], work_dir: Path, mem_limit_bytes: int | None) -> Child:
+        child = Child()
+        with self._lock:
+            self._next_id += 1
+            self._children[self._next_id] = child
+            line = {"id": self._next_id, "job": job, "request": request, "work_dir": str(work_dir),
+                    "mem_limit_bytes": mem_limit_bytes}
+            assert self._process.stdin is not None
+            self._process.stdin.write((json.dumps(line) + "\n").encode())
+            self._process.stdin.flush()
+        if not child.started.wait(60):
+            raise RuntimeError(f"the fork server did not fork the job; see {self.log_path}")
+        return child
+
+    def _read_replies(self) -> None:
+        assert self._process.stdout is not None
+        for raw in self._process.stdout:
+            reply = json.loads(raw)
+            child = self._children.get(reply.get("id"))
+            if child is None:
+                continue
+            if "pid" in reply:
+                child.pid = reply["pid"]
+                child.started.set()
+            if "status" in reply:
+                child.status = reply["status"]
+                child.ended.set()
+                self._children.pop(reply["id"], None)
+        for child in list(self._children.values()):  # the server is gone: so are its children
+            child.started.set()
+            child.ended.set()
+
+    def close(self) -> None:
+        if self._process.stdin:
+            self._process.stdin.close()
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+
+
+def _read_line(stream: IO[bytes], timeout_s: float) -> dict[str, Any] | None:
+    holder: list[bytes] = []
+    reader = threading.Thread(target=lambda: holder.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(timeout_s)
+    return json.loads(holder[0]) if holder and holder[0].strip() else None
+
+
+_ZYGOTES: dict[bool, Zygote] = {}
+_ZYGOTES_LOCK = threading.Lock()
+
+
+def zygote_for(use_cuda: bool) -> Zygote:
+    """This process's fork server for CUDA or interpreter jobs, started on first use."""
+    with _ZYGOTES_LOCK:
+        zygote = _ZYGOTES.get(use_cuda)
+        if zygote is None or not zygote.alive:
+            zygote = _ZYGOTES[use_cuda] = Zygote(use_cuda)
+        return zygote
+
+
+@atexit.register
+def close_zygotes() -> None:
+    """Stop this process's fork servers (and so every job and reference process they forked)."""
+    with _ZYGOTES_LOCK:
+        for zygote in _ZYGOTES.values():
+            zygote.close()
+        _ZYGOTES.clear()
+
+
+def start_job(job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> Child:
+    """Fork `job` from the warm server, in `work_dir` (made empty of a previous result)."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("result.json", "progress"):
+        (work_dir / name).unlink(missing_ok=True)
+    request = {**request, "work_dir": str(work_dir.resolve())}
+    mem = limits.mem_limit_bytes if limits.cap_address_space else None
+    return zygote_for(limits.use_cuda).spawn(job, request, work_dir.resolve(), mem)
+
+
+class _PhaseClock:
+    """The job's current phase, read from its progress file, and how long it has been in it."""
+
+    def __init__(self, path: Path, began: float) -> None:
+        self.path, self.offset = path, 0
+        self.phase, self.since, self.compile_since = "import", began, None
+        self.paused_s = 0.0
+
+    def update(self, now: float) -> None:
+        try:
+            with self.path.open("rb") as handle:
+                handle.seek(self.offset)
+                data = handle.read()
+        except FileNotFoundError:
+            return
+        lines = data.split(b"\n")
+        self.offset += len(data) - len(lines[-1])
+        for line in lines[:-1]:
+            phase = line.decode(errors="replace")
+            if phase == "compile":
+                self.compile_since = now
+            elif phase == "compiled":
+                if self.compile_since is not None:
+                    self.paused_s += now - self.compile_since
+                self.compile_since = None
+            else:
+                self.phase, self.since, self.paused_s, self.compile_since = phase, now, 0.0, None
+
+    def overrun(self, now: float, limits: PhaseLimits) -> str | None:
+        """Why the job has run too long in its phase, or None."""
+        if self.compile_since is not None:
+            if now - self.compile_since > limits.compile_s:
+                return f"timed out compiling a Triton kernel ({self.phase}) after {limits.compile_s:.0f} s"
+            return None
+        limit = limits.limit_s(self.phase)
+        spent = now - self.since - self.paused_s
+        if limit is not None and spent > limit:
+            return (
+                f"timed out in {self.phase} after {spent:.0f} s (its limit is {limit:.0f} s; "
+                "an endless loop or a hang?)"
+            )
+        return None
+
+
+def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progress | None = None) -> WorkerOutcome:
+    """Wait for `child`, killing it past a phase limit or the memory cap; never raises for its failures."""
+    began = time.monotonic()
+    clock = _PhaseClock(work_dir / "progress", began)
+    failure: str | None = None
+    while child.wait(POLL_S) is None and not child.ended.is_set():
+        now = time.monotonic()
+        clock.update(now)
+        failure = clock.overrun(now, limits.phases)
+        if failure is None and sandbox.rss_bytes(child.pid) > limits.mem_limit_bytes:
+            failure = f"used more than {limits.mem_limit_bytes / 2**30:.1f} GiB of host memory"
+        if failure:
+            child.kill()
+            child.wait(30)
+            break
+        if on_progress:
+            on_progress(clock.phase, now - began)
+    clock.update(time.monotonic())
+    log_path = work_dir / "worker.log"
+    result_path = work_dir / "result.json"
     result = None
     if failure is None and result_path.exists():
         result = json.loads(result_path.read_text())
     elif failure is None:
-        failure = _describe_exit(process.returncode, log_path)
-    return WorkerOutcome(result=result, failure=failure, log_path=str(log_path), wall_s=wall_s, began_s=began)
+        failure = _describe_exit(child.status, log_path)
+    return WorkerOutcome(result, failure, str(log_path), time.monotonic() - began, began, clock.phase)
 
 
-def _kill(process: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    process.wait()
+def run_job(
+    job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits, on_progress: Progress | None = None
+) -> WorkerOutcome:
+    """Run one job to its end (see `start_job` and `watch`)."""
+    return watch(start_job(job, request, work_dir, limits), work_dir, limits, on_progress)
 
 
 def _describe_exit(returncode: int | None, log_path: Path) -> str:
-    tail = [line for line in log_path.read_text(errors="replace").splitlines() if line.strip()][-1:]
+    try:
+        text = log_path.read_text(errors="replace")
+    except FileNotFoundError:
+        text = ""
+    tail = [line for line in text.splitlines() if line.strip()][-1:]
     last = f"; last output: {tail[0][:200]}" if tail else ""
-    if returncode is not None and returncode < 0:
+    if returncode is None:
+        return f"the process vanished with the fork server{last}"
+    if returncode < 0:
         name = signal.Signals(-returncode).name
         hint = {"SIGKILL": " (out of memory?)", "SIGSEGV": " (an out-of-bounds access?)"}.get(name, "")
         return f"the process crashed with {name}{hint}{last}"

@@ -4,20 +4,23 @@ from __future__ import annotations
 
 import json
 import secrets
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from kernelopt.hardware import ncu_runner
 from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
-from kernelopt.harness.cases import case_label
-from kernelopt.harness.correctness import compare_outputs, magnitude_ratios
+from kernelopt.harness.locks import device_lock, lock_path
 from kernelopt.harness.problem import InputError, check_kernel_source, read_source
-from kernelopt.harness.runner import WorkerLimits, run_worker
+from kernelopt.harness.reference_client import ReferenceProcess, reference_for
+from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
 from kernelopt.harness.timing import Timing, TimingConfig
 
 # A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
@@ -62,7 +65,7 @@ class HarnessSettings:
     use_cuda: bool = False
     seeds: int = 3
     repeats: int = 3  # runs per test case on the same inputs (races show as a wrong run)
-    timeout_s: float = 300.0
+    timeout_s: float | None = None  # one limit for every phase; None: limits that follow the reference's time
     mem_limit_gb: float = 16.0
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_compile: bool = True
@@ -82,8 +85,31 @@ class HarnessSettings:
     def device(self) -> str:
         return "cuda" if self.use_cuda else "cpu"
 
-    def limits(self) -> WorkerLimits:
-        return WorkerLimits(self.timeout_s, int(self.mem_limit_gb * 2**30), self.use_cuda)
+    def limits(self, phases: PhaseLimits | None = None) -> WorkerLimits:
+        if self.timeout_s is not None:
+            phases = PhaseLimits.uniform(self.timeout_s)
+        mem_limit_bytes = int(self.mem_limit_gb * 2**30)
+        return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda)
+
+    def candidate_phases(self, cases: list[dict[str, Any]]) -> PhaseLimits:
+        """Limits that follow the work: a floor of a few seconds plus a generous multiple of the
+        reference's own time per call (Triton's interpreter is thousands of times slower than
+        PyTorch on the CPU; a GPU kernel ten times slower than eager stays far inside)."""
+        call_s = max((c.get("ref_ms", 0.0) for c in cases), default=0.0) / 1e3
+        floor_s, factor = (CUDA_FLOOR_S, CUDA_CALL_FACTOR) if self.use_cuda else (HOST_FLOOR_S, HOST_CALL_FACTOR)
+        case_s = floor_s + factor * call_s * max(self.repeats, 1)
+        timing_s = 2 * floor_s + factor * call_s * 20 + 3 * self.timing.target_total_ms / 1e3
+        return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
+
+
+# The derived limits (see HarnessSettings.candidate_phases): a hung kernel on a problem whose
+# reference takes milliseconds is judged within 30 s; an honest slow one is never cut off.
+IMPORT_S = 20.0
+COMPILE_S = 120.0  # each Triton compile (or autotuning compile), on top of its phase's limit
+CUDA_FLOOR_S, CUDA_CALL_FACTOR = 8.0, 200.0
+HOST_FLOOR_S, HOST_CALL_FACTOR = 15.0, 2000.0
+REFERENCE_LIMIT_S = 600.0
+PROFILE_LIMIT_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -109,7 +135,8 @@ class Baselines:
 
 
 class Verifier:
-    """Verifies kernels for one problem; its private seeds and expected outputs live in `work_root`."""
+    """Verifies kernels for one problem; its private seeds live in `work_root`, its expected
+    outputs in a reference process (see `reference.py`)."""
 
     def __init__(self, problem_path: str | Path, work_root: str | Path, settings: HarnessSettings) -> None:
         self.problem_path = Path(problem_path).resolve()
@@ -140,9 +167,60 @@ class Verifier:
             **extra,
         }
 
+    def profile_request(self, kernel_path: str | Path, work_dir: str | Path) -> dict[str, Any]:
+        """A profile job's request: inputs from a seed of its own, never one of the private ones."""
+        request = self.request("profile", kernel_path=str(Path(kernel_path).resolve()), work_dir=str(work_dir))
+        return {**request, "seeds": [secrets.randbelow(2**31)], "secret_dirs": [str(self._private)]}
+
+    def profile(
+        self,
+        kernel_path: str | Path,
+        work_dir: str | Path,
+        *,
+        metrics: Sequence[str] | None = None,
+        cache: ncu_runner.NcuCache | None = None,
+        cache_key: str | None = None,
+    ) -> ncu_runner.NcuProfile:
+        """NCU's metrics for one forward call of the kernel, in a sandboxed process started under
+        ncu, holding the device lock (replays must not share the GPU). Never raises."""
+        if cache is not None and cache_key is not None and (hit := cache.get(cache_key)) is not None:
+            return hit
+        work = Path(work_dir).resolve()
+        work.mkdir(parents=True, exist_ok=True)
+        (work / "result.json").unlink(missing_ok=True)
+        request_path = work / "request.json"
+        request_path.write_text(json.dumps(self.profile_request(kernel_path, work)))
+        with device_lock(self.settings.device):
+            profile = ncu_runner.run_ncu(
+                [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
+                env=worker_env(use_cuda=True),
+                timeout_s=self.settings.timeout_s or PROFILE_LIMIT_S,
+                workdir=str(work),
+                **({"metrics": metrics} if metrics else {}),
+            )
+        result_path = work / "result.json"
+        result = json.loads(result_path.read_text()) if result_path.exists() else None
+        if result is not None and not result.get("ok"):  # the program ran, but the kernel failed in it
+            return ncu_runner.NcuProfile.failed(f"the profiled run failed: {result.get('reason')}", profile.report_path)
+        if profile.ok and cache is not None and cache_key is not None:
+            cache.put(cache_key, profile)
+        return profile
+
+    def reference(self) -> ReferenceProcess:
+        """The running reference process of this problem (started, and its outputs computed, once)."""
+        key = (str(self.problem_path), str(self.root), self.settings.device, repr(self.settings))
+        limits = self.settings.limits(PhaseLimits.uniform(REFERENCE_LIMIT_S))
+        return reference_for(key, self.request("reference"), self.root / "reference", limits)
+
+    @property
+    def cases(self) -> list[dict[str, Any]]:
+        return self.reference().cases
+
     def baselines(self) -> Baselines:
         """Times eager and torch.compile with the candidates' protocol; computes the floor."""
-        result = self._reference(baselines=True, time_compile=self.settings.time_compile)
+        result = self.reference().ask(
+            {"op": "baselines", "time_compile": self.settings.time_compile, "timing": self.settings.timing.__dict__}
+        )
         return Baselines(
             eager=Timing(**result["eager"]),
             compile=Timing(**result["compile"]) if result.get("compile") else None,
@@ -150,32 +228,46 @@ class Verifier:
             floor=FloorEstimate(**result["floor"]),
         )
 
-    @property
-    def _expected_path(self) -> Path:
-        return self._private / "expected.pt"
+    def run_candidate(
+        self,
+        kernel: Path,
+        *,
+        time: bool = True,
+        on_progress: Progress | None = None,
+        limits: WorkerLimits | None = None,
+    ) -> tuple[WorkerOutcome, dict[str, Any]]:
+        """Run the candidate in a fresh sandboxed process: its own outcome, and the reference
+        process's verdict on the outputs it sent (no static checks: see `verify`)."""
+        reference = self.reference()
+        token = secrets.token_hex(16)
+        reference.ask({"op": "expect", "token": token})
+        request = self.request(
+            "candidate",
+            kernel_path=str(kernel),
+            time=time,
+            cases=reference.cases,
+            repeats=self.settings.repeats,
+            secret_dirs=[str(self._private)],
+            reference=reference.address,
+            token=token,
+            lock_path=lock_path(self.settings.device),
+        )
+        limits = limits or self.settings.limits(self.settings.candidate_phases(reference.cases))
+        outcome = run_job("candidate", request, self.root / "candidates" / kernel.stem, limits, on_progress)
+        return outcome, reference.ask({"op": "verdict", "token": token})
 
-    def _reference(self, **extra: Any) -> dict[str, Any]:
-        """Run the reference (never in a candidate's process); keep its outputs and case list."""
-        request = self.request("reference", expected_path=str(self._expected_path), **extra)
-        outcome = run_worker(request, self.root / "reference", self.settings.limits())
-        if outcome.result is None or not outcome.result.get("ok"):
-            why = outcome.failure or (outcome.result or {}).get("reason", "unknown error")
-            raise InputError(f"the reference problem does not run: {why} (log: {outcome.log_path})")
-        self._cases_path.write_text(json.dumps(outcome.result["cases"]))
-        return outcome.result
+    def verify(
+        self,
+        kernel_path: str | Path,
+        *,
+        time: bool = True,
+        floor_time_ms: float | None = None,
+        on_progress: Progress | None = None,
+    ) -> Verdict:
+        """Check `kernel_path` against the reference; time it when correct and `time` is set.
 
-    @property
-    def _cases_path(self) -> Path:
-        return self._private / "cases.json"
-
-    def _expected(self) -> tuple[list[dict[str, Any]], list[list[torch.Tensor]]]:
-        if not (self._expected_path.exists() and self._cases_path.exists()):
-            self._reference()
-        cases = json.loads(self._cases_path.read_text())
-        return cases, torch.load(self._expected_path, weights_only=True)
-
-    def verify(self, kernel_path: str | Path, *, time: bool = True, floor_time_ms: float | None = None) -> Verdict:
-        """Check `kernel_path` against the reference; time it when correct and `time` is set."""
+        `on_progress(phase, seconds)` is called about every 50 ms while the candidate runs.
+        """
         kernel = Path(kernel_path).resolve()
         try:
             source = read_source(kernel, "kernel")
@@ -186,55 +278,21 @@ class Verifier:
         if violation:
             rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
             return Verdict(False, violation, rule=rule)
-        cases, expected = self._expected()
-        work = self.root / "candidates" / kernel.stem
-        actual_path = work / "actual.pt"
-        outcome = run_worker(
-            self.request(
-                "candidate",
-                kernel_path=str(kernel),
-                actual_path=str(actual_path),
-                time=time,
-                cases=cases,
-                repeats=self.settings.repeats,
-                secret_dirs=[str(self._private)],
-            ),
-            work,
-            self.settings.limits(),
-        )
-        result = outcome.result
+        outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress)
+        result, log = outcome.result, outcome.log_path
         if result is None:
-            return Verdict(False, f"candidate {outcome.failure}", rule="crash", log_path=outcome.log_path)
+            rule = "timeout" if (outcome.failure or "").startswith("timed out") else "crash"
+            return Verdict(False, f"candidate {outcome.failure}", rule=rule, log_path=log)
         if not result.get("ok"):
-            return Verdict(False, result["reason"], rule=result.get("rule"), log_path=outcome.log_path)
-        saved = torch.load(actual_path, weights_only=True)
-        actual_path.unlink(missing_ok=True)
-        actual = saved["cases"]
-        timing_index = next((i for i, c in enumerate(cases) if c.get("timing")), 0)
-        checked = [i for i, c in enumerate(cases) if not c.get("timing")]
-        timed_expected = expected[timing_index]
-        cases, expected = [cases[i] for i in checked], [expected[i] for i in checked]
-        labels, scales = [case_label(c) for c in cases], magnitude_ratios(expected)
-        for run in range(max((len(runs) for runs in actual), default=0)):
-            # A run that repeated the first one exactly stands for itself: judge the first.
-            runs_of = [runs[run] if run < len(runs) else runs[0] for runs in actual]
-            mismatch = compare_outputs(expected, runs_of, labels, scales)
-            if mismatch:
-                again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
-                return Verdict(False, f"incorrect{again}: {mismatch}", rule="incorrect", log_path=outcome.log_path)
-        for sample in saved["timed"]:
-            mismatch = compare_outputs([timed_expected], [sample])
-            if mismatch:
-                return Verdict(
-                    False,
-                    f"incorrect while timed: a timed call's output differs from the reference ({mismatch}); "
-                    "every call must compute the whole result",
-                    rule="incorrect-when-timed",
-                    log_path=outcome.log_path,
-                )
+            return Verdict(False, result["reason"], rule=result.get("rule"), log_path=log)
+        if judged.get("rule"):
+            return Verdict(False, judged["reason"], rule=judged["rule"], log_path=log)
         timing = Timing(**result["timing"]) if result.get("timing") else None
         too_fast = impossible_speed(timing, floor_time_ms)
         if too_fast:
-            return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=outcome.log_path)
+            return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
-        return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=outcome.log_path)
+        dropped = self.reference().dropped
+        if dropped:
+            reason += f" (cases the reference itself cannot run, dropped: {'; '.join(dropped)})"
+        return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import sys
 import threading
 import time
@@ -24,11 +25,12 @@ from typing import Any
 
 import torch
 
-from kernelopt.harness import launches, poison
-from kernelopt.harness.cases import case_inputs, plan_cases
+from kernelopt.harness import launches, poison, transfer
+from kernelopt.harness.cases import case_inputs
 from kernelopt.harness.compute_guard import ComputeGuard, ComputeOutsideTriton
+from kernelopt.harness.locks import DeviceLock
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.timing import TimingConfig, measure
+from kernelopt.harness.timing import Timing, TimingConfig, measure
 
 
 class Rejected(Exception):
@@ -39,7 +41,7 @@ class Rejected(Exception):
         self.rule = rule
 
 
-def _outputs(result: Any) -> list[torch.Tensor]:
+def outputs_of(result: Any) -> list[torch.Tensor]:
     # Exact container types too: a list subclass can run work when it is iterated (after the timer).
     values = list(result) if type(result) in (tuple, list) else [result]
     for value in values:
@@ -52,18 +54,20 @@ def _outputs(result: Any) -> list[torch.Tensor]:
     return values
 
 
-def _build(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
+def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
+    """The problem's (or the candidate's) module, its parameters made on the device from the seed."""
     torch.manual_seed(init_seed)
-    return cls(*problem.get_init_inputs()).to(device)
+    with device:
+        return cls(*problem.get_init_inputs()).to(device)
 
 
-def _sync(device: torch.device) -> None:
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 @contextlib.contextmanager
-def _exact_math() -> Iterator[None]:
+def exact_math() -> Iterator[None]:
     """No reduced-precision shortcuts (TF32 convolutions, fp16/bf16 partial sums) while the
     expected outputs are computed: the yardstick's own error must stay under the tolerances.
     The baselines are timed with PyTorch's defaults, as users run them."""
@@ -83,63 +87,58 @@ def _exact_math() -> Iterator[None]:
             setattr(owner, name, value)
 
 
-def run_reference(req: dict[str, Any]) -> dict[str, Any]:
-    """Expected outputs for every case; with `baselines`, eager/compile times and the floor."""
-    from kernelopt.harness.floor import estimate_floor
+class Progress:
+    """The phase the job is in, one line per change, for the parent's watchdog (a file in the
+    work dir, opened before the sandbox is armed)."""
 
-    device = torch.device(req["device"])
-    problem = load_problem(req["problem_path"])
-    model = _build(problem.Model, problem, req["init_seed"], device)
-    expected, cases = [], []
-    with torch.no_grad(), _exact_math():
-        for case in plan_cases(problem, req["seeds"]):
-            try:
-                returned = model(*case_inputs(problem, case, device))
-                outputs = _outputs(tuple(returned) if isinstance(returned, tuple) else returned)
-            except Exception:
-                if "overrides" in case or "literal" in case:  # the problem does not allow other sizes after all
-                    continue
-                raise
-            finite = all(bool(t.isfinite().all()) for t in outputs if t.is_floating_point())
-            if ("scale" in case or "shift" in case) and not finite:
-                continue  # the reference itself overflows on these values: no yardstick there
-            expected.append([t.detach().cpu() for t in outputs])
-            cases.append(case)
-    torch.save(expected, req["expected_path"])
-    result: dict[str, Any] = {"ok": True, "cases": cases}
-    if req.get("baselines"):
-        config = TimingConfig(**req.get("timing", {}))
-        inputs = case_inputs(problem, {"seed": req["seeds"][0]}, device)
-        with torch.no_grad():
-            result["floor"] = asdict(estimate_floor(model, inputs))
-            result["eager"] = asdict(measure(lambda: model(*inputs), device, config, "cpu"))
-            result["compile"], result["compile_error"] = None, None
-            if req.get("time_compile"):
-                try:
-                    compiled = torch.compile(model)
-                    result["compile"] = asdict(measure(lambda: compiled(*inputs), device, config, "cpu"))
-                except Exception as err:  # a compile failure costs the baseline, not the run
-                    result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
-    return result
+    def __init__(self, path: Path) -> None:
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def mark(self, phase: str) -> None:
+        os.write(self._fd, f"{phase}\n".encode())
+
+
+class ReferenceLink:
+    """The candidate's one-way line to the reference process: outputs go, only "received" comes back."""
+
+    def __init__(self, address: str, token: str) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect("\0" + address)
+        if not transfer.request(self._sock, {"op": "hello", "token": token}).get("ok"):
+            raise RuntimeError("the reference process refused this candidate")
+
+    def send(self, kind: str, case: int, run: int, outputs: list[torch.Tensor]) -> None:
+        header = {"op": kind, "case": case, "run": run}
+        if not transfer.send_tensors(self._sock, header, outputs).get("ok"):
+            raise RuntimeError("the reference process did not take the outputs")
 
 
 def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
-    """Correctness evidence (outputs saved for the parent) and, if asked, the timing."""
+    """Check the candidate on every case (outputs go to the reference process) and, if asked, time it."""
     device = torch.device(req["device"])
+    progress = Progress(Path(req["work_dir"]) / "progress")
+    link = ReferenceLink(req["reference"], req["token"])
+    lock = DeviceLock(req["lock_path"])
     problem = load_problem(req["problem_path"])
     guards = _arm(req)
+    launches.COMPILES.notify = progress.mark
+    progress.mark("import")
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     guards.check_untouched()
     if not isinstance(getattr(module, "ModelNew", None), type):
         raise Rejected("no-modelnew", "the kernel file defines no class ModelNew")
-    model = _build(module.ModelNew, problem, req["init_seed"], device)
-    actual, buffers = [], None
-    checked = [case for case in req["cases"] if not case.get("timing")]
-    timing_case = next((case for case in req["cases"] if case.get("timing")), checked[0])
-    with torch.no_grad():
-        for case in checked:
+    model = build_model(module.ModelNew, problem, req["init_seed"], device)
+    cases = req["cases"]
+    checked = [i for i, case in enumerate(cases) if not case.get("timing")]
+    timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
+    buffers = None
+    progress.mark("lock")
+    with lock.shared(), torch.no_grad():
+        for number, index in enumerate(checked, 1):
+            progress.mark(f"case {number}/{len(checked)}")
+            case = cases[index]
             fresh = case_inputs(problem, case, device)
-            same_shape = set(case) == {"seed"}
+            same_shape = set(case) - {"ref_ms"} == {"seed"}
             # Refill the same input storage for every seed, so that a cache keyed by the
             # input's address returns a stale answer and fails.
             if buffers is not None and same_shape:
@@ -150,64 +149,74 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             elif same_shape:
                 buffers = fresh
             before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
-            # Several runs on the same input, each judged on its own by the parent: a race
-            # shows as a run that is wrong; reordered float atomics stay within tolerance.
-            # Only runs that differ from the first are kept for the parent to judge (most
-            # kernels are deterministic, and outputs can be large).
+            # Several runs on the same input, each judged on its own by the reference process: a
+            # race shows as a run that is wrong; reordered float atomics stay within tolerance.
+            # Only runs that differ from the first are sent again (most kernels are deterministic).
             first = _checked_call(model, fresh, device)
             _check_inputs_unchanged(before, fresh)
             _check_no_aliasing(fresh, first)
-            runs = [[t.detach().cpu().clone() for t in first]]
-            for _ in range(req.get("repeats", 2) - 1):
+            link.send("case", index, 0, first)
+            for run in range(1, req.get("repeats", 2)):
                 outputs = _checked_call(model, fresh, device)
                 _check_inputs_unchanged(before, fresh)
                 if not all(torch.equal(a, b) for a, b in zip(first, outputs, strict=True)):
-                    runs.append([t.detach().cpu().clone() for t in outputs])
-            actual.append(runs)
+                    link.send("case", index, run, outputs)
+                del outputs
+            del first, before
     guards.check_untouched()
-    result: dict[str, Any] = {"ok": True, "cases": len(actual), "launches": guards.launches.total}
-    timed: list[list[torch.Tensor]] = []
+    result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
     if req.get("time"):
-        poison.pause()
-        # Inputs no checked call has seen (the timing case): a few timed calls' outputs go to
-        # the parent, judged against that case's expected outputs (no less work while timed,
-        # no answer remembered from the checks); and every timed call must launch.
-        inputs = case_inputs(problem, timing_case, device)
-        samples: list[object] = []
-        counter, silent = launches.COUNTER, []
-
-        def timed_call() -> object:
-            start = counter.total
-            out = model(*inputs)
-            if counter.total == start:
-                silent.append(1)
-            return out
-
-        def sampled_call() -> object:  # the sampled trials, picked at random: watched like the checks
-            return _checked_call(model, inputs, device)
-
-        with torch.no_grad():
-            timing = measure(
-                timed_call, device, TimingConfig(**req.get("timing", {})), samples=samples, sample_fn=sampled_call
-            )
-        guards.check_untouched()
-        if silent:
-            raise Rejected(
-                "no-triton-launch",
-                f"{len(silent)} timed call(s) launched no Triton kernel; every call must compute its output",
-            )
-        held = [_outputs(returned) for returned, _ in samples]  # type: ignore[misc]
-        # one call may return views of one buffer (q, k, v); different calls may not share memory
-        places = [p for outputs in held for p in {t.untyped_storage().data_ptr() for t in outputs if t.numel()}]
-        if len(places) != len(set(places)):  # held references: an honest allocation cannot reuse them
-            raise Rejected(
-                "cache-across-calls", "timed calls returned the same memory; every call must write a new output"
-            )
-        # as each sampled call left its output, not as later calls may have rewritten it
-        timed = [[t.cpu() for t in _outputs(snapshot)] for _, snapshot in samples]  # type: ignore[misc]
-        result["timing"] = asdict(timing)
-    torch.save({"cases": actual, "timed": timed}, req["actual_path"])
+        progress.mark("lock")
+        with lock.exclusive():
+            progress.mark("timing")
+            result["timing_began_s"] = time.monotonic()
+            result["timing"] = asdict(_time(model, problem, timing_case, device, req, guards, link))
+            result["timing_ended_s"] = time.monotonic()
+    progress.mark("done")
     return result
+
+
+def _time(
+    model: Any, problem: Any, case: dict[str, Any], device: torch.device, req: dict[str, Any], guards: _Guards,
+    link: ReferenceLink,
+) -> Timing:
+    """Time the candidate on inputs no checked call has seen (the timing case). A few timed
+    calls' outputs go to the reference process, judged against that case (no less work while
+    timed, no answer remembered from the checks); every timed call must launch."""
+    poison.pause()
+    inputs = case_inputs(problem, case, device)
+    samples: list[object] = []
+    counter, silent = launches.COUNTER, []
+
+    def timed_call() -> object:
+        start = counter.total
+        out = model(*inputs)
+        if counter.total == start:
+            silent.append(1)
+        return out
+
+    def sampled_call() -> object:  # the sampled trials, picked at random: watched like the checks
+        return _checked_call(model, inputs, device)
+
+    with torch.no_grad():
+        timing = measure(
+            timed_call, device, TimingConfig(**req.get("timing", {})), samples=samples, sample_fn=sampled_call
+        )
+    guards.check_untouched()
+    if silent:
+        raise Rejected(
+            "no-triton-launch",
+            f"{len(silent)} timed call(s) launched no Triton kernel; every call must compute its output",
+        )
+    held = [outputs_of(returned) for returned, _ in samples]  # type: ignore[misc]
+    # one call may return views of one buffer (q, k, v); different calls may not share memory
+    places = [p for outputs in held for p in {t.untyped_storage().data_ptr() for t in outputs if t.numel()}]
+    if len(places) != len(set(places)):  # held references: an honest allocation cannot reuse them
+        raise Rejected("cache-across-calls", "timed calls returned the same memory; every call must write a new output")
+    # as each sampled call left its output, not as later calls may have rewritten it
+    for _, snapshot in samples:  # type: ignore[misc]
+        link.send("timed", -1, 0, outputs_of(snapshot))
+    return timing
 
 
 def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
@@ -221,11 +230,11 @@ def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[t
         result = None
     if guard.violation:  # recorded even if the candidate caught the exception itself
         raise Rejected("torch-compute-at-runtime", guard.violation)
-    outputs = _outputs(result)
+    outputs = outputs_of(result)
     copied = guard.copied_output(outputs)
     if copied:
         raise Rejected("torch-compute-at-runtime", copied)
-    _sync(device)
+    sync(device)
     if counter.total == start:
         raise Rejected("no-triton-launch", "forward launched no Triton kernel; do the work in @triton.jit kernels")
     return outputs
@@ -310,24 +319,23 @@ def _arm(req: dict[str, Any]) -> _Guards:
 
 
 def run_profile(req: dict[str, Any]) -> dict[str, Any]:
-    """Warm up, then run one forward call between cudaProfilerStart/Stop for NCU."""
+    """Warm up, then run one forward call between cudaProfilerStart/Stop for NCU (sandboxed like
+    a candidate: its inputs come from a seed of their own, never a private one)."""
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])
+    _arm(req)
     module = import_file(req["kernel_path"], "kernelopt_candidate")
-    model = _build(module.ModelNew, problem, req["init_seed"], device)
+    model = build_model(module.ModelNew, problem, req["init_seed"], device)
     inputs = case_inputs(problem, {"seed": req["seeds"][0]}, device)
     with torch.no_grad():
         for _ in range(3):
             model(*inputs)
-        _sync(device)
+        sync(device)
         torch.cuda.cudart().cudaProfilerStart()
         model(*inputs)
-        _sync(device)
+        sync(device)
         torch.cuda.cudart().cudaProfilerStop()
     return {"ok": True}
-
-
-JOBS = {"reference": run_reference, "candidate": run_candidate, "profile": run_profile}
 
 
 def _die_with_parent() -> None:
@@ -343,15 +351,17 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="kernelopt-parent-watch", daemon=True).start()
 
 
-def main(argv: list[str]) -> int:
+def run_job(job: str, req: dict[str, Any]) -> int:
+    """Run one job in this (fresh, single-use) process; its result goes to result.json in the
+    work dir. The exit status is 0 whenever a result was written."""
     _die_with_parent()
-    request_path = Path(argv[1])
-    req = json.loads(request_path.read_text())
-    if req["mode"] == "candidate":
-        request_path.unlink()  # it names the private seeds: gone before the candidate is imported
-    out = request_path.with_name("result.json")
+    if job == "reference":
+        from kernelopt.harness.reference import serve
+
+        return serve(req)
+    out = Path(req["work_dir"]) / "result.json"
     try:
-        result = JOBS[req["mode"]](req)
+        result = JOBS[job](req)
     except Rejected as err:
         result = {"ok": False, "rule": err.rule, "reason": str(err)}
     except Exception as err:  # the candidate's crash is a verdict, not a harness failure
@@ -369,6 +379,18 @@ def main(argv: list[str]) -> int:
         traceback.print_exc()
     out.write_text(json.dumps(result))
     return 0
+
+
+JOBS = {"candidate": run_candidate, "profile": run_profile}
+
+
+def main(argv: list[str]) -> int:
+    """`python -m kernelopt.harness.worker REQUEST.json`: one job in a process of its own (the
+    NCU profile, which must start under ncu). The request is deleted before the kernel is imported."""
+    request_path = Path(argv[1])
+    req = json.loads(request_path.read_text())
+    request_path.unlink()
+    return run_job(req["mode"], req)
 
 
 if __name__ == "__main__":

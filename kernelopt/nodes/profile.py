@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-import sys
 from pathlib import Path
 from typing import Any, Literal
 
@@ -15,7 +13,6 @@ from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.ceilings import load_or_measure_ceilings
 from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
 from kernelopt.hardware.specs import get_gpu_spec
-from kernelopt.harness.runner import device_lock, worker_env
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.state import KernelOptState, KernelRecord
 
@@ -31,22 +28,13 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     reason = ncu_runner.ncu_unavailable_reason()
     if reason:
         return None, reason
-    verifier = verifier_for(state, ctx)
-    work = Path(state["run_dir"]) / "profiles" / best.source_hash
-    work.mkdir(parents=True, exist_ok=True)
-    request = verifier.request("profile", kernel_path=str(Path(best.path).resolve()), work_dir=str(work))
-    request_path = work / "request.json"
-    request_path.write_text(json.dumps(request))
-    with device_lock(request["device"]):  # NCU replays kernels: nothing else may run beside it
-        profile = ncu_runner.run_ncu(
-            [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
-            env=worker_env(use_cuda=True),
-            timeout_s=ctx.timeout_s,
-            workdir=str(work),
-            cache=ncu_runner.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
-            cache_key=best.source_hash,
-            metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
-        )
+    profile = verifier_for(state, ctx).profile(
+        best.path,
+        Path(state["run_dir"]) / "profiles" / best.source_hash,
+        metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
+        cache=ncu_runner.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
+        cache_key=best.source_hash,
+    )
     return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
 
 

@@ -1,0 +1,58 @@
+"""The device lock: measurements on one device never overlap, and nothing runs beside them.
+
+One lock file per device, shared by every process on the machine (parallel candidates, several
+runs). Checking a candidate takes it shared: several candidates may be checked at once. Timing,
+NCU profiles and ceiling measurements take it exclusive: they wait for the checks to finish, and
+no check starts while they run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def lock_path(device: str) -> str:
+    """The lock file of `device` ("cuda", "cpu"), under the user's cache dir."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "kernelopt" / "locks"
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"{device.replace(':', '_')}.lock")
+
+
+class DeviceLock:
+    """flock on the device's lock file, opened once (before a sandbox forbids opening it)."""
+
+    def __init__(self, path: str) -> None:
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+
+    @contextlib.contextmanager
+    def _held(self, mode: int) -> Iterator[None]:
+        fcntl.flock(self._fd, mode)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+
+    def shared(self) -> contextlib.AbstractContextManager[None]:
+        return self._held(fcntl.LOCK_SH)
+
+    def exclusive(self) -> contextlib.AbstractContextManager[None]:
+        return self._held(fcntl.LOCK_EX)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+@contextlib.contextmanager
+def device_lock(device: str) -> Iterator[None]:
+    """Hold `device` exclusively for one measurement (a profile, the ceilings)."""
+    lock = DeviceLock(lock_path(device))
+    try:
+        with lock.exclusive():
+            yield
+    finally:
+        lock.close()

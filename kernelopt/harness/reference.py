@@ -1,0 +1,207 @@
+"""The reference process: the one trusted owner of a problem's expected outputs for a run.
+
+It is forked from the fork server like a candidate, but never runs candidate code and arms no
+sandbox. It builds the inputs of every case from the private seeds on the device, computes the
+expected outputs once without reduced-precision shortcuts and keeps them there. Candidates'
+processes then send their outputs to it (`transfer`: CUDA IPC handles or raw bytes, one way);
+it compares them on the device and tells a candidate nothing but "received". Only the verifier
+that started it (the control connection) hears the verdict. It also times the baselines. It
+listens on an abstract Unix socket named by a private random address, and exits when the control
+connection closes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kernelopt.harness import transfer
+from kernelopt.harness.cases import case_inputs, case_label, plan_cases
+from kernelopt.harness.correctness import compare_case, magnitude_ratios
+from kernelopt.harness.locks import device_lock
+from kernelopt.harness.problem import load_problem
+from kernelopt.harness.timing import TimingConfig, measure
+
+
+@dataclass
+class _Judged:
+    """What one candidate sent, judged as it arrived."""
+
+    mismatches: dict[tuple[int, int], str] = field(default_factory=dict)  # (run, case) -> why
+    timed_mismatch: str | None = None
+    received: set[int] = field(default_factory=set)
+    protocol_error: str | None = None
+
+
+class Reference:
+    """A problem's model, cases and expected outputs, on the device."""
+
+    def __init__(self, req: dict[str, Any]) -> None:
+        from kernelopt.harness.worker import build_model, exact_math, outputs_of, sync
+
+        self.req = req
+        self.device = torch.device(req["device"])
+        self.problem = load_problem(req["problem_path"])
+        self.model = build_model(self.problem.Model, self.problem, req["init_seed"], self.device)
+        self.cases: list[dict[str, Any]] = []
+        self.expected: list[list[torch.Tensor]] = []
+        self.dropped: list[str] = []
+        with torch.no_grad(), exact_math():
+            planned = plan_cases(self.problem, req["seeds"])
+            self.model(*case_inputs(self.problem, planned[0], self.device))  # warm-up: the times below are per call
+            for case in planned:
+                began = time.perf_counter()
+                try:
+                    returned = self.model(*case_inputs(self.problem, case, self.device))
+                    outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
+                    sync(self.device)
+                except Exception as err:
+                    if not _derived(case):
+                        raise
+                    self.dropped.append(f"{case_label(case)}: the reference raised {type(err).__name__}")
+                    continue
+                finite = all(bool(t.isfinite().all()) for t in outputs if t.is_floating_point())
+                if ("scale" in case or "shift" in case) and not finite:
+                    self.dropped.append(f"{case_label(case)}: the reference itself is not finite there")
+                    continue
+                self.cases.append({**case, "ref_ms": (time.perf_counter() - began) * 1e3})
+                self.expected.append([t.detach() for t in outputs])
+        self.checked = [i for i, c in enumerate(self.cases) if not c.get("timing")]
+        self.timing_index = next((i for i, c in enumerate(self.cases) if c.get("timing")), self.checked[0])
+        ratios = magnitude_ratios([self.expected[i] for i in self.checked])
+        self.scales = dict(zip(self.checked, ratios, strict=True))
+        self.judged: dict[str, _Judged] = {}
+        self.lock = threading.Lock()
+
+    def baselines(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Eager and torch.compile times with the candidates' protocol, and the floor."""
+        from kernelopt.harness.floor import estimate_floor
+
+        config = TimingConfig(**message.get("timing", {}))
+        inputs = case_inputs(self.problem, {"seed": self.req["seeds"][0]}, self.device)
+        result: dict[str, Any] = {"compile": None, "compile_error": None}
+        with torch.no_grad():
+            result["floor"] = asdict(estimate_floor(self.model, inputs))
+            with device_lock(self.req["device"]):
+                result["eager"] = asdict(measure(lambda: self.model(*inputs), self.device, config, "cpu"))
+            if message.get("time_compile"):
+                try:
+                    compiled = torch.compile(self.model)
+                    compiled(*inputs)  # compile outside the lock: it is not timed
+                    with device_lock(self.req["device"]):
+                        result["compile"] = asdict(measure(lambda: compiled(*inputs), self.device, config, "cpu"))
+                except Exception as err:  # a compile failure costs the baseline, not the run
+                    result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+        return result
+
+    def judge(self, token: str, kind: str, index: int, run: int, got: list[torch.Tensor]) -> None:
+        judged = self.judged[token]
+        if kind == "timed":
+            if judged.timed_mismatch is None:
+                mismatch = compare_case(self.expected[self.timing_index], got, self.scales[self.checked[0]])
+                judged.timed_mismatch = mismatch
+            return
+        if index not in self.scales:
+            raise transfer.TransferError(f"no checked case {index}")
+        judged.received.add(index)
+        mismatch = compare_case(self.expected[index], got, self.scales[index])
+        if mismatch:
+            label = case_label(self.cases[index])
+            position = self.checked.index(index)
+            judged.mismatches[(run, position)] = f"case {position}" + (f" ({label})" if label else "") + mismatch
+
+    def verdict(self, token: str) -> dict[str, Any]:
+        judged = self.judged.pop(token, None) or _Judged(protocol_error="no outputs were received")
+        if judged.protocol_error:
+            return {"rule": "runtime-error", "reason": f"the outputs could not be read: {judged.protocol_error}"}
+        if judged.mismatches:
+            run, _ = first = min(judged.mismatches)
+            again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
+            return {"rule": "incorrect", "reason": f"incorrect{again}: {judged.mismatches[first]}"}
+        missing = len(self.checked) - len(judged.received)
+        if missing:
+            return {"rule": "incorrect", "reason": f"incorrect: no outputs for {missing} of {len(self.checked)} cases"}
+        if judged.timed_mismatch:
+            return {
+                "rule": "incorrect-when-timed",
+                "reason": "incorrect while timed: a timed call's output differs from the reference "
+                f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
+            }
+        return {"rule": None, "reason": "correct"}
+
+
+def _derived(case: dict[str, Any]) -> bool:
+    """A case kernelopt made up (other sizes): the problem may not allow it."""
+    return "overrides" in case or "literal" in case
+
+
+def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> None:
+    token: str | None = None
+    try:
+        while True:
+            message = transfer.receive(conn)
+            op = message.get("op")
+            if op == "hello":
+                token = str(message.get("token"))
+                if token not in ref.judged:
+                    return
+                transfer.send(conn, {"ok": True})
+            elif op in ("case", "timed") and token is not None:
+                try:
+                    got = transfer.read_tensors(conn, message, ref.device)
+                    with ref.lock, torch.no_grad():
+                        ref.judge(token, op, int(message.get("case", -1)), int(message.get("run", 0)), got)
+                    del got
+                except transfer.TransferError as err:
+                    ref.judged[token].protocol_error = str(err)
+                    return
+                transfer.send(conn, {"ok": True})
+            elif control and op == "expect":
+                ref.judged[str(message["token"])] = _Judged()
+                transfer.send(conn, {"ok": True})
+            elif control and op == "verdict":
+                with ref.lock:
+                    transfer.send(conn, ref.verdict(str(message["token"])))
+            elif control and op == "baselines":
+                transfer.send(conn, ref.baselines(message))
+            else:
+                return
+    except (EOFError, ConnectionError, OSError, ValueError):
+        return
+    finally:
+        conn.close()
+        if control:  # its verifier is gone: so is the reason to hold the GPU's memory
+            os._exit(0)
+
+
+def serve(req: dict[str, Any]) -> int:
+    """Compute the expected outputs, report the cases, then answer connections until told to go."""
+    work = Path(req["work_dir"])
+    try:
+        ref = Reference(req)
+    except Exception as err:
+        traceback.print_exc()
+        first = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
+        (work / "result.json").write_text(json.dumps({"ok": False, "reason": f"{type(err).__name__}: {first}"}))
+        return 0
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind("\0" + req["address"])
+    listener.listen(16)
+    control, _ = listener.accept()
+    hello = transfer.receive(control)
+    if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
+        return 2
+    transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped})
+    threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
+    while True:
+        conn, _ = listener.accept()
+        threading.Thread(target=_serve_connection, args=(conn, ref, False), daemon=True).start()

@@ -1,0 +1,93 @@
+"""The verifier's side of the reference process: start it once per problem, ask it for verdicts.
+
+A reference process holds a problem's expected outputs on the GPU, so only a few are kept
+alive at once (the most recently used); a dropped one is started again when next needed.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import threading
+import time
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from kernelopt.harness import transfer
+from kernelopt.harness.problem import InputError
+from kernelopt.harness.runner import Child, WorkerLimits, start_job, watch
+
+KEPT_ALIVE = 2
+
+
+class ReferenceProcess:
+    """A running reference process and the control connection that keeps it alive."""
+
+    def __init__(self, request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> None:
+        self.address = f"kernelopt-{secrets.token_hex(16)}"
+        secret = secrets.token_hex(16)
+        self._child: Child = start_job(
+            "reference", {**request, "address": self.address, "control_secret": secret}, work_dir, limits
+        )
+        self._lock = threading.Lock()
+        self._sock = self._connect(work_dir, limits)
+        reply = transfer.request(self._sock, {"op": "control", "secret": secret})
+        self.cases: list[dict[str, Any]] = reply["cases"]
+        self.dropped: list[str] = reply.get("dropped", [])
+        self.log_path = str(work_dir / "worker.log")
+
+    def _connect(self, work_dir: Path, limits: WorkerLimits) -> socket.socket:
+        """Connect once the expected outputs are computed (it listens only then), or say why it died."""
+        deadline = time.monotonic() + limits.phases.import_s + limits.phases.case_s * 4
+        while True:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                sock.connect("\0" + self.address)
+                return sock
+            except (ConnectionRefusedError, FileNotFoundError):
+                sock.close()
+            if self._child.wait(0.05) is not None or self._child.ended.is_set():
+                outcome = watch(self._child, work_dir, limits)
+                why = outcome.failure or (outcome.result or {}).get("reason", "unknown error")
+                raise InputError(f"the reference problem does not run: {why} (log: {outcome.log_path})")
+            if time.monotonic() > deadline:
+                self._child.kill()
+                raise InputError(f"the reference problem does not run: no answer in {deadline:.0f} s")
+
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        with self._lock:
+            try:
+                return transfer.request(self._sock, message)
+            except (OSError, EOFError) as err:
+                raise RuntimeError(f"the reference process is gone ({err}); see {self.log_path}") from None
+
+    @property
+    def alive(self) -> bool:
+        return not self._child.ended.is_set()
+
+    def close(self) -> None:
+        self._sock.close()  # it exits when its control connection closes
+        if self._child.wait(5) is None:
+            self._child.kill()
+
+
+_KEPT: OrderedDict[tuple[str, ...], ReferenceProcess] = OrderedDict()
+_KEPT_LOCK = threading.Lock()
+
+
+def reference_for(
+    key: tuple[str, ...], request: dict[str, Any], work_dir: Path, limits: WorkerLimits
+) -> ReferenceProcess:
+    """The running reference process for `key`, started when there is none (the oldest kept
+    one closed past KEPT_ALIVE)."""
+    with _KEPT_LOCK:
+        process = _KEPT.pop(key, None)
+        if process is not None and not process.alive:
+            process = None
+        if process is None:
+            process = ReferenceProcess(request, work_dir, limits)
+        _KEPT[key] = process
+        while len(_KEPT) > KEPT_ALIVE:
+            _KEPT.popitem(last=False)[1].close()
+        return process
