@@ -27,7 +27,6 @@ def fast_context(tmp_path: Path, **overrides: Any) -> Any:
         "time_compile": False,
         "seeds": 2,
         "runs_dir": str(tmp_path / "runs"),
-        "timeout_s": 120.0,
     }
     settings.update(overrides)
     return Context(**settings)

@@ -23,6 +23,7 @@ RUNTIME_RULES = {
     "cheat_zero_reliance": {"incorrect"},
     "cheat_shape_specialised": {"incorrect", "crash"},  # other sizes: wrong shape, or out of bounds
     "cheat_infinite_loop": {"timeout"},  # the time limit that follows the reference's own time
+    "cheat_endless_triton_loop": {"timeout"},
     "cheat_huge_alloc": {"runtime-error", "crash"},  # the memory cap
     "cheat_single_block_grid": {"incorrect"},  # a larger size than the given one
     "cheat_matmul_fixed_shape": {"incorrect"},  # get_inputs' literal sizes changed
@@ -96,7 +97,7 @@ def test_runtime_cheats_are_rejected(name: str, work_root: Path) -> None:
     assert not verdict.accepted
     assert verdict.rule in RUNTIME_RULES[name], verdict.reason
     assert "\n" not in verdict.reason
-    if name == "cheat_infinite_loop":  # judged in seconds, in the phase it hung in
+    if name in ("cheat_infinite_loop", "cheat_endless_triton_loop"):  # judged in seconds, in the phase it hung in
         assert re.search(r"timed out in case 1/\d+ after \d+ s", verdict.reason), verdict.reason
         assert time.monotonic() - began < 45
     if name == "cheat_huge_alloc":

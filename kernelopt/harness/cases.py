@@ -24,23 +24,32 @@ def _to_device(values: list[Any], device: torch.device) -> list[Any]:
 
 
 def case_inputs(problem: Any, case: dict[str, Any], device: torch.device) -> list[Any]:
-    """The inputs of one test case: a seed, and an extra input set, size overrides or a scale."""
+    """The inputs of one test case: a seed, and an extra input set, size overrides or a scale.
+
+    They are made on the device where the problem allows it (its get_inputs runs with the device
+    as the default), so a problem's multi-GB inputs never pass through host memory.
+    """
     torch.manual_seed(case["seed"])
+    with device:
+        return _to_device(_case_values(problem, case), device)
+
+
+def _case_values(problem: Any, case: dict[str, Any]) -> list[Any]:
     if "extra" in case:
-        return _to_device(list(problem.get_extra_inputs()[case["extra"]]), device)
+        return list(problem.get_extra_inputs()[case["extra"]])
     if "literal" in case:
         get_inputs = literal_sized_get_inputs(problem, case["literal"] == "larger", case["size_seed"])
         torch.manual_seed(case["seed"])
-        return _to_device(list(get_inputs()), device)  # type: ignore[misc]
+        return list(get_inputs())  # type: ignore[misc]
     if "scale" in case or "shift" in case:
-        values = _to_device(list(problem.get_inputs()), device)
+        values = list(problem.get_inputs())
         scale, shift = case.get("scale", 1.0), case.get("shift", 0.0)
         return [v * scale + shift if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
     saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
     try:
         for name, value in case.get("overrides", {}).items():
             setattr(problem, name, value)
-        return _to_device(list(problem.get_inputs()), device)
+        return list(problem.get_inputs())
     finally:
         for name, value in saved.items():
             setattr(problem, name, value)

@@ -6,6 +6,7 @@ step, one at a time (measurements on one device never overlap), and decides what
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +48,24 @@ def _outcome(faster: bool, timing: Timing, best: KernelRecord | None) -> Outcome
     return "within_noise" if best is not None and timing.median_ms < best.time_ms else "slower"
 
 
+# A candidate running longer than this is reported as running, and again every REPORT_EVERY_S.
+REPORT_AFTER_S = 10.0
+REPORT_EVERY_S = 5.0
+
+
+def _report_long_runs(state: KernelOptState, path: str) -> Callable[[str, float], None]:
+    """A progress callback for the verifier that tells watchers a candidate is running long."""
+    next_report_s = REPORT_AFTER_S
+
+    def report(phase: str, elapsed_s: float) -> None:
+        nonlocal next_report_s
+        if elapsed_s >= next_report_s:
+            next_report_s = elapsed_s + REPORT_EVERY_S
+            emit(state, "candidate_running", path=path, phase=phase, elapsed_s=round(elapsed_s, 1))
+
+    return report
+
+
 def _judge(
     candidate: Candidate,
     state: KernelOptState,
@@ -68,7 +87,9 @@ def _judge(
             round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate"
         ), None
     seen.add(digest)
-    verdict = verifier.verify(candidate.path, floor_time_ms=floor_time_ms(state))
+    verdict = verifier.verify(
+        candidate.path, floor_time_ms=floor_time_ms(state), on_progress=_report_long_runs(state, candidate.path)
+    )
     if not verdict.accepted or verdict.timing is None:
         outcome: Outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
         return Attempt(

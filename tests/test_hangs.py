@@ -1,0 +1,37 @@
+"""A hanging kernel is judged in seconds, in the phase it hung in, and the harness carries on."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from conftest import fast_context, run_graph
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+
+CHEATS = Path(__file__).parent / "cheats"
+
+
+def test_a_hang_is_killed_by_phase_and_the_next_candidate_runs_on_the_same_harness(tmp_path: Path) -> None:
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    seen: list[tuple[str, float]] = []
+    began = time.monotonic()
+    hung = verifier.verify(CHEATS / "cheat_endless_triton_loop.py", on_progress=lambda p, s: seen.append((p, s)))
+    hung_s = time.monotonic() - began
+    assert hung.rule == "timeout" and "timed out in case 1/" in hung.reason, hung.reason
+    assert hung_s < 30, hung_s  # the reference takes microseconds: the floor of the case limit decides
+    assert any(phase.startswith("case 1/") for phase, _ in seen)
+    honest = verifier.verify(CHEATS / "honest_add.py")
+    assert honest.accepted, honest.reason
+
+
+def test_a_run_reports_a_long_running_candidate_and_goes_on(tmp_path: Path) -> None:
+    inputs = {
+        "problem_source": (CHEATS / "problem_add.py").read_text(),
+        "kernel_source": (CHEATS / "cheat_infinite_loop.py").read_text(),
+    }
+    final, events = run_graph(inputs, fast_context(tmp_path, max_rounds=1))
+    running = [e for e in events if e.get("event") == "candidate_running"]
+    assert running and running[0]["elapsed_s"] >= 10 and running[0]["phase"].startswith("case")
+    assert running[0]["path"].endswith(".py")
+    assert "timed out in case" in (final["attempts"][0].error or "")
