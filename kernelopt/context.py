@@ -81,8 +81,8 @@ class Context:
     gpu: str | None = field(
         default=None,
         metadata=_doc(
-            "Target GPU key or name (e.g. H200). Empty: the "
-            "GPU present, else H200 as the target of prompts."
+            "Target GPU key or name (e.g. H200). Empty: the GPU present; without one, H200 is the "
+            "prompts' target and the report draws no GPU roof."
         ),
     )
     at_roofline_efficiency_pct: float = field(
@@ -99,7 +99,13 @@ class Context:
         "Profile the best kernel with "
         "Nsight Compute where ncu and a GPU exist."
     ))
-    runs_dir: str = field(default="kernelopt_runs", metadata=_doc("Folder that holds one sub-folder per run."))
+    runs_dir: str | None = field(
+        default=None,
+        metadata=_doc(
+            "Folder that holds one sub-folder per run. Empty: $KERNELOPT_RUNS_DIR, else "
+            "~/.cache/kernelopt/runs (never the folder `langgraph dev` watches)."
+        ),
+    )
     num_bottlenecks: int = field(default=2, metadata=_doc("Bottlenecks the judger asks the LLM for."))
     candidates_per_round: int = field(
         default=1,

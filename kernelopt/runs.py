@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from pathlib import Path
@@ -10,11 +11,27 @@ from typing import Any
 
 from kernelopt.harness.problem import source_hash
 
+RUNS_DIR_ENV = "KERNELOPT_RUNS_DIR"
 
-def new_run_dir(runs_dir: str | Path, problem_source: str) -> Path:
-    """A fresh folder named by time and problem, e.g. kernelopt_runs/20261130-041500-3fa2c1."""
+
+def default_runs_dir() -> Path:
+    """Where runs go when none is named: $KERNELOPT_RUNS_DIR, else the user's cache folder
+    ($XDG_CACHE_HOME or ~/.cache, then kernelopt/runs).
+
+    Not the current folder: `langgraph dev` watches it and restarts on every file a run writes.
+    """
+    named = os.environ.get(RUNS_DIR_ENV)
+    if named:
+        return Path(named).expanduser().resolve()
+    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(cache).expanduser().resolve() / "kernelopt" / "runs"
+
+
+def new_run_dir(runs_dir: str | Path | None, problem_source: str) -> Path:
+    """A fresh folder named by time and problem under `runs_dir` (default: `default_runs_dir()`),
+    e.g. ~/.cache/kernelopt/runs/20261130-041500-3fa2c1."""
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(runs_dir) / f"{stamp}-{source_hash(problem_source)[:6]}"
+    base = Path(runs_dir or default_runs_dir()) / f"{stamp}-{source_hash(problem_source)[:6]}"
     path, n = base, 1
     while path.exists():
         path, n = base.with_name(f"{base.name}-{n}"), n + 1
