@@ -4,10 +4,18 @@ By default every run keeps its checkpoints in RUN_DIR/checkpoints.sqlite (LangGr
 saver), so a run directory is all `kernelopt resume` needs. `--db postgresql://...` puts them
 in PostgreSQL instead; run.json then records the URL without its password (libpq finds that
 in PGPASSWORD or ~/.pgpass, or `resume --db` gives the URL again).
+
+Checkpoints revive kernelopt's own records (and langgraph's safe types) and nothing else:
+`serializer()` for the savers made here, `knowing_records()` for one lent by a server (the
+compiled graph `langgraph dev` serves applies it to the saver the server attaches).
+
+Light to import (no langgraph, no torch): the CLI reads run.json and checks --db with it
+before anything heavy loads.
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import fcntl
 import json
@@ -20,15 +28,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import InputError
-from kernelopt.state import KernelOptState
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.checkpoint.serde.base import SerializerProtocol
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 RUN_FILE = "run.json"
 LOCK_FILE = "run.lock"
@@ -38,6 +47,8 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 
 def state_record_types() -> frozenset[type]:
     """Every dataclass the state can carry, found by walking the state's type hints."""
+    from kernelopt.state import KernelOptState
+
     found: set[type] = set()
 
     def visit(hint: Any) -> None:
@@ -55,7 +66,36 @@ def state_record_types() -> frozenset[type]:
 
 def serializer() -> JsonPlusSerializer:
     """LangGraph's serializer, strict: only the state's own record types are revived from a checkpoint."""
+    from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+
     return JsonPlusSerializer(allowed_msgpack_modules=sorted((t.__module__, t.__name__) for t in state_record_types()))
+
+
+class RecordSerializer:
+    """A saver's own serializer, except that msgpack values are revived by `serializer()`.
+
+    Writes stay the saver's (its format, its pickle fallback), so a server reads back what it
+    wrote; reading knows kernelopt's records instead of warning about each as unregistered.
+    """
+
+    def __init__(self, inner: SerializerProtocol) -> None:
+        self.inner = inner
+        self.records = serializer()
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        return self.inner.dumps_typed(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        return self.records.loads_typed(data) if data[0] == "msgpack" else self.inner.loads_typed(data)
+
+
+def knowing_records(saver: BaseCheckpointSaver) -> BaseCheckpointSaver:
+    """A shallow copy of `saver` (same storage) whose checkpoints revive kernelopt's records."""
+    if isinstance(saver.serde, RecordSerializer):
+        return saver
+    clone = copy.copy(saver)
+    clone.serde = RecordSerializer(saver.serde)  # type: ignore[assignment]
+    return clone
 
 
 @dataclass(frozen=True)
@@ -102,8 +142,13 @@ def new_run_record(run_dir: Path, inputs: dict[str, Any], ctx: Context, db: str 
     """Write RUN_DIR/run.json for a new run (keys are never written) and return its record."""
     context = dataclasses.asdict(ctx) | {"api_key": None}
     record = RunRecord(uuid.uuid4().hex, _without_password(db) if db else None, inputs, context, time.time())
-    (run_dir / RUN_FILE).write_text(json.dumps(dataclasses.asdict(record), indent=2))
+    write_run_record(run_dir, record)
     return record
+
+
+def write_run_record(run_dir: Path, record: RunRecord) -> None:
+    """RUN_DIR/run.json for `record` (a resume that changes a setting writes it again)."""
+    (run_dir / RUN_FILE).write_text(json.dumps(dataclasses.asdict(record), indent=2))
 
 
 def read_run_record(run_dir: Path) -> RunRecord:

@@ -1,11 +1,14 @@
-"""The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> verifier -> ...
+"""The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> verifier -> ... -> report
 
-setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ END
+setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ report ─▶ END
   │        ▲       │                        └─▶ judger ─▶ optimizer ─┐
   │        │       ├─ failed, repairs left ─▶ optimizer              │
   │        │       ├─ otherwise ─▶ judger (next idea)                │
-  │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ END
+  │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ report ─▶ END
   └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
+
+Every way to the end passes the report node, so every run, however started (CLI, studio,
+SDK, embedded, resumed), leaves report.json, report.md and roofline.png in its run directory.
 
 With Context.approve the verifier asks the person before it tries each candidate, and a new
 best waits for the accept node (verifier ─▶ accept ─▶ the verifier's routes), which asks
@@ -14,16 +17,25 @@ before taking it: both through LangGraph's interrupt(), so compile with a checkp
 
 from __future__ import annotations
 
-from langchain_core.language_models import BaseChatModel
-from langgraph.graph import END, StateGraph
+from typing import TYPE_CHECKING, Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph import END, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+
+from kernelopt.checkpoint import knowing_records
 from kernelopt.context import Context
+from kernelopt.nodes import watch
 from kernelopt.nodes.judger import make_judger, route_after_judge
 from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
 from kernelopt.nodes.profile import profile, route_after_profile
+from kernelopt.nodes.report import report
 from kernelopt.nodes.setup import make_setup, route_after_setup
 from kernelopt.nodes.verifier import accept, route_after_accept, route_after_verify, verify
 from kernelopt.state import InputState, KernelOptState, OutputState
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
 
 
 def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
@@ -33,22 +45,51 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     Context names, and with no model named the offline policy.
     """
     builder = StateGraph(KernelOptState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
-    builder.add_node("setup", make_setup(chat_model))
-    builder.add_node("verifier", verify)
-    builder.add_node("profile", profile)
-    builder.add_node("judger", make_judger(chat_model))
-    builder.add_node("optimizer", make_optimizer(chat_model))
-    builder.add_node("accept", accept)  # only with Context.approve: a new best waits for the person's yes
+    builder.add_node("setup", watch.watched(make_setup(chat_model), watch.setup))
+    builder.add_node("verifier", watch.watched(verify, watch.verification("verifier")))
+    builder.add_node("profile", watch.watched(profile, watch.profile))
+    builder.add_node("judger", watch.watched(make_judger(chat_model), watch.judger))
+    builder.add_node("optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer))
+    # only with Context.approve: a new best waits for the person's yes
+    builder.add_node("accept", watch.watched(accept, watch.verification("accept")))
+    builder.add_node("report", report)
 
     builder.set_entry_point("setup")
-    builder.add_conditional_edges("setup", route_after_setup)
+    # The routers say "__end__" where the run stops; the report node stands there instead.
     # Routers that fan out with Send name their targets, so that the studio draws every edge.
-    builder.add_conditional_edges("verifier", route_after_verify, ["accept", "optimizer", "judger", "profile", END])
-    builder.add_conditional_edges("accept", route_after_accept, ["optimizer", "judger", "profile", END])
-    builder.add_conditional_edges("profile", route_after_profile)
-    builder.add_conditional_edges("judger", route_after_judge, ["optimizer", END])
-    builder.add_conditional_edges("optimizer", route_after_optimize)
+    builder.add_conditional_edges("setup", route_after_setup, _ends("verifier", "optimizer"))
+    builder.add_conditional_edges("verifier", route_after_verify, _ends("accept", "optimizer", "judger", "profile"))
+    builder.add_conditional_edges("accept", route_after_accept, _ends("optimizer", "judger", "profile"))
+    builder.add_conditional_edges("profile", route_after_profile, _ends("judger"))
+    builder.add_conditional_edges("judger", route_after_judge, _ends("optimizer"))
+    builder.add_conditional_edges("optimizer", route_after_optimize, _ends("verifier"))
+    builder.add_edge("report", END)
     return builder
 
 
-graph = build_graph().compile()
+def _ends(*targets: str) -> dict[str, str]:
+    """A router's path map: its targets as they are, its end to the report node."""
+    return {**{t: t for t in targets}, END: "report"}
+
+
+class StudioGraph(CompiledStateGraph):
+    """The compiled graph `langgraph dev` serves.
+
+    The server attaches its own saver through `copy(update={"checkpointer": ...})`; this
+    graph gives that saver a serializer that knows kernelopt's records, so that reading a
+    checkpoint back (a resumed question, a retried run) revives them without the
+    "Deserializing unregistered type" warning for each.
+    """
+
+    def copy(self, update: dict[str, Any] | None = None) -> StudioGraph:
+        saver = (update or {}).get("checkpointer")
+        if isinstance(saver, BaseCheckpointSaver):
+            update = {**(update or {}), "checkpointer": knowing_records(saver)}
+        return super().copy(update)
+
+
+def _studio(compiled: CompiledStateGraph) -> StudioGraph:
+    return StudioGraph(**{k: v for k, v in vars(compiled).items() if k != "__orig_class__"})
+
+
+graph = _studio(build_graph().compile())

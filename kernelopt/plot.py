@@ -1,6 +1,8 @@
-"""roofline.png: the target GPU's roofline with every timed attempt and the PyTorch baselines on it.
+"""roofline.png: the run's picture. On GPU times, the target GPU's roofline with every timed
+attempt and the PyTorch baselines on it; on Triton-interpreter times, the attempts' times
+against each other (and a named GPU's roof beside them, empty of points).
 
-Every point sits at the problem's floor intensity (floor FLOPs / minimal bytes) and at the
+On the roofline every point sits at the problem's floor intensity (floor FLOPs / minimal bytes) and at the
 FLOP rate its time implies (floor FLOPs / time): kernels that do the same work differ only
 in how long they take, so they differ only in height.
 """
@@ -15,10 +17,13 @@ from typing import Any
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 
 OUTCOME_COLOURS = {"faster": "tab:green", "within_noise": "tab:olive", "slower": "tab:gray"}
+ATTEMPT_COLOURS = {"baseline": "tab:blue", **OUTCOME_COLOURS}  # round 0's kernel is the baseline, not "faster"
 SPREAD_DECADES = 0.08  # how far sideways (log10 units) the attempts are fanned out to stay legible
 LABELLED_ATTEMPTS = 24  # more attempts than this and their round labels would pile up
 
@@ -82,22 +87,120 @@ def roofline_geometry(summary: dict[str, Any]) -> RooflineGeometry | None:
     )
 
 
-def draw_roofline(summary: dict[str, Any], path: str | Path) -> bool:
-    """Draw the run's roofline to `path` (PNG); False when there is nothing to draw it from."""
-    geo = roofline_geometry(summary)
-    if geo is None:
+def draw_picture(summary: dict[str, Any], path: str | Path) -> bool:
+    """Draw the run's picture to `path` (PNG); False when there is nothing to draw it from.
+
+    GPU times: the roofline with every attempt on it. Interpreter times are no GPU's: the
+    attempts' times against each other, and beside them the roof of a GPU only when one was
+    named (Context.gpu, --gpu), with no point of this run on it.
+    """
+    if summary.get("is_gpu_time"):
+        geo = roofline_geometry(summary)
+        if geo is None:
+            return False
+        figure = _figure(1)
+        _draw_roof(figure.add_subplot(), summary, geo, with_points=True)
+        return _save(figure, path, _roof_notes(geo))
+    timed = [a for a in summary.get("attempts", []) if a.get("time_ms")]
+    if not timed:
         return False
+    geo = roofline_geometry(summary) if summary.get("gpu_named") else None
+    figure = _figure(2 if geo else 1)
+    _draw_attempts(figure.add_subplot(1, 2 if geo else 1, 1), summary)
+    if geo:
+        _draw_roof(figure.add_subplot(1, 2, 2), summary, geo, with_points=False)
+    return _save(figure, path, [INTERPRETER_NOTE])
+
+
+INTERPRETER_NOTE = "Triton-interpreter times on the CPU: they compare the attempts with each other, not GPU performance"
+
+
+def _figure(panels: int) -> Figure:
+    figure = Figure(figsize=(9 if panels == 1 else 15, 6), dpi=110)
+    FigureCanvasAgg(figure)
+    return figure
+
+
+def _save(figure: Figure, path: str | Path, notes: list[str]) -> bool:
+    figure.text(0.01, 0.01, "; ".join(notes), ha="left", va="bottom", fontsize=7, color="dimgray")
+    figure.tight_layout(rect=(0, 0.03, 1, 1))
+    figure.savefig(path)
+    return True
+
+
+def _problem_name(summary: dict[str, Any]) -> str:
+    return Path(str(summary.get("problem") or "the problem")).name
+
+
+def _label(attempt: dict[str, Any]) -> str:
+    return f"r{attempt['round']}" + (f".{attempt['repair']}" if attempt.get("repair") else "")
+
+
+def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
+    """Every attempt in order: a bar for its time, a cross for one without a time, the best starred.
+
+    A linear axis from zero, so that the attempts' times compare at a glance; a baseline far
+    off that scale (PyTorch on the CPU against the interpreter) is named, not drawn.
+    """
+    attempts = summary.get("attempts", [])
+    high = max(a["time_ms"] for a in attempts if a.get("time_ms"))
+    best = max((i for i, a in enumerate(attempts) if a.get("new_best") and a.get("time_ms")), default=None)
+    handles: list[Any] = []
+    for i, a in enumerate(attempts):
+        if a.get("time_ms"):
+            kind = a["outcome"] if a.get("round") else "baseline"
+            ax.bar(i, a["time_ms"], color=ATTEMPT_COLOURS.get(kind, "tab:gray"), edgecolor="black", linewidth=0.4)
+            ax.annotate(f"{a['time_ms']:.4g}", (i, a["time_ms"]), xytext=(0, 3), textcoords="offset points",
+                        ha="center", fontsize=7)
+        else:
+            ax.scatter([i], [0], marker="x", s=60, color="tab:red", zorder=4, clip_on=False)
+    kinds = {a["outcome"] if a.get("round") else "baseline" for a in attempts if a.get("time_ms")}
+    handles += [Patch(facecolor=c, edgecolor="black", label=k.replace("_", " ").replace("baseline", "the baseline"))
+                for k, c in ATTEMPT_COLOURS.items() if k in kinds]
+    if any(not a.get("time_ms") for a in attempts):
+        handles.append(Line2D([], [], marker="x", ls="", color="tab:red", label="failed, incorrect or rejected"))
+    if best is not None:
+        handles.append(ax.scatter([best], [attempts[best]["time_ms"]], marker="*", s=260, color="gold",
+                                  edgecolor="black", zorder=5,
+                                  label=f"best: {_label(attempts[best])}, {attempts[best]['time_ms']:.4g} ms"))
+    baselines = (("PyTorch eager", "eager_ms", "tab:purple"), ("torch.compile", "compile_ms", "tab:orange"))
+    for name, key, colour in baselines:
+        value = summary.get(key)
+        if not value:
+            continue
+        label = f"{name} on the CPU: {value:.4g} ms"
+        if high / 20 <= value <= high * 2:
+            handles.append(ax.axhline(value, color=colour, ls="--", lw=1, label=label))
+        else:
+            handles.append(Line2D([], [], ls="--", color=colour, label=f"{label} (off this scale)"))
+    ax.set_ylim(0, high * 1.15)
+    ax.set_xticks(range(len(attempts)), [_label(a) for a in attempts], fontsize=7,
+                  rotation=90 if len(attempts) > LABELLED_ATTEMPTS else 0)
+    ax.set_xlabel("attempt (round.repair), in the order tried")
+    ax.set_ylabel("median time (ms, Triton interpreter on the CPU)")
+    ax.set_title(f"{_problem_name(summary)}: time per attempt\n"
+                 "Triton interpreter on the CPU: not GPU performance", fontsize=10)
+    ax.grid(True, axis="y", which="major", alpha=0.3)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8, frameon=False)
+
+
+def _roof_notes(geo: RooflineGeometry) -> list[str]:
+    notes = ["every point is at the problem's floor intensity; attempts are fanned out sideways in round order"]
+    if geo.untimed_attempts:
+        notes.append(f"{geo.untimed_attempts} attempt(s) without a time (failed or rejected) not shown")
+    return notes
+
+
+def _draw_roof(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, with_points: bool) -> None:
+    """The GPU's roofline at the problem's floor intensity; with the run's timed kernels when they are GPU times."""
     heights = [p.flops_per_s for p in geo.attempts] + [v for v in (geo.eager_flops_per_s, geo.compile_flops_per_s) if v]
     ridge, peak, bandwidth = geo.ridge_flops_per_byte, geo.peak_flops_per_s, geo.bandwidth_bytes_per_s
     x_low = min(geo.intensity_flops_per_byte, ridge) / 30
     x_high = max(geo.intensity_flops_per_byte, ridge) * 30
-    figure = Figure(figsize=(9, 6), dpi=110)
-    FigureCanvasAgg(figure)
-    ax = figure.add_subplot()
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(x_low, x_high)
-    ax.set_ylim(min([bandwidth * x_low, *heights]) / 10, peak * 8)
+    ax.set_ylim(min([bandwidth * x_low, *(heights if with_points else [])]) / 10, peak * 8)
 
     # The roof: the bandwidth slope up to the ridge point, the dtype's peak after it.
     ax.plot([x_low, ridge, x_high], [bandwidth * x_low, peak, peak], color="black", lw=2,
@@ -106,35 +209,27 @@ def draw_roofline(summary: dict[str, Any], path: str | Path) -> bool:
     _note(ax, f"ridge point {ridge:.3g} FLOP/B", (ridge, peak), (5, -14))
     _note(ax, f"{geo.dtype} peak {peak / 1e12:g} TFLOP/s", (x_high, peak), (-4, 5), ha="right")
     _note(ax, f"memory {geo.spec.memory_bandwidth_gbs:g} GB/s", (x_low * 1.5, bandwidth * x_low * 1.5), (0, -14))
-    _measured_ceilings(ax, summary, geo, x_low, x_high)
-
     intensity = geo.intensity_flops_per_byte
     ax.axvline(intensity, color="tab:blue", ls="--", lw=0.8, alpha=0.6)
     ax.scatter([intensity], [geo.attainable_flops_per_s], marker="_", s=400, color="tab:blue", zorder=3,
                label=f"floor: {geo.attainable_flops_per_s / 1e12:.3g} TFLOP/s attainable at {intensity:.3g} FLOP/B")
-    _attempts(ax, geo)
-    baselines = (("PyTorch eager", "eager_ms", geo.eager_flops_per_s, "D", "tab:purple"),
-                 ("torch.compile", "compile_ms", geo.compile_flops_per_s, "s", "tab:orange"))
-    for name, key, value, marker, colour in baselines:
-        if value:
-            ax.scatter([intensity], [value], marker=marker, s=60, color=colour, edgecolor="black", zorder=4,
-                       label=f"{name}: {summary[key]:.4g} ms")
-
+    if with_points:
+        _measured_ceilings(ax, summary, geo, x_low, x_high)
+        _attempts(ax, geo)
+        baselines = (("PyTorch eager", "eager_ms", geo.eager_flops_per_s, "D", "tab:purple"),
+                     ("torch.compile", "compile_ms", geo.compile_flops_per_s, "s", "tab:orange"))
+        for name, key, value, marker, colour in baselines:
+            if value:
+                ax.scatter([intensity], [value], marker=marker, s=60, color=colour, edgecolor="black", zorder=4,
+                           label=f"{name}: {summary[key]:.4g} ms")
     ax.set_xlabel("arithmetic intensity (floor FLOPs / minimal bytes, FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s (floor FLOPs / time)")
-    title = f"{geo.spec.name}: roofline for {Path(str(summary.get('problem') or 'the problem')).name} ({geo.dtype})"
-    if not summary.get("is_gpu_time"):
-        title += "\nTimes are Triton-interpreter times on the CPU: not GPU performance"
+    title = f"{geo.spec.name}: roofline for {_problem_name(summary)} ({geo.dtype})"
+    if not with_points:
+        title += "\nthe target GPU's roof only: no GPU time of this run to place on it"
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    notes = ["every point is at the problem's floor intensity; attempts are fanned out sideways in round order"]
-    if geo.untimed_attempts:
-        notes.append(f"{geo.untimed_attempts} attempt(s) without a time (failed or rejected) not shown")
-    figure.text(0.01, 0.01, "; ".join(notes), ha="left", va="bottom", fontsize=7, color="dimgray")
-    figure.tight_layout(rect=(0, 0.03, 1, 1))
-    figure.savefig(path)
-    return True
 
 
 def _note(ax: Axes, text: str, at: tuple[float, float], offset: tuple[int, int], ha: str = "left") -> None:

@@ -6,6 +6,23 @@ from pathlib import Path
 from typing import Any
 
 OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed"}
+BASELINE = "the baseline"  # the first correct kernel of a run: nothing before it to be faster than
+
+
+def outcome_words(outcome: str, round_: int) -> str:
+    """A verdict in words; round 0's correct kernel (the starting one, or the first written) is the baseline."""
+    if outcome == "faster" and round_ == 0:
+        return BASELINE
+    return OUTCOME_WORDS.get(outcome, outcome)
+
+
+def verdict_detail(error: str | None, *words: str | None) -> str:
+    """The verifier's reason without a leading word the line already says ("incorrect: incorrect: ...")."""
+    text = (error or "").strip()
+    for word in words:
+        if word and text.lower().startswith(f"{word.lower()}:"):
+            text = text[len(word) + 1:].strip()
+    return text
 
 
 def _ms(value: float | None) -> str:
@@ -46,9 +63,18 @@ def render_event(event: dict[str, Any]) -> str | None:
                 f"retry {event['retry']} of {event['retries']} in {event['wait_s']:.1f} s")
     if kind == "verdict":
         label = "repair " + str(event["repair"]) if event.get("repair") else "candidate"
-        detail = _ms(event.get("time_ms")) if event.get("time_ms") is not None else (event.get("error") or "")
-        outcome = OUTCOME_WORDS.get(event["outcome"], event["outcome"])
-        return f"  {label} ({event.get('change') or '-'}): {outcome}: {detail}"
+        outcome = outcome_words(event["outcome"], event.get("round", 1))
+        if event.get("time_ms") is not None:
+            detail = _ms(event["time_ms"])
+        else:
+            detail = verdict_detail(event.get("error"), event["outcome"], outcome)
+        return f"  {label} ({event.get('change') or '-'}): {outcome}" + (f": {detail}" if detail else "")
+    if kind == "candidate_running":
+        phase = f" ({event['phase']})" if event.get("phase") else ""
+        name = Path(event.get("path") or "the candidate").name
+        return f"  still verifying {name}: {event.get('elapsed_s', 0):.0f} s{phase}"
+    if kind == "report":
+        return f"report: {event['path']}"
     if kind == "review":
         name = Path(event.get("path") or "-").name
         if event["action"] == "reject":

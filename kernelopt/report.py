@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
+from kernelopt.progress import outcome_words, verdict_detail
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -19,8 +20,12 @@ ROOFLINE_SOURCES = {
 }
 
 
-def summarize_run(state: dict[str, Any]) -> dict[str, Any]:
-    """The figures a person asks for at the end of a run; also written to RUN_DIR/report.json."""
+def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, Any]:
+    """The figures a person asks for at the end of a run (what RUN_DIR/report.json holds).
+
+    `gpu_named`: the person named the target GPU (Context.gpu): on interpreter times its roof
+    is still drawn; else the default target stays out of the picture.
+    """
     best, baselines, roofline = state.get("best"), state.get("baselines"), state.get("roofline")
     floor = baselines.floor if baselines else None
     run_dir = state.get("run_dir") or ""
@@ -31,6 +36,7 @@ def summarize_run(state: dict[str, Any]) -> dict[str, Any]:
         "problem": state.get("problem_path") or state.get("problem_file"),
         "rounds": state.get("round", 0),
         "gpu": state.get("gpu_key"),
+        "gpu_named": gpu_named,
         "best_kernel_path": str(Path(run_dir) / "best_kernel.py") if best and run_dir else None,
         "best_round": best.round if best else None,
         "best_time_ms": best.time_ms if best else None,
@@ -49,25 +55,48 @@ def summarize_run(state: dict[str, Any]) -> dict[str, Any]:
             summary[f"{name}_ms"] = timing.median_ms
             if best:
                 summary[f"speedup_vs_{name}"] = timing.median_ms / best.time_ms
-    if run_dir and Path(run_dir).is_dir():
-        Path(run_dir, REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))
     return summary
 
 
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
-    """Write report.md and roofline.png into the run directory; returns the files written."""
-    from kernelopt.plot import draw_roofline
+    """Write report.json, report.md and roofline.png into the run directory; returns the files written."""
+    from kernelopt.plot import draw_picture  # matplotlib loads only when a picture is drawn
 
     run_dir = Path(run_dir)
-    written = [run_dir / REPORT_MD]
+    (run_dir / REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))
+    written = [run_dir / REPORT_JSON, run_dir / REPORT_MD]
     plot_path = run_dir / ROOFLINE_PNG
-    has_plot = draw_roofline(summary, plot_path)
+    has_plot = draw_picture(summary, plot_path)
     if has_plot:
         written.append(plot_path)
     else:
         plot_path.unlink(missing_ok=True)  # a stale picture would contradict the report
-    written[0].write_text(render_markdown(summary, has_plot=has_plot))
+    written[1].write_text(render_markdown(summary, has_plot=has_plot))
     return written
+
+
+def roofline_notes(summary: dict[str, Any]) -> list[str]:
+    """The roofline's warnings as the summary says them: on interpreter times one line on why
+    there is no efficiency, instead of notes that seem to say the best kernel has no time."""
+    roof = summary.get("roofline") or {}
+    notes = list(roof.get("warnings", []))
+    if summary.get("is_gpu_time") or not summary.get("best_time_ms"):
+        return notes
+    about_time = ("no measured time", "times are triton-interpreter")
+    return [INTERPRETER_EFFICIENCY] + [n for n in notes if not n.lower().startswith(about_time)]
+
+
+INTERPRETER_EFFICIENCY = (
+    "efficiency against the floor is not computed: the times are Triton-interpreter times on the CPU, not GPU times"
+)
+
+
+def target_gpu(summary: dict[str, Any], spec: GPUSpec | None) -> str:
+    """The target GPU in words, saying when it is only the default aim of the prompts."""
+    name = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
+    if summary.get("is_gpu_time") or summary.get("gpu_named") or not summary.get("clock"):
+        return name
+    return f"none named and none here: the prompts aimed at {name} (name one with --gpu / Context.gpu)"
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any] | None:
@@ -94,11 +123,10 @@ def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
 def render_markdown(summary: dict[str, Any], has_plot: bool = True) -> str:
     """report.md: what was optimized, how it ended, the roofline, and every attempt."""
     spec = _spec(summary)
-    gpu = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
     lines = [
         "# kernelopt run report", "",
         f"- Problem: `{summary.get('problem') or '-'}`",
-        f"- Target GPU: {gpu}",
+        f"- Target GPU: {target_gpu(summary, spec)}",
         f"- Stop reason: {summary.get('stop_reason') or 'none yet (the run has not finished)'}",
         f"- Rounds: {summary.get('rounds', 0)}",
         f"- Best kernel: `{summary['best_kernel_path']}` (round {summary['best_round']})"
@@ -137,6 +165,9 @@ def _result_section(summary: dict[str, Any]) -> list[str]:
 def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: bool) -> list[str]:
     lines = ["## Roofline", ""]
     floor, roof = summary.get("floor"), summary.get("roofline")
+    on_gpu = bool(summary.get("is_gpu_time"))
+    if not on_gpu and not summary.get("gpu_named"):
+        spec = None  # the default target of the prompts is no GPU this run ran on or was aimed at
     if floor:
         intensity = floor["flops"] / floor["min_bytes"] if floor["min_bytes"] else None
         lines.append(
@@ -154,18 +185,22 @@ def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: b
                 f"ridge point {_num(ridge, ' FLOP/byte')}"
             )
     if roof:
-        lines += [
-            f"- Bottleneck: {roof['bottleneck']} (judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})",
-            f"- Efficiency: {_num(roof.get('efficiency_pct'), '%')}; "
-            f"compute SOL {_num(roof.get('compute_sol_pct'), '%')}, memory SOL {_num(roof.get('memory_sol_pct'), '%')}",
-            f"- Floor time: {_num(roof.get('floor_time_ms'), ' ms')}; "
-            f"achieved {_num(roof.get('achieved_gbs'), ' GB/s')}, {_num(roof.get('achieved_tflops'), ' TFLOP/s')}",
-        ]
-        lines += [f"- Warning: {w}" for w in roof.get("warnings", [])]
+        lines.append(
+            f"- Bottleneck: {roof['bottleneck']} (judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})"
+        )
+        if on_gpu:
+            lines += [
+                f"- Efficiency: {_num(roof.get('efficiency_pct'), '%')}; compute SOL "
+                f"{_num(roof.get('compute_sol_pct'), '%')}, memory SOL {_num(roof.get('memory_sol_pct'), '%')}",
+                f"- Floor time: {_num(roof.get('floor_time_ms'), ' ms')}; "
+                f"achieved {_num(roof.get('achieved_gbs'), ' GB/s')}, {_num(roof.get('achieved_tflops'), ' TFLOP/s')}",
+            ]
+        lines += [f"- Warning: {w}" for w in roofline_notes(summary)]
     if not floor and not roof:
         lines.append("No roofline: the run ended before the problem's floor was measured.")
     if has_plot:
-        lines += ["", f"![roofline]({ROOFLINE_PNG})"]
+        caption = "roofline" if on_gpu else "time per attempt"
+        lines += ["", f"![{caption}]({ROOFLINE_PNG})"]
     return [*lines, ""]
 
 
@@ -184,9 +219,11 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
         "|---:|---:|---|---|---:|---:|---|---|",
     ]
     for a in attempts:
-        outcome = f"**{a['outcome']}** (new best)" if a.get("new_best") else a["outcome"]
+        words = outcome_words(a["outcome"], a["round"])
+        outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
         kernel = f"`{Path(a['kernel_path']).name}`" if a.get("kernel_path") else "-"
-        error = f"[{a['rule']}] {a['error']}" if a.get("rule") else a.get("error")
+        detail = verdict_detail(a.get("error"), a.get("rule"), a["outcome"])
+        error = f"[{a['rule']}] {detail}" if a.get("rule") else detail
         speedup = _num(a["speedup_vs_best"], "x", 3) if a.get("speedup_vs_best") else "-"
         lines.append(
             f"| {a['round']} | {a['repair']} | {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass
-from typing import Annotated, Literal, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from typing_extensions import TypedDict
 
@@ -105,6 +105,11 @@ class InputState(TypedDict):
     run_dir: NotRequired[str | None]  # where artifacts go; a fresh folder by default
 
 
+def latest(_old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    """The last write wins; parallel optimizer branches may each write one in the same step."""
+    return new
+
+
 class OutputState(TypedDict):
     """What a run returns: the best kernel, the baselines, the last roofline and why it stopped."""
 
@@ -118,6 +123,9 @@ class OutputState(TypedDict):
     gpu_key: str
     # LLM tokens per node: {"judger": {"input": n, "output": n, "calls": n, "estimated": n}, ...}
     tokens: Annotated[dict[str, dict[str, int]], add_tokens]
+    # What the last node did, for people watching (the studio shows each node's update):
+    # the candidate's change and path, the verdicts, the new best, the report's files.
+    progress: Annotated[dict[str, Any], latest]
 
 
 class KernelOptState(InputState, OutputState):

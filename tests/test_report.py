@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -49,6 +50,7 @@ def _state(run_dir: Path, clock: str = "cuda_events", floor: FloorEstimate | Non
 
 def test_summary_and_markdown_on_gpu_times(tmp_path):
     summary = summarize_run(_state(tmp_path))
+    write_reports(summary, tmp_path)
     assert json.loads((tmp_path / "report.json").read_text()) == json.loads(json.dumps(summary))
     assert summary["speedup_vs_eager"] == pytest.approx(2.0) and summary["speedup_vs_compile"] == pytest.approx(1.6)
     text = render_markdown(summary)
@@ -60,7 +62,11 @@ def test_summary_and_markdown_on_gpu_times(tmp_path):
     assert "- Warning: NCU metric x is missing" in text and "Efficiency: 20%" in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 4  # every attempt, the failed one too
-    assert "[incorrect] incorrect: 12 of 4096 values outside atol=0.0001 \\| rtol=0.0001" in rows[1]
+    # every verdict said once: the rule in brackets, then the reason without the same word again
+    assert "| incorrect | - |" in rows[1]
+    assert "[incorrect] 12 of 4096 values outside atol=0.0001 \\| rtol=0.0001" in rows[1]
+    assert "incorrect: incorrect" not in text and "[incorrect] incorrect" not in text
+    assert "| the starting kernel | the baseline |" in rows[0] and "faster" not in rows[0]  # nothing before it
     assert "**faster** (new best)" in rows[2] and "4x" in rows[2] and "`r001_a1.py`" in rows[2]
 
 
@@ -69,6 +75,33 @@ def test_interpreter_times_carry_the_caveat_and_no_speedup(tmp_path):
     text = render_markdown(summary)
     assert NOT_GPU_NOTE in text
     assert "| PyTorch eager | 0.1000 | | not comparable |" in text and "2x" not in text
+    # no GPU here and none named: H200 is only the prompts' aim, and no efficiency or floor time is claimed
+    assert "Target GPU: none named and none here: the prompts aimed at H200" in text
+    assert "ridge point" not in text and "Efficiency:" not in text and "Floor time" not in text
+    assert "efficiency against the floor is not computed" in text and "No measured time" not in text
+
+
+def test_summary_lines_do_not_contradict_the_best_time(tmp_path):
+    from kernelopt.cli import _final_text
+
+    state = _state(tmp_path, clock="interpreter")
+    state["roofline"] = dataclasses.replace(
+        state["roofline"], efficiency_pct=None,
+        warnings=("No measured time: efficiency against the floor is unknown.",
+                  "times are Triton-interpreter (CPU) times, not GPU times: efficiency against the floor is "
+                  "not computed"),
+    )
+    text = _final_text(summarize_run(state))
+    assert "best time: 0.0500 ms (Triton interpreter on CPU: not GPU performance)" in text
+    assert "No measured time" not in text and text.count("not computed") == 1, text
+    assert "efficiency n/a" not in text and "SOL" not in text  # no GPU figures for interpreter times
+
+
+def test_a_named_gpu_keeps_its_roof_beside_interpreter_times(tmp_path):
+    summary = summarize_run(_state(tmp_path, clock="interpreter"), gpu_named=True)
+    text = render_markdown(summary)
+    assert "Target GPU: H200 (NVIDIA H200 SXM 141GB)" in text and "ridge point 13.96 FLOP/byte" in text
+    assert write_reports(summary, tmp_path)[-1] == tmp_path / "roofline.png"
 
 
 def test_roofline_geometry_uses_the_dtype_peak_and_floor_intensity(tmp_path):
@@ -93,24 +126,24 @@ def test_roofline_geometry_uses_the_dtype_peak_and_floor_intensity(tmp_path):
 def test_reports_are_written_and_without_a_floor_there_is_no_picture(tmp_path):
     summary = summarize_run(_state(tmp_path, clock="interpreter"))
     written = write_reports(summary, tmp_path)
-    assert written == [tmp_path / "report.md", tmp_path / "roofline.png"]
+    assert written == [tmp_path / "report.json", tmp_path / "report.md", tmp_path / "roofline.png"]
     assert (tmp_path / "roofline.png").read_bytes().startswith(PNG_MAGIC)
-    assert "![roofline](roofline.png)" in (tmp_path / "report.md").read_text()
+    assert "![time per attempt](roofline.png)" in (tmp_path / "report.md").read_text()  # interpreter: no roof
 
-    bare = summarize_run(_state(tmp_path, floor=None))
-    assert write_reports(bare, tmp_path) == [tmp_path / "report.md"]
+    bare = summarize_run(_state(tmp_path, floor=None))  # GPU times without a floor: no roofline to draw
+    assert write_reports(bare, tmp_path) == [tmp_path / "report.json", tmp_path / "report.md"]
     assert not (tmp_path / "roofline.png").exists()  # no stale picture beside a report without one
     assert "roofline.png" not in (tmp_path / "report.md").read_text()
 
 
 def test_report_command_re_renders_from_report_json(tmp_path):
-    summarize_run(_state(tmp_path, clock="interpreter"))
+    write_reports(summarize_run(_state(tmp_path, clock="interpreter")), tmp_path)
     summary = json.loads((tmp_path / "report.json").read_text())
     summary["stop_reason"] = "no_gain"  # the command renders what report.json says
     (tmp_path / "report.json").write_text(json.dumps(summary))
     proc = kernelopt("report", tmp_path, cwd=tmp_path)
     assert proc.returncode == 0, _show(proc)
-    assert proc.stdout.split() == [str(tmp_path / "report.md"), str(tmp_path / "roofline.png")]
+    assert proc.stdout.split() == [str(tmp_path / name) for name in ("report.json", "report.md", "roofline.png")]
     assert "- Stop reason: no_gain" in (tmp_path / "report.md").read_text()
     assert (tmp_path / "roofline.png").read_bytes().startswith(PNG_MAGIC)
 
@@ -118,4 +151,4 @@ def test_report_command_re_renders_from_report_json(tmp_path):
 def test_report_command_without_a_run_is_bad_input(tmp_path):
     proc = kernelopt("report", tmp_path, cwd=tmp_path)
     assert proc.returncode == 2, _show(proc)
-    assert "run.json" in proc.stderr and "Traceback" not in proc.stderr
+    assert "report.json nor run.json" in proc.stderr and "Traceback" not in proc.stderr
