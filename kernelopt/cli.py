@@ -1,4 +1,8 @@
-"""The `kernelopt` command: optimize a kernel, resume a run, re-render its report, or verify one kernel."""
+"""The `kernelopt` command: optimize a kernel, resume a run, re-render its report, or verify one kernel.
+
+Every argument is checked before torch or LangGraph load: a usage error costs a fraction of a
+second and is one line on stderr with exit status 2.
+"""
 
 from __future__ import annotations
 
@@ -7,11 +11,13 @@ import dataclasses
 import json
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
+from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.context import Context
-from kernelopt.hardware.specs import UnknownGPUError
+from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import (
     InputError,
     check_kernel_source,
@@ -22,26 +28,77 @@ from kernelopt.harness.problem import (
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord
 
+USAGE_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its usage errors as one line: what was wrong, and where the help is."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"kernelopt: {message} (see `{self.prog} --help`)\n")
+
+
+def _number(kind: Callable[[str], Any], least: float, strict: bool) -> Callable[[str], Any]:
+    """An argparse type: a number of `kind` above `least` (or at least `least`)."""
+    words = f"{'a number above' if strict else 'at least'} {least:g}"
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {'whole ' if kind is int else ''}number") from None
+        if value < least or (strict and value == least):
+            raise argparse.ArgumentTypeError(f"{text} is too small: give {words}")
+        return value
+
+    return parse
+
+
+COUNT = _number(int, 1, strict=False)  # rounds, candidates, patience
+TOKENS = _number(int, 0, strict=True)
+SECONDS = _number(float, 0, strict=True)
+GIB = _number(float, 0, strict=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"kernelopt {version('kernelopt')}"
+    except PackageNotFoundError:
+        return "kernelopt (not installed)"
+
+
+def _limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timeout-s", type=SECONDS,
+                        help="time limit of one candidate, seconds (a hanging kernel is stopped then)")
+    parser.add_argument("--mem-limit-gb", type=GIB, help=f"host memory cap of one candidate, GiB "
+                                                         f"(default {Context.mem_limit_gb:g})")
+
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kernelopt", description="Make Triton kernels fast, to the roofline.")
+    parser = _Parser(prog="kernelopt", description="Make Triton kernels fast, to the roofline.")
+    parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     opt = commands.add_parser("optimize", help="run the judge-optimize-verify loop on a problem")
     opt.add_argument("problem", help="KernelBench problem file (Model, get_inputs, get_init_inputs)")
     opt.add_argument("--kernel", help="starting kernel file (ModelNew); without it the LLM writes one")
     opt.add_argument("--model", help="chat model name; without it the offline policy runs")
     opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
-    opt.add_argument("--max-rounds", type=int, default=Context.max_rounds)
-    opt.add_argument("--patience", type=int, default=Context.patience)
-    opt.add_argument("--gpu", help="target GPU key or name (default: the GPU present, else H200)")
-    opt.add_argument("--out", help="run directory (default: a new folder under ./kernelopt_runs)")
+    opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds)
+    opt.add_argument("--patience", type=COUNT, default=Context.patience)
+    opt.add_argument("--gpu", help="target GPU key or name (default: the GPU present; without one the prompts "
+                                   "aim at H200 and the report draws no GPU roof)")
+    opt.add_argument("--out", help="run directory (default: a new folder under $KERNELOPT_RUNS_DIR, "
+                                   "else ~/.cache/kernelopt/runs)")
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
-    opt.add_argument("--candidates", type=int, default=Context.candidates_per_round,
+    opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent, measured one at a time)")
-    opt.add_argument("--max-tokens", type=int, help="stop when the LLM calls have used this many tokens")
-    opt.add_argument("--max-wall-s", type=float, help="stop when the run has taken this many seconds")
-    opt.add_argument("--llm-timeout-s", type=float, default=Context.llm_timeout_s, help="timeout of one LLM call")
+    opt.add_argument("--max-tokens", type=TOKENS, help="stop when the LLM calls have used this many tokens")
+    opt.add_argument("--max-wall-s", type=SECONDS, help="stop when the run has taken this many seconds")
+    opt.add_argument("--llm-timeout-s", type=SECONDS, default=Context.llm_timeout_s, help="timeout of one LLM call")
+    _limits(opt)
     opt.add_argument("--approve", action="store_true",
                      help="ask before each rewrite is tried (approve / reject / edit) and before a new best is "
                           "taken; answers come from the terminal, or line by line from a piped stdin")
@@ -51,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("run_dir", help="the run directory (it holds run.json)")
     res.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     res.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
+    _limits(res)  # a run stopped on a hanging kernel can go on with a shorter limit
     rep = commands.add_parser("report", help="re-render report.md and roofline.png of a run")
     rep.add_argument("run_dir", help="the run directory (it holds report.json or run.json)")
     rep.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
@@ -59,6 +117,7 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("kernel")
     ver.add_argument("--compile", action="store_true", help="also time torch.compile as a baseline")
     ver.add_argument("--json", action="store_true", help="print one JSON object")
+    _limits(ver)
     return parser
 
 
@@ -73,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
         print(f"kernelopt: {err}", file=sys.stderr)
-        return 2
+        return USAGE_ERROR
     except KeyboardInterrupt:
         print("kernelopt: interrupted", file=sys.stderr)
         return 130
@@ -89,34 +148,45 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
     return problem_source, kernel_source
 
 
+def _out_dir(out: str) -> Path:
+    """The --out folder, checked: not a file, not under one, not an existing run; made if new."""
+    run_dir = Path(out).expanduser().resolve()
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists() and not folder.is_dir():
+            where = "is" if folder == run_dir else f"is under {folder}, which is"
+            raise InputError(f"--out {out} {where} a file, not a folder; pass a folder for the run")
+    if (run_dir / RUN_FILE).exists():
+        raise InputError(f"{run_dir} already holds a run; continue it with `kernelopt resume {run_dir}` "
+                         "or pass another --out")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--out {out}: cannot make the folder ({err.strerror})") from None
+    return run_dir
+
+
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
-    # Imported after the input checks: bad input is reported before torch and langchain load.
-    from kernelopt.checkpoint import RUN_FILE, check_db_url, new_run_record
-    from kernelopt.llm import make_chat_model
-    from kernelopt.runs import new_run_dir
-
+    if kernel_source is None and not args.model:
+        raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
+    if args.gpu:
+        get_gpu_spec(args.gpu)  # an unknown name is bad input, said before anything loads
+    db = check_db_url(args.db)
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         candidates_per_round=args.candidates, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
-        llm_timeout_s=args.llm_timeout_s, approve=args.approve,
+        llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
     )
-    if args.candidates < 1:
-        raise InputError(f"--candidates {args.candidates}: give at least 1 candidate per round")
-    if kernel_source is None and not args.model:
-        raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
-    make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
-    db = check_db_url(args.db)
+    if args.model:
+        from kernelopt.llm import make_chat_model
+
+        make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+    from kernelopt.checkpoint import new_run_record
+    from kernelopt.runs import new_run_dir
+
     # The folder exists before the graph starts: run.json and the checkpoints live in it.
-    if args.out:
-        run_dir = Path(args.out).resolve()
-        if (run_dir / RUN_FILE).exists():
-            raise InputError(f"{run_dir} already holds a run; continue it with `kernelopt resume {run_dir}` "
-                             "or pass another --out")
-        run_dir.mkdir(parents=True, exist_ok=True)
-    else:
-        run_dir = new_run_dir(ctx.runs_dir, problem_source)
+    run_dir = _out_dir(args.out) if args.out else new_run_dir(ctx.runs_dir, problem_source)
     inputs: dict[str, Any] = {
         "problem_source": problem_source, "kernel_source": kernel_source,
         "problem_path": str(Path(args.problem).resolve()),
@@ -127,15 +197,28 @@ def _optimize(args: argparse.Namespace) -> int:
     return _run(run_dir, db, record, ctx, args.json)
 
 
-def _resume(args: argparse.Namespace) -> int:
-    from kernelopt.checkpoint import check_db_url, read_run_record
-    from kernelopt.llm import make_chat_model
+def _limit_settings(args: argparse.Namespace) -> dict[str, float]:
+    """The per-candidate limits given on the command line (the rest keep their defaults)."""
+    given = {"timeout_s": args.timeout_s, "mem_limit_gb": args.mem_limit_gb}
+    return {name: value for name, value in given.items() if value is not None}
 
+
+def _resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     record = read_run_record(run_dir)
+    db = check_db_url(args.db) or record.db
+    limits = _limit_settings(args)
+    if limits:  # kept in run.json, so that a later resume keeps them too
+        from kernelopt.checkpoint import write_run_record
+
+        record = dataclasses.replace(record, context={**record.context, **limits})
+        write_run_record(run_dir, record)
     ctx = record.run_context()
-    make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
-    return _run(run_dir, check_db_url(args.db) or record.db, record, ctx, args.json, resume=True)
+    if ctx.model:
+        from kernelopt.llm import make_chat_model
+
+        make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
+    return _run(run_dir, db, record, ctx, args.json, resume=True)
 
 
 def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json: bool, resume: bool = False) -> int:
@@ -185,7 +268,7 @@ def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json
                 print(f"kernelopt: interrupted; continue with: kernelopt resume {run_dir}", file=sys.stderr)
                 return 130
         final = graph.get_state(config).values
-    return _finish(final, as_json, already_finished=resume and finished)
+    return _finish(final, ctx, as_json, already_finished=resume and finished)
 
 
 def _where(snapshot: Any) -> str:
@@ -274,13 +357,14 @@ class _Asker:
             print(f"no file {path}; give another path", file=self.out, flush=True)
 
 
-def _finish(final: dict[str, Any], as_json: bool, already_finished: bool = False) -> int:
-    """Write the reports and print the summary; the exit code says whether a best kernel exists."""
-    from kernelopt.report import summarize_run, write_reports
+def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished: bool = False) -> int:
+    """Print the summary (the report node wrote the files); the exit code says whether a best kernel exists."""
+    from kernelopt.report import REPORT_MD, summarize_run, write_reports
 
-    summary = summarize_run(final)
-    if summary["run_dir"] and Path(summary["run_dir"]).is_dir():
-        write_reports(summary, summary["run_dir"])
+    summary = summarize_run(final, gpu_named=ctx.gpu is not None)
+    run_dir = Path(summary["run_dir"]) if summary["run_dir"] else None
+    if already_finished and run_dir and run_dir.is_dir() and not (run_dir / REPORT_MD).is_file():
+        write_reports(summary, run_dir)  # asked again of a finished run: its reports are there again
     if as_json:
         print(json.dumps(summary | ({"already_finished": True} if already_finished else {}), indent=2, default=str))
     else:
@@ -290,29 +374,38 @@ def _finish(final: dict[str, Any], as_json: bool, already_finished: bool = False
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kernelopt.report import load_summary, summarize_run, write_reports
+    from kernelopt.report import REPORT_JSON, load_summary
 
     run_dir = Path(args.run_dir).resolve()
+    if not run_dir.is_dir():
+        raise InputError(f"{run_dir} is not a folder; pass the run directory a run printed")
     summary = load_summary(run_dir)
+    if summary is None and not (run_dir / RUN_FILE).is_file():
+        raise InputError(f"{run_dir} holds neither {REPORT_JSON} nor {RUN_FILE}; pass the run directory a run printed")
+    db = check_db_url(args.db)
+    from kernelopt.report import summarize_run, write_reports
+
     if summary is None:  # the run never finished: its last checkpoint has the figures so far
-        from kernelopt.checkpoint import check_db_url, open_checkpointer, read_run_record
+        from kernelopt.checkpoint import open_checkpointer
         from kernelopt.graph import build_graph
 
         record = read_run_record(run_dir)
-        with open_checkpointer(run_dir, check_db_url(args.db) or record.db) as saver:
+        with open_checkpointer(run_dir, db or record.db) as saver:
             state = build_graph().compile(checkpointer=saver).get_state(record.config()).values
         if not state:
             raise InputError(f"the run in {run_dir} has no checkpoint yet; nothing to report")
-        summary = summarize_run(state)
+        summary = summarize_run(state, gpu_named=record.run_context().gpu is not None)
     for path in write_reports(summary, run_dir):
         print(path)
     return 0
 
 
 def _final_text(summary: dict[str, Any]) -> str:
+    from kernelopt.report import roofline_notes
+
     lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
     if summary.get("best_kernel_path"):
-        lines.append(f"best kernel: {summary['best_kernel_path']}")
+        lines.append(f"best kernel: {summary['best_kernel_path']} (round {summary['best_round']})")
         lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
         for name in ("eager", "compile"):
             if summary.get(f"{name}_ms") and summary["is_gpu_time"]:
@@ -320,13 +413,15 @@ def _final_text(summary: dict[str, Any]) -> str:
             elif summary.get(f"{name}_ms"):
                 lines.append(f"  {name} (PyTorch on CPU, not comparable): {summary[f'{name}_ms']:.4f} ms")
     roof = summary.get("roofline")
-    if roof:
+    if roof and summary.get("is_gpu_time"):
         eff = roof.get("efficiency_pct")
         lines.append(
             f"roofline: {roof['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}, "
             f"compute SOL {_pct(roof.get('compute_sol_pct'))}, memory SOL {_pct(roof.get('memory_sol_pct'))}"
         )
-        lines += [f"  note: {w}" for w in roof.get("warnings", [])]
+    elif roof:
+        lines.append(f"roofline: {roof['bottleneck']}-bound by the problem's floor intensity")
+    lines += [f"  note: {w}" for w in roofline_notes(summary)]
     return "\n".join(lines)
 
 
@@ -339,12 +434,13 @@ def _clock_note(summary: dict[str, Any]) -> str:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
-
     _checked_sources(args.problem, None)
     read_source(args.kernel, "kernel")  # a missing kernel file is bad input; a bad kernel is a rejection
+    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
+
+    settings = HarnessSettings.detect(time_compile=args.compile, **_limit_settings(args))
     with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
-        verifier = Verifier(args.problem, work, HarnessSettings.detect(time_compile=args.compile))
+        verifier = Verifier(args.problem, work, settings)
         baselines = verifier.baselines()
         verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms_for(baselines.floor, None))
     result: dict[str, Any] = {

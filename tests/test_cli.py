@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -16,11 +17,13 @@ ADD = DATA / "add"
 
 
 def kernelopt(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """Run `python -m kernelopt.cli ARGS` in `cwd`; fails the test if it hangs."""
+    """Run `python -m kernelopt.cli ARGS` in `cwd`, its default runs folder cwd/kernelopt_runs
+    (not the user's cache); fails the test if it hangs."""
+    env = dict(env if env is not None else os.environ)
+    env.setdefault("KERNELOPT_RUNS_DIR", str(cwd / "kernelopt_runs"))
     return subprocess.run(
         [sys.executable, "-m", "kernelopt.cli", *map(str, args)],
-        cwd=cwd, env=env if env is not None else os.environ.copy(),
-        capture_output=True, text=True, timeout=240,
+        cwd=cwd, env=env, capture_output=True, text=True, timeout=240,
     )
 
 
@@ -63,14 +66,14 @@ def test_optimize_json_prints_one_object(tmp_path):
     summary = json.loads(proc.stdout)  # the whole of stdout is one JSON object: no progress lines
     assert summary["stop_reason"] == "max_rounds" and summary["rounds"] == 1
     best = Path(summary["best_kernel_path"])
-    assert best.is_file() and best.is_relative_to(tmp_path / "kernelopt_runs")  # the default, under cwd
+    assert best.is_file() and best.is_relative_to(tmp_path / "kernelopt_runs")  # $KERNELOPT_RUNS_DIR
     assert "class ModelNew" in best.read_text()
     assert isinstance(summary["best_time_ms"], float) and summary["best_time_ms"] > 0
     assert summary["compile_ms"] is None  # --no-compile
     # the start, then the offline policy's round-1 candidate: it was measured, but whether it beats
     # the start by more than the noise depends on the load of this machine under the interpreter
     assert [a["change"] for a in summary["attempts"]] == ["the starting kernel", "BLOCK_SIZE 64 -> 128"]
-    assert summary["attempts"][0]["outcome"] == "faster"
+    assert summary["attempts"][0]["outcome"] == "faster" and summary["attempts"][0]["new_best"]
     assert summary["attempts"][1]["outcome"] in ("faster", "within_noise", "slower")
     assert summary["attempts"][1]["time_ms"] > 0
     assert json.loads((best.parent / "report.json").read_text())["best_time_ms"] == summary["best_time_ms"]
@@ -88,7 +91,9 @@ def test_optimize_prints_progress_and_a_summary(tmp_path):
     assert "baselines: eager" in text
     assert "round 1" in text and "round 2" not in text
     assert "judger [rules]" in text
-    assert re.search(r"candidate \(BLOCK_SIZE 64 -> 128\): (faster|slower): [0-9.]+ ms", text), text
+    assert re.search(r"candidate \(the starting kernel\): the baseline: [0-9.]+ ms", text), text
+    assert re.search(r"candidate \(BLOCK_SIZE 64 -> 128\): (faster|slower|no gain beyond the noise): [0-9.]+ ms", text)
+    assert f"report: {out / 'report.md'}" in text  # written by the graph's report node, before the summary
     assert "stopped: max_rounds" in text
     assert f"best kernel: {out / 'best_kernel.py'}" in text
     assert "best time: " in text and "not GPU performance" in text
@@ -100,7 +105,7 @@ def test_optimize_prints_progress_and_a_summary(tmp_path):
     assert (out / "checkpoints.sqlite").stat().st_size > 0
     report = (out / "report.md").read_text()
     assert "- Stop reason: max_rounds" in report and "interpreter time, not GPU performance" in report
-    assert "BLOCK_SIZE 64 -> 128" in report and "![roofline](roofline.png)" in report
+    assert "BLOCK_SIZE 64 -> 128" in report and "![time per attempt](roofline.png)" in report
     assert (out / "roofline.png").read_bytes().startswith(b"\x89PNG")
 
 
@@ -129,6 +134,11 @@ KERNEL_NO_MODELNEW = "import torch.nn as nn\n\nclass Model(nn.Module):\n    pass
         ("kernel_without_modelnew", "not ModelNew"),
         ("model_without_key", "needs OPENAI_API_KEY"),
         ("no_kernel_no_model", "no --kernel given and no --model"),
+        ("negative_max_rounds", "argument --max-rounds: -1 is too small"),
+        ("zero_timeout", "argument --timeout-s: 0 is too small"),
+        ("out_under_a_file", "is a file, not a folder"),
+        ("unknown_gpu", "unknown GPU 'Z80'"),
+        ("not_a_postgres_url", "not a postgresql:// URL"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
@@ -148,7 +158,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
         extra += ["--model", "gpt-4o"]
     elif case == "no_kernel_no_model":
         extra = []
-    proc = kernelopt("optimize", problem, *extra, "--max-rounds", "1", "--no-compile", cwd=tmp_path, env=env)
+    elif case == "negative_max_rounds":
+        extra += ["--max-rounds", "-1"]
+    elif case == "zero_timeout":
+        extra += ["--timeout-s", "0"]
+    elif case == "out_under_a_file":
+        extra += ["--out", _write(tmp_path, "notes.txt", "x") / "run"]
+    elif case == "unknown_gpu":
+        extra += ["--gpu", "Z80"]
+    elif case == "not_a_postgres_url":
+        extra += ["--db", "runs.sqlite"]
+    began = time.monotonic()
+    proc = kernelopt("optimize", problem, *extra, "--no-compile", cwd=tmp_path, env=env)
+    took_s = time.monotonic() - began
     assert proc.returncode == 2, _show(proc)
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, _show(proc)
@@ -157,3 +179,34 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
     assert not (tmp_path / "kernelopt_runs").exists()  # refused before any run started
     if case == "problem_syntax_error":
         assert "broken_problem.py:3:" in lines[0]  # the file and line to fix
+    if case != "model_without_key":  # the chat client's import is the one allowed cost of a usage error
+        assert took_s < 3.0, f"a usage error took {took_s:.2f} s: checked after something heavy loaded"
+
+
+# ── the command itself: --version, --help, usage errors, all before anything heavy loads ──
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["--version"], ["optimize", "--help"], [], ["optimise", "p.py"], ["resume"],
+     ["report", "nowhere"], ["resume", "nowhere"], ["verify", "nowhere.py", "k.py"]],
+)
+def test_help_version_and_usage_errors_answer_at_once(tmp_path, args):
+    began = time.monotonic()
+    proc = kernelopt(*args, cwd=tmp_path)
+    took_s = time.monotonic() - began
+    # about 0.2 s here; the bound leaves room for a loaded 2-core CI box, not for importing torch (>1 s)
+    assert took_s < 3.0, f"kernelopt {' '.join(args)} took {took_s:.2f} s"
+    if args in (["--help"], ["--version"], ["optimize", "--help"]):
+        assert proc.returncode == 0 and proc.stderr == "", _show(proc)
+        assert proc.stdout.startswith("kernelopt 0.") if args == ["--version"] else "usage:" in proc.stdout
+        return
+    assert proc.returncode == 2 and proc.stdout == "", _show(proc)
+    assert len(proc.stderr.strip().splitlines()) == 1 and proc.stderr.startswith("kernelopt: "), _show(proc)
+
+
+def test_modules_the_cli_needs_for_checking_load_no_torch_or_langgraph():
+    code = ("import sys, kernelopt.cli, kernelopt.progress; "
+            "print(sorted(m for m in ('torch', 'langgraph', 'langchain_core', 'matplotlib') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == "[]", _show(proc)
