@@ -62,6 +62,7 @@ def _tail(log: Path, chars: int = 20000) -> str:
 class Server:
     url: str
     log: Path
+    default_runs_dir: Path  # where a run with no runs_dir goes: the user's cache folder
 
     @contextmanager
     def showing_log(self) -> Iterator[None]:
@@ -75,20 +76,29 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """`langgraph dev` on a free port from the repo root, logging to a tmp file; always stopped."""
-    log_path = tmp_path_factory.mktemp("langgraph_dev") / "server.log"
+    """`langgraph dev` as a new user starts it (reload on, the repo's langgraph.json), on a free port,
+    logging to a tmp file; always stopped.
+
+    It serves from a folder holding a copy of langgraph.json (the package is installed), so that the
+    folder it watches is one this test owns: edits elsewhere in the working tree do not restart it,
+    and a run writing into the served folder would (as runs did under ./kernelopt_runs). The user's
+    cache folder is a tmp one: runs with no runs_dir land there.
+    """
+    home = tmp_path_factory.mktemp("langgraph_dev")
+    served = home / "project"
+    served.mkdir()
+    (served / "langgraph.json").write_text((REPO / "langgraph.json").read_text())
+    log_path = home / "server.log"
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_"))}
-    env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1", NO_COLOR="1")
-    command = [
-        sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--no-reload",
-        "--host", "127.0.0.1", "--port", str(port),
-    ]
-    # --no-reload: edits elsewhere in the working tree must not restart the server mid-run
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENAI_", "LANGSMITH_", "LANGCHAIN_", "KERNELOPT_"))}
+    env.update(LANGGRAPH_CLI_NO_ANALYTICS="1", LANGSMITH_TRACING="false", PYTHONUNBUFFERED="1", NO_COLOR="1",
+               XDG_CACHE_HOME=str(home / "cache"))
+    command = [sys.executable, "-m", "langgraph_cli", "dev", "--no-browser", "--host", "127.0.0.1", "--port", str(port)]
     with log_path.open("wb") as log:
         proc = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            command, cwd=served, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
     try:
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
@@ -98,7 +108,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
             if time.monotonic() > deadline:
                 pytest.fail(f"langgraph dev not ready in {STARTUP_TIMEOUT_S:.0f}s:\n{_tail(log_path)}")
             time.sleep(0.5)
-        yield Server(url, log_path)
+        yield Server(url, log_path, home / "cache" / "kernelopt" / "runs")
     finally:
         _stop(proc)
 
@@ -135,14 +145,17 @@ def test_graph_drawing_has_every_node_and_edge(server):
     with server.showing_log():
         found = asyncio.run(drawing())
         nodes = {n["id"] for n in found["nodes"]}
-        assert {"setup", "verifier", "accept", "profile", "judger", "optimizer", "__start__", "__end__"} <= nodes
+        assert {"setup", "verifier", "accept", "profile", "judger", "optimizer", "report", "__start__",
+                "__end__"} <= nodes
         edges = {(e["source"], e["target"]) for e in found["edges"]}
-        for target in ("optimizer", "judger", "profile", "__end__"):
+        for target in ("optimizer", "judger", "profile", "report"):
             assert ("verifier", target) in edges, f"no edge verifier -> {target}"
             assert ("accept", target) in edges, f"no edge accept -> {target}"
         assert ("verifier", "accept") in edges  # with approve on, a new best waits there for the person
         assert {("__start__", "setup"), ("setup", "verifier"), ("setup", "optimizer"), ("judger", "optimizer"),
-                ("optimizer", "verifier"), ("profile", "judger"), ("profile", "__end__")} <= edges
+                ("optimizer", "verifier"), ("profile", "judger"), ("profile", "report")} <= edges
+        # every way to the end passes the report node
+        assert {s for s, t in edges if t == "__end__"} == {"report"}, edges
 
 
 def test_a_run_through_the_server_uses_the_context(server, tmp_path):
@@ -207,3 +220,47 @@ def test_a_run_with_approval_stops_at_each_question_and_resumes_with_command(ser
         assert asked[0]["round"] == 1 and asked[0]["kernel_path"].endswith("r001_a0.py") and asked[0]["diff"]
         assert final["stop_reason"] == "max_rounds", final
         assert Path(final["best"]["path"]).name in ("r000_a0.py", "r001_a0.py")
+
+
+def test_a_run_with_the_default_settings_runs_to_its_end_with_no_reload_and_leaves_its_report(server, tmp_path):
+    inputs = {
+        "problem_source": (DATA / "add" / "problem.py").read_text(),
+        "kernel_source": (DATA / "add" / "kernel_base.py").read_text(),
+    }
+    context = {"max_rounds": 1, "time_compile": False, "seeds": 2}  # no runs_dir: a new user's default
+
+    async def run() -> tuple[list[Any], dict[str, Any]]:
+        client = get_client(url=server.url)
+        thread = await client.threads.create()
+        updates = []
+        async for part in client.runs.stream(thread["thread_id"], await _assistant_id(client), input=inputs,
+                                             context=context, stream_mode="updates"):
+            if part.event == "updates":
+                updates.append(part.data)
+        return updates, (await client.threads.get_state(thread["thread_id"]))["values"]
+
+    with server.showing_log():
+        updates, final = asyncio.run(asyncio.wait_for(run(), RUN_TIMEOUT_S))
+        assert final["stop_reason"] == "max_rounds", final
+        run_dir = Path(final["run_dir"])
+        assert run_dir.parent == server.default_runs_dir  # the user's cache folder, not the served one
+        log = server.log.read_text(errors="replace")
+        assert "Reloading" not in log and "WatchFiles detected changes" not in log, "the server restarted mid-run"
+        assert "Background run failed" not in log
+        # each node's update says what it did: the optimizer's (it writes only internal keys) too
+        names = [name for update in updates for name in update]
+        assert names[-1] == "report" and "optimizer" in names
+        assert all(update[name] and update[name].get("progress") for update in updates for name in update), updates
+        optimizer = next(u["optimizer"]["progress"] for u in updates if "optimizer" in u)
+        assert optimizer["kernel"] == "r001_a0.py" and optimizer["change"]
+        for name in ("report.json", "report.md", "roofline.png"):
+            assert (run_dir / name).is_file(), name  # written by the graph, not by a CLI
+    proc = subprocess.run([sys.executable, "-m", "kernelopt.cli", "report", str(run_dir)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_checkpoints_read_back_know_kernelopts_records(server):
+    """Runs first in this module resumed from checkpoints (the approval questions): no warning each time."""
+    log = server.log.read_text(errors="replace")
+    assert "Deserializing unregistered type" not in log and "Blocked deserialization" not in log
