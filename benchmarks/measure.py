@@ -4,6 +4,10 @@
     python3 benchmarks/measure.py stability   # (b) one kernel timed in 5 separate processes
     python3 benchmarks/measure.py overhead    # (c) seconds per round outside the LLM, by stage
     python3 benchmarks/measure.py baselines   # (d) eager, compile, starting kernel, floor efficiency
+    python3 benchmarks/measure.py harness [--before DIR] [--examples swish,softmax] [--rounds 3]
+                                              # (e) seconds per stage of an offline run, `kernelopt verify`,
+                                              #     run-dir size and peak host memory; with --before, the
+                                              #     same for another checkout of kernelopt, side by side
     python3 benchmarks/measure.py all
 
 Results from the H200 are recorded in benchmarks/RESULTS.md with the command that made them.
@@ -13,9 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -23,7 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 NAMES = ("softmax", "swish", "matmul")
-sys.path.insert(0, str(ROOT))
+# `harness --before DIR` runs this file again with KERNELOPT_BENCH_ROOT=DIR: that checkout's package.
+CODE_ROOT = Path(os.environ.get("KERNELOPT_BENCH_ROOT", ROOT)).resolve()
+sys.path.insert(0, str(CODE_ROOT))
 
 
 def _verifier(name: str, work: Path, **settings: Any) -> Any:
@@ -181,16 +190,154 @@ def baselines(work: Path) -> str:
     )
 
 
-BENCHMARKS = {"agreement": agreement, "stability": stability, "overhead": overhead, "baselines": baselines}
+class _PeakMemory:
+    """The largest resident set of this process and its descendants, sampled every 0.1 s."""
+
+    def __init__(self) -> None:
+        self.peak_bytes, self._done = 0, threading.Event()
+        threading.Thread(target=self._sample, daemon=True).start()
+
+    def _sample(self) -> None:
+        from kernelopt.harness.sandbox import rss_bytes
+
+        while not self._done.wait(0.1):
+            family, changed = {os.getpid()}, True
+            parents = {}
+            for entry in os.listdir("/proc"):
+                if entry.isdigit():
+                    try:
+                        parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
+                    except (OSError, IndexError, ValueError):
+                        pass
+            while changed:
+                grown = {pid for pid, parent in parents.items() if parent in family} | family
+                changed, family = grown != family, grown
+            self.peak_bytes = max([self.peak_bytes] + [rss_bytes(pid) for pid in family])
+
+    def stop(self) -> float:
+        self._done.set()
+        return self.peak_bytes / 2**30
+
+
+def _dir_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def harness_one(name: str, rounds: int, work: Path) -> dict[str, Any]:
+    """One offline run of an example through the graph, timed per node, in this process."""
+    from kernelopt.context import Context
+    from kernelopt.graph import build_graph
+
+    memory = _PeakMemory()
+    graph = build_graph().compile()
+    ctx = Context(max_rounds=rounds, patience=rounds + 1, runs_dir=str(work / "runs"))
+    inputs = {
+        "problem_source": (EXAMPLES / name / "problem.py").read_text(),
+        "kernel_source": (EXAMPLES / name / "kernel.py").read_text(),
+    }
+    seconds: dict[str, list[float]] = {}
+    began = last = time.perf_counter()
+    final: dict[str, Any] = {}
+    for update in graph.stream(inputs, context=ctx, stream_mode="updates"):
+        now = time.perf_counter()
+        for node, values in update.items():
+            seconds.setdefault(node, []).append(now - last)
+            final.update(values or {})
+        last = now
+    best = final.get("best")
+    # A round: judge, optimize, verify the candidate, profile a new best (the first verification,
+    # of the starting kernel, belongs to setting up).
+    rounds_run = max(len(seconds.get("judger", [])), 1)
+    looped = sum(sum(seconds.get(n, [])) for n in ("profile", "judger", "optimizer")) + sum(
+        seconds.get("verifier", [])[1:]
+    )
+    return {
+        "example": name,
+        "total_s": time.perf_counter() - began,
+        "seconds": seconds,
+        "round_s": looped / rounds_run,
+        "best_ms": best.timing.median_ms if best else None,
+        "clock": best.timing.clock if best else None,
+        "stop": final.get("stop_reason"),
+        "run_dir_mb": _dir_mb(work / "runs"),
+        "peak_rss_gb": memory.stop(),
+    }
+
+
+def _verify_cli_s(name: str, work: Path, env: dict[str, str]) -> float:
+    began = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", "verify", str(EXAMPLES / name / "problem.py"),
+         str(EXAMPLES / name / "kernel.py"), "--json"],
+        cwd=work, env=env, capture_output=True, timeout=600, check=False,
+    )
+    return time.perf_counter() - began
+
+
+def harness(work: Path, before: Path | None = None, examples: tuple[str, ...] = NAMES, rounds: int = 3) -> str:
+    """(e) The harness's cost: an offline run per example (seconds per stage), `kernelopt verify`,
+    the run directory's size and the peak host memory; for another checkout too, with --before."""
+    versions = [("before", before.resolve()), ("after", ROOT)] if before else [("after", ROOT)]
+    rows = []
+    for version, root in versions:
+        env = {**os.environ, "KERNELOPT_BENCH_ROOT": str(root), "PYTHONPATH": os.pathsep.join(
+            p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
+        for name in examples:
+            folder = work / version / name
+            folder.mkdir(parents=True, exist_ok=True)
+            done = subprocess.run(
+                [sys.executable, __file__, "_harness_one", name, "--rounds", str(rounds), "--out", str(folder)],
+                env=env, capture_output=True, text=True, timeout=1800, check=False,
+            )
+            lines = done.stdout.strip().splitlines()
+            if done.returncode != 0 or not lines:
+                rows.append([version, name] + ["-"] * 9 + [f"failed: {(done.stderr or done.stdout)[-300:]!r}"])
+                continue
+            r = json.loads(lines[-1])
+            verify = r["seconds"].get("verifier", [])
+            profile = r["seconds"].get("profile", [])
+            rows.append([
+                version, name, r["seconds"].get("setup", [float("nan")])[0],
+                statistics.median(verify) if verify else float("nan"), len(verify),
+                statistics.median(profile) if profile else float("nan"),
+                r["round_s"],
+                _verify_cli_s(name, folder, env), r["run_dir_mb"], r["peak_rss_gb"],
+                r["best_ms"] or float("nan"), f"{r['clock']}, {r['stop']}, {r['total_s']:.0f} s",
+            ])
+    return f"### (e) harness cost per stage ({rounds} offline rounds)\n\n" + _table(
+        ["version", "example", "setup s", "verify s (median)", "verifies", "NCU profile s (median)",
+         "round s (mean)", "`kernelopt verify` s", "run dir MB", "peak RSS GiB", "best ms", "clock, stop, total"],
+        rows,
+    )
+
+
+BENCHMARKS = {"agreement": agreement, "stability": stability, "overhead": overhead, "baselines": baselines,
+              "harness": harness}
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("which", choices=[*BENCHMARKS, "all"])
+    parser.add_argument("which", choices=[*BENCHMARKS, "all", "_harness_one"])
+    parser.add_argument("example", nargs="?", help=argparse.SUPPRESS)
     parser.add_argument("--out", help="also append the tables to this Markdown file")
+    parser.add_argument("--before", type=Path, help="harness: another checkout of kernelopt to compare with")
+    parser.add_argument("--examples", default=",".join(NAMES), help="harness: comma-separated examples")
+    parser.add_argument("--rounds", type=int, default=3, help="harness: offline rounds per run")
+    parser.add_argument("--cpu", action="store_true", help="harness: run without a GPU (interpreter figures)")
     args = parser.parse_args()
+    if args.which == "_harness_one":
+        print(json.dumps(harness_one(args.example, args.rounds, Path(args.out))))
+        return 0
     import torch
 
+    if args.which == "harness":
+        with tempfile.TemporaryDirectory(prefix="kernelopt-bench-") as tmp:
+            text = harness(Path(tmp), args.before, tuple(args.examples.split(",")), args.rounds)
+        print(text, flush=True)
+        if args.out:
+            with open(args.out, "a") as out:
+                out.write(text + "\n")
+        return 0
     if not torch.cuda.is_available():
         print("benchmarks need a CUDA GPU; run them on a CUDA host", file=sys.stderr)
         return 2

@@ -92,7 +92,13 @@ class Context:
         default=80.0, metadata=_doc("Without a floor: stop when NCU shows a unit this busy (% of peak)."),
     )
     seeds: int = field(default=3, metadata=_doc("Fresh random input sets every candidate is checked on."))
-    timeout_s: float = field(default=300.0, metadata=_doc("Time limit of one candidate's process, seconds."))
+    timeout_s: float | None = field(
+        default=None,
+        metadata=_doc(
+            "Time limit of each phase of a candidate's run (import, compile, each case, timing), seconds. "
+            "Empty: limits that follow the reference's own time, so a hanging kernel is stopped in seconds."
+        ),
+    )
     mem_limit_gb: float = field(default=16.0, metadata=_doc("Host memory cap of one candidate's process, GiB."))
     time_compile: bool = field(default=True, metadata=_doc("Also time torch.compile of the reference as a baseline."))
     profile: bool = field(default=True, metadata=_doc(

@@ -69,11 +69,7 @@ def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) 
 
 
 def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
-    import json
-    import sys
-
     from kernelopt.hardware import ncu, ncu_runner
-    from kernelopt.harness.runner import worker_env
 
     reason = ncu_runner.ncu_unavailable_reason()
     if reason:
@@ -81,18 +77,35 @@ def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
     verifier = Verifier(
         EXAMPLES / "softmax" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False)
     )
-    request = verifier.request("profile", kernel_path=str(EXAMPLES / "softmax" / "kernel.py"), work_dir=str(tmp_path))
-    (tmp_path / "req.json").write_text(json.dumps(request))
-    profile = ncu_runner.run_ncu(
-        [sys.executable, "-m", "kernelopt.harness.worker", str(tmp_path / "req.json")],
-        env=worker_env(use_cuda=True),
-        timeout_s=300,
-        workdir=str(tmp_path),
-    )
+    profile = verifier.profile(EXAMPLES / "softmax" / "kernel.py", tmp_path / "profile")
     assert profile.ok, profile.error
     assert len(profile.kernels) == 1  # warm-up launches are outside the profiled range
     assert profile.metrics[ncu.GPU_TIME] > 0
     assert profile.metrics[ncu.DRAM_BYTES_READ] > 0.9 * 8192 * 4096 * 4
+    assert not (tmp_path / "profile" / "request.json").exists()  # gone before the kernel was imported
+
+
+def test_a_hung_kernel_is_killed_in_seconds_and_the_gpu_serves_the_next_candidate(tmp_path: Path) -> None:
+    import time
+
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    began = time.monotonic()
+    hung = verifier.verify(CHEATS / "cheat_endless_triton_loop.py")
+    assert hung.rule == "timeout" and "timed out in case 1/" in hung.reason, hung.reason
+    assert time.monotonic() - began < 30
+    honest = verifier.verify(CHEATS / "honest_add.py")
+    assert honest.accepted and honest.timing is not None and honest.timing.is_gpu_time, honest.reason
+
+
+def test_outputs_reach_the_reference_on_the_device_and_nothing_is_written(tmp_path: Path) -> None:
+    """A candidate's outputs travel as CUDA IPC handles: a wrong one is caught, and the work
+    folder holds no tensors."""
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    wrong = verifier.verify(CHEATS / "cheat_partial_write.py", time=False)
+    assert not wrong.accepted and wrong.rule == "incorrect", wrong.reason
+    right = verifier.verify(CHEATS / "honest_add.py")
+    assert right.accepted, right.reason
+    assert not [p for p in tmp_path.rglob("*") if p.suffix in (".pt", ".npy", ".bin")]
 
 
 def test_offline_run_on_the_gpu_profiles_and_places_the_kernel_on_the_roofline(tmp_path: Path) -> None:

@@ -73,6 +73,13 @@ def install() -> LaunchCounter:
 def _watch_compiles() -> None:
     from triton.runtime.jit import JITFunction
 
+    try:  # Triton's own hooks around a compile, where this Triton has them
+        from triton import knobs
+
+        knobs.runtime.jit_cache_hook = _compile_starts
+        knobs.runtime.jit_post_compile_hook = _compile_ends
+    except (ImportError, AttributeError):
+        pass
     original = getattr(JITFunction, "_do_compile", None)
     if original is None or "compile" in _PATCHED:
         return
@@ -89,6 +96,17 @@ def _watch_compiles() -> None:
 
     JITFunction._do_compile = compiling  # type: ignore[method-assign]
     _PATCHED["compile"] = (JITFunction, compiling)
+
+
+def _compile_starts(*args: Any, **kwargs: Any) -> bool:
+    if COMPILES.notify:
+        COMPILES.notify("compile")
+    return False  # go on and compile
+
+
+def _compile_ends(*args: Any, **kwargs: Any) -> None:
+    if COMPILES.notify:
+        COMPILES.notify("compiled")
 
 
 def identities() -> dict[str, Any]:

@@ -26,6 +26,7 @@ from kernelopt.harness import sandbox
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 POLL_S = 0.05
+STACK_DUMP_S = 0.3
 ZYGOTE_START_S = 300.0
 # Phases with no limit: waiting for the device lock is waiting for someone else's measurement.
 UNTIMED_PHASES = frozenset({"lock", "done"})
@@ -84,7 +85,10 @@ def worker_env(use_cuda: bool) -> dict[str, str]:
         extra["TRITON_INTERPRET"] = "1"
         extra["CUDA_VISIBLE_DEVICES"] = ""
     extra["PYTHONUNBUFFERED"] = "1"
-    return sandbox.scrubbed_env(extra=extra)
+    env = sandbox.scrubbed_env(extra=extra)
+    if use_cuda:  # a TRITON_INTERPRET=1 left in the caller's environment would emulate GPU kernels on the host
+        env.pop("TRITON_INTERPRET", None)
+    return env
 
 
 class Child:
@@ -100,8 +104,13 @@ class Child:
         self.ended.wait(timeout_s)
         return self.status
 
-    def kill(self) -> None:
+    def kill(self, dump_stack: bool = False) -> None:
+        """Kill the job and everything it started; first have it write its Python stacks to its
+        log when `dump_stack` (where a hung job was stuck)."""
         try:
+            if dump_stack:
+                os.kill(self.pid, signal.SIGUSR1)
+                self.ended.wait(STACK_DUMP_S)
             os.killpg(self.pid, signal.SIGKILL)  # its own session: whatever it started goes too
         except (ProcessLookupError, PermissionError):
             pass
@@ -120,6 +129,7 @@ class Zygote:
             stdout=subprocess.PIPE,
             stderr=log_fd,
             cwd=tempfile.gettempdir(),
+            start_new_session=True,  # Ctrl-C in a terminal stops the run, which then stops this server
         )
         os.close(log_fd)
         self._children: dict[int, Child] = {}
@@ -267,18 +277,22 @@ def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progr
     began = time.monotonic()
     clock = _PhaseClock(work_dir / "progress", began)
     failure: str | None = None
-    while child.wait(POLL_S) is None and not child.ended.is_set():
-        now = time.monotonic()
-        clock.update(now)
-        failure = clock.overrun(now, limits.phases)
-        if failure is None and sandbox.rss_bytes(child.pid) > limits.mem_limit_bytes:
-            failure = f"used more than {limits.mem_limit_bytes / 2**30:.1f} GiB of host memory"
-        if failure:
-            child.kill()
-            child.wait(30)
-            break
-        if on_progress:
-            on_progress(clock.phase, now - began)
+    try:
+        while child.wait(POLL_S) is None and not child.ended.is_set():
+            now = time.monotonic()
+            clock.update(now)
+            failure = clock.overrun(now, limits.phases)
+            if failure is None and sandbox.rss_bytes(child.pid) > limits.mem_limit_bytes:
+                failure = f"used more than {limits.mem_limit_bytes / 2**30:.1f} GiB of host memory"
+            if failure:
+                child.kill(dump_stack=True)
+                child.wait(30)
+                break
+            if on_progress:
+                on_progress(clock.phase, now - began)
+    except BaseException:  # Ctrl-C, or the run stopped: the job goes with it, and no verdict is made up
+        child.kill()
+        raise
     clock.update(time.monotonic())
     log_path = work_dir / "worker.log"
     result_path = work_dir / "result.json"

@@ -11,8 +11,10 @@ and file-system escapes.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import json
 import os
+import signal
 import socket
 import sys
 import threading
@@ -355,6 +357,7 @@ def run_job(job: str, req: dict[str, Any]) -> int:
     """Run one job in this (fresh, single-use) process; its result goes to result.json in the
     work dir. The exit status is 0 whenever a result was written."""
     _die_with_parent()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the watchdog's "where are you stuck?"
     if job == "reference":
         from kernelopt.harness.reference import serve
 

@@ -16,6 +16,8 @@ def add_kernel(x_ptr, y_ptr, out_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
     acc = tl.load(x_ptr + offsets, mask=mask) + tl.load(y_ptr + offsets, mask=mask)
     step = 0
     while step < n_elements:  # `step` is never advanced: every program spins forever
+        # an atomic in the loop: a side effect the compiler may not remove with the loop
+        tl.atomic_add(out_ptr + offsets, 0.0, mask=mask)
         step = step * 2
     tl.store(out_ptr + offsets, acc, mask=mask)
 
