@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 import tempfile
 from collections.abc import Callable
@@ -134,8 +135,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"kernelopt: {err}", file=sys.stderr)
         return USAGE_ERROR
     except KeyboardInterrupt:
+        _stop_jobs()
         print("kernelopt: interrupted", file=sys.stderr)
         return 130
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C: kill the running candidates first (LangGraph waits for its running nodes before the
+    interrupt reaches us), then stop as Python would."""
+    _stop_jobs()
+    raise KeyboardInterrupt
+
+
+def _stop_jobs() -> None:
+    """Kill the candidates still running, so that the threads waiting on them end with the run."""
+    runner = sys.modules.get("kernelopt.harness.runner")
+    if runner is not None:
+        runner.stop_jobs()
 
 
 def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
@@ -243,6 +259,7 @@ def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json
             asker = _Asker(sys.stderr if as_json else sys.stdout)
             stream_input: Any = None if started else record.inputs
             waiting = list(snapshot.interrupts) if started else []  # a question left unanswered last time
+            signal.signal(signal.SIGINT, _interrupt)
             try:
                 while True:
                     if not waiting:
@@ -265,6 +282,7 @@ def _run(run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json
                         answers[question.id] = answer
                     stream_input, waiting = Command(resume=answers), []
             except KeyboardInterrupt:
+                _stop_jobs()
                 print(f"kernelopt: interrupted; continue with: kernelopt resume {run_dir}", file=sys.stderr)
                 return 130
         final = graph.get_state(config).values

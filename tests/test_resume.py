@@ -115,9 +115,6 @@ def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path)
         assert (run_dir / name).is_file(), name
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "harness: the fork server shares the terminal's process group, so Ctrl-C kills it too; the verifier then "
-    "records round 1's candidate as 'rejected: the process vanished with the fork server' before the CLI stops"))
 def test_ctrl_c_stops_the_candidate_and_resume_keeps_the_last_verdict(tmp_path):
     run_dir = tmp_path / "run"
     proc = _start_and_wait_for_a_hanging_round_1_candidate(run_dir, tmp_path, "--max-rounds", "1")

@@ -218,6 +218,22 @@ def close_zygotes() -> None:
         _ZYGOTES.clear()
 
 
+class JobsStopped(RuntimeError):
+    """The run is stopping (Ctrl-C): the job was killed, and it has no verdict."""
+
+
+_RUNNING: set[Child] = set()
+_STOPPING = threading.Event()
+
+
+def stop_jobs() -> None:
+    """Kill every job this process is watching; their watchers raise JobsStopped. For a run that
+    is being interrupted: the threads that wait on candidates end now, not at their time limits."""
+    _STOPPING.set()
+    for child in list(_RUNNING):
+        child.kill()
+
+
 def start_job(job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> Child:
     """Fork `job` from the warm server, in `work_dir` (made empty of a previous result)."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -277,8 +293,11 @@ def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progr
     began = time.monotonic()
     clock = _PhaseClock(work_dir / "progress", began)
     failure: str | None = None
+    _RUNNING.add(child)
     try:
         while child.wait(POLL_S) is None and not child.ended.is_set():
+            if _STOPPING.is_set():
+                raise JobsStopped("the run was interrupted")
             now = time.monotonic()
             clock.update(now)
             failure = clock.overrun(now, limits.phases)
@@ -293,6 +312,8 @@ def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progr
     except BaseException:  # Ctrl-C, or the run stopped: the job goes with it, and no verdict is made up
         child.kill()
         raise
+    finally:
+        _RUNNING.discard(child)
     clock.update(time.monotonic())
     log_path = work_dir / "worker.log"
     result_path = work_dir / "result.json"
