@@ -26,10 +26,11 @@ import torch
 
 from kernelopt.harness import transfer
 from kernelopt.harness.cases import case_inputs, case_label, plan_cases
-from kernelopt.harness.correctness import compare_case, magnitude_ratios
+from kernelopt.harness.correctness import compare_case
 from kernelopt.harness.locks import device_lock
 from kernelopt.harness.problem import load_problem
 from kernelopt.harness.timing import TimingConfig, measure
+from kernelopt.harness.yardstick import Expected, expected_from, float64_copy
 
 
 @dataclass
@@ -43,54 +44,69 @@ class _Judged:
 
 
 class Reference:
-    """A problem's model, cases and expected outputs, on the device."""
+    """A problem's model, cases and yardsticks, on the device.
+
+    Yardsticks are kept in device memory up to a budget (a quarter of the GPU's memory); a case
+    past it is recomputed when a candidate's outputs for it arrive (milliseconds on a GPU), so a
+    problem of several GB per output never holds every case's outputs at once.
+    """
 
     def __init__(self, req: dict[str, Any]) -> None:
-        from kernelopt.harness.worker import build_model, exact_math
+        from kernelopt.harness.worker import build_model
 
         self.req = req
         self.device = torch.device(req["device"])
         self.problem = load_problem(req["problem_path"])
         self.model = build_model(self.problem.Model, self.problem, req["init_seed"], self.device)
+        self.model64 = float64_copy(self.model)
+        self.budget_bytes = _cache_budget_bytes(self.device)
         self.cases: list[dict[str, Any]] = []
-        self.expected: list[list[torch.Tensor]] = []
+        self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []
-        with torch.no_grad(), exact_math():
-            for case in plan_cases(self.problem, req["seeds"]):
-                try:
-                    inputs = case_inputs(self.problem, case, self.device)
-                    outputs, ref_ms = self._run(inputs)
-                except Exception as err:
-                    if not _derived(case):
-                        raise
-                    self.dropped.append(f"{case_label(case)}: the reference raised {type(err).__name__}")
-                    continue
-                finite = all(bool(t.isfinite().all()) for t in outputs if t.is_floating_point())
-                if ("scale" in case or "shift" in case) and not finite:
-                    self.dropped.append(f"{case_label(case)}: the reference itself is not finite there")
-                    continue
-                self.cases.append({**case, "ref_ms": ref_ms})
-                self.expected.append(outputs)
+        largest: list[float] = []
+        for case in plan_cases(self.problem, req["seeds"]):
+            try:
+                expected, ref_ms = self._expect(case, timed=True)
+            except Exception as err:
+                if not _derived(case):
+                    raise
+                self.dropped.append(f"{case_label(case)}: the reference raised {type(err).__name__}")
+                continue
+            finite = all(bool(t.isfinite().all()) for t in expected.outputs if t.is_floating_point())
+            if ("scale" in case or "shift" in case) and not finite:
+                self.dropped.append(f"{case_label(case)}: the reference itself is not finite there")
+                continue
+            self.cases.append({**case, "ref_ms": ref_ms})
+            largest.append(_largest(expected))
+            if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
+                self.kept[len(self.cases) - 1] = expected
+            del expected
         self.checked = [i for i, c in enumerate(self.cases) if not c.get("timing")]
         self.timing_index = next((i for i, c in enumerate(self.cases) if c.get("timing")), self.checked[0])
-        ratios = magnitude_ratios([self.expected[i] for i in self.checked])
-        self.scales = dict(zip(self.checked, ratios, strict=True))
+        base = largest[self.checked[0]]
+        self.scales = {i: max(1.0, largest[i] / base) if base > 0 else 1.0 for i in self.checked}
         self.judged: dict[str, _Judged] = {}
         self.lock = threading.Lock()
 
-    def _run(self, inputs: list[Any]) -> tuple[list[torch.Tensor], float]:
-        """The reference's outputs on `inputs`, and its time per call (the better of two calls:
-        the first may pay for a library's lazy start), which sets the candidate's time limits."""
-        from kernelopt.harness.worker import outputs_of, sync
+    def _expect(self, case: dict[str, Any], timed: bool = False) -> tuple[Expected, float]:
+        """One case's yardstick, and the reference's time per call (the better of two calls: the
+        first may pay for a library's lazy start), which sets the candidate's time limits."""
+        from kernelopt.harness.worker import exact_math, outputs_of, sync
 
+        inputs = case_inputs(self.problem, case, self.device)
         times_ms = []
-        for _ in range(2):
-            began = time.perf_counter()
-            returned = self.model(*inputs)
-            sync(self.device)
-            times_ms.append((time.perf_counter() - began) * 1e3)
-        outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
-        return [t.detach() for t in outputs], min(times_ms)
+        with torch.no_grad(), exact_math():
+            for _ in range(2 if timed else 1):
+                began = time.perf_counter()
+                returned = self.model(*inputs)
+                sync(self.device)
+                times_ms.append((time.perf_counter() - began) * 1e3)
+            outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
+            expected = expected_from([t.detach() for t in outputs], self.model64, inputs)
+        return expected, min(times_ms)
+
+    def expected(self, index: int) -> Expected:
+        return self.kept.get(index) or self._expect(self.cases[index])[0]
 
     def baselines(self, message: dict[str, Any]) -> dict[str, Any]:
         """Eager and torch.compile times with the candidates' protocol, and the floor."""
@@ -117,13 +133,14 @@ class Reference:
         judged = self.judged[token]
         if kind == "timed":
             if judged.timed_mismatch is None:
-                mismatch = compare_case(self.expected[self.timing_index], got, self.scales[self.checked[0]])
-                judged.timed_mismatch = mismatch
+                expected = self.expected(self.timing_index)
+                judged.timed_mismatch = compare_case(expected.outputs, got, 1.0, expected.slack)
             return
         if index not in self.scales:
             raise transfer.TransferError(f"no checked case {index}")
         judged.received.add(index)
-        mismatch = compare_case(self.expected[index], got, self.scales[index])
+        expected = self.expected(index)
+        mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack)
         if mismatch:
             label = case_label(self.cases[index])
             position = self.checked.index(index)
@@ -147,6 +164,20 @@ class Reference:
                 f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
             }
         return {"rule": None, "reason": "correct"}
+
+
+def _largest(expected: Expected) -> float:
+    floats = [t for t in expected.outputs if t.is_floating_point() and t.numel()]
+    return max((float(t.abs().max()) for t in floats), default=0.0)
+
+
+def _cache_budget_bytes(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).total_memory // 4
+    return CPU_CACHE_BYTES
+
+
+CPU_CACHE_BYTES = 2 << 30
 
 
 def _derived(case: dict[str, Any]) -> bool:

@@ -1,0 +1,74 @@
+"""What a candidate's outputs are judged against: the truth, and the problem's own error.
+
+The expected outputs come from the reference in float64 (the truth, rounded to each output's
+dtype). A kernel may differ from it by KernelBench's tolerance (fp32 1e-4, fp16/bf16 1e-2) plus,
+element by element, the problem's own fp32 PyTorch result's distance from the truth (its
+`slack`). So a kernel at least as accurate as PyTorch always passes (LayerNorm over 4M-element
+rows: PyTorch's fp32 result is ~2e-4 from the truth, beyond 1e-4 alone), while a precision
+shortcut (TF32, fp16 accumulation) errs far beyond PyTorch's own error and still fails. Where the
+float64 run is impossible (a model that keeps fp32 tensors of its own, an op without float64),
+the fp32 result is the yardstick and the slack is zero, as before.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One case's yardstick: per output, the value to meet and the allowance on top of the tolerance."""
+
+    outputs: list[torch.Tensor]
+    slack: list[torch.Tensor | None]
+
+    @property
+    def nbytes(self) -> int:
+        tensors = [*self.outputs, *(s for s in self.slack if s is not None)]
+        return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def float64_copy(model: torch.nn.Module) -> torch.nn.Module | None:
+    """The model with every floating parameter and buffer in float64, or None when it cannot be copied."""
+    try:
+        return copy.deepcopy(model).double()
+    except Exception:  # a module that cannot be deep-copied: the fp32 yardstick it is
+        return None
+
+
+def _as_float64(value: Any) -> Any:
+    return value.double() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
+
+
+def expected_from(
+    outputs32: list[torch.Tensor], model64: torch.nn.Module | None, inputs: list[Any]
+) -> Expected:
+    """The yardstick for one case from the problem's own outputs and, where it runs, its float64 twin."""
+    from kernelopt.harness.worker import outputs_of
+
+    truth: list[torch.Tensor] | None = None
+    if model64 is not None and any(t.is_floating_point() for t in outputs32):
+        try:
+            returned = model64(*[_as_float64(v) for v in inputs])
+            truth = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
+        except Exception:  # no float64 path through this model: judge against its fp32 result
+            truth = None
+    if truth is None or len(truth) != len(outputs32):
+        return Expected(outputs32, [None] * len(outputs32))
+    wanted, slack = [], []
+    for ref, exact in zip(outputs32, truth, strict=True):
+        if not ref.is_floating_point() or exact.shape != ref.shape:
+            wanted.append(ref)
+            slack.append(None)
+            continue
+        exact = exact.double()
+        finite = ref.isfinite()
+        # Where the problem's own result overflows, it is what a kernel must match (NaN/Inf in kind).
+        wanted.append(torch.where(finite, exact.to(ref.dtype), ref))
+        slack.append((ref.double() - exact).abs().where(finite, torch.zeros_like(exact)).float())
+        del exact
+    return Expected(wanted, slack)
