@@ -151,3 +151,15 @@ def test_a_gpu_run_reports_gpu_times_with_a_roofline_picture_and_resumes_as_fini
     assert "not GPU performance" not in (run_dir / "report.md").read_text()
     again = subprocess.run([*base, "resume", str(run_dir), "--json"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and json.loads(again.stdout).get("already_finished") is True
+
+
+@pytest.mark.parametrize("folder", ["derived", "yardstick"])
+def test_problems_that_break_their_own_derived_cases_or_numerics_verify_on_the_gpu(folder: str, tmp_path: Path) -> None:
+    """A derived case that hits a device-side assert in the reference is dropped without touching
+    the reference process; a kernel more accurate than PyTorch's fp32 result is accepted."""
+    data = ROOT / "tests" / "data" / folder
+    verifier = Verifier(data / "problem.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    verdict = verifier.verify(data / "kernel.py")
+    assert verdict.accepted, verdict.reason
+    if folder == "derived":
+        assert "dropped: other sizes" in verdict.reason

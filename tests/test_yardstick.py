@@ -41,3 +41,13 @@ def test_a_kernel_more_accurate_than_pytorch_is_accepted(tmp_path: Path) -> None
     verifier = Verifier(DATA / "problem.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
     verdict = verifier.verify(DATA / "kernel.py", time=False)
     assert verdict.accepted, verdict.reason
+
+
+def test_a_derived_case_the_problem_cannot_run_is_dropped_and_named(tmp_path: Path) -> None:
+    """Other sizes grow num_classes for get_inputs but not the model's fixed input shape: the
+    reference raises there (on CUDA a device-side assert, probed in a process of its own)."""
+    derived = Path(__file__).parent / "data" / "derived"
+    verifier = Verifier(derived / "problem.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    verdict = verifier.verify(derived / "kernel.py")
+    assert verdict.accepted, verdict.reason
+    assert "cases the reference itself cannot run, dropped: other sizes" in verdict.reason

@@ -64,7 +64,11 @@ class Reference:
         self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []
         largest: list[float] = []
-        for case in plan_cases(self.problem, req["seeds"]):
+        unrunnable = {int(i): why for i, why in req.get("unrunnable", {}).items()}
+        for number, case in enumerate(plan_cases(self.problem, req["seeds"])):
+            if number in unrunnable:
+                self.dropped.append(f"{case_label(case)}: {unrunnable[number]}")
+                continue
             try:
                 expected, ref_ms = self._expect(case, timed=True)
             except Exception as err:
@@ -222,6 +226,34 @@ def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> Non
         conn.close()
         if control:  # its verifier is gone: so is the reason to hold the GPU's memory
             os._exit(0)
+
+
+def probe(req: dict[str, Any]) -> int:
+    """Try the derived cases (other sizes) the problem may not allow, in a process of its own: on
+    CUDA a device-side assert poisons the whole context, so the reference process must never meet
+    one. Writes {"unrunnable": {index: why}, "done": bool}; it stops at the first failure (the
+    context may be unusable after it), and the caller starts another probe for the rest."""
+    from kernelopt.harness.worker import build_model, exact_math, outputs_of, sync
+
+    device = torch.device(req["device"])
+    problem = load_problem(req["problem_path"])
+    model = build_model(problem.Model, problem, req["init_seed"], device)
+    known = {int(i) for i in req.get("unrunnable", {})}
+    found: dict[int, str] = {}
+    done = True
+    for number, case in enumerate(plan_cases(problem, req["seeds"])):
+        if not _derived(case) or number in known:
+            continue
+        try:
+            with torch.no_grad(), exact_math():
+                outputs_of(model(*case_inputs(problem, case, device)))
+                sync(device)
+        except Exception as err:
+            found[number] = f"the reference raised {type(err).__name__}: {str(err).strip()[:200]}"
+            done = False
+            break
+    (Path(req["work_dir"]) / "result.json").write_text(json.dumps({"unrunnable": found, "done": done}))
+    return 0
 
 
 def serve(req: dict[str, Any]) -> int:

@@ -27,8 +27,12 @@ class ReferenceProcess:
     def __init__(self, request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> None:
         self.address = f"kernelopt-{secrets.token_hex(16)}"
         secret = secrets.token_hex(16)
+        unrunnable = _probe_derived_cases(request, work_dir / "probe", limits) if limits.use_cuda else {}
         self._child: Child = start_job(
-            "reference", {**request, "address": self.address, "control_secret": secret}, work_dir, limits
+            "reference",
+            {**request, "address": self.address, "control_secret": secret, "unrunnable": unrunnable},
+            work_dir,
+            limits,
         )
         self._lock = threading.Lock()
         self._sock = self._connect(work_dir, limits)
@@ -70,6 +74,22 @@ class ReferenceProcess:
         self._sock.close()  # it exits when its control connection closes
         if self._child.wait(5) is None:
             self._child.kill()
+
+
+PROBES = 3  # at most this many derived cases fail on one problem (there are two: smaller, larger)
+
+
+def _probe_derived_cases(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> dict[str, str]:
+    """The derived cases the problem cannot run, found in throwaway processes (see reference.probe)."""
+    unrunnable: dict[str, str] = {}
+    for _ in range(PROBES):
+        outcome = watch(start_job("probe", {**request, "unrunnable": unrunnable}, work_dir, limits), work_dir, limits)
+        if outcome.result is None:  # the probe itself died: the problem's own cases will say why
+            break
+        unrunnable.update(outcome.result["unrunnable"])
+        if outcome.result["done"]:
+            break
+    return unrunnable
 
 
 _KEPT: OrderedDict[tuple[str, ...], ReferenceProcess] = OrderedDict()

@@ -358,10 +358,10 @@ def run_job(job: str, req: dict[str, Any]) -> int:
     work dir. The exit status is 0 whenever a result was written."""
     _die_with_parent()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the watchdog's "where are you stuck?"
-    if job == "reference":
-        from kernelopt.harness.reference import serve
+    if job in ("reference", "probe"):
+        from kernelopt.harness import reference
 
-        return serve(req)
+        return reference.serve(req) if job == "reference" else reference.probe(req)
     out = Path(req["work_dir"]) / "result.json"
     try:
         result = JOBS[job](req)
