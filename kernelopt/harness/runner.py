@@ -309,6 +309,8 @@ def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progr
                 break
             if on_progress:
                 on_progress(clock.phase, now - began)
+        if _STOPPING.is_set():  # it ended because the run is stopping: that is no verdict on it
+            raise JobsStopped("the run was interrupted")
     except BaseException:  # Ctrl-C, or the run stopped: the job goes with it, and no verdict is made up
         child.kill()
         raise
