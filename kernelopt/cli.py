@@ -119,6 +119,20 @@ def _parser() -> argparse.ArgumentParser:
     ver.add_argument("--compile", action="store_true", help="also time torch.compile as a baseline")
     ver.add_argument("--json", action="store_true", help="print one JSON object")
     _limits(ver)
+    sui = commands.add_parser("suite", help="verify (or optimize) every problem of a folder: a table, a plot, fast_p")
+    sui.add_argument("problems_dir", nargs="?", help="folder of KernelBench problem files")
+    sui.add_argument("--kernels", help="folder of kernels named as the problems (problems/19_ReLU.py -> "
+                                       "KERNELS/19_ReLU.py); a problem without one is reported, not fatal")
+    sui.add_argument("--optimize", action="store_true", help="optimize each kernel (default: verify and time it)")
+    sui.add_argument("--model", help="--optimize: chat model name; without it the offline policy runs")
+    sui.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
+    sui.add_argument("--max-rounds", type=COUNT, help=f"--optimize: rounds per problem (default {Context.max_rounds})")
+    sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
+                                   "else ~/.cache/kernelopt/runs)")
+    sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
+    sui.add_argument("--json", action="store_true", help="print results.json at the end, no progress")
+    _limits(sui)
     return parser
 
 
@@ -128,7 +142,7 @@ DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inste
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify}
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
@@ -478,6 +492,77 @@ def _verify(args: argparse.Namespace) -> int:
         elif result["eager_ms"]:
             print(f"eager (PyTorch on the CPU, not comparable): {result['eager_ms']:.4f} ms")
     return 0 if verdict.accepted else 1
+
+
+def _suite(args: argparse.Namespace) -> int:
+    """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
+    from kernelopt import suite as suites
+
+    if args.resume:
+        given = [flag for flag, value in (
+            ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
+            ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
+            ("--no-compile", args.no_compile), ("--out", args.out), ("--timeout-s", args.timeout_s),
+            ("--mem-limit-gb", args.mem_limit_gb)) if value]
+        if given:
+            raise InputError(f"--resume runs the suite as it was started (its {suites.SUITE_FILE}); "
+                             f"drop {', '.join(given)}")
+        suite = suites.read_suite(args.resume)
+    else:
+        if not args.problems_dir:
+            raise InputError("name the folder of problems, or continue a stopped suite with --resume OUT")
+        settings = suites.SuiteSettings(
+            optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
+            base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
+            mem_limit_gb=args.mem_limit_gb,
+        )
+        if args.out and (Path(args.out) / suites.SUITE_FILE).exists():
+            raise InputError(f"{args.out} already holds a suite; continue it with `kernelopt suite --resume "
+                             f"{args.out}` or pass another --out")
+        suites.problem_files(args.problems_dir)  # the folders are checked before --out is made
+        if args.model:
+            from kernelopt.llm import make_chat_model
+
+            make_chat_model(Context(model=args.model, base_url=args.base_url))  # a missing key is bad input
+        suite = suites.new_suite(args.problems_dir, args.kernels, settings, _out_dir(args.out) if args.out else None)
+    if not args.json:
+        finished = len(suites.finished_results(suite))
+        print(f"suite: {len(suite.specs())} problems{f', {finished} already finished' if finished else ''}; "
+              f"results in {suite.out_dir}", flush=True)
+
+    def show(done: int, total: int, result: suites.ProblemResult) -> None:
+        print(suites.progress_line(done, total, result), flush=True)
+
+    signal.signal(signal.SIGINT, _interrupt)
+    try:
+        data = suites.run_suite(suite, on_result=None if args.json else show)
+    except KeyboardInterrupt:
+        _stop_jobs()
+        print(f"kernelopt: interrupted; continue with: kernelopt suite --resume {suite.out_dir}", file=sys.stderr)
+        return 130
+    summary = data["summary"]
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(_suite_text(summary, Path(suite.out_dir)))
+    return 0 if summary["correct"] == summary["problems"] else 1
+
+
+def _suite_text(summary: dict[str, Any], out: Path) -> str:
+    fast = ", ".join(f"fast_{p} {share:.2f}" for p, share in summary["fast_p"].items())
+    note = "" if summary["is_gpu_time"] else " (interpreter times: not GPU performance)"
+    floor = summary["geomean_pct_of_floor"]
+    return "\n".join([
+        f"correct: {summary['correct']} of {summary['problems']}; {fast}",
+        f"geomean speedup: {_times(summary['geomean_speedup_vs_eager'])} over eager, "
+        f"{_times(summary['geomean_speedup_vs_compile'])} over torch.compile{note}; "
+        f"geomean % of floor: {'n/a' if floor is None else f'{floor:.0f}%'}",
+        *(str(out / name) for name in ("results.md", "results.json", "results.png") if (out / name).is_file()),
+    ])
+
+
+def _times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}x"
 
 
 if __name__ == "__main__":
