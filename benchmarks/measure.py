@@ -274,15 +274,23 @@ def _verify_cli_s(name: str, work: Path, env: dict[str, str]) -> float:
     return time.perf_counter() - began
 
 
-def harness(work: Path, before: Path | None = None, examples: tuple[str, ...] = NAMES, rounds: int = 3) -> str:
+def harness(
+    work: Path,
+    before: Path | None = None,
+    examples: tuple[str, ...] = NAMES,
+    rounds: int = 3,
+    before_examples: tuple[str, ...] = ("swish",),
+) -> str:
     """(e) The harness's cost: an offline run per example (seconds per stage), `kernelopt verify`,
-    the run directory's size and the peak host memory; for another checkout too, with --before."""
-    versions = [("before", before.resolve()), ("after", ROOT)] if before else [("after", ROOT)]
+    the run directory's size and the peak host memory; for another checkout too, with --before
+    (on `before_examples` only: the old harness is slow)."""
+    versions = [("before", before.resolve(), before_examples)] if before else []
+    versions.append(("after", ROOT, examples))
     rows = []
-    for version, root in versions:
+    for version, root, names in versions:
         env = {**os.environ, "KERNELOPT_BENCH_ROOT": str(root), "PYTHONPATH": os.pathsep.join(
             p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
-        for name in examples:
+        for name in names:
             folder = work / version / name
             folder.mkdir(parents=True, exist_ok=True)
             done = subprocess.run(
@@ -322,8 +330,8 @@ def main() -> int:
     parser.add_argument("--out", help="also append the tables to this Markdown file")
     parser.add_argument("--before", type=Path, help="harness: another checkout of kernelopt to compare with")
     parser.add_argument("--examples", default=",".join(NAMES), help="harness: comma-separated examples")
+    parser.add_argument("--before-examples", default="swish", help="harness: examples run with --before")
     parser.add_argument("--rounds", type=int, default=3, help="harness: offline rounds per run")
-    parser.add_argument("--cpu", action="store_true", help="harness: run without a GPU (interpreter figures)")
     args = parser.parse_args()
     if args.which == "_harness_one":
         print(json.dumps(harness_one(args.example, args.rounds, Path(args.out))))
@@ -332,7 +340,10 @@ def main() -> int:
 
     if args.which == "harness":
         with tempfile.TemporaryDirectory(prefix="kernelopt-bench-") as tmp:
-            text = harness(Path(tmp), args.before, tuple(args.examples.split(",")), args.rounds)
+            text = harness(
+                Path(tmp), args.before, tuple(args.examples.split(",")), args.rounds,
+                tuple(args.before_examples.split(",")),
+            )
         print(text, flush=True)
         if args.out:
             with open(args.out, "a") as out:
