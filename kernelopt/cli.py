@@ -497,6 +497,7 @@ def _verify(args: argparse.Namespace) -> int:
 def _suite(args: argparse.Namespace) -> int:
     """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
     from kernelopt import suite as suites
+    from kernelopt.suite_report import summary_text
 
     if args.resume:
         given = [flag for flag, value in (
@@ -544,25 +545,8 @@ def _suite(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(data, indent=2))
     else:
-        print(_suite_text(summary, Path(suite.out_dir)))
+        print(summary_text(summary, Path(suite.out_dir)))
     return 0 if summary["correct"] == summary["problems"] else 1
-
-
-def _suite_text(summary: dict[str, Any], out: Path) -> str:
-    fast = ", ".join(f"fast_{p} {share:.2f}" for p, share in summary["fast_p"].items())
-    note = "" if summary["is_gpu_time"] else " (interpreter times: not GPU performance)"
-    floor = summary["geomean_pct_of_floor"]
-    return "\n".join([
-        f"correct: {summary['correct']} of {summary['problems']}; {fast}",
-        f"geomean speedup: {_times(summary['geomean_speedup_vs_eager'])} over eager, "
-        f"{_times(summary['geomean_speedup_vs_compile'])} over torch.compile{note}; "
-        f"geomean % of floor: {'n/a' if floor is None else f'{floor:.0f}%'}",
-        *(str(out / name) for name in ("results.md", "results.json", "results.png") if (out / name).is_file()),
-    ])
-
-
-def _times(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3g}x"
 
 
 if __name__ == "__main__":

@@ -186,6 +186,8 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
+            if spec.settings.optimize:
+                where += "; no --model to write one"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
@@ -378,7 +380,7 @@ def progress_line(done: int, total: int, result: ProblemResult) -> str:
         if result.pct_of_floor:
             parts.append(f"{result.pct_of_floor:.0f}% of floor")
         if result.stop_reason:
-            parts.append(f"{result.rounds} rounds, {result.stop_reason}")
+            parts.append(f"{result.rounds} round{'s' * (result.rounds != 1)}, {result.stop_reason}")
     else:
         rule = f"[{result.rule}] " if result.rule else ""
         parts = [f"{STATUS_WORDS[result.status]}: {rule}{_short(result.reason)}"]

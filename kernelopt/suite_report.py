@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kernelopt.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
+
 NOT_GPU_NOTE = (
     "Triton-interpreter times on the CPU against PyTorch on the CPU: they show the suite ran, "
     "not GPU performance, and their speedups are no GPU's"
@@ -128,3 +130,21 @@ def draw_results(data: dict[str, Any], path: str | Path) -> bool:
     figure.tight_layout()
     figure.savefig(path)
     return True
+
+
+def summary_text(summary: dict[str, Any], out: Path) -> str:
+    """The suite's summary for the terminal: fast_p, geomeans, and the files written."""
+    fast = ", ".join(f"fast_{p} {share:.2f}" for p, share in summary["fast_p"].items())
+    note = "" if summary["is_gpu_time"] else " (interpreter times: not GPU performance)"
+    floor = summary["geomean_pct_of_floor"]
+    return "\n".join([
+        f"correct: {summary['correct']} of {summary['problems']}; {fast}",
+        f"geomean speedup: {_times(summary['geomean_speedup_vs_eager'])} over eager, "
+        f"{_times(summary['geomean_speedup_vs_compile'])} over torch.compile{note}; "
+        f"geomean % of floor: {'n/a' if floor is None else f'{floor:.0f}%'}",
+        *(str(out / name) for name in (RESULTS_MD, RESULTS_JSON, RESULTS_PNG) if (out / name).is_file()),
+    ])
+
+
+def _times(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3g}x"
