@@ -191,7 +191,7 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
-    except Exception as err:  # noqa: BLE001 - one problem's failure never stops the suite
+    except Exception as err:  # one problem's failure never stops the suite
         result = ProblemResult(spec.name, "error", f"{type(err).__name__}: {err}")
     return dataclasses.replace(result, wall_s=round(time.monotonic() - started, 2), run_dir=spec.run_dir)
 
@@ -208,11 +208,12 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
     settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, **_limits(spec.settings))
     verifier = Verifier(spec.problem_path, Path(spec.run_dir) / "harness", settings)
     baselines = verifier.baselines()
+    reference = verifier.reference()  # started by the baselines
     try:
         floor_ms = floor_ms_for(baselines.floor, None)
         verdict = verifier.verify(kernel, floor_time_ms=floor_ms)
     finally:  # its expected outputs leave the device before the next problem's arrive
-        verifier.reference().close()
+        reference.close()
     time_ms = verdict.timing.median_ms if verdict.accepted and verdict.timing else None
     return _measured(
         ProblemResult(spec.name, "correct" if verdict.accepted else "rejected", verdict.reason, verdict.rule,
