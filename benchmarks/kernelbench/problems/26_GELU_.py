@@ -1,0 +1,27 @@
+"""KernelBench level 1 problem 26: exact (erf) GELU of a (4096, 393216) fp32 input (6.4 GB)."""
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Elementwise GELU, the erf form (F.gelu's default)."""
+
+    def __init__(self):
+        super(Model, self).__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.gelu(x)
+
+
+batch_size = 4096
+dim = 393216
+
+
+def get_inputs():
+    x = torch.rand(batch_size, dim)
+    return [x]
+
+
+def get_init_inputs():
+    return []
