@@ -286,7 +286,16 @@ def harness(
     (on `before_examples` only: the old harness is slow)."""
     versions = [("before", before.resolve(), before_examples)] if before else []
     versions.append(("after", ROOT, examples))
-    rows = []
+    columns = ["version", "example", "setup s", "verify s (median)", "verifies", "NCU profile s (median)",
+               "round s (mean)", "`kernelopt verify` s", "run dir MB", "peak RSS GiB", "best ms", "clock, stop, total"]
+    header = f"### (e) harness cost per stage ({rounds} offline rounds)\n\n"
+    lines = _table(columns, []).splitlines()[:2]
+    print(header + "\n".join(lines), flush=True)  # rows follow as they are measured: a cut-off run keeps them
+
+    def add(row: list[Any]) -> None:
+        lines.append(_table(columns, [row]).splitlines()[-1])
+        print(lines[-1], flush=True)
+
     for version, root, names in versions:
         env = {**os.environ, "KERNELOPT_BENCH_ROOT": str(root), "PYTHONPATH": os.pathsep.join(
             p for p in (str(root), os.environ.get("PYTHONPATH", "")) if p)}
@@ -297,14 +306,14 @@ def harness(
                 [sys.executable, __file__, "_harness_one", name, "--rounds", str(rounds), "--out", str(folder)],
                 env=env, capture_output=True, text=True, timeout=1800, check=False,
             )
-            lines = done.stdout.strip().splitlines()
-            if done.returncode != 0 or not lines:
-                rows.append([version, name] + ["-"] * 9 + [f"failed: {(done.stderr or done.stdout)[-300:]!r}"])
+            printed = done.stdout.strip().splitlines()
+            if done.returncode != 0 or not printed:
+                add([version, name] + ["-"] * 9 + [f"failed: {(done.stderr or done.stdout)[-300:]!r}"])
                 continue
-            r = json.loads(lines[-1])
+            r = json.loads(printed[-1])
             verify = r["seconds"].get("verifier", [])
             profile = r["seconds"].get("profile", [])
-            rows.append([
+            add([
                 version, name, r["seconds"].get("setup", [float("nan")])[0],
                 statistics.median(verify) if verify else float("nan"), len(verify),
                 statistics.median(profile) if profile else float("nan"),
@@ -312,11 +321,7 @@ def harness(
                 _verify_cli_s(name, folder, env), r["run_dir_mb"], r["peak_rss_gb"],
                 r["best_ms"] or float("nan"), f"{r['clock']}, {r['stop']}, {r['total_s']:.0f} s",
             ])
-    return f"### (e) harness cost per stage ({rounds} offline rounds)\n\n" + _table(
-        ["version", "example", "setup s", "verify s (median)", "verifies", "NCU profile s (median)",
-         "round s (mean)", "`kernelopt verify` s", "run dir MB", "peak RSS GiB", "best ms", "clock, stop, total"],
-        rows,
-    )
+    return header + "\n".join(lines)
 
 
 BENCHMARKS = {"agreement": agreement, "stability": stability, "overhead": overhead, "baselines": baselines,
@@ -344,7 +349,6 @@ def main() -> int:
                 Path(tmp), args.before, tuple(args.examples.split(",")), args.rounds,
                 tuple(args.before_examples.split(",")),
             )
-        print(text, flush=True)
         if args.out:
             with open(args.out, "a") as out:
                 out.write(text + "\n")

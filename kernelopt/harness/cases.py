@@ -104,7 +104,7 @@ def _resize(value: int, larger: bool, rng: random.Random, count: int = 1) -> int
     block divides the size fails there; the smaller size's private residue catches missing masks)."""
     if not larger:  # about half, with a private residue (no size class is safe to skip)
         return max(1, min(value - 1, value // 2 + 1 + rng.randrange(16)))
-    grown = max(value + 1, math.ceil(value * rng.uniform(2.0, 3.0) ** (1.0 / max(count, 1))))
+    grown = max(value + 1, math.ceil(value * rng.uniform(2.1, 3.0) ** (1.0 / max(count, 1))))
     return -(-grown // 256) * 256 if grown >= 1024 else grown
 
 

@@ -167,7 +167,7 @@ def _measure_cuda(fn: Callable[[], object], device: torch.device, config: Timing
     flush = _L2Flush(config.flush_l2_bytes, device)
     # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    runs, elapsed_ms = 0, 0.0
+    runs, elapsed_ms, first_ms = 0, 0.0, 0.0
     while runs < config.min_warmup_runs or elapsed_ms < config.warmup_ms:
         flush()
         start.record()
@@ -175,10 +175,13 @@ def _measure_cuda(fn: Callable[[], object], device: torch.device, config: Timing
         end.record()
         torch.cuda.synchronize(device)
         elapsed_ms += start.elapsed_time(end)
+        first_ms = first_ms or elapsed_ms
         runs += 1
         if runs >= 1000:
             break
-    estimate_ms = max(elapsed_ms / runs, 1e-4)
+    # The first call may pay for lazy loading (a module, a cuBLAS handle): it says nothing of the
+    # kernel's length, and would leave a microsecond kernel with a handful of trials.
+    estimate_ms = max((elapsed_ms - first_ms) / (runs - 1) if runs > 1 else elapsed_ms, 1e-4)
     trials = int(min(config.max_trials, max(config.min_trials, config.target_total_ms / estimate_ms)))
     overhead_ms = _event_pair_ms(flush, device, config.min_trials)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]

@@ -310,11 +310,12 @@ def _timer_identities() -> dict[str, Any]:
     return found
 
 
-def _arm(req: dict[str, Any]) -> _Guards:
+def _arm(req: dict[str, Any], poisoned: bool = True) -> _Guards:
     from kernelopt.harness.sandbox import install_audit_guard
 
     device = torch.device(req["device"])
-    poison.arm(device)
+    if poisoned:  # not for a profile: NCU would count the fills as the kernel's
+        poison.arm(device)
     guards = _Guards()
     install_audit_guard({str(Path(req["kernel_path"]).resolve())}, req["work_dir"], tuple(req.get("secret_dirs", ())))
     return guards
@@ -325,7 +326,7 @@ def run_profile(req: dict[str, Any]) -> dict[str, Any]:
     a candidate: its inputs come from a seed of their own, never a private one)."""
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])
-    _arm(req)
+    _arm(req, poisoned=False)
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     model = build_model(module.ModelNew, problem, req["init_seed"], device)
     inputs = case_inputs(problem, {"seed": req["seeds"][0]}, device)

@@ -44,14 +44,23 @@ def _as_float64(value: Any) -> Any:
     return value.double() if isinstance(value, torch.Tensor) and value.is_floating_point() else value
 
 
+def _nbytes(values: list[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
 def expected_from(
-    outputs32: list[torch.Tensor], model64: torch.nn.Module | None, inputs: list[Any]
+    outputs32: list[torch.Tensor], model64: torch.nn.Module | None, inputs: list[Any], max_bytes: int | None = None
 ) -> Expected:
-    """The yardstick for one case from the problem's own outputs and, where it runs, its float64 twin."""
+    """The yardstick for one case from the problem's own outputs and, where it runs, its float64 twin.
+
+    The float64 run needs about twice the case's inputs and outputs again; past `max_bytes` of
+    that (a case of many GB), the fp32 result is the yardstick.
+    """
     from kernelopt.harness.worker import outputs_of
 
     truth: list[torch.Tensor] | None = None
-    if model64 is not None and any(t.is_floating_point() for t in outputs32):
+    fits = max_bytes is None or 2 * (_nbytes(inputs) + _nbytes(outputs32)) <= max_bytes
+    if fits and model64 is not None and any(t.is_floating_point() for t in outputs32):
         try:
             returned = model64(*[_as_float64(v) for v in inputs])
             truth = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
@@ -66,9 +75,11 @@ def expected_from(
             slack.append(None)
             continue
         exact = exact.double()
-        finite = ref.isfinite()
-        # Where the problem's own result overflows, it is what a kernel must match (NaN/Inf in kind).
-        wanted.append(torch.where(finite, exact.to(ref.dtype), ref))
-        slack.append((ref.double() - exact).abs().where(finite, torch.zeros_like(exact)).float())
+        rounded = exact.to(ref.dtype)
+        # Where the problem's own result overflows (or the truth does not fit the dtype), the
+        # problem's result is what a kernel must match, NaN/Inf in kind.
+        usable = ref.isfinite() & rounded.isfinite()
+        wanted.append(torch.where(usable, rounded, ref))
+        slack.append((ref.double() - exact).abs().where(usable, torch.zeros_like(exact)).float())
         del exact
     return Expected(wanted, slack)
