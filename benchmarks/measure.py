@@ -284,8 +284,9 @@ def harness(
     """(e) The harness's cost: an offline run per example (seconds per stage), `kernelopt verify`,
     the run directory's size and the peak host memory; for another checkout too, with --before
     (on `before_examples` only: the old harness is slow)."""
-    versions = [("before", before.resolve(), before_examples)] if before else []
-    versions.append(("after", ROOT, examples))
+    versions = [("after", ROOT, examples)]
+    if before:
+        versions.append(("before", before.resolve(), before_examples))
     columns = ["version", "example", "setup s", "verify s (median)", "verifies", "NCU profile s (median)",
                "round s (mean)", "`kernelopt verify` s", "run dir MB", "peak RSS GiB", "best ms", "clock, stop, total"]
     header = f"### (e) harness cost per stage ({rounds} offline rounds)\n\n"
