@@ -115,6 +115,12 @@ def test_ncu_bottleneck(compute_pct: float, memory_pct: float, expected: str) ->
     assert roofline.at_roofline is (max(compute_pct, memory_pct) >= 80)
 
 
+def test_low_sol_on_both_units_is_placed_under_the_floors_roof() -> None:
+    """Both units under 40% (a naive elementwise kernel): the floor still says which roof."""
+    roofline = RooflineAnalyzer(H200).analyze({SM_PCT: 25.0, MEM_PCT: 30.0}, SOFTMAX_FLOOR, measured_time_ms=0.2)
+    assert roofline.bottleneck == "memory"
+
+
 def test_memory_sol_falls_back_to_dram_throughput() -> None:
     roofline = RooflineAnalyzer(H200).analyze({SM_PCT: 10.0, DRAM_PCT: 70.0})
     assert roofline.memory_sol_pct == 70.0 and roofline.bottleneck == "memory"

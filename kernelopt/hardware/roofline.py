@@ -258,13 +258,20 @@ class RooflineAnalyzer:
         )
 
     def _bottleneck(self, view: _NcuView | None, floor: _FloorView | None) -> Bound:
-        """NCU's measured SOL decides; without it, the floor's intensity against the ridge."""
+        """NCU's measured SOL decides; when both units are idle-ish (or without NCU), the floor's
+        intensity against the ridge names the roof the kernel is under: low SOL says how far it
+        is from that roof, not which roof it is (a naive elementwise kernel at 39% of each is
+        still memory-bound). "underutilized" is left for kernels with no floor to ask."""
         pair = (view.compute_sol_pct, view.memory_sol_pct) if view else (None, None)
         if pair != (None, None):
             compute, memory = (pct or 0.0 for pct in pair)
-            if max(compute, memory) < self.config.underutilized_sol_pct:
-                return "underutilized"
-            return "memory" if memory >= compute else "compute"
+            if max(compute, memory) >= self.config.underutilized_sol_pct:
+                return "memory" if memory >= compute else "compute"
+            by_floor = self._floor_bound(floor)
+            return by_floor if by_floor != "unknown" else "underutilized"
+        return self._floor_bound(floor)
+
+    def _floor_bound(self, floor: _FloorView | None) -> Bound:
         if floor is not None and floor.arithmetic_intensity is not None:
             if floor.ridge_flops_per_byte is None:
                 # No peak for the dtype: only work without FLOPs is known to be memory-bound.

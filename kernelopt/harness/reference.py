@@ -91,6 +91,13 @@ class Reference:
         self.scales = {i: max(1.0, largest[i] / base) if base > 0 else 1.0 for i in self.checked}
         self.judged: dict[str, _Judged] = {}
         self.lock = threading.Lock()
+        self._release()
+
+    def _release(self) -> None:
+        """Give the allocator's cached blocks back to the driver: a candidate in another process
+        needs that memory for a problem of many GB (the float64 runs leave large ones behind)."""
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
 
     def _expect(self, case: dict[str, Any], timed: bool = False) -> tuple[Expected, float]:
         """One case's yardstick, and the reference's time per call (the better of two calls: the
@@ -145,6 +152,8 @@ class Reference:
         judged.received.add(index)
         expected = self.expected(index)
         mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack)
+        del expected
+        self._release()
         if mismatch:
             label = case_label(self.cases[index])
             position = self.checked.index(index)
