@@ -18,6 +18,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelopt.harness import launches
+from kernelopt.harness.sandbox import triton_dirs
 
 # ATen operators (by overload packet) that move or describe data without computing a result.
 ALLOWED_OPS = frozenset(
@@ -40,7 +41,6 @@ _ALLOCATIONS = frozenset(
 MAX_SCALAR_READS = 16  # .item() / float(t) per call: a few for shapes or flags, not a loop over data
 MAX_FRESH_ELEMENTS = 256  # torch.tensor(python data) per call: a small index table, not an output
 
-_TRITON_DIR = os.path.dirname(os.path.abspath(__import__("triton").__file__)) + os.sep
 
 
 class ComputeOutsideTriton(Exception):
@@ -138,7 +138,7 @@ def _called_from_triton() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename.startswith(_TRITON_DIR):
+        if filename.startswith(triton_dirs()):
             return True
         if not (filename.startswith(_PASS_THROUGH) or filename.startswith("<") or _is_stdlib(filename)):
             return False

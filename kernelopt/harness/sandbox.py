@@ -17,6 +17,7 @@ forbidden thing for it is not stopped here; the static guards forbid those entry
 """
 
 import _thread
+import functools
 import os
 import resource
 import sys
@@ -123,7 +124,15 @@ _FRAME_LEAKING_STDLIB = ("inspect.py", "traceback.py")
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _THIS_FILE = os.path.realpath(__file__)
-_TRITON_DIR = os.path.dirname(os.path.realpath(__import__("triton").__file__)) + os.sep
+@functools.cache
+def triton_dirs() -> tuple[str, ...]:
+    """Triton's package folder, as its files name it and with links resolved (imported on first
+    use: the parent that only starts workers needs no Triton)."""
+    import triton
+
+    return tuple({os.path.dirname(fix(triton.__file__)) + os.sep for fix in (os.path.realpath, os.path.abspath)})
+
+
 _KERNELOPT_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
 _WRITE_EVENTS = frozenset(
     {"open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.link",
@@ -249,7 +258,7 @@ class _AuditGuard:
                     if (path + os.sep).startswith(self.secret_dirs):
                         return f"open {path}: the verifier's private files are not the kernel's to read"
         who, direct = self.owner(frame)
-        if who == "library" and self.library_file(frame).startswith((_TRITON_DIR, _KERNELOPT_DIR)):
+        if who == "library" and self.library_file(frame).startswith((*triton_dirs(), _KERNELOPT_DIR)):
             return None  # Triton compiling (ptxas) and caching its kernels; the harness itself
         # A library the candidate drove (torch's helpers, say) may not start processes or write
         # outside the work dir either: nothing in the candidate's process needs to.

@@ -15,9 +15,10 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import torch
+if TYPE_CHECKING:  # torch is imported where it is used: the graph's records load without it
+    import torch
 
 Clock = Literal["cuda_events", "interpreter", "cpu"]
 
@@ -140,6 +141,8 @@ class _Sampler:
 
 
 def _snapshot(result: object) -> object:
+    import torch
+
     if isinstance(result, torch.Tensor):
         return result.detach().clone()
     if type(result) in (tuple, list):
@@ -155,6 +158,8 @@ class _L2Flush:
     """
 
     def __init__(self, size_bytes: int, device: torch.device) -> None:
+        import torch
+
         self.written = torch.empty(size_bytes, dtype=torch.uint8, device=device)
         self.read = torch.zeros(size_bytes // 4, dtype=torch.int32, device=device)
 
@@ -164,6 +169,8 @@ class _L2Flush:
 
 
 def _measure_cuda(fn: Callable[[], object], device: torch.device, config: TimingConfig, sampler: _Sampler) -> Timing:
+    import torch
+
     flush = _L2Flush(config.flush_l2_bytes, device)
     # Warm-up: until warmup_ms of work has run, and at least min_warmup_runs times.
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)

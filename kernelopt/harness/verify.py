@@ -8,9 +8,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import torch
+from typing import TYPE_CHECKING, Any
 
 from kernelopt.hardware import ncu_runner
 from kernelopt.hardware.roofline import FloorEstimate
@@ -19,9 +17,11 @@ from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.locks import device_lock, lock_path
 from kernelopt.harness.problem import InputError, check_kernel_source, read_source
-from kernelopt.harness.reference_client import ReferenceProcess, reference_for
 from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
 from kernelopt.harness.timing import Timing, TimingConfig
+
+if TYPE_CHECKING:
+    from kernelopt.harness.reference_client import ReferenceProcess
 
 # A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
 IMPOSSIBLE_SPEED_FRACTION = 0.9
@@ -77,6 +77,8 @@ class HarnessSettings:
         The interpreter runs a kernel's programs one after another, so repeat runs cannot show
         a race there and only cost time: one run per case.
         """
+        import torch
+
         use_cuda = torch.cuda.is_available()
         overrides.setdefault("repeats", 3 if use_cuda else 1)
         return HarnessSettings(use_cuda=use_cuda, **overrides)
@@ -208,6 +210,8 @@ class Verifier:
 
     def reference(self) -> ReferenceProcess:
         """The running reference process of this problem (started, and its outputs computed, once)."""
+        from kernelopt.harness.reference_client import reference_for  # torch, in the parent only when verifying
+
         key = (str(self.problem_path), str(self.root), self.settings.device, repr(self.settings))
         limits = self.settings.limits(PhaseLimits.uniform(REFERENCE_LIMIT_S))
         return reference_for(key, self.request("reference"), self.root / "reference", limits)
