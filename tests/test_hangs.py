@@ -35,3 +35,16 @@ def test_a_run_reports_a_long_running_candidate_and_goes_on(tmp_path: Path) -> N
     assert running and running[0]["elapsed_s"] >= 10 and running[0]["phase"].startswith("case")
     assert running[0]["path"].endswith(".py")
     assert "timed out in case" in (final["attempts"][0].error or "")
+
+
+def test_a_candidate_cannot_claim_a_phase_without_a_limit(tmp_path: Path) -> None:
+    """Phases are read from a file the candidate cannot open: writing "lock" (untimed) where the
+    old harness kept its progress buys a hanging kernel nothing."""
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "for _name in ('progress', 'lock'):\n"
+        "    open(_name, 'a').write('lock\\n' * 100)\n" + (CHEATS / "cheat_infinite_loop.py").read_text()
+    )
+    outcome, _ = verifier.run_candidate(probe, time=False)
+    assert outcome.failure is not None and "timed out in case 1/" in outcome.failure, outcome

@@ -107,6 +107,8 @@ class Child:
     def kill(self, dump_stack: bool = False) -> None:
         """Kill the job and everything it started; first have it write its Python stacks to its
         log when `dump_stack` (where a hung job was stuck)."""
+        if self.pid <= 0:  # never forked: killpg(0) would be our own group
+            return
         try:
             if dump_stack:
                 os.kill(self.pid, signal.SIGUSR1)
@@ -234,12 +236,17 @@ def stop_jobs() -> None:
         child.kill()
 
 
-def start_job(job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> Child:
-    """Fork `job` from the warm server, in `work_dir` (made empty of a previous result)."""
+def start_job(
+    job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits, progress_path: Path | None = None
+) -> Child:
+    """Fork `job` from the warm server, in `work_dir` (made empty of a previous result). Its
+    phases go to `progress_path` (default: work_dir/progress; a candidate's lies where the
+    candidate cannot write, so that it cannot claim a phase without a limit)."""
     work_dir.mkdir(parents=True, exist_ok=True)
-    for name in ("result.json", "progress"):
-        (work_dir / name).unlink(missing_ok=True)
-    request = {**request, "work_dir": str(work_dir.resolve())}
+    progress_path = progress_path or work_dir / "progress"
+    for path in (work_dir / "result.json", progress_path):
+        path.unlink(missing_ok=True)
+    request = {**request, "work_dir": str(work_dir.resolve()), "progress_path": str(progress_path)}
     mem = limits.mem_limit_bytes if limits.cap_address_space else None
     return zygote_for(limits.use_cuda).spawn(job, request, work_dir.resolve(), mem)
 
@@ -288,10 +295,16 @@ class _PhaseClock:
         return None
 
 
-def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progress | None = None) -> WorkerOutcome:
+def watch(
+    child: Child,
+    work_dir: Path,
+    limits: WorkerLimits,
+    on_progress: Progress | None = None,
+    progress_path: Path | None = None,
+) -> WorkerOutcome:
     """Wait for `child`, killing it past a phase limit or the memory cap; never raises for its failures."""
     began = time.monotonic()
-    clock = _PhaseClock(work_dir / "progress", began)
+    clock = _PhaseClock(progress_path or work_dir / "progress", began)
     failure: str | None = None
     _RUNNING.add(child)
     try:
@@ -328,10 +341,16 @@ def watch(child: Child, work_dir: Path, limits: WorkerLimits, on_progress: Progr
 
 
 def run_job(
-    job: str, request: dict[str, Any], work_dir: Path, limits: WorkerLimits, on_progress: Progress | None = None
+    job: str,
+    request: dict[str, Any],
+    work_dir: Path,
+    limits: WorkerLimits,
+    on_progress: Progress | None = None,
+    progress_path: Path | None = None,
 ) -> WorkerOutcome:
     """Run one job to its end (see `start_job` and `watch`)."""
-    return watch(start_job(job, request, work_dir, limits), work_dir, limits, on_progress)
+    child = start_job(job, request, work_dir, limits, progress_path)
+    return watch(child, work_dir, limits, on_progress, progress_path)
 
 
 def _describe_exit(returncode: int | None, log_path: Path) -> str:

@@ -257,7 +257,12 @@ class Verifier:
             lock_path=lock_path(self.settings.device),
         )
         limits = limits or self.settings.limits(self.settings.candidate_phases(reference.cases))
-        outcome = run_job("candidate", request, self.root / "candidates" / kernel.stem, limits, on_progress)
+        progress = self._private / f"progress-{token}"  # where the candidate cannot write a phase of its own
+        try:
+            work = self.root / "candidates" / kernel.stem
+            outcome = run_job("candidate", request, work, limits, on_progress, progress)
+        finally:
+            progress.unlink(missing_ok=True)
         return outcome, reference.ask({"op": "verdict", "token": token})
 
     def verify(

@@ -118,7 +118,7 @@ class ReferenceLink:
 def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     """Check the candidate on every case (outputs go to the reference process) and, if asked, time it."""
     device = torch.device(req["device"])
-    progress = Progress(Path(req["work_dir"]) / "progress")
+    progress = Progress(Path(req["progress_path"]))
     link = ReferenceLink(req["reference"], req["token"])
     lock = DeviceLock(req["lock_path"])
     problem = load_problem(req["problem_path"])
