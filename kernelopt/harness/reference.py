@@ -60,6 +60,7 @@ class Reference:
         self.model = build_model(self.problem.Model, self.problem, req["init_seed"], self.device)
         self.model64 = float64_copy(self.model)
         self.budget_bytes = _cache_budget_bytes(self.device)
+        log_stage("model built")
         self.cases: list[dict[str, Any]] = []
         self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []
@@ -85,6 +86,7 @@ class Reference:
             if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
                 self.kept[len(self.cases) - 1] = expected
             del expected
+            log_stage(f"case {case_label(case) or case['seed']}: {self.cases[-1]['ref_ms']:.3f} ms per call")
         self.checked = [i for i, c in enumerate(self.cases) if not c.get("timing")]
         self.timing_index = next((i for i, c in enumerate(self.cases) if c.get("timing")), self.checked[0])
         base = largest[self.checked[0]]
@@ -128,14 +130,18 @@ class Reference:
         result: dict[str, Any] = {"compile": None, "compile_error": None}
         with torch.no_grad():
             result["floor"] = asdict(estimate_floor(self.model, inputs))
+            log_stage("floor counted")
             with device_lock(self.req["device"]):
                 result["eager"] = asdict(measure(lambda: self.model(*inputs), self.device, config, "cpu"))
+            log_stage("eager timed")
             if message.get("time_compile"):
                 try:
                     compiled = torch.compile(self.model)
                     compiled(*inputs)  # compile outside the lock: it is not timed
+                    log_stage("torch.compile compiled")
                     with device_lock(self.req["device"]):
                         result["compile"] = asdict(measure(lambda: compiled(*inputs), self.device, config, "cpu"))
+                    log_stage("torch.compile timed")
                 except Exception as err:  # a compile failure costs the baseline, not the run
                     result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
         return result
@@ -177,6 +183,14 @@ class Reference:
                 f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
             }
         return {"rule": None, "reason": "correct"}
+
+
+_BORN = time.monotonic()
+
+
+def log_stage(stage: str) -> None:
+    """A line in this process's log: where its time went (setup is measured from these)."""
+    print(f"[{time.monotonic() - _BORN:8.3f} s] {stage}", flush=True)
 
 
 def _largest(expected: Expected) -> float:

@@ -95,9 +95,11 @@ class Progress:
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._born = time.monotonic()
 
     def mark(self, phase: str) -> None:
         os.write(self._fd, f"{phase}\n".encode())
+        print(f"[{time.monotonic() - self._born:8.3f} s] {phase}", flush=True)  # the log says where time went
 
 
 class ReferenceLink:
