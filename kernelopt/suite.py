@@ -207,13 +207,12 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
 
     settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, **_limits(spec.settings))
     verifier = Verifier(spec.problem_path, Path(spec.run_dir) / "harness", settings)
-    baselines = verifier.baselines()
-    reference = verifier.reference()  # started by the baselines
     try:
+        baselines = verifier.baselines()
         floor_ms = floor_ms_for(baselines.floor, None)
         verdict = verifier.verify(kernel, floor_time_ms=floor_ms)
     finally:  # its expected outputs leave the device before the next problem's arrive
-        reference.close()
+        verifier.close()
     time_ms = verdict.timing.median_ms if verdict.accepted and verdict.timing else None
     return _measured(
         ProblemResult(spec.name, "correct" if verdict.accepted else "rejected", verdict.reason, verdict.rule,

@@ -48,3 +48,17 @@ def test_a_candidate_cannot_claim_a_phase_without_a_limit(tmp_path: Path) -> Non
     )
     outcome, _ = verifier.run_candidate(probe, time=False)
     assert outcome.failure is not None and "timed out in case 1/" in outcome.failure, outcome
+
+
+def test_a_finished_run_hands_its_reference_process_back(tmp_path: Path) -> None:
+    """The report node stops the run's reference process: a long-lived server (the studio) does
+    not keep every finished run's expected outputs on the device."""
+    from kernelopt.harness import reference_client
+
+    inputs = {
+        "problem_source": (CHEATS / "problem_add.py").read_text(),
+        "kernel_source": (CHEATS / "honest_add.py").read_text(),
+    }
+    final, _ = run_graph(inputs, fast_context(tmp_path, max_rounds=1))
+    assert final["best"] is not None
+    assert not [key for key in reference_client._KEPT if key[1].startswith(str(tmp_path))]

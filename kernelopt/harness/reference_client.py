@@ -111,3 +111,11 @@ def reference_for(
         while len(_KEPT) > KEPT_ALIVE:
             _KEPT.popitem(last=False)[1].close()
         return process
+
+
+def close_reference(key: tuple[str, ...]) -> None:
+    """Stop the reference process kept for `key`, if one runs: its outputs leave the device now."""
+    with _KEPT_LOCK:
+        process = _KEPT.pop(key, None)
+    if process is not None:
+        process.close()

@@ -212,9 +212,18 @@ class Verifier:
         """The running reference process of this problem (started, and its outputs computed, once)."""
         from kernelopt.harness.reference_client import reference_for  # torch, in the parent only when verifying
 
-        key = (str(self.problem_path), str(self.root), self.settings.device, repr(self.settings))
         limits = self.settings.limits(PhaseLimits.uniform(REFERENCE_LIMIT_S))
-        return reference_for(key, self.request("reference"), self.root / "reference", limits)
+        return reference_for(self._key, self.request("reference"), self.root / "reference", limits)
+
+    @property
+    def _key(self) -> tuple[str, ...]:
+        return (str(self.problem_path), str(self.root), self.settings.device, repr(self.settings))
+
+    def close(self) -> None:
+        """Stop this problem's reference process (a run has ended); the next verification starts one."""
+        from kernelopt.harness.reference_client import close_reference
+
+        close_reference(self._key)
 
     @property
     def cases(self) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
-from kernelopt.nodes.common import context_of, emit
+from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.report import summarize_run, write_reports
 from kernelopt.state import KernelOptState
 
@@ -21,7 +21,10 @@ def report(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     run_dir = state.get("run_dir")
     if not run_dir or not Path(run_dir).is_dir():
         return {"progress": {"node": "report", "files": [], "stop_reason": state.get("stop_reason")}}
-    summary = summarize_run(dict(state), gpu_named=context_of(runtime).gpu is not None)
+    ctx = context_of(runtime)
+    if state.get("problem_file"):  # the run is over: its reference process leaves the GPU
+        verifier_for(state, ctx).close()
+    summary = summarize_run(dict(state), gpu_named=ctx.gpu is not None)
     files = [str(path) for path in write_reports(summary, run_dir)]
     emit(state, "report", path=str(Path(run_dir) / "report.md"), files=files)
     return {"progress": {"node": "report", "files": files, "stop_reason": state.get("stop_reason")}}
