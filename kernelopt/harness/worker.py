@@ -325,21 +325,30 @@ def _arm(req: dict[str, Any], poisoned: bool = True) -> _Guards:
 
 def run_profile(req: dict[str, Any]) -> dict[str, Any]:
     """Warm up, then run one forward call between cudaProfilerStart/Stop for NCU (sandboxed like
-    a candidate: its inputs come from a seed of their own, never a private one)."""
+    a candidate: its inputs come from a seed of their own, never a private one). Its log says
+    where the seconds under ncu went."""
+    began = time.monotonic()
+
+    def stage(name: str) -> None:
+        print(f"[{time.monotonic() - began:8.3f} s] {name}", flush=True)
+
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])
     _arm(req, poisoned=False)
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     model = build_model(module.ModelNew, problem, req["init_seed"], device)
     inputs = case_inputs(problem, {"seed": req["seeds"][0]}, device)
+    stage("model built, inputs made")
     with torch.no_grad():
         for _ in range(3):
             model(*inputs)
         sync(device)
+        stage("warmed up (compiled)")
         torch.cuda.cudart().cudaProfilerStart()
         model(*inputs)
         sync(device)
         torch.cuda.cudart().cudaProfilerStop()
+        stage("profiled")
     return {"ok": True}
 
 
