@@ -17,6 +17,7 @@ from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.locks import device_lock, lock_path
 from kernelopt.harness.problem import InputError, check_kernel_source, read_source
+from kernelopt.harness.rule_table import known_rule
 from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
 from kernelopt.harness.timing import Timing, TimingConfig
 
@@ -120,10 +121,13 @@ class Verdict:
 
     accepted: bool
     reason: str
-    rule: str | None = None
+    rule: str | None = None  # an id of rule_table.RULES
     timing: Timing | None = None
     launches: int | None = None
     log_path: str | None = None
+
+    def __post_init__(self) -> None:
+        known_rule(self.rule)
 
 
 @dataclass(frozen=True)
@@ -299,8 +303,8 @@ class Verifier:
         outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress)
         result, log = outcome.result, outcome.log_path
         if result is None:
-            rule = "timeout" if (outcome.failure or "").startswith("timed out") else "crash"
-            return Verdict(False, f"candidate {outcome.failure}", rule=rule, log_path=log)
+            hung = (outcome.failure or "").startswith("timed out")
+            return Verdict(False, f"candidate {outcome.failure}", rule="timeout" if hung else "crash", log_path=log)
         if not result.get("ok"):
             return Verdict(False, result["reason"], rule=result.get("rule"), log_path=log)
         if judged.get("rule"):

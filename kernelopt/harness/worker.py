@@ -130,7 +130,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     guards.check_untouched()
     if not isinstance(getattr(module, "ModelNew", None), type):
-        raise Rejected("no-modelnew", "the kernel file defines no class ModelNew")
+        raise Rejected("no-model-new", "the kernel file defines no class ModelNew")
     model = build_model(module.ModelNew, problem, req["init_seed"], device)
     cases = req["cases"]
     checked = [i for i, case in enumerate(cases) if not case.get("timing")]
