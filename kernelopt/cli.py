@@ -20,6 +20,7 @@ from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import (
+    HarnessError,
     InputError,
     check_kernel_source,
     check_problem_source,
@@ -148,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
     except (InputError, UnknownGPUError) as err:
         print(f"kernelopt: {err}", file=sys.stderr)
         return USAGE_ERROR
+    except HarnessError as err:  # kernelopt's bug: said as such, once, and the run can be resumed
+        print(f"kernelopt: {err}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         _stop_jobs()
         print("kernelopt: interrupted", file=sys.stderr)

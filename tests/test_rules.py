@@ -39,3 +39,53 @@ def test_a_verdict_under_a_rule_outside_the_table_is_a_kernelopt_bug() -> None:
     with pytest.raises(ValueError, match="not in kernelopt.harness.rule_table.RULES"):
         Verdict(False, "made up", rule="no-such-rule")
     assert Verdict(False, "x", rule="incorrect").rule == "incorrect"
+
+
+def _raise_from(path: Path, code: str) -> BaseException:
+    namespace: dict[str, object] = {}
+    exec(compile(code, str(path), "exec"), namespace)
+    try:
+        namespace["fail"]()  # type: ignore[operator]
+    except Exception as err:
+        return err
+    raise AssertionError("no error raised")
+
+
+def test_an_error_is_the_kernels_when_its_file_or_the_gpu_is_on_the_way(tmp_path: Path) -> None:
+    from kernelopt.harness.worker import candidates_fault
+
+    kernel = tmp_path / "kernel.py"
+    own = _raise_from(kernel, "def fail():\n    return [][1]\n")
+    assert candidates_fault(own, (str(kernel), None))
+    # a launch's illegal address surfaces in whatever harness code syncs next: still the kernel's
+    gpu = RuntimeError("CUDA error: an illegal memory access was encountered")
+    assert candidates_fault(gpu, (str(kernel), None))
+
+
+def test_an_error_raised_by_kernelopts_own_code_is_kernelopts(tmp_path: Path) -> None:
+    """A bug in the harness is reported to the user as kernelopt's, never to the LLM as the kernel's."""
+    import socket
+
+    import torch
+
+    from kernelopt.harness import transfer
+    from kernelopt.harness.problem import HarnessError
+    from kernelopt.harness.runner import WorkerOutcome
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+    from kernelopt.harness.worker import candidates_fault
+
+    try:  # raised by kernelopt's own code, no kernel frame on the way
+        transfer.read_tensors(socket.socket(socket.AF_UNIX), {"tensors": "x"}, torch.device("cpu"))
+    except transfer.TransferError as err:
+        assert not candidates_fault(err, (str(tmp_path / "kernel.py"), None))
+    try:  # raised in torch on the kernel's behalf (a forward called with the wrong arguments, say)
+        torch.nn.Identity()(1, 2)
+    except TypeError as err:
+        assert candidates_fault(err, (str(tmp_path / "kernel.py"), None))
+
+    cheats = Path(__file__).parent / "cheats"
+    verifier = Verifier(cheats / "problem_add.py", tmp_path, HarnessSettings(seeds=1, time_compile=False))
+    outcome = WorkerOutcome({"ok": False, "harness_error": True, "reason": "KeyError: 'x'"}, None, "w.log", 0.1)
+    verifier.run_candidate = lambda *a, **k: (outcome, {"rule": None})  # type: ignore[method-assign]
+    with pytest.raises(HarnessError, match="its own error, not the kernel's"):
+        verifier.verify(cheats / "honest_add.py")

@@ -22,6 +22,10 @@ class InputError(ValueError):
     """Bad user input: the message is one line saying what is wrong and what to do."""
 
 
+class HarnessError(RuntimeError):
+    """kernelopt's own code failed while it judged a kernel: a bug to report, not the kernel's fault."""
+
+
 def _parse(source: str, filename: str) -> ast.Module:
     try:
         return ast.parse(source, filename=filename)

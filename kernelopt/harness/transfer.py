@@ -23,6 +23,8 @@ DTYPES = MappingProxyType(
         for dtype in (
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64, torch.complex128,
             torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+            *(getattr(torch, name) for name in ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
+              if hasattr(torch, name)),
         )
     }
 )

@@ -16,7 +16,7 @@ from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.locks import device_lock, lock_path
-from kernelopt.harness.problem import InputError, check_kernel_source, read_source
+from kernelopt.harness.problem import HarnessError, InputError, check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
 from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
 from kernelopt.harness.timing import Timing, TimingConfig
@@ -305,6 +305,11 @@ class Verifier:
         if result is None:
             hung = (outcome.failure or "").startswith("timed out")
             return Verdict(False, f"candidate {outcome.failure}", rule="timeout" if hung else "crash", log_path=log)
+        if result.get("harness_error"):
+            raise HarnessError(
+                f"kernelopt failed while verifying {kernel.name} (its own error, not the kernel's): "
+                f"{result['reason']}; the traceback is in {log}"
+            )
         if not result.get("ok"):
             return Verdict(False, result["reason"], rule=result.get("rule"), log_path=log)
         if judged.get("rule"):

@@ -131,7 +131,10 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     guards.check_untouched()
     if not isinstance(getattr(module, "ModelNew", None), type):
         raise Rejected("no-model-new", "the kernel file defines no class ModelNew")
-    model = build_model(module.ModelNew, problem, req["init_seed"], device)
+    try:
+        model = build_model(module.ModelNew, problem, req["init_seed"], device)
+    except Exception as err:  # a constructor that does not take Model's arguments is the kernel's fault
+        raise Rejected("runtime-error", f"ModelNew could not be built: {type(err).__name__}: {err}") from err
     cases = req["cases"]
     checked = [i for i, case in enumerate(cases) if not case.get("timing")]
     timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
@@ -379,24 +382,46 @@ def run_job(job: str, req: dict[str, Any]) -> int:
         result = JOBS[job](req)
     except Rejected as err:
         result = {"ok": False, "rule": err.rule, "reason": str(err)}
-    except Exception as err:  # the candidate's crash is a verdict, not a harness failure
+    except Exception as err:  # the candidate's crash is a verdict; kernelopt's own is not
         frames = traceback.extract_tb(err.__traceback__)
         where = next(
             (f"{Path(f.filename).name}:{f.lineno}" for f in reversed(frames) if f.filename == req.get("kernel_path")),
             "",
         )
         message = str(err).strip().splitlines()[0][:400] if str(err).strip() else ""
-        result = {
-            "ok": False,
-            "rule": "runtime-error",
-            "reason": f"{type(err).__name__}{' at ' + where if where else ''}: {message}",
-        }
+        reason = f"{type(err).__name__}{' at ' + where if where else ''}: {message}"
+        if candidates_fault(err, (req.get("kernel_path"), req.get("problem_path"))):
+            result = {"ok": False, "rule": "runtime-error", "reason": reason}
+        else:
+            result = {"ok": False, "harness_error": True, "reason": reason}
         traceback.print_exc()
     out.write_text(json.dumps(result))
     return 0
 
 
 JOBS = {"candidate": run_candidate, "profile": run_profile}
+
+
+def candidates_fault(err: BaseException, user_files: tuple[str | None, ...]) -> bool:
+    """Whether an error in a candidate's job is the kernel's doing (a verdict) rather than
+    kernelopt's own (a bug to report, never repair feedback for the LLM).
+
+    kernelopt's: the error was raised in kernelopt's own code (the innermost frame is in the
+    package) with no frame of the kernel (or the problem) file on the way, and the GPU did not
+    fail (an illegal address or out of memory surfaces later, in whatever harness code touches
+    the device next). Anything raised in torch or Triton on the kernel's behalf is the kernel's.
+    """
+    frames = traceback.extract_tb(err.__traceback__)
+    files = {f for f in user_files if f}
+    if not frames or any(frame.filename in files for frame in frames):
+        return True
+    gpu_failure = isinstance(err, torch.OutOfMemoryError) or type(err).__name__ == "AcceleratorError"
+    if gpu_failure or "CUDA" in str(err) or "device-side" in str(err):
+        return True
+    return not os.path.realpath(frames[-1].filename).startswith(_PACKAGE_DIR)
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
 
 
 def main(argv: list[str]) -> int:
