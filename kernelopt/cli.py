@@ -19,13 +19,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
-from kernelopt.harness.problem import (
-    HarnessError,
-    InputError,
-    check_kernel_source,
-    check_problem_source,
-    read_source,
-)
+from kernelopt.harness.problem import check_kernel_source, check_problem_source, read_source
+from kernelopt.records import HarnessError, InputError
 
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord

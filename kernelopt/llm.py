@@ -23,7 +23,7 @@ from langchain_core.runnables import Runnable
 
 from kernelopt.budget import usage_of
 from kernelopt.context import Context
-from kernelopt.harness.problem import InputError
+from kernelopt.records import InputError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 _ERROR_CHARS = 300

@@ -13,10 +13,7 @@ from typing import Annotated, Any, Literal, NotRequired
 from typing_extensions import TypedDict
 
 from kernelopt.budget import add_tokens
-from kernelopt.hardware.roofline import Roofline
-from kernelopt.harness.timing import Timing
-from kernelopt.harness.verify import Baselines
-from kernelopt.prompts.parsing import BottleneckResult
+from kernelopt.records import Baselines, BottleneckResult, Roofline, Timing
 
 # faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
 Outcome = Literal["faster", "within_noise", "slower", "incorrect", "failed", "rejected"]

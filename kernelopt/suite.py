@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kernelopt.context import Context
-from kernelopt.harness.problem import InputError, check_problem_source, read_source
+from kernelopt.harness.problem import check_problem_source, read_source
+from kernelopt.records import InputError
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each

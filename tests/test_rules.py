@@ -35,10 +35,17 @@ def test_the_static_guards_rules_are_the_tables_static_stage() -> None:
     assert all(rule.line and rule.id == id_ for id_, rule in RULES.items())
 
 
-def test_a_verdict_under_a_rule_outside_the_table_is_a_kernelopt_bug() -> None:
+def test_a_verdict_under_a_rule_outside_the_table_is_a_kernelopt_bug(tmp_path: Path) -> None:
+    from kernelopt.harness.rule_table import known_rule
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
     with pytest.raises(ValueError, match="not in kernelopt.harness.rule_table.RULES"):
-        Verdict(False, "made up", rule="no-such-rule")
-    assert Verdict(False, "x", rule="incorrect").rule == "incorrect"
+        known_rule("no-such-rule")
+    assert known_rule("incorrect") == "incorrect"
+    verifier = Verifier(Path(__file__).parent / "cheats" / "problem_add.py", tmp_path, HarnessSettings())
+    verifier._verify = lambda *a, **k: Verdict(False, "made up", rule="no-such-rule")  # type: ignore[method-assign]
+    with pytest.raises(ValueError, match="no-such-rule"):  # every verdict is checked on its way out
+        verifier.verify(tmp_path / "kernel.py")
 
 
 def _raise_from(path: Path, code: str) -> BaseException:
@@ -69,10 +76,10 @@ def test_an_error_raised_by_kernelopts_own_code_is_kernelopts(tmp_path: Path) ->
     import torch
 
     from kernelopt.harness import transfer
-    from kernelopt.harness.problem import HarnessError
     from kernelopt.harness.runner import WorkerOutcome
     from kernelopt.harness.verify import HarnessSettings, Verifier
     from kernelopt.harness.worker import candidates_fault
+    from kernelopt.records import HarnessError
 
     try:  # raised by kernelopt's own code, no kernel frame on the way
         transfer.read_tensors(socket.socket(socket.AF_UNIX), {"tensors": "x"}, torch.device("cpu"))

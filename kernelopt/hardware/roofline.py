@@ -18,8 +18,7 @@ from kernelopt.hardware.ncu import (
     TENSOR_HMMA_ACTIVE_PCT,
 )
 from kernelopt.hardware.specs import GPUSpec
-
-Bound = Literal["memory", "compute", "underutilized", "unknown"]
+from kernelopt.records import Bound, FloorEstimate, Roofline, floor_time_ms
 
 
 @dataclass(frozen=True)
@@ -30,51 +29,6 @@ class RooflineConfig:
     at_roofline_efficiency_pct: float = 85.0  # floor view: measured within this of the floor
     underutilized_sol_pct: float = 40.0  # both units below this: latency/occupancy bound
     tensor_core_active_pct: float = 1.0  # tensor pipe above this: tensor cores are in use
-
-
-@dataclass(frozen=True)
-class FloorEstimate:
-    """The least work a problem needs: every input read once, every output written once."""
-
-    min_bytes: int
-    flops: float
-    dtype: str  # "fp32", "fp16", "bf16", ... the dtype whose peak applies
-
-
-def floor_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None) -> float:
-    """The least time the problem can take: max(min bytes / bandwidth, FLOPs / peak), in ms.
-
-    Without a peak for the dtype only the memory time counts.
-    """
-    memory_s = floor.min_bytes / (bandwidth_gbs * 1e9)
-    compute_s = floor.flops / (peak_tflops * 1e12) if peak_tflops else 0.0
-    return max(memory_s, compute_s) * 1e3
-
-
-@dataclass(frozen=True)
-class Roofline:
-    """Where a kernel sits against the roofline, from NCU's SOL% and from the floor."""
-
-    bottleneck: Bound
-    compute_sol_pct: float | None
-    memory_sol_pct: float | None
-    efficiency_pct: float | None  # floor time / measured time where known, else max SOL%
-    headroom_pct: float | None  # 100 - efficiency_pct
-    at_roofline: bool
-    uses_tensor_cores: bool | None
-    warnings: tuple[str, ...] = ()
-    source: Literal["ncu", "floor", "ncu+floor", "none"] = "none"
-    # floor view (None where unknown)
-    measured_time_ms: float | None = None
-    floor_time_ms: float | None = None
-    min_bytes: int | None = None
-    flops: float | None = None
-    arithmetic_intensity: float | None = None  # FLOPs per minimal byte
-    achieved_gbs: float | None = None  # min_bytes / measured time
-    achieved_tflops: float | None = None  # flops / measured time
-    dram_bytes: float | None = None  # what NCU saw moved, against min_bytes
-    bandwidth_gbs: float | None = None  # the ceiling used (measured or datasheet)
-    peak_tflops: float | None = None  # the ceiling used (measured or datasheet)
 
 
 def dtype_name(dtype: object) -> str:

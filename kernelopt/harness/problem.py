@@ -10,20 +10,14 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from kernelopt.records import InputError
+
 PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
 KERNEL_FORMAT = (
     "kernel files define class ModelNew(nn.Module) with Model's constructor arguments, "
     "whose forward launches @triton.jit kernels"
 )
 PROBLEM_FORMAT = "KernelBench problems define Model, get_inputs, get_init_inputs"
-
-
-class InputError(ValueError):
-    """Bad user input: the message is one line saying what is wrong and what to do."""
-
-
-class HarnessError(RuntimeError):
-    """kernelopt's own code failed while it judged a kernel: a bug to report, not the kernel's fault."""
 
 
 def _parse(source: str, filename: str) -> ast.Module:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.harness import transfer
-from kernelopt.harness.problem import InputError
 from kernelopt.harness.runner import Child, WorkerLimits, start_job, watch
+from kernelopt.records import InputError
 
 KEPT_ALIVE = 2
 

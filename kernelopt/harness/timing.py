@@ -15,42 +15,12 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
+
+from kernelopt.records import Clock, Timing
 
 if TYPE_CHECKING:  # torch is imported where it is used: the graph's records load without it
     import torch
-
-Clock = Literal["cuda_events", "interpreter", "cpu"]
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Median and spread of one kernel's time over `trials` runs."""
-
-    median_ms: float
-    p25_ms: float
-    p75_ms: float
-    min_ms: float
-    max_ms: float
-    trials: int
-    clock: Clock
-    overhead_ms: float = 0.0  # the empty CUDA-event pair's own time, subtracted from every trial
-
-    @property
-    def iqr_ms(self) -> float:
-        return self.p75_ms - self.p25_ms
-
-    @property
-    def is_gpu_time(self) -> bool:
-        return self.clock == "cuda_events"
-
-    def label(self) -> str:
-        """A short human-readable form: '1.234 ms (IQR 0.010, n=100)' plus the clock caveat."""
-        text = f"{self.median_ms:.4f} ms (IQR {self.iqr_ms:.4f}, n={self.trials})"
-        if self.is_gpu_time:
-            return text
-        return text + (" [interpreter time, not GPU performance]" if self.clock == "interpreter" else " [CPU time]")
-
 
 @dataclass(frozen=True)
 class TimingConfig:

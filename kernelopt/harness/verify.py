@@ -16,10 +16,11 @@ from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
 from kernelopt.harness.locks import device_lock, lock_path
-from kernelopt.harness.problem import HarnessError, InputError, check_kernel_source, read_source
+from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
 from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
-from kernelopt.harness.timing import Timing, TimingConfig
+from kernelopt.harness.timing import TimingConfig
+from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
 
 if TYPE_CHECKING:
     from kernelopt.harness.reference_client import ReferenceProcess
@@ -113,31 +114,6 @@ CUDA_FLOOR_S, CUDA_CALL_FACTOR = 8.0, 200.0
 HOST_FLOOR_S, HOST_CALL_FACTOR = 15.0, 2000.0
 REFERENCE_LIMIT_S = 600.0
 PROFILE_LIMIT_S = 300.0
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """The verifier's answer for one kernel: accepted, or the one rule it broke and how."""
-
-    accepted: bool
-    reason: str
-    rule: str | None = None  # an id of rule_table.RULES
-    timing: Timing | None = None
-    launches: int | None = None
-    log_path: str | None = None
-
-    def __post_init__(self) -> None:
-        known_rule(self.rule)
-
-
-@dataclass(frozen=True)
-class Baselines:
-    """Eager and torch.compile times of the reference, and the problem's floor."""
-
-    eager: Timing | None
-    compile: Timing | None
-    compile_error: str | None = None
-    floor: FloorEstimate | None = None
 
 
 class Verifier:
@@ -288,8 +264,21 @@ class Verifier:
     ) -> Verdict:
         """Check `kernel_path` against the reference; time it when correct and `time` is set.
 
-        `on_progress(phase, seconds)` is called about every 50 ms while the candidate runs.
+        `on_progress(phase, seconds)` is called about every 50 ms while the candidate runs. The
+        verdict's rule is always an id of rule_table.RULES.
         """
+        verdict = self._verify(kernel_path, time=time, floor_time_ms=floor_time_ms, on_progress=on_progress)
+        known_rule(verdict.rule)
+        return verdict
+
+    def _verify(
+        self,
+        kernel_path: str | Path,
+        *,
+        time: bool = True,
+        floor_time_ms: float | None = None,
+        on_progress: Progress | None = None,
+    ) -> Verdict:
         kernel = Path(kernel_path).resolve()
         try:
             source = read_source(kernel, "kernel")

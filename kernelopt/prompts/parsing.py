@@ -9,6 +9,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kernelopt.records import BottleneckResult
+
 CATEGORIES: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "other")
 
 # Keyword -> category, checked in order; the first keyword found in the label wins.
@@ -52,17 +54,6 @@ _ITEM_MAIN_KEYS = ("cause", "fix", "root_cause", "recommendation", "description"
 
 _QUOTE_CHARS = 120
 _CLOSER_AHEAD = re.compile(r"\s*[\]}]")
-
-
-@dataclass(frozen=True)
-class BottleneckResult:
-    """One diagnosed bottleneck, as the judger's LLM described it."""
-
-    category: str  # one of CATEGORIES
-    summary: str
-    reasoning: str
-    root_causes: tuple[str, ...]
-    recommended_fixes: tuple[str, ...]
 
 
 class ResponseParseError(ValueError):

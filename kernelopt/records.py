@@ -1,0 +1,132 @@
+"""The frozen records kernelopt passes around: timings, baselines, the floor, the roofline, a
+diagnosis, a verdict, and the errors that name the party at fault.
+
+This module imports nothing else from kernelopt: every other module may import it, so the
+import arrows point one way (cli -> graph -> nodes -> prompts / offline / harness / hardware ->
+records), and a run's state can be read back without torch or the harness.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+Clock = Literal["cuda_events", "interpreter", "cpu"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Median and spread of one kernel's time over `trials` runs."""
+
+    median_ms: float
+    p25_ms: float
+    p75_ms: float
+    min_ms: float
+    max_ms: float
+    trials: int
+    clock: Clock
+    overhead_ms: float = 0.0  # the empty CUDA-event pair's own time, subtracted from every trial
+
+    @property
+    def iqr_ms(self) -> float:
+        return self.p75_ms - self.p25_ms
+
+    @property
+    def is_gpu_time(self) -> bool:
+        return self.clock == "cuda_events"
+
+    def label(self) -> str:
+        """A short human-readable form: '1.234 ms (IQR 0.010, n=100)' plus the clock caveat."""
+        text = f"{self.median_ms:.4f} ms (IQR {self.iqr_ms:.4f}, n={self.trials})"
+        if self.is_gpu_time:
+            return text
+        return text + (" [interpreter time, not GPU performance]" if self.clock == "interpreter" else " [CPU time]")
+
+
+Bound = Literal["memory", "compute", "underutilized", "unknown"]
+
+
+@dataclass(frozen=True)
+class FloorEstimate:
+    """The least work a problem needs: every input read once, every output written once."""
+
+    min_bytes: int
+    flops: float
+    dtype: str  # "fp32", "fp16", "bf16", ... the dtype whose peak applies
+
+
+def floor_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None) -> float:
+    """The least time the problem can take: max(min bytes / bandwidth, FLOPs / peak), in ms.
+
+    Without a peak for the dtype only the memory time counts.
+    """
+    memory_s = floor.min_bytes / (bandwidth_gbs * 1e9)
+    compute_s = floor.flops / (peak_tflops * 1e12) if peak_tflops else 0.0
+    return max(memory_s, compute_s) * 1e3
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """Where a kernel sits against the roofline, from NCU's SOL% and from the floor."""
+
+    bottleneck: Bound
+    compute_sol_pct: float | None
+    memory_sol_pct: float | None
+    efficiency_pct: float | None  # floor time / measured time where known, else max SOL%
+    headroom_pct: float | None  # 100 - efficiency_pct
+    at_roofline: bool
+    uses_tensor_cores: bool | None
+    warnings: tuple[str, ...] = ()
+    source: Literal["ncu", "floor", "ncu+floor", "none"] = "none"
+    # floor view (None where unknown)
+    measured_time_ms: float | None = None
+    floor_time_ms: float | None = None
+    min_bytes: int | None = None
+    flops: float | None = None
+    arithmetic_intensity: float | None = None  # FLOPs per minimal byte
+    achieved_gbs: float | None = None  # min_bytes / measured time
+    achieved_tflops: float | None = None  # flops / measured time
+    dram_bytes: float | None = None  # what NCU saw moved, against min_bytes
+    bandwidth_gbs: float | None = None  # the ceiling used (measured or datasheet)
+    peak_tflops: float | None = None  # the ceiling used (measured or datasheet)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verifier's answer for one kernel: accepted, or the one rule it broke and how."""
+
+    accepted: bool
+    reason: str
+    rule: str | None = None  # an id of rule_table.RULES
+    timing: Timing | None = None
+    launches: int | None = None
+    log_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Baselines:
+    """Eager and torch.compile times of the reference, and the problem's floor."""
+
+    eager: Timing | None
+    compile: Timing | None
+    compile_error: str | None = None
+    floor: FloorEstimate | None = None
+
+
+@dataclass(frozen=True)
+class BottleneckResult:
+    """One diagnosed bottleneck, as the judger's LLM described it."""
+
+    category: str  # one of CATEGORIES
+    summary: str
+    reasoning: str
+    root_causes: tuple[str, ...]
+    recommended_fixes: tuple[str, ...]
+
+
+class InputError(ValueError):
+    """Bad user input: the message is one line saying what is wrong and what to do."""
+
+
+class HarnessError(RuntimeError):
+    """kernelopt's own code failed while it judged a kernel: a bug to report, not the kernel's fault."""
