@@ -53,7 +53,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 def agreement(work: Path) -> str:
     """(a) The harness's median against NCU's summed gpu__time_duration for one forward call."""
     from kernelopt.hardware import ncu_runner
-    from kernelopt.harness.runner import worker_env
+    from kernelopt.harness.sandbox.runner import worker_env
 
     rows = []
     for name in NAMES:
@@ -62,7 +62,7 @@ def agreement(work: Path) -> str:
         request = verifier.request("profile", kernel_path=str(EXAMPLES / name / "kernel.py"), work_dir=str(work / name))
         (work / name / "profile.json").write_text(json.dumps(request))
         profile = ncu_runner.run_ncu(
-            [sys.executable, "-m", "kernelopt.harness.worker", str(work / name / "profile.json")],
+            [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(work / name / "profile.json")],
             env=worker_env(use_cuda=True),
             timeout_s=300,
             workdir=str(work / name),
@@ -129,7 +129,7 @@ def overhead(work: Path, rounds: int = 2) -> str:
 
 def baselines(work: Path) -> str:
     """(d) Eager, torch.compile and the starting kernel, with floor efficiency."""
-    from kernelopt.hardware.ceilings import load_or_measure_ceilings
+    from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
     from kernelopt.hardware.roofline import floor_time_ms
     from kernelopt.harness.verify import floor_ms_for
 
@@ -198,7 +198,7 @@ class _PeakMemory:
         threading.Thread(target=self._sample, daemon=True).start()
 
     def _sample(self) -> None:
-        from kernelopt.harness.sandbox import rss_bytes
+        from kernelopt.harness.sandbox.audit import rss_bytes
 
         while not self._done.wait(0.1):
             family, changed = {os.getpid()}, True

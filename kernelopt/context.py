@@ -100,6 +100,12 @@ class Context:
         ),
     )
     mem_limit_gb: float = field(default=16.0, metadata=_doc("Host memory cap of one candidate's process, GiB."))
+    timing_target_ms: float = field(
+        default=500.0,
+        metadata=_doc("Timed work per measurement, milliseconds: the trial count follows the kernel's length."),
+    )
+    timing_min_trials: int = field(default=10, metadata=_doc("Fewest timed trials per measurement."))
+    timing_max_trials: int = field(default=1000, metadata=_doc("Most timed trials per measurement."))
     time_compile: bool = field(default=True, metadata=_doc("Also time torch.compile of the reference as a baseline."))
     profile: bool = field(default=True, metadata=_doc(
         "Profile the best kernel with "

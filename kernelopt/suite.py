@@ -27,11 +27,11 @@ from typing import Any, Literal, Protocol
 from kernelopt.context import Context
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import InputError
+from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each
 RUNS = "runs"  # OUT/runs/NAME/: one problem's harness work, or its optimize run
-RESULTS_JSON, RESULTS_MD, RESULTS_PNG = "results.json", "results.md", "results.png"
 FAST_P = (0.0, 1.0, 1.5, 2.0)  # KernelBench's fast_p thresholds: speedup over eager above p
 
 # correct; rejected by the verifier (wrong, crashed, hung, cheated); no kernel to judge; a

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelopt.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
+RESULTS_JSON, RESULTS_MD, RESULTS_PNG = "results.json", "results.md", "results.png"
 
 NOT_GPU_NOTE = (
     "Triton-interpreter times on the CPU against PyTorch on the CPU: they show the suite ran, "

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from kernelopt.hardware import get_gpu_spec
-from kernelopt.hardware.ceilings import (
+from kernelopt.harness.measure.ceilings import (
     Ceilings,
     default_cache_dir,
     load_ceilings,

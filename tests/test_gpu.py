@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelopt.harness.timing import TimingConfig, measure
+from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.verify import HarnessSettings, Verifier
 
 pytestmark = [

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.harness.guard_rules import RULES
 from kernelopt.harness.guards import (
     Violation,
     check_kernel_source,
     first_violation_line,
     format_violation,
 )
+from kernelopt.harness.guards.rules import RULES
 
 CHEATS_DIR = Path(__file__).parent / "cheats"
 CHEATS = sorted(CHEATS_DIR.glob("cheat_*.py"))

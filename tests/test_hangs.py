@@ -53,7 +53,7 @@ def test_a_candidate_cannot_claim_a_phase_without_a_limit(tmp_path: Path) -> Non
 def test_a_finished_run_hands_its_reference_process_back(tmp_path: Path) -> None:
     """The report node stops the run's reference process: a long-lived server (the studio) does
     not keep every finished run's expected outputs on the device."""
-    from kernelopt.harness import reference_client
+    from kernelopt.harness.sandbox import reference_client
 
     inputs = {
         "problem_source": (CHEATS / "problem_add.py").read_text(),

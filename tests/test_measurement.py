@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torch
 
-from kernelopt.harness.correctness import compare_outputs, tolerance
-from kernelopt.harness.floor import estimate_floor
-from kernelopt.harness.timing import Timing, beats, measure, summarize
+from kernelopt.harness.measure.correctness import compare_outputs, tolerance
+from kernelopt.harness.measure.floor import estimate_floor
+from kernelopt.harness.measure.timing import Timing, beats, measure, summarize
 
 
 def _case(*tensors: torch.Tensor) -> list[list[torch.Tensor]]:
@@ -82,3 +82,13 @@ def test_a_gpu_time_under_the_floor_is_impossible_and_interpreter_times_are_not_
     assert "impossible speed" in (impossible_speed(fast, floor_ms) or "")
     assert impossible_speed(Timing(0.95, 0.94, 0.96, 0.9, 1.0, 100, "cuda_events"), floor_ms) is None
     assert impossible_speed(Timing(0.5, 0.49, 0.51, 0.48, 0.52, 3, "interpreter"), floor_ms) is None
+
+
+def test_the_l2_flush_follows_the_gpus_l2_and_the_trials_follow_the_run() -> None:
+    from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
+
+    h200 = timing_config_for(40.0, target_total_ms=200.0, min_trials=5, max_trials=50)
+    assert h200.flush_l2_bytes == 80 * 2**20
+    assert (h200.target_total_ms, h200.min_trials, h200.max_trials) == (200.0, 5, 50)
+    assert timing_config_for(None).flush_l2_bytes == TimingConfig().flush_l2_bytes  # unknown L2: the safe default
+    assert timing_config_for(4.0).flush_l2_bytes == 64 * 2**20  # never less than 64 MiB

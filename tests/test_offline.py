@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from kernelopt.hardware.roofline import Roofline
-from kernelopt.offline.rules import diagnose
-from kernelopt.offline.search import find_launch_params, variants
+from kernelopt.offline.judge import diagnose
+from kernelopt.offline.tuner import find_launch_params, variants
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -37,7 +37,7 @@ def test_unknown_name_is_an_attribute_error() -> None:
 
 def test_importing_the_package_does_not_load_langgraph() -> None:
     """Worker processes import kernelopt.harness; the graph's libraries must stay out of them."""
-    code = "import sys, kernelopt.harness.worker; print('langgraph' in sys.modules)"
+    code = "import sys, kernelopt.harness.sandbox.worker; print('langgraph' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 

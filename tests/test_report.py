@@ -10,7 +10,7 @@ import pytest
 from test_cli import _show, kernelopt
 
 from kernelopt.hardware.roofline import FloorEstimate, Roofline
-from kernelopt.harness.timing import Timing
+from kernelopt.harness.measure.timing import Timing
 from kernelopt.plot import roofline_geometry
 from kernelopt.report import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
 from kernelopt.state import Attempt, Baselines, KernelRecord
@@ -82,7 +82,7 @@ def test_interpreter_times_carry_the_caveat_and_no_speedup(tmp_path):
 
 
 def test_summary_lines_do_not_contradict_the_best_time(tmp_path):
-    from kernelopt.cli import _final_text
+    from kernelopt.cli_run import final_text as _final_text
 
     state = _state(tmp_path, clock="interpreter")
     state["roofline"] = dataclasses.replace(

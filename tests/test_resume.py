@@ -16,7 +16,7 @@ import pytest
 from conftest import DATA
 from test_cli import _show, kernelopt
 
-from kernelopt.harness.timing import Timing
+from kernelopt.harness.measure.timing import Timing
 from kernelopt.state import KernelRecord
 
 ADD = DATA / "add"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.harness.guard_rules import RULES as STATIC_RULES
+from kernelopt.harness.guards.rules import RULES as STATIC_RULES
 from kernelopt.harness.rule_table import RULES
 from kernelopt.harness.verify import Verdict
 
@@ -59,7 +59,7 @@ def _raise_from(path: Path, code: str) -> BaseException:
 
 
 def test_an_error_is_the_kernels_when_its_file_or_the_gpu_is_on_the_way(tmp_path: Path) -> None:
-    from kernelopt.harness.worker import candidates_fault
+    from kernelopt.harness.sandbox.worker import candidates_fault
 
     kernel = tmp_path / "kernel.py"
     own = _raise_from(kernel, "def fail():\n    return [][1]\n")
@@ -75,10 +75,10 @@ def test_an_error_raised_by_kernelopts_own_code_is_kernelopts(tmp_path: Path) ->
 
     import torch
 
-    from kernelopt.harness import transfer
-    from kernelopt.harness.runner import WorkerOutcome
+    from kernelopt.harness.sandbox import transfer
+    from kernelopt.harness.sandbox.runner import WorkerOutcome
+    from kernelopt.harness.sandbox.worker import candidates_fault
     from kernelopt.harness.verify import HarnessSettings, Verifier
-    from kernelopt.harness.worker import candidates_fault
     from kernelopt.records import HarnessError
 
     try:  # raised by kernelopt's own code, no kernel frame on the way

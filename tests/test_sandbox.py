@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.harness.sandbox import limit_resources, rss_bytes, scrubbed_env
+from kernelopt.harness.sandbox.audit import limit_resources, rss_bytes, scrubbed_env
 
 
 def test_scrubbed_env_keeps_allow_list_and_drops_secrets() -> None:
@@ -75,7 +75,7 @@ def test_rss_bytes_reads_resident_memory_and_zero_after_exit() -> None:
 
 def test_runner_kills_a_worker_over_its_resident_memory_cap(tmp_path: Path) -> None:
     """Where no address-space limit applies (CUDA workers), the parent's RSS watch stops it."""
-    from kernelopt.harness.runner import PhaseLimits, WorkerLimits
+    from kernelopt.harness.sandbox.runner import PhaseLimits, WorkerLimits
     from kernelopt.harness.verify import HarnessSettings, Verifier
 
     cheats = Path(__file__).parent / "cheats"
@@ -183,7 +183,7 @@ def import_new_module():
 
 _DRIVER = """
 import importlib.util, json, sys
-from kernelopt.harness.sandbox import install_audit_guard
+from kernelopt.harness.sandbox.audit import install_audit_guard
 
 candidate_path, work_dir, outside = sys.argv[1:4]
 install_audit_guard({candidate_path}, work_dir)

@@ -9,7 +9,7 @@ import struct
 import pytest
 import torch
 
-from kernelopt.harness import transfer
+from kernelopt.harness.sandbox import transfer
 
 
 def _pair() -> tuple[socket.socket, socket.socket]:

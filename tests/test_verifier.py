@@ -168,7 +168,7 @@ def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.
     probe = tmp_path / "probe.py"
     # The probe runs at import time, in the candidate's process, before the audit hook matters.
     probe.write_text("import os as _os\nassert not any('KEY' in k or 'TOKEN' in k for k in _os.environ)\n" + source)
-    from kernelopt.harness.runner import close_zygotes
+    from kernelopt.harness.sandbox.runner import close_zygotes
 
     close_zygotes()  # the next fork server starts in this environment, keys and all
     verifier = Verifier(

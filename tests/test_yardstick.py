@@ -6,9 +6,9 @@ from pathlib import Path
 
 import torch
 
-from kernelopt.harness.correctness import compare_case
+from kernelopt.harness.measure.correctness import compare_case
+from kernelopt.harness.measure.yardstick import expected_from, float64_copy
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.harness.yardstick import expected_from, float64_copy
 
 DATA = Path(__file__).parent / "data" / "yardstick"
 

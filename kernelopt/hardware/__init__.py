@@ -1,13 +1,5 @@
 """GPU specs, measured ceilings, the Nsight Compute runner and the roofline analysis."""
 
-from kernelopt.hardware.ceilings import (
-    Ceilings,
-    default_cache_dir,
-    load_ceilings,
-    load_or_measure_ceilings,
-    measure_ceilings,
-    save_ceilings,
-)
 from kernelopt.hardware.ncu import (
     DEFAULT_METRICS,
     NCU_METRICS,
@@ -33,6 +25,14 @@ from kernelopt.hardware.specs import (
     UnknownGPUError,
     detect_gpu_spec,
     get_gpu_spec,
+)
+from kernelopt.harness.measure.ceilings import (
+    Ceilings,
+    default_cache_dir,
+    load_ceilings,
+    load_or_measure_ceilings,
+    measure_ceilings,
+    save_ceilings,
 )
 
 __all__ = [

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Literal
 
-from kernelopt.harness.guard_rules import RULES as STATIC_RULES
+from kernelopt.harness.guards.rules import RULES as STATIC_RULES
 
 Stage = Literal["input", "static", "runtime", "timing", "correctness", "graph"]
 

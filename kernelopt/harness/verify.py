@@ -15,15 +15,15 @@ from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
-from kernelopt.harness.locks import device_lock, lock_path
+from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
-from kernelopt.harness.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
-from kernelopt.harness.timing import TimingConfig
+from kernelopt.harness.sandbox.locks import device_lock, lock_path
+from kernelopt.harness.sandbox.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
 from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
 
 if TYPE_CHECKING:
-    from kernelopt.harness.reference_client import ReferenceProcess
+    from kernelopt.harness.sandbox.reference_client import ReferenceProcess
 
 # A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
 IMPOSSIBLE_SPEED_FRACTION = 0.9
@@ -174,7 +174,7 @@ class Verifier:
         request_path.write_text(json.dumps(self.profile_request(kernel_path, work)))
         with device_lock(self.settings.device):
             profile = ncu_runner.run_ncu(
-                [sys.executable, "-m", "kernelopt.harness.worker", str(request_path)],
+                [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(request_path)],
                 env=worker_env(use_cuda=True),
                 timeout_s=self.settings.timeout_s or PROFILE_LIMIT_S,
                 workdir=str(work),
@@ -190,7 +190,7 @@ class Verifier:
 
     def reference(self) -> ReferenceProcess:
         """The running reference process of this problem (started, and its outputs computed, once)."""
-        from kernelopt.harness.reference_client import reference_for  # torch, in the parent only when verifying
+        from kernelopt.harness.sandbox.reference_client import reference_for  # torch, in the parent only when verifying
 
         limits = self.settings.limits(PhaseLimits.uniform(REFERENCE_LIMIT_S))
         return reference_for(self._key, self.request("reference"), self.root / "reference", limits)
@@ -201,7 +201,7 @@ class Verifier:
 
     def close(self) -> None:
         """Stop this problem's reference process (a run has ended); the next verification starts one."""
-        from kernelopt.harness.reference_client import close_reference
+        from kernelopt.harness.sandbox.reference_client import close_reference
 
         close_reference(self._key)
 

@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
-from kernelopt.harness.timing import TimingConfig
+from kernelopt.harness.measure.timing import timing_config_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.runs import log_event
 from kernelopt.state import KernelOptState
@@ -40,7 +40,12 @@ def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
         timeout_s=ctx.timeout_s,
         mem_limit_gb=ctx.mem_limit_gb,
         time_compile=ctx.time_compile,
-        timing=TimingConfig(),
+        timing=timing_config_for(
+            get_gpu_spec(state["gpu_key"]).l2_cache_mb if state.get("gpu_key") else None,
+            ctx.timing_target_ms,
+            ctx.timing_min_trials,
+            ctx.timing_max_trials,
+        ),
     )
     return Verifier(state["problem_file"], f"{state['run_dir']}/harness", settings)
 

@@ -25,7 +25,7 @@ from kernelopt.llm import (
     supports_json_schema,
 )
 from kernelopt.nodes.common import context_of, emit
-from kernelopt.offline import rules
+from kernelopt.offline import judge as offline_judge
 from kernelopt.prompts import (
     AttemptNote,
     BottleneckResult,
@@ -242,7 +242,7 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., dict[s
             update |= found_update
             source = "llm" if bottlenecks else "rules"
         if not bottlenecks:
-            bottlenecks = rules.diagnose(state.get("roofline"), state.get("ncu_metrics") or {})
+            bottlenecks = offline_judge.diagnose(state.get("roofline"), state.get("ncu_metrics") or {})
         diagnosis = _choose(bottlenecks, state.get("rounds_without_gain", 0), source)
         emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
              fix=diagnosis.recommended_fix, source=source, note=note,

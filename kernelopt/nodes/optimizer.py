@@ -16,7 +16,7 @@ from kernelopt.harness.problem import source_hash
 from kernelopt.llm import RetryPolicy, make_chat_model, stop_reason_for
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.judger import LLMCalls, attempt_notes, with_lessons
-from kernelopt.offline.search import variants
+from kernelopt.offline.tuner import variants
 from kernelopt.prompts import (
     BottleneckResult,
     KernelExtractionError,

@@ -10,9 +10,9 @@ from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
 from kernelopt.hardware import ncu, ncu_runner
-from kernelopt.hardware.ceilings import load_or_measure_ceilings
 from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
 from kernelopt.hardware.specs import get_gpu_spec
+from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
 from kernelopt.nodes.common import context_of, emit, verifier_for
 from kernelopt.state import KernelOptState, KernelRecord
 

@@ -15,8 +15,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Overwrite, Send
 
 from kernelopt.context import Context
+from kernelopt.harness.measure.timing import Timing, beats
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.timing import Timing, beats
 from kernelopt.harness.verify import Verifier, floor_ms_for
 from kernelopt.nodes.approval import (
     ACCEPT_REPLIES,

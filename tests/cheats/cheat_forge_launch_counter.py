@@ -2,7 +2,7 @@
 
 No Triton launch at all. The launch site exists only in a dead branch (static check satisfied);
 the runtime launch counter is bumped by hand through sys.modules (t = torch;
-t.sys.modules['kernelopt.harness.launches'].COUNTER.total += 1). The result comes from
+t.sys.modules['kernelopt.harness.sandbox.launches'].COUNTER.total += 1). The result comes from
 x.__add__(y).
 
 Problem: problem_add.py.
@@ -32,6 +32,6 @@ class ModelNew(nn.Module):
         if n < 0:
             add_kernel[(1,)](x, y, x, n, BLOCK_SIZE=8)
         t = torch
-        counter = t.sys.modules["kernelopt.harness.launches"].COUNTER
+        counter = t.sys.modules["kernelopt.harness.sandbox.launches"].COUNTER
         counter.total += 1
         return x.__add__(y)

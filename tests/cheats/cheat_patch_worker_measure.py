@@ -1,9 +1,9 @@
 """Cheat: replaces the worker's measure through importlib. Caught by: forbidden-attribute.
 
 replaces the worker's own `measure` binding (in __main__) and reports a fake GPU time.
-The worker runs as `python -m kernelopt.harness.worker`, so it is sys.modules["__main__"]; its
-run_candidate calls the name `measure` it imported from kernelopt.harness.timing. The harness
-re-checks the identity of kernelopt.harness.timing.measure, not the worker's copy of the name.
+The worker runs as `python -m kernelopt.harness.sandbox.worker`, so it is sys.modules["__main__"]; its
+run_candidate calls the name `measure` it imported from kernelopt.harness.measure.timing. The harness
+re-checks the identity of kernelopt.harness.measure.timing.measure, not the worker's copy of the name.
 F.importlib.import_module("__main__") is a call result (no alias), so assigning its attribute is
 no monkey-patch to the checker, and the audit hook refuses attribute writes on types only. The
 fake measure runs the calls it must sample (so the timed outputs are right) and returns 0.0042
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 import triton
 import triton.language as tl
 
-_timing = F.importlib.import_module("kernelopt.harness.timing")
+_timing = F.importlib.import_module("kernelopt.harness.measure.timing")
 
 
 def _fast(fn, device, config=None, host_clock="interpreter", samples=None):

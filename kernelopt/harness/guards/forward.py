@@ -9,10 +9,10 @@ import ast
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeGuard
 
-from kernelopt.harness import guard_rules as R
+from kernelopt.harness.guards import rules as R
 
 if TYPE_CHECKING:
-    from kernelopt.harness.guards import _Checker
+    from kernelopt.harness.guards.base import Checker
 
 _CACHE_WRITERS = frozenset({"setdefault", "update", "__setitem__"})
 _CONTAINER_METHODS = frozenset({"sort", "add"})  # list.sort(), set.add(): not tensor compute on a list or set
@@ -32,7 +32,7 @@ class Scope:
 class ForwardScanner:
     """Checks one reachable function; collects the helpers it calls and whether it launches."""
 
-    def __init__(self, checker: "_Checker", scope: Scope, methods: dict[str, ast.FunctionDef]) -> None:
+    def __init__(self, checker: "Checker", scope: Scope, methods: dict[str, ast.FunctionDef]) -> None:
         self.checker = checker
         self.scope = scope
         self.methods = methods
@@ -358,7 +358,7 @@ class ForwardScanner:
                 self.callees.append(Scope(stmt, f"{name}.{stmt.name} (reached from forward)", tensors))
 
 
-def checker_walk(checker: "_Checker", func: ast.FunctionDef) -> list[ast.AST]:
+def checker_walk(checker: "Checker", func: ast.FunctionDef) -> list[ast.AST]:
     """Return the nodes of a function body, leaving out nested @triton.jit kernels."""
     nodes: list[ast.AST] = []
     stack: list[ast.AST] = list(func.body)

@@ -133,7 +133,7 @@ def triton_dirs() -> tuple[str, ...]:
     return tuple({os.path.dirname(fix(triton.__file__)) + os.sep for fix in (os.path.realpath, os.path.abspath)})
 
 
-_KERNELOPT_DIR = os.path.dirname(os.path.dirname(_THIS_FILE)) + os.sep
+_KERNELOPT_DIR = os.path.dirname(os.path.dirname(os.path.dirname(_THIS_FILE))) + os.sep  # kernelopt/
 _WRITE_EVENTS = frozenset(
     {"open", "os.remove", "os.rename", "os.rmdir", "os.mkdir", "os.truncate", "os.chmod", "os.chown", "os.link",
      "os.symlink", "os.utime", "shutil.copyfile", "shutil.copytree", "shutil.rmtree", "shutil.move"}

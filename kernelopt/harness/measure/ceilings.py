@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kernelopt.harness.sandbox.locks import device_lock
+
 log = logging.getLogger(__name__)
 
 MATMUL_DTYPES: tuple[str, ...] = ("fp32", "tf32", "bf16", "fp16")
@@ -34,7 +36,7 @@ def _median_ms(run: Callable[[], Any], trials: int, device: int) -> float:
     """Median time of run() in ms, with the same protocol every kernel is timed with."""
     import torch
 
-    from kernelopt.harness.timing import TimingConfig, measure
+    from kernelopt.harness.measure.timing import TimingConfig, measure
 
     config = TimingConfig(min_trials=trials, max_trials=trials)
     return measure(run, torch.device(f"cuda:{device}"), config).median_ms
@@ -131,7 +133,8 @@ def load_or_measure_ceilings(
     if cached is not None:
         return cached
     try:
-        ceilings = measure(device)
+        with device_lock("cuda"):  # a measurement of the whole GPU: nothing may run beside it
+            ceilings = measure(device)
     except RuntimeError as exc:  # out of memory on a small or shared GPU, a driver error
         log.warning("could not measure the ceilings of %s (%s); using the datasheet", gpu_name, exc)
         return None

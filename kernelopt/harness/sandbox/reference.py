@@ -24,13 +24,13 @@ from typing import Any
 
 import torch
 
-from kernelopt.harness import transfer
-from kernelopt.harness.cases import case_inputs, case_label, plan_cases
-from kernelopt.harness.correctness import compare_case
-from kernelopt.harness.locks import device_lock
+from kernelopt.harness.measure.cases import case_inputs, case_label, plan_cases
+from kernelopt.harness.measure.correctness import compare_case
+from kernelopt.harness.measure.timing import TimingConfig, measure
+from kernelopt.harness.measure.yardstick import Expected, expected_from, float64_copy
 from kernelopt.harness.problem import load_problem
-from kernelopt.harness.timing import TimingConfig, measure
-from kernelopt.harness.yardstick import Expected, expected_from, float64_copy
+from kernelopt.harness.sandbox import transfer
+from kernelopt.harness.sandbox.locks import device_lock
 
 
 @dataclass
@@ -52,7 +52,7 @@ class Reference:
     """
 
     def __init__(self, req: dict[str, Any]) -> None:
-        from kernelopt.harness.worker import build_model
+        from kernelopt.harness.sandbox.calls import build_model
 
         self.req = req
         self.device = torch.device(req["device"])
@@ -104,7 +104,7 @@ class Reference:
     def _expect(self, case: dict[str, Any], timed: bool = False) -> tuple[Expected, float]:
         """One case's yardstick, and the reference's time per call (the better of two calls: the
         first may pay for a library's lazy start), which sets the candidate's time limits."""
-        from kernelopt.harness.worker import exact_math, outputs_of, sync
+        from kernelopt.harness.sandbox.calls import exact_math, outputs_of, sync
 
         inputs = case_inputs(self.problem, case, self.device)
         times_ms = []
@@ -123,7 +123,7 @@ class Reference:
 
     def baselines(self, message: dict[str, Any]) -> dict[str, Any]:
         """Eager and torch.compile times with the candidates' protocol, and the floor."""
-        from kernelopt.harness.floor import estimate_floor
+        from kernelopt.harness.measure.floor import estimate_floor
 
         config = TimingConfig(**message.get("timing", {}))
         inputs = case_inputs(self.problem, {"seed": self.req["seeds"][0]}, self.device)
@@ -261,7 +261,7 @@ def probe(req: dict[str, Any]) -> int:
     CUDA a device-side assert poisons the whole context, so the reference process must never meet
     one. Writes {"unrunnable": {index: why}, "done": bool}; it stops at the first failure (the
     context may be unusable after it), and the caller starts another probe for the rest."""
-    from kernelopt.harness.worker import build_model, exact_math, outputs_of, sync
+    from kernelopt.harness.sandbox.calls import build_model, exact_math, outputs_of, sync
 
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])

@@ -10,10 +10,10 @@ its dunder (`x.__add__`, `type(x).__mul__`). These rules apply to every line of 
 import ast
 from typing import TYPE_CHECKING
 
-from kernelopt.harness import guard_rules as R
+from kernelopt.harness.guards import rules as R
 
 if TYPE_CHECKING:
-    from kernelopt.harness.guards import _Checker
+    from kernelopt.harness.guards.base import Checker
 
 _DUNDER_STRING_CALLS = frozenset({"getattr", "hasattr", "setattr", "delattr"})
 _METHOD_SLOTS = frozenset({"forward", "__call__", "_call_impl", "_wrapped_call_impl"})
@@ -25,7 +25,7 @@ def _is_dunder(name: str) -> bool:
     return len(name) > 4 and name.startswith("__") and name.endswith("__")
 
 
-def check_file(checker: "_Checker") -> None:
+def check_file(checker: "Checker") -> None:
     """Add the violations of the whole-file rules to `checker`."""
     values = _value_positions(checker.tree)
     for node in ast.walk(checker.tree):
@@ -41,7 +41,7 @@ def check_file(checker: "_Checker") -> None:
             _check_torch_value(checker, node)
 
 
-def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
+def _check_attribute(checker: "Checker", node: ast.Attribute) -> None:
     name = node.attr
     if _is_dunder(name) and name not in R.ALLOWED_DUNDERS and name not in R.DYNAMIC_ATTRS:
         checker.add("dynamic-access", node, f"uses .{name}; call Triton kernels and allowed functions directly")
@@ -60,14 +60,14 @@ def _check_attribute(checker: "_Checker", node: ast.Attribute) -> None:
             )
 
 
-def _enclosing_function(checker: "_Checker", node: ast.AST) -> str | None:
+def _enclosing_function(checker: "Checker", node: ast.AST) -> str | None:
     parent = checker.parents.get(node)
     while parent is not None and not isinstance(parent, ast.FunctionDef | ast.AsyncFunctionDef):
         parent = checker.parents.get(parent)
     return parent.name if parent is not None else None
 
 
-def _check_call(checker: "_Checker", node: ast.Call) -> None:
+def _check_call(checker: "Checker", node: ast.Call) -> None:
     for keyword in node.keywords:
         if keyword.arg in ("pre_hook", "post_hook"):  # Triton would run the candidate's callable for it
             checker.add(
@@ -87,7 +87,7 @@ def _check_call(checker: "_Checker", node: ast.Call) -> None:
                 checker.add("reference-model", node, f"{node.func.id}(..., {arg.value!r}) looks the reference up")
 
 
-def _check_class(checker: "_Checker", node: ast.ClassDef) -> None:
+def _check_class(checker: "Checker", node: ast.ClassDef) -> None:
     for stmt in node.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in _METHOD_SLOTS - {"forward"}:
             checker.add(
@@ -106,7 +106,7 @@ def _check_class(checker: "_Checker", node: ast.ClassDef) -> None:
                     )
 
 
-def _check_decorators(checker: "_Checker", node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+def _check_decorators(checker: "Checker", node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     for decorator in node.decorator_list:
         target = decorator.func if isinstance(decorator, ast.Call) else decorator
         path = checker.dotted(target) or (target.id if isinstance(target, ast.Name) else ast.unparse(target))
@@ -120,7 +120,7 @@ def _check_decorators(checker: "_Checker", node: ast.FunctionDef | ast.AsyncFunc
         )
 
 
-def _check_torch_value(checker: "_Checker", node: ast.Name | ast.Attribute) -> None:
+def _check_torch_value(checker: "Checker", node: ast.Name | ast.Attribute) -> None:
     path = checker.dotted(node)
     if path is None or not (path == "torch" or path.startswith("torch.")):
         return

@@ -31,9 +31,20 @@ class TimingConfig:
     target_total_ms: float = 500.0  # aim for this much timed work in total
     min_trials: int = 10
     max_trials: int = 1000
-    flush_l2_bytes: int = 256 * 1024 * 1024  # >= 2x the largest L2 in the spec database
+    flush_l2_bytes: int = 256 * 1024 * 1024  # >= 2x the largest L2 in the spec database (see for_gpu)
     # Interpreter runs take seconds; a few trials are enough for a label-only time.
     interpreter_trials: int = 3
+
+
+def timing_config_for(
+    l2_cache_mb: float | None, target_total_ms: float = 500.0, min_trials: int = 10, max_trials: int = 1000
+) -> TimingConfig:
+    """The protocol's settings for one GPU: the L2 flush writes twice its L2 (64 MiB at least; the
+    default 256 MiB without a known L2), and the run's own trial settings."""
+    flush = max(int(2 * l2_cache_mb * 2**20), 64 * 2**20) if l2_cache_mb else TimingConfig.flush_l2_bytes
+    return TimingConfig(
+        target_total_ms=target_total_ms, min_trials=min_trials, max_trials=max_trials, flush_l2_bytes=flush
+    )
 
 
 def _quantile(sorted_values: list[float], q: float) -> float:

@@ -1,6 +1,6 @@
 """The worker process: runs a reference or an untrusted candidate, away from the graph.
 
-`python -m kernelopt.harness.worker REQUEST.json` reads a request, does one job and writes
+`python -m kernelopt.harness.sandbox.worker REQUEST.json` reads a request, does one job and writes
 RESULT.json beside it. Reference jobs compute expected outputs (and baselines and the floor);
 candidate jobs never see the reference's outputs: the parent compares. The candidate's process
 is set up before its code is imported: allocations are poisoned, Triton launches are counted,
@@ -10,7 +10,6 @@ and file-system escapes.
 
 from __future__ import annotations
 
-import contextlib
 import faulthandler
 import json
 import os
@@ -20,73 +19,19 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from kernelopt.harness import launches, poison, transfer
-from kernelopt.harness.cases import case_inputs
-from kernelopt.harness.compute_guard import ComputeGuard, ComputeOutsideTriton
-from kernelopt.harness.locks import DeviceLock
+from kernelopt.harness.measure.cases import case_inputs
+from kernelopt.harness.measure.timing import Timing, TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.timing import Timing, TimingConfig, measure
-
-
-class Rejected(Exception):
-    """The candidate broke a rule; `rule` is the rule's id, the message says how."""
-
-    def __init__(self, rule: str, message: str) -> None:
-        super().__init__(message)
-        self.rule = rule
-
-
-def outputs_of(result: Any) -> list[torch.Tensor]:
-    # Exact container types too: a list subclass can run work when it is iterated (after the timer).
-    values = list(result) if type(result) in (tuple, list) else [result]
-    for value in values:
-        # Exact type: a Tensor subclass can defer work until it is read (outside the timer).
-        if type(value) is not torch.Tensor:
-            raise Rejected(
-                "output-type",
-                f"forward returned {type(value).__name__}; return plain torch.Tensor outputs",
-            )
-    return values
-
-
-def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
-    """The problem's (or the candidate's) module, its parameters made on the device from the seed."""
-    torch.manual_seed(init_seed)
-    with device:
-        return cls(*problem.get_init_inputs()).to(device)
-
-
-def sync(device: torch.device) -> None:
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-@contextlib.contextmanager
-def exact_math() -> Iterator[None]:
-    """No reduced-precision shortcuts (TF32 convolutions, fp16/bf16 partial sums) while the
-    expected outputs are computed: the yardstick's own error must stay under the tolerances.
-    The baselines are timed with PyTorch's defaults, as users run them."""
-    flags = (
-        (torch.backends.cuda.matmul, "allow_tf32"),
-        (torch.backends.cudnn, "allow_tf32"),
-        (torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
-        (torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
-    )
-    saved = [getattr(owner, name) for owner, name in flags]
-    for owner, name in flags:
-        setattr(owner, name, False)
-    try:
-        yield
-    finally:
-        for (owner, name), value in zip(flags, saved, strict=True):
-            setattr(owner, name, value)
+from kernelopt.harness.sandbox import calls, launches, poison, transfer
+from kernelopt.harness.sandbox.calls import Rejected, build_model, outputs_of, sync
+from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
+from kernelopt.harness.sandbox.locks import DeviceLock
 
 
 class Progress:
@@ -287,7 +232,7 @@ class _Guards:
 def _timer_identities() -> dict[str, Any]:
     import triton.testing
 
-    from kernelopt.harness import timing
+    from kernelopt.harness.measure import timing
 
     found: dict[str, Any] = {
         "time.perf_counter": time.perf_counter,
@@ -295,17 +240,18 @@ def _timer_identities() -> dict[str, Any]:
         "torch.cuda.Event": torch.cuda.Event,
         "torch.cuda.synchronize": torch.cuda.synchronize,
         "triton.testing.do_bench": triton.testing.do_bench,
-        "kernelopt.harness.timing.measure": timing.measure,
-        "kernelopt.harness.timing.summarize": timing.summarize,
+        "kernelopt.harness.measure.timing.measure": timing.measure,
+        "kernelopt.harness.measure.timing.summarize": timing.summarize,
         "torch.equal": torch.equal,
         "torch.Tensor.clone": torch.Tensor.clone,
         "torch.save": torch.save,
     }
     found.update(launches.identities())
     # The worker's own names (it runs as __main__), and the modules it judges with.
-    from kernelopt.harness import cases, compute_guard
+    from kernelopt.harness.measure import cases
+    from kernelopt.harness.sandbox import compute_guard
 
-    for module, label in ((sys.modules[__name__], "worker"), (timing, "timing"), (cases, "cases"),
+    for module, label in ((sys.modules[__name__], "worker"), (calls, "calls"), (timing, "timing"), (cases, "cases"),
                           (compute_guard, "compute_guard"), (poison, "poison"), (launches, "launches")):
         for name, value in vars(module).items():
             if callable(value) and not name.startswith("__"):
@@ -316,7 +262,7 @@ def _timer_identities() -> dict[str, Any]:
 
 
 def _arm(req: dict[str, Any], poisoned: bool = True) -> _Guards:
-    from kernelopt.harness.sandbox import install_audit_guard
+    from kernelopt.harness.sandbox.audit import install_audit_guard
 
     device = torch.device(req["device"])
     if poisoned:  # not for a profile: NCU would count the fills as the kernel's
@@ -374,7 +320,7 @@ def run_job(job: str, req: dict[str, Any]) -> int:
     _die_with_parent()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the watchdog's "where are you stuck?"
     if job in ("reference", "probe"):
-        from kernelopt.harness import reference
+        from kernelopt.harness.sandbox import reference
 
         return reference.serve(req) if job == "reference" else reference.probe(req)
     out = Path(req["work_dir"]) / "result.json"
@@ -421,11 +367,11 @@ def candidates_fault(err: BaseException, user_files: tuple[str | None, ...]) -> 
     return not os.path.realpath(frames[-1].filename).startswith(_PACKAGE_DIR)
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.realpath(__file__))) + os.sep
+_PACKAGE_DIR = str(Path(__file__).resolve().parents[2]) + os.sep  # kernelopt/
 
 
 def main(argv: list[str]) -> int:
-    """`python -m kernelopt.harness.worker REQUEST.json`: one job in a process of its own (the
+    """`python -m kernelopt.harness.sandbox.worker REQUEST.json`: one job in a process of its own (the
     NCU profile, which must start under ncu). The request is deleted before the kernel is imported."""
     request_path = Path(argv[1])
     req = json.loads(request_path.read_text())

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kernelopt.harness import sandbox
+from kernelopt.harness.sandbox import audit as sandbox
 
-PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder that holds kernelopt/
 POLL_S = 0.05
 STACK_DUMP_S = 0.3
 ZYGOTE_START_S = 300.0
@@ -125,7 +125,7 @@ class Zygote:
         self.use_cuda = use_cuda
         log_fd, self.log_path = tempfile.mkstemp(prefix="kernelopt-forkserver-", suffix=".log")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "kernelopt.harness.zygote"],
+            [sys.executable, "-m", "kernelopt.harness.sandbox.zygote"],
             env=worker_env(use_cuda),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """The fork server: one pre-imported parent per device kind that forks a single-use child per job.
 
-`python -m kernelopt.harness.zygote` starts with the worker's scrubbed environment, imports
+`python -m kernelopt.harness.sandbox.zygote` starts with the worker's scrubbed environment, imports
 torch, Triton, `torch._dynamo` and the harness once (no CUDA context, no threads, no secrets),
 then reads one JSON job per line on stdin: {"id", "job", "request", "work_dir", "mem_limit_bytes"}.
 For each it forks a child that starts a session of its own (a kill takes everything it starts),
@@ -33,8 +33,7 @@ def preload() -> None:
     import triton.language  # noqa: F401
     from torch.utils.flop_counter import FlopCounterMode
 
-    from kernelopt.harness import floor, reference, sandbox, worker  # noqa: F401
-    from kernelopt.harness.compute_guard import ComputeGuard
+    from kernelopt.harness.sandbox.compute_guard import ComputeGuard
 
     tiny = torch.ones(2)
     with ComputeGuard():
@@ -56,11 +55,11 @@ def _child(job: dict[str, Any]) -> None:
         os.close(log)
         os.close(null)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        from kernelopt.harness.sandbox import limit_resources
+        from kernelopt.harness.sandbox.audit import limit_resources
 
         limit_resources(job.get("mem_limit_bytes"), None)()
         os.chdir(job["work_dir"])
-        from kernelopt.harness.worker import run_job
+        from kernelopt.harness.sandbox.worker import run_job
 
         status = run_job(job["job"], job["request"])
     except BaseException:  # noqa: BLE001  (whatever happens, the child must not return into the server)

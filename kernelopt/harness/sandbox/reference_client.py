@@ -14,8 +14,8 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from kernelopt.harness import transfer
-from kernelopt.harness.runner import Child, WorkerLimits, start_job, watch
+from kernelopt.harness.sandbox import transfer
+from kernelopt.harness.sandbox.runner import Child, WorkerLimits, start_job, watch
 from kernelopt.records import InputError
 
 KEPT_ALIVE = 2

@@ -17,8 +17,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelopt.harness import launches
-from kernelopt.harness.sandbox import triton_dirs
+from kernelopt.harness.sandbox import launches
+from kernelopt.harness.sandbox.audit import triton_dirs
 
 # ATen operators (by overload packet) that move or describe data without computing a result.
 ALLOWED_OPS = frozenset(

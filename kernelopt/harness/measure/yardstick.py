@@ -56,7 +56,7 @@ def expected_from(
     The float64 run needs about twice the case's inputs and outputs again; past `max_bytes` of
     that (a case of many GB), the fp32 result is the yardstick.
     """
-    from kernelopt.harness.worker import outputs_of
+    from kernelopt.harness.sandbox.calls import outputs_of
 
     truth: list[torch.Tensor] | None = None
     fits = max_bytes is None or 2 * (_nbytes(inputs) + _nbytes(outputs32)) <= max_bytes

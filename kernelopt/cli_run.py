@@ -1,0 +1,223 @@
+"""Running the graph for the `kernelopt` command: progress lines, the questions of `--approve`,
+Ctrl-C, and the closing summary. Heavy imports stay inside the functions (see cli.py)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from kernelopt.context import Context
+
+if TYPE_CHECKING:
+    from kernelopt.checkpoint import RunRecord
+
+NO_ANSWER = 3  # --approve and stdin ended before a question was answered: the run waits, resumable
+
+
+def interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C: kill the running candidates first (LangGraph waits for its running nodes before the
+    interrupt reaches us), then stop as Python would."""
+    stop_jobs()
+    raise KeyboardInterrupt
+
+
+def stop_jobs() -> None:
+    """Kill the candidates still running, so that the threads waiting on them end with the run."""
+    runner = sys.modules.get("kernelopt.harness.sandbox.runner")
+    if runner is not None:
+        runner.stop_jobs()
+
+
+def run_graph_to_end(
+    run_dir: Path, db: str | None, record: RunRecord, ctx: Context, as_json: bool, resume: bool = False
+) -> int:
+    """Run (or continue) the graph on the run's checkpoints; print progress and the summary."""
+    from langgraph.types import Command
+
+    from kernelopt.checkpoint import open_checkpointer, run_lock
+    from kernelopt.graph import build_graph
+    from kernelopt.progress import render_event
+
+    config = record.config()
+    with run_lock(run_dir), open_checkpointer(run_dir, db) as saver:
+        graph = build_graph().compile(checkpointer=saver)
+        snapshot = graph.get_state(config)
+        started = snapshot.created_at is not None
+        # Not `next`: a node that finished after the last checkpoint (its writes saved) leaves
+        # `next` empty although the run goes on after it. A finished run has no task left at all.
+        finished = started and not snapshot.tasks
+        if resume and not as_json:
+            print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
+        if not finished:
+            asker = _Asker(sys.stderr if as_json else sys.stdout)
+            stream_input: Any = None if started else record.inputs
+            waiting = list(snapshot.interrupts) if started else []  # a question left unanswered last time
+            signal.signal(signal.SIGINT, interrupt)
+            try:
+                while True:
+                    if not waiting:
+                        for chunk in graph.stream(stream_input, config, context=ctx,
+                                                  stream_mode="custom", durability="sync"):
+                            line = None if as_json else render_event(chunk)
+                            if line:
+                                print(line, flush=True)
+                        waiting = list(graph.get_state(config).interrupts)
+                        if not waiting:
+                            break
+                    # --approve: the graph stopped at a question (interrupt); ask, then resume with the replies
+                    answers = {}
+                    for question in waiting:
+                        answer = asker.ask(question.value)
+                        if answer is None:
+                            print(f"kernelopt: no answer (end of input); the run waits at this question: "
+                                  f"answer it with `kernelopt resume {run_dir}`", file=sys.stderr)
+                            return NO_ANSWER
+                        answers[question.id] = answer
+                    stream_input, waiting = Command(resume=answers), []
+            except KeyboardInterrupt:
+                stop_jobs()
+                print(f"kernelopt: interrupted; continue with: kernelopt resume {run_dir}", file=sys.stderr)
+                return 130
+        final = graph.get_state(config).values
+    return _finish(final, ctx, as_json, already_finished=resume and finished)
+
+
+def _where(snapshot: Any) -> str:
+    """Where a resumed run stands, in a few words."""
+    if not snapshot.tasks:
+        return "it has finished"
+    if snapshot.interrupts:
+        asking = ", ".join(t.name for t in snapshot.tasks if t.interrupts)
+        return f"waiting for your answer at {asking}, round {snapshot.values.get('round', 0)}"
+    done = [t.name for t in snapshot.tasks if t.result is not None]
+    todo = [t.name for t in snapshot.tasks if t.result is None]
+    where = f"at {', '.join(todo)}" if todo else f"after {', '.join(done)} (finished before the stop)"
+    return f"continuing {where}, round {snapshot.values.get('round', 0)}"
+
+
+class _Asker:
+    """Asks the person the graph's approval questions (--approve) on the terminal.
+
+    With stdin a terminal: a prompt per answer, and $EDITOR (or $VISUAL) on a temp copy for an
+    edit. Otherwise the answers are read line by line from stdin (a, r then the reason, e then
+    the path of a file with the new source), so they can be piped in. None: end of input.
+    """
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+        self.tty = sys.stdin.isatty()
+
+    def _line(self, prompt: str) -> str | None:
+        print(prompt, end="", file=self.out, flush=True)
+        if self.tty:
+            try:
+                return input()
+            except EOFError:
+                return None
+        line = sys.stdin.readline()
+        if not line:
+            return None
+        print(line.rstrip("\n"), file=self.out, flush=True)  # echo what was read, as a terminal would
+        return line.rstrip("\n")
+
+    def ask(self, payload: Any) -> dict[str, Any] | None:
+        from kernelopt.progress import render_question
+
+        if not isinstance(payload, dict):  # not one of ours: show it, and take a plain reply
+            print(f"── the graph asks: {payload}", file=self.out, flush=True)
+            line = self._line("reply: ")
+            return None if line is None else {"action": line.strip()}
+        print(render_question(payload), file=self.out, flush=True)
+        can_edit = "edit" in payload.get("replies", ())
+        choices = "[a]pprove / [r]eject" + (" / [e]dit" if can_edit else "")
+        while True:
+            line = self._line(f"{choices}? ")
+            if line is None:
+                return None
+            word = line.strip().lower()
+            if word in ("a", "approve", "y", "yes"):
+                return {"action": "approve"}
+            if word in ("r", "reject", "n", "no"):
+                reason = self._line("reason (it goes to the optimizer): ")
+                return None if reason is None else {"action": "reject", "reason": reason.strip()}
+            if word in ("e", "edit") and can_edit:
+                source = self._edited(payload)
+                return None if source is None else {"action": "edit", "source": source}
+            print(f"answer {'a, r or e' if can_edit else 'a or r'}", file=self.out, flush=True)
+
+    def _edited(self, payload: dict[str, Any]) -> str | None:
+        """The edited source: from $EDITOR on a temp copy (a terminal), else from a file named."""
+        import os
+        import shlex
+        import subprocess
+
+        editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
+        if self.tty and editor:
+            with tempfile.TemporaryDirectory(prefix="kernelopt-edit-") as work:
+                copy = Path(work, Path(payload.get("kernel_path") or "kernel.py").name)
+                copy.write_text(payload.get("source") or "")
+                subprocess.run([*shlex.split(editor), str(copy)], check=False)
+                return copy.read_text()
+        while True:
+            line = self._line("file with the edited kernel: ")
+            if line is None:
+                return None
+            path = Path(line.strip()).expanduser()
+            if path.is_file():
+                return path.read_text()
+            print(f"no file {path}; give another path", file=self.out, flush=True)
+
+
+def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished: bool = False) -> int:
+    """Print the summary (the report node wrote the files); the exit code says whether a best kernel exists."""
+    from kernelopt.report import REPORT_MD, summarize_run, write_reports
+
+    summary = summarize_run(final, gpu_named=ctx.gpu is not None)
+    run_dir = Path(summary["run_dir"]) if summary["run_dir"] else None
+    if already_finished and run_dir and run_dir.is_dir() and not (run_dir / REPORT_MD).is_file():
+        write_reports(summary, run_dir)  # asked again of a finished run: its reports are there again
+    if as_json:
+        print(json.dumps(summary | ({"already_finished": True} if already_finished else {}), indent=2, default=str))
+    else:
+        note = "this run had already finished; nothing was redone\n" if already_finished else ""
+        print(note + final_text(summary))
+    return 0 if summary.get("best_kernel_path") else 1
+
+
+def final_text(summary: dict[str, Any]) -> str:
+    from kernelopt.report import roofline_notes
+
+    lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
+    if summary.get("best_kernel_path"):
+        lines.append(f"best kernel: {summary['best_kernel_path']} (round {summary['best_round']})")
+        lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
+        for name in ("eager", "compile"):
+            if summary.get(f"{name}_ms") and summary["is_gpu_time"]:
+                lines.append(f"  vs {name}: {summary[f'{name}_ms']:.4f} ms ({summary[f'speedup_vs_{name}']:.2f}x)")
+            elif summary.get(f"{name}_ms"):
+                lines.append(f"  {name} (PyTorch on CPU, not comparable): {summary[f'{name}_ms']:.4f} ms")
+    roof = summary.get("roofline")
+    if roof and summary.get("is_gpu_time"):
+        eff = roof.get("efficiency_pct")
+        lines.append(
+            f"roofline: {roof['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}, "
+            f"compute SOL {_pct(roof.get('compute_sol_pct'))}, memory SOL {_pct(roof.get('memory_sol_pct'))}"
+        )
+    elif roof:
+        lines.append(f"roofline: {roof['bottleneck']}-bound by the problem's floor intensity")
+    lines += [f"  note: {w}" for w in roofline_notes(summary)]
+    return "\n".join(lines)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1f}%"
+
+
+def _clock_note(summary: dict[str, Any]) -> str:
+    return "" if summary.get("is_gpu_time") else " (Triton interpreter on CPU: not GPU performance)"
+
+

@@ -1,0 +1,64 @@
+"""Calling a problem's or a candidate's model the same way in every process: building it from
+the seed on the device, reading its outputs, syncing, and running without reduced precision."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+
+class Rejected(Exception):
+    """The candidate broke a rule; `rule` is the rule's id, the message says how."""
+
+    def __init__(self, rule: str, message: str) -> None:
+        super().__init__(message)
+        self.rule = rule
+
+
+def outputs_of(result: Any) -> list[torch.Tensor]:
+    # Exact container types too: a list subclass can run work when it is iterated (after the timer).
+    values = list(result) if type(result) in (tuple, list) else [result]
+    for value in values:
+        # Exact type: a Tensor subclass can defer work until it is read (outside the timer).
+        if type(value) is not torch.Tensor:
+            raise Rejected(
+                "output-type",
+                f"forward returned {type(value).__name__}; return plain torch.Tensor outputs",
+            )
+    return values
+
+
+def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
+    """The problem's (or the candidate's) module, its parameters made on the device from the seed."""
+    torch.manual_seed(init_seed)
+    with device:
+        return cls(*problem.get_init_inputs()).to(device)
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+@contextlib.contextmanager
+def exact_math() -> Iterator[None]:
+    """No reduced-precision shortcuts (TF32 convolutions, fp16/bf16 partial sums) while the
+    expected outputs are computed: the yardstick's own error must stay under the tolerances.
+    The baselines are timed with PyTorch's defaults, as users run them."""
+    flags = (
+        (torch.backends.cuda.matmul, "allow_tf32"),
+        (torch.backends.cudnn, "allow_tf32"),
+        (torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"),
+        (torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"),
+    )
+    saved = [getattr(owner, name) for owner, name in flags]
+    for owner, name in flags:
+        setattr(owner, name, False)
+    try:
+        yield
+    finally:
+        for (owner, name), value in zip(flags, saved, strict=True):
+            setattr(owner, name, value)
