@@ -130,3 +130,9 @@ class InputError(ValueError):
 
 class HarnessError(RuntimeError):
     """kernelopt's own code failed while it judged a kernel: a bug to report, not the kernel's fault."""
+
+
+def one_line(text: str, limit: int) -> str:
+    """`text` on one line (runs of whitespace made one space), cut to `limit` characters with "..."."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."

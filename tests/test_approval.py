@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from conftest import fast_context
+from helpers import fast_context
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from scripted import DATA, RoutedChatModel, ScriptedChatModel, diagnosis_reply, kernel_reply, two_bottlenecks_reply

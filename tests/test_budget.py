@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import fast_context, run_graph
 from fake_openai import FakeOpenAI, completion
+from helpers import fast_context, run_graph
 from langchain_core.messages import AIMessage
 from scripted import DATA, ScriptedChatModel, diagnosis_reply, kernel_reply
 

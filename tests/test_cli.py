@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 
 ADD = DATA / "add"
 

@@ -10,7 +10,7 @@ from types import ModuleType
 from typing import Annotated, Any, NotRequired
 
 import pytest
-from conftest import DATA, EXAMPLES, fast_context
+from helpers import DATA, EXAMPLES, fast_context
 from langgraph.graph import END, START, StateGraph
 from typing_extensions import TypedDict
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from conftest import fast_context, run_graph
+from helpers import fast_context, run_graph
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
 

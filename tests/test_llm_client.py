@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import fast_context, run_graph
 from fake_openai import FakeOpenAI, completion, error, malformed_body, rejects_json_schema
+from helpers import fast_context, run_graph
 from scripted import DATA, diagnosis_reply, kernel_reply
 
 from kernelopt.context import Context

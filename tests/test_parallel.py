@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conftest import fast_context, run_graph
+from helpers import fast_context, run_graph
 from scripted import DATA, RoutedChatModel, kernel_reply, two_bottlenecks_reply
 
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import fast_context
+from helpers import fast_context
 from scripted import DATA, ScriptedChatModel, diagnosis_reply, kernel_reply
 from test_cli import _show, kernelopt
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 from test_cli import _show, kernelopt
 
 from kernelopt.harness.measure.timing import Timing

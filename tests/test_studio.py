@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 from langgraph_sdk import get_client
 
 pytestmark = pytest.mark.slow

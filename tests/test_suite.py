@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA
+from helpers import DATA
 from test_cli import _show, kernelopt
 
 from kernelopt.suite import ProblemResult, progress_line, summarize

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from kernelopt.records import one_line
+
 GPU_TIME = "gpu__time_duration.sum"
 DRAM_BYTES_READ = "dram__bytes_read.sum"
 DRAM_BYTES_WRITE = "dram__bytes_write.sum"
@@ -71,11 +73,6 @@ DEFAULT_METRICS: tuple[str, ...] = tuple(m for m in NCU_METRICS if m not in (TEN
 HOPPER_METRICS: tuple[str, ...] = (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
 
 
-def _one_line(text: str, limit: int = 400) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
 def default_metrics(compute_capability: str | None = None) -> tuple[str, ...]:
     """The metric list for a GPU: the common set, plus the wgmma pipes from Hopper (9.0) on."""
     try:
@@ -111,7 +108,7 @@ class NcuProfile:
     @classmethod
     def failed(cls, reason: str, report_path: str | None = None) -> NcuProfile:
         """A profile that carries only the one-line reason it failed."""
-        return cls(False, (), {}, 0.0, _one_line(reason), report_path)
+        return cls(False, (), {}, 0.0, one_line(reason, 397), report_path)
 
 
 # ---------------------------------------------------------------- parsing

@@ -16,6 +16,7 @@ import jinja2
 from kernelopt.hardware.roofline import Roofline
 from kernelopt.hardware.specs import GPUSpec
 from kernelopt.prompts.parsing import CATEGORIES, BottleneckResult
+from kernelopt.records import one_line
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 TARGET_FRACTION = 0.9  # the optimizer aims 10% below the time it has to beat
@@ -89,7 +90,7 @@ class PromptManager:
         )
         self.env.filters["measured"] = format_measured
         self.env.filters["clip"] = _clip_tail
-        self.env.filters["oneline"] = _one_line
+        self.env.filters["oneline"] = lambda text, limit=_HISTORY_ERROR_CHARS: one_line(text, limit)
 
     def render(self, name: str, **values: Any) -> str:
         """Gives the rendered template `name` ("kernel_optimization" or "...j2")."""
@@ -270,8 +271,3 @@ def _clip_tail(text: str, limit: int = _ERROR_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"[... {len(text) - limit} characters cut ...]\n{text[-limit:]}"
-
-
-def _one_line(text: str, limit: int = _HISTORY_ERROR_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[:limit] + "..."

@@ -7,14 +7,7 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from kernelopt.hardware.roofline import FloorEstimate
-
-DTYPE_NAMES = {
-    torch.float32: "fp32",
-    torch.float16: "fp16",
-    torch.bfloat16: "bf16",
-    torch.float64: "fp64",
-}
+from kernelopt.hardware.roofline import FloorEstimate, dtype_name
 
 
 def _tensors(values: Any) -> list[torch.Tensor]:
@@ -29,7 +22,7 @@ def problem_dtype(inputs: list[Any]) -> str:
     """The dtype name of the first floating-point input ("fp32" when there is none)."""
     for tensor in _tensors(inputs):
         if tensor.is_floating_point():
-            return DTYPE_NAMES.get(tensor.dtype, "fp32")
+            return dtype_name(tensor.dtype)
     return "fp32"
 
 

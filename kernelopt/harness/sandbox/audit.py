@@ -124,6 +124,11 @@ _FRAME_LEAKING_STDLIB = ("inspect.py", "traceback.py")
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>")
 _STDLIB_DIRS = tuple({os.path.realpath(sysconfig.get_paths()[k]) + os.sep for k in ("stdlib", "platstdlib")})
 _THIS_FILE = os.path.realpath(__file__)
+def is_stdlib_file(path: str) -> bool:
+    """Whether `path` (links resolved) is a standard-library file, not an installed package's."""
+    return path.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in path
+
+
 @functools.cache
 def triton_dirs() -> tuple[str, ...]:
     """Triton's package folder, as its files name it and with links resolved (imported on first
@@ -226,7 +231,7 @@ class _AuditGuard:
             real = os.path.realpath(filename)
             if self.is_candidate(real):
                 kind = "candidate"
-            elif real == _THIS_FILE or (real.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in real):
+            elif real == _THIS_FILE or is_stdlib_file(real):
                 kind = "stdlib"
             else:
                 kind = "library"

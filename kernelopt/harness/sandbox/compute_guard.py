@@ -10,6 +10,7 @@ benchmarking, the interpreter) are allowed: inside a launch, or called from Trit
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from typing import Any
@@ -18,7 +19,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelopt.harness.sandbox import launches
-from kernelopt.harness.sandbox.audit import triton_dirs
+from kernelopt.harness.sandbox.audit import is_stdlib_file, triton_dirs
 
 # ATen operators (by overload packet) that move or describe data without computing a result.
 ALLOWED_OPS = frozenset(
@@ -129,6 +130,11 @@ class ComputeGuard(TorchDispatchMode):
 _PASS_THROUGH = (os.path.dirname(os.path.abspath(torch.__file__)) + os.sep, os.path.dirname(os.path.abspath(__file__)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _real(filename: str) -> str:
+    return os.path.realpath(filename)
+
+
 def _called_from_triton() -> bool:
     """Whether Triton's own code (the autotuner timing its configs, say) asked for the operator.
 
@@ -140,14 +146,10 @@ def _called_from_triton() -> bool:
         filename = frame.f_code.co_filename
         if filename.startswith(triton_dirs()):
             return True
-        if not (filename.startswith(_PASS_THROUGH) or filename.startswith("<") or _is_stdlib(filename)):
+        passes = filename.startswith(_PASS_THROUGH) or filename.startswith("<") or is_stdlib_file(_real(filename))
+        if not passes:
             return False
         frame = frame.f_back
     return False
 
 
-_STDLIB = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
-
-
-def _is_stdlib(filename: str) -> bool:
-    return filename.startswith(_STDLIB) and "-packages" + os.sep not in filename

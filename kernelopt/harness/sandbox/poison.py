@@ -71,12 +71,3 @@ def arm(device: torch.device, prime_bytes: int = 1 << 30) -> None:
         setattr(owner, name, _poisoned(_ORIGINALS[name]))
     _ORIGINALS["Tensor.new_empty"] = torch.Tensor.new_empty
     torch.Tensor.new_empty = _poisoned(torch.Tensor.new_empty)  # type: ignore[method-assign]
-
-
-def disarm() -> None:
-    """Restore the plain allocators (timing must not pay for the fill)."""
-    for name, owner in _TARGETS.items():
-        if name in _ORIGINALS:
-            setattr(owner, name, _ORIGINALS.pop(name))
-    if "Tensor.new_empty" in _ORIGINALS:
-        torch.Tensor.new_empty = _ORIGINALS.pop("Tensor.new_empty")  # type: ignore[method-assign]

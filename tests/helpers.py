@@ -1,0 +1,39 @@
+"""Helpers the tests share (imported as `from helpers import ...`; conftest.py holds only fixtures)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).parent / "data"
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def fast_context(tmp_path: Path, **overrides: Any) -> Any:
+    """A Context that keeps CI fast: no torch.compile baseline, two seeds, runs under tmp_path."""
+    from kernelopt.context import Context
+
+    settings: dict[str, Any] = {
+        "time_compile": False,
+        "seeds": 2,
+        "runs_dir": str(tmp_path / "runs"),
+    }
+    settings.update(overrides)
+    return Context(**settings)
+
+
+def run_graph(
+    inputs: dict[str, Any], context: Any, chat_model: Any = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Run the graph to the end; returns the final state and the custom progress events."""
+    from kernelopt.graph import build_graph
+
+    graph = build_graph(chat_model).compile()
+    final: dict[str, Any] = {}
+    events: list[dict[str, Any]] = []
+    for mode, chunk in graph.stream(inputs, context=context, stream_mode=["custom", "values"]):
+        if mode == "values":
+            final = chunk
+        else:
+            events.append(chunk)
+    return final, events
