@@ -57,11 +57,10 @@ class ForwardScanner:
     def track_tensor_names(self) -> None:
         # Parameters of lambdas and nested functions may receive tensors (`(lambda p, q: p + q)(x, y)`);
         # only a launch grid's parameter is known to be the meta-parameter dict.
-        grids = self.grid_names()
+        grid_nodes, grid_names = self.grids()
         for node in self.nodes:
-            if isinstance(node, ast.Lambda | ast.FunctionDef) and node not in grids:
-                name = getattr(node, "name", None)
-                if name is None or name not in {g for g in grids if isinstance(g, str)}:
+            if isinstance(node, ast.Lambda | ast.FunctionDef) and node not in grid_nodes:
+                if getattr(node, "name", None) not in grid_names:
                     arguments = node.args
                     self.tensors.update(a.arg for a in arguments.posonlyargs + arguments.args + arguments.kwonlyargs)
         kinds = ast.Assign | ast.AnnAssign | ast.NamedExpr | ast.For | ast.comprehension
@@ -92,19 +91,21 @@ class ForwardScanner:
         elif isinstance(target, ast.Name) and self.is_tensor(value):
             self.tensors.add(target.id)
 
-    def grid_names(self) -> set[ast.AST | str]:
-        """Lambdas and functions used as a launch grid (`kernel[grid](...)`), and their names."""
-        grids: set[ast.AST | str] = set()
+    def grids(self) -> tuple[set[ast.AST], set[str]]:
+        """What serves as a launch grid (`kernel[grid](...)`): the expressions and lambdas, and the
+        names they go by."""
+        nodes: set[ast.AST] = set()
+        names: set[str] = set()
         for node in self.nodes:
             if isinstance(node, ast.Subscript) and self.is_launch_target(node):
-                grids.add(node.slice)
+                nodes.add(node.slice)
                 if isinstance(node.slice, ast.Name):
-                    grids.add(node.slice.id)
+                    names.add(node.slice.id)
         for node in self.nodes:
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
-                if any(isinstance(t, ast.Name) and t.id in grids for t in node.targets):
-                    grids.add(node.value)
-        return grids
+                if any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+                    nodes.add(node.value)
+        return nodes, names
 
     def is_launch_target(self, node: ast.Subscript) -> bool:
         checker = self.checker
