@@ -26,12 +26,12 @@ from langgraph.graph.state import CompiledStateGraph
 from kernelopt.checkpoint import knowing_records
 from kernelopt.context import Context
 from kernelopt.nodes import watch
-from kernelopt.nodes.judger import make_judger, route_after_judge
-from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
-from kernelopt.nodes.profile import profile, route_after_profile
+from kernelopt.nodes.judger import make_judger
+from kernelopt.nodes.optimizer import make_optimizer
+from kernelopt.nodes.profile import profile
 from kernelopt.nodes.report import report
-from kernelopt.nodes.setup import make_setup, route_after_setup
-from kernelopt.nodes.verifier import accept, route_after_accept, route_after_verify, verify
+from kernelopt.nodes.setup import make_setup
+from kernelopt.nodes.verifier import accept, verify
 from kernelopt.state import InputState, KernelOptState, OutputState
 
 if TYPE_CHECKING:
@@ -55,21 +55,11 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     builder.add_node("report", report)
 
     builder.set_entry_point("setup")
-    # The routers say "__end__" where the run stops; the report node stands there instead.
-    # Routers that fan out with Send name their targets, so that the studio draws every edge.
-    builder.add_conditional_edges("setup", route_after_setup, _ends("verifier", "optimizer"))
-    builder.add_conditional_edges("verifier", route_after_verify, _ends("accept", "optimizer", "judger", "profile"))
-    builder.add_conditional_edges("accept", route_after_accept, _ends("optimizer", "judger", "profile"))
-    builder.add_conditional_edges("profile", route_after_profile, _ends("judger"))
-    builder.add_conditional_edges("judger", route_after_judge, _ends("optimizer"))
-    builder.add_conditional_edges("optimizer", route_after_optimize, _ends("verifier"))
+    # The nodes that decide return Command[Literal[...]]: where the run goes and the update
+    # together. LangGraph draws their edges from that annotation; every stop goes to the report.
+    builder.add_edge("optimizer", "verifier")  # the verifier joins the optimizer's branches
     builder.add_edge("report", END)
     return builder
-
-
-def _ends(*targets: str) -> dict[str, str]:
-    """A router's path map: its targets as they are, its end to the report node."""
-    return {**{t: t for t in targets}, END: "report"}
 
 
 class StudioGraph(CompiledStateGraph):

@@ -135,12 +135,9 @@ class KernelOptState(InputState, OutputState):
     uses_llm: bool  # an LLM writes and repairs kernels (else the offline policy)
     # Kernels waiting for the verifier: optimizer branches add, the verifier empties (Overwrite).
     candidates: Annotated[list[Candidate], operator.add]
-    last_batch: int  # how many attempts the verifier's last step recorded (the tail of `attempts`)
     repairs: int  # repair steps spent on the current round
-    repair_next: bool  # the next optimizer step repairs the failed candidates of the last batch
     last_error: str | None  # the verifier's one line for the last failed candidate
     rounds_without_gain: int
-    branches: int  # optimizer branches per round (Context.candidates_per_round)
     task: NotRequired[dict[str, int]]  # an optimizer branch's own task: {"branch": i} or {"repair_of": k}
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
@@ -13,19 +13,20 @@ from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.llm import RetryPolicy, make_chat_model, stop_reason_for
+from kernelopt.llm import RetryPolicy, make_chat_model
+from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
-from kernelopt.nodes.judger import LLMCalls, attempt_notes, with_lessons
+from kernelopt.nodes.history import attempt_notes, with_lessons
+from kernelopt.nodes.ideas import idea_for_branch
 from kernelopt.offline.search import variants
 from kernelopt.prompts import (
-    BottleneckResult,
     KernelExtractionError,
     OptimizationPromptArgs,
     PromptManager,
     extract_kernel,
 )
 from kernelopt.runs import artifact_name, kernel_path
-from kernelopt.state import Attempt, Candidate, Diagnosis, KernelOptState
+from kernelopt.state import Attempt, Candidate, KernelOptState
 
 PROMPTS = PromptManager()
 
@@ -63,7 +64,7 @@ def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
     if best is None or diagnosis is None:
         what = "repair of the first kernel" if error else "a first kernel from the reference"
         return PROMPTS.render_kernel_generation_prompt(problem, gpu, error=error), what
-    chosen, cause, fix = _idea(diagnosis, state.get("task", {}).get("branch", 0) if not failed else 0)
+    chosen, cause, fix = idea_for_branch(diagnosis, state.get("task", {}).get("branch", 0) if not failed else 0)
     args = OptimizationPromptArgs(
         problem_source=problem,
         kernel_source=Path(failed.kernel_path if failed and failed.kernel_path else best.path).read_text(),
@@ -83,19 +84,6 @@ def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
     what = f"repair: {error[:80]}" if error else fix
     # the round under way is no lesson yet: its failures are the error to fix
     return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state["attempts"], state["round"]), what
-
-
-def _idea(diagnosis: Diagnosis, branch: int) -> tuple[BottleneckResult, str, str]:
-    """The bottleneck, cause and fix a branch works on: the judger's pick for branch 0, then the
-    next of the top bottlenecks for each further branch."""
-    bottlenecks = list(diagnosis.bottlenecks)
-    first = next((i for i, b in enumerate(bottlenecks) if diagnosis.root_cause in b.root_causes), 0)
-    if branch == 0:
-        return bottlenecks[first], diagnosis.root_cause, diagnosis.recommended_fix
-    chosen = bottlenecks[(first + branch) % len(bottlenecks)]
-    cause = chosen.root_causes[0] if chosen.root_causes else chosen.summary
-    fix = chosen.recommended_fixes[0] if chosen.recommended_fixes else "remove the bottleneck named above"
-    return chosen, cause, fix
 
 
 def _cut_off(message: Any) -> bool:
@@ -123,8 +111,8 @@ def _from_llm(state: KernelOptState, ctx: Context, llm: BaseChatModel) -> Writte
     prompt, change = _prompt(state, ctx)
     try:
         message, reply = calls.ask(llm, prompt)
-    except Exception as err:  # the endpoint's failure ends the run; the best is on disk
-        stop = Candidate(None, change, branch, stop=stop_reason_for(err))
+    except LLMCallError as err:  # the endpoint's failure ends the run; the best is on disk
+        stop = Candidate(None, change, branch, stop=err.stop_reason)
         return Written(None, change, {**calls.update(), "candidates": [stop]})
     Path(state["run_dir"], "llm").mkdir(exist_ok=True)
     name = artifact_name(round_, repair, branch)
@@ -150,8 +138,6 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
 
     def optimizer(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         """Write the next candidate kernel into the run directory, or say why there is none."""
-        if state.get("stop_reason"):  # the judger stopped the run (a spent budget, the LLM down)
-            return {}
         ctx = context_of(runtime)
         branch = _branch(state)
         # Branches run side by side: each writes only its candidate (and token counts); a
@@ -185,8 +171,3 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
 
 def _branch(state: KernelOptState) -> int:
     return state.get("task", {}).get("branch", 0)
-
-
-def route_after_optimize(state: KernelOptState) -> Literal["verifier", "__end__"]:
-    """Verify the candidates; end when the run was stopped before the optimizer ran."""
-    return "__end__" if state.get("stop_reason") else "verifier"
