@@ -49,7 +49,11 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     builder.add_node("verifier", watch.watched(verify, watch.verification("verifier")))
     builder.add_node("profile", watch.watched(profile, watch.profile))
     builder.add_node("judger", watch.watched(make_judger(chat_model), watch.judger))
-    builder.add_node("optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer))
+    # The optimizer is reached only through Send, each branch with a Branch of its own (not the
+    # state); naming the state as its input schema keeps Branch's keys out of the graph's channels.
+    builder.add_node(
+        "optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer), input_schema=KernelOptState
+    )
     # only with Context.approve: a new best waits for the person's yes
     builder.add_node("accept", watch.watched(accept, watch.verification("accept")))
     builder.add_node("report", report)

@@ -27,7 +27,8 @@ def roofline(at: bool) -> Roofline:
 
 def state(**fields: Any) -> dict[str, Any]:
     base: dict[str, Any] = {"round": 1, "repairs": 0, "rounds_without_gain": 0, "best": BEST, "attempts": [],
-                            "stop_reason": None, "last_error": None, "uses_llm": True}
+                            "stop_reason": None, "last_error": None, "uses_llm": True,
+                            "run_dir": "run", "problem_file": "run/problem.py", "gpu_key": "H200"}
     return {**base, **fields}
 
 
@@ -35,8 +36,8 @@ def passed(new_best: bool = False, round_: int = 1) -> Attempt:
     return Attempt(round_, 0, "k.py", "h1", "faster" if new_best else "slower", "tile", time_ms=0.8, new_best=new_best)
 
 
-def failed(round_: int = 1, repair: int = 0) -> Attempt:
-    return Attempt(round_, repair, "k.py", "h2", "rejected", "tile", error="boom", rule="runtime-error")
+def failed(round_: int = 1, repair: int = 0, path: str = "k.py") -> Attempt:
+    return Attempt(round_, repair, path, "h2", "rejected", "tile", error=f"boom in {path}", rule="runtime-error")
 
 
 @pytest.mark.parametrize(
@@ -72,7 +73,7 @@ def test_should_stop(fields: dict[str, Any], context: dict[str, Any], step: Step
 def _goto(command: Any) -> Any:
     goto = command.goto
     if isinstance(goto, list | tuple) and goto and isinstance(goto[0], Send):
-        return [(s.node, s.arg["task"]) for s in goto]
+        return [(s.node, s.arg["branch"], s.arg["repair"], s.arg["kernel_path"], s.arg["error"]) for s in goto]
     return goto
 
 
@@ -85,10 +86,11 @@ def _goto(command: Any) -> Any:
         ({"round": 3}, {"max_rounds": 3}, [passed()], "report", "max_rounds"),
         ({"rounds_without_gain": 1}, {"patience": 2}, [passed()], "report", "no_gain"),
         ({"attempts": [failed()]}, {}, [failed(), passed()], "judger", None),
-        ({"attempts": [passed(), failed()]}, {"max_repairs": 2}, [failed(), failed()],
-         [("optimizer", {"repair_of": 2, "branch": 0}), ("optimizer", {"repair_of": 3, "branch": 1})], None),
+        ({"attempts": [passed(), failed()]}, {"max_repairs": 2}, [failed(path="a.py"), failed(path="b.py")],
+         [("optimizer", 0, 1, "a.py", "boom in a.py"), ("optimizer", 1, 1, "b.py", "boom in b.py")], None),
         ({"repairs": 2}, {"max_repairs": 2}, [failed()], "judger", None),  # no repairs left: the next idea
-        ({"round": 0, "uses_llm": False, "best": None}, {}, [failed(round_=0)], "report", "no correct kernel: boom"),
+        ({"round": 0, "uses_llm": False, "best": None}, {}, [failed(round_=0)], "report",
+         "no correct kernel: boom in k.py"),
         ({}, {}, [failed()], "report", "llm_unavailable"),  # a branch's LLM is down
     ],
 )
@@ -126,10 +128,13 @@ def test_judger_stops_on_a_spent_budget_before_asking() -> None:
 
 
 @pytest.mark.parametrize("branches", [1, 3])
-def test_judger_starts_one_branch_per_candidate(branches: int) -> None:
-    command = make_judger()(state(roofline=roofline(False)), runtime(candidates_per_round=branches))  # type: ignore[arg-type]
-    assert _goto(command) == [("optimizer", {"branch": i}) for i in range(branches)]
-    assert command.update["round"] == 2
+def test_judger_starts_one_branch_per_candidate(branches: int, tmp_path: Any) -> None:
+    start = state(roofline=roofline(False), run_dir=str(tmp_path))
+    command = make_judger()(start, runtime(candidates_per_round=branches))  # type: ignore[arg-type]
+    assert _goto(command) == [("optimizer", i, 0, "best.py", None) for i in range(branches)]
+    ideas = [send.arg["idea"] for send in command.goto]
+    assert ideas[0][1:] == (command.update["diagnosis"].root_cause, command.update["diagnosis"].recommended_fix)
+    assert command.update["round"] == 2 and all(send.arg["round"] == 2 for send in command.goto)
 
 
 def test_setup_stops_on_bad_input() -> None:

@@ -77,7 +77,11 @@ def lessons(attempts: list[Attempt], before_round: int | None = None, limit: int
 
 def with_lessons(prompt: str, attempts: list[Attempt], before_round: int | None = None) -> str:
     """The prompt with the run's lessons placed before its closing task or output rules."""
-    text = lessons(attempts, before_round)
+    return insert_lessons(prompt, lessons(attempts, before_round))
+
+
+def insert_lessons(prompt: str, text: str) -> str:
+    """The prompt with `text` (lessons) placed before its closing task or output rules."""
     if not text:
         return prompt
     for heading in ("\nOUTPUT RULES\n", "\nTASK\n"):

@@ -10,12 +10,13 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Send
+from langgraph.types import Command
 
 from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.llm import RetryPolicy, describe_error, make_chat_model, supports_json_schema
+from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import after, context_of, emit
 from kernelopt.nodes.history import attempt_notes, with_lessons
@@ -147,9 +148,6 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Comman
              tokens=calls.run_totals() if calls.counts else None)
         update = {**update, **calls.update(), "round": round_, "repairs": 0, "last_error": None,
                   "diagnosis": diagnosis}
-        branch_state = after(state, update)
-        branches = [Send("optimizer", {**branch_state, "task": {"branch": i}})
-                    for i in range(max(1, ctx.candidates_per_round))]
-        return Command(goto=branches, update=update)
+        return Command(goto=new_round(after(state, update), max(1, ctx.candidates_per_round)), update=update)
 
     return judger

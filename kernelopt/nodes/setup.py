@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Overwrite, Send
+from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
@@ -20,6 +20,7 @@ from kernelopt.harness.problem import (
     read_source,
 )
 from kernelopt.llm import make_chat_model
+from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.runs import kernel_path, new_run_dir
@@ -56,7 +57,7 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
             return Command(goto="report", update={**update, "stop_reason": reason})
         if update.get("candidates") and update["candidates"].value:
             return Command(goto="verifier", update=update)
-        return Command(goto=Send("optimizer", {**after(state, update), "task": {"branch": 0}}), update=update)
+        return Command(goto=new_round(after(state, update), 1), update=update)
 
     return setup
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
-from langgraph.types import Command, Overwrite, Send
+from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
@@ -27,6 +27,7 @@ from kernelopt.nodes.approval import (
     rejection_error,
     review,
 )
+from kernelopt.nodes.branches import repairs
 from kernelopt.nodes.common import after, context_of, emit, verifier_for
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.runs import save_best
@@ -258,14 +259,8 @@ def conclude(
     if reason:
         return Command(goto="report", update=update)
     if can_repair:
-        return Command(goto=_repairs(after(state, update), len(state.get("attempts", []))), update=update)
+        return Command(goto=repairs(after(state, update), len(state.get("attempts", []))), update=update)
     return Command(goto="judger", update=update)
-
-
-def _repairs(state: dict[str, Any], first: int) -> list[Send]:
-    """One optimizer branch per failed candidate of the step (attempts from `first` on), each with its own error."""
-    failed = [i for i in range(first, len(state["attempts"])) if not state["attempts"][i].time_ms]
-    return [Send("optimizer", {**state, "task": {"repair_of": i, "branch": n}}) for n, i in enumerate(failed)]
 
 
 def accept(

@@ -17,7 +17,7 @@ from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.progress import outcome_words, verdict_detail
-from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord
+from kernelopt.state import Attempt, Branch, Candidate, KernelOptState, KernelRecord
 
 Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one
 Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
@@ -100,9 +100,9 @@ def judger(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def optimizer(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
+def optimizer(task: Branch, update: dict[str, Any]) -> dict[str, Any]:  # type: ignore[misc]
     written: list[Candidate] = update.get("candidates", [])
-    found: dict[str, Any] = {"node": "optimizer", "round": state.get("round", 0), "repair": state.get("repairs", 0)}
+    found: dict[str, Any] = {"node": "optimizer", "round": task["round"], "repair": task["repair"]}
     if not written:
         return found
     candidate = written[0]
