@@ -26,12 +26,12 @@ from langgraph.graph.state import CompiledStateGraph
 from kernelopt.checkpoint import knowing_records
 from kernelopt.context import Context
 from kernelopt.nodes import watch
-from kernelopt.nodes.judger import make_judger, route_after_judge
-from kernelopt.nodes.optimizer import make_optimizer, route_after_optimize
-from kernelopt.nodes.profile import profile, route_after_profile
+from kernelopt.nodes.judger import make_judger
+from kernelopt.nodes.optimizer import make_optimizer
+from kernelopt.nodes.profile import profile
 from kernelopt.nodes.report import report
-from kernelopt.nodes.setup import make_setup, route_after_setup
-from kernelopt.nodes.verifier import accept, route_after_accept, route_after_verify, verify
+from kernelopt.nodes.setup import make_setup
+from kernelopt.nodes.verifier import accept, verify
 from kernelopt.state import InputState, KernelOptState, OutputState
 
 if TYPE_CHECKING:
@@ -49,27 +49,21 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     builder.add_node("verifier", watch.watched(verify, watch.verification("verifier")))
     builder.add_node("profile", watch.watched(profile, watch.profile))
     builder.add_node("judger", watch.watched(make_judger(chat_model), watch.judger))
-    builder.add_node("optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer))
+    # The optimizer is reached only through Send, each branch with a Branch of its own (not the
+    # state); naming the state as its input schema keeps Branch's keys out of the graph's channels.
+    builder.add_node(
+        "optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer), input_schema=KernelOptState
+    )
     # only with Context.approve: a new best waits for the person's yes
     builder.add_node("accept", watch.watched(accept, watch.verification("accept")))
     builder.add_node("report", report)
 
     builder.set_entry_point("setup")
-    # The routers say "__end__" where the run stops; the report node stands there instead.
-    # Routers that fan out with Send name their targets, so that the studio draws every edge.
-    builder.add_conditional_edges("setup", route_after_setup, _ends("verifier", "optimizer"))
-    builder.add_conditional_edges("verifier", route_after_verify, _ends("accept", "optimizer", "judger", "profile"))
-    builder.add_conditional_edges("accept", route_after_accept, _ends("optimizer", "judger", "profile"))
-    builder.add_conditional_edges("profile", route_after_profile, _ends("judger"))
-    builder.add_conditional_edges("judger", route_after_judge, _ends("optimizer"))
-    builder.add_conditional_edges("optimizer", route_after_optimize, _ends("verifier"))
+    # The nodes that decide return Command[Literal[...]]: where the run goes and the update
+    # together. LangGraph draws their edges from that annotation; every stop goes to the report.
+    builder.add_edge("optimizer", "verifier")  # the verifier joins the optimizer's branches
     builder.add_edge("report", END)
     return builder
-
-
-def _ends(*targets: str) -> dict[str, str]:
-    """A router's path map: its targets as they are, its end to the report node."""
-    return {**{t: t for t in targets}, END: "report"}
 
 
 class StudioGraph(CompiledStateGraph):

@@ -132,15 +132,39 @@ class KernelOptState(InputState, OutputState):
     uses_llm: bool  # an LLM writes and repairs kernels (else the offline policy)
     # Kernels waiting for the verifier: optimizer branches add, the verifier empties (Overwrite).
     candidates: Annotated[list[Candidate], operator.add]
-    last_batch: int  # how many attempts the verifier's last step recorded (the tail of `attempts`)
     repairs: int  # repair steps spent on the current round
-    repair_next: bool  # the next optimizer step repairs the failed candidates of the last batch
     last_error: str | None  # the verifier's one line for the last failed candidate
     rounds_without_gain: int
-    branches: int  # optimizer branches per round (Context.candidates_per_round)
-    task: NotRequired[dict[str, int]]  # an optimizer branch's own task: {"branch": i} or {"repair_of": k}
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]
     started_at: float  # the run's start (time.time()), for the time budget
     pending: NotRequired[PendingBest | None]  # a new best awaiting approval (Context.approve), else None
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format
+
+
+class Branch(TypedDict):
+    """What one optimizer branch is given through Send: its task, and what its prompt needs.
+
+    Not part of the state: the judger (a round's branches), the verifier (one repair per failed
+    candidate) and setup (the first kernel) build one per branch from the state as they leave it.
+    """
+
+    round: int
+    repair: int  # 0 for the round's first candidates, then 1, 2, ... for repairs
+    branch: int
+    idea: tuple[BottleneckResult, str, str] | None  # bottleneck, cause, fix; None: write the first kernel
+    kernel_path: str | None  # the kernel to rewrite: the best, or the failed candidate to repair
+    error: str | None  # why the kernel to repair failed
+    # the step's brief, the same for each of its branches
+    run_dir: str
+    problem_file: str
+    gpu_key: str
+    best: KernelRecord | None
+    baselines: Baselines | None
+    roofline: Roofline | None
+    ncu_metrics: dict[str, float]
+    history: list[Attempt]  # the last attempts, as the prompt recalls them
+    lessons: str  # the lessons of the finished rounds ('' when none)
+    tried: list[str]  # source hashes of every kernel tried
+    tokens: dict[str, dict[str, int]]  # the run's tokens so far, for the budget
+    started_at: float | None

@@ -13,7 +13,7 @@ from scripted import DATA, ScriptedChatModel, diagnosis_reply, kernel_reply
 from kernelopt.budget import add_tokens, check_budget, token_totals, usage_of
 from kernelopt.context import Context
 from kernelopt.llm import RetryPolicy
-from kernelopt.nodes.judger import lessons, with_lessons
+from kernelopt.nodes.history import lessons, with_lessons
 from kernelopt.progress import render_event
 from kernelopt.state import Attempt
 

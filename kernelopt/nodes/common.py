@@ -6,7 +6,9 @@ from typing import Any
 
 from langgraph.config import get_stream_writer
 from langgraph.runtime import Runtime
+from langgraph.types import Overwrite
 
+from kernelopt.budget import add_tokens
 from kernelopt.context import Context
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness.measure.timing import timing_config_for
@@ -59,3 +61,20 @@ def emit(state: KernelOptState | dict[str, Any], event: str, **fields: Any) -> N
         pass
     if state.get("run_dir"):
         log_event(state["run_dir"], payload)
+
+
+def after(state: KernelOptState | dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    """The state as `update` leaves it, its reducers applied: what a node routing through
+    `Command` decides on, and what a branch it starts with `Send` receives."""
+    merged = {**state, **update}
+    if "tokens" in update:
+        merged["tokens"] = add_tokens(state.get("tokens"), update["tokens"])
+    if "attempts" in update:
+        merged["attempts"] = [*state.get("attempts", []), *update["attempts"]]
+    if "candidates" in update:
+        written = update["candidates"]
+        merged["candidates"] = written.value if isinstance(written, Overwrite) else [
+            *state.get("candidates", []), *written
+        ]
+    merged.pop("progress", None)
+    return merged

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
@@ -13,89 +13,63 @@ from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.llm import RetryPolicy, make_chat_model, stop_reason_for
+from kernelopt.llm import RetryPolicy, make_chat_model
+from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
-from kernelopt.nodes.judger import LLMCalls, attempt_notes, with_lessons
+from kernelopt.nodes.history import attempt_notes, insert_lessons
 from kernelopt.offline.tuner import variants
 from kernelopt.prompts import (
-    BottleneckResult,
     KernelExtractionError,
     OptimizationPromptArgs,
     PromptManager,
     extract_kernel,
 )
 from kernelopt.runs import artifact_name, kernel_path
-from kernelopt.state import Attempt, Candidate, Diagnosis, KernelOptState
+from kernelopt.state import Branch, Candidate
 
 PROMPTS = PromptManager()
 
 
-def _tried(state: KernelOptState) -> set[str]:
-    return {a.source_hash for a in state.get("attempts", []) if a.source_hash}
-
-
-def _offline(state: KernelOptState, branch: int) -> tuple[str | None, str]:
+def _offline(task: Branch) -> tuple[str | None, str]:
     """The branch-th untried one-step launch-parameter variant of the best kernel."""
-    best = state["best"]
+    best = task["best"]
     assert best is not None, "the offline optimizer starts from a verified kernel"
-    bound = state["roofline"].bottleneck if state.get("roofline") else "unknown"
-    tried = _tried(state) | {best.source_hash}
+    bound = task["roofline"].bottleneck if task["roofline"] else "unknown"
+    tried = set(task["tried"]) | {best.source_hash}
     untried = (v for v in variants(Path(best.path).read_text(), bound) if source_hash(v.source) not in tried)
     for index, variant in enumerate(untried):
-        if index == branch:
+        if index == task["branch"]:
             return variant.source, variant.change
     return None, ""
 
 
-def _repairing(state: KernelOptState) -> Attempt | None:
-    """The failed attempt this branch repairs, if it is a repair."""
-    index = state.get("task", {}).get("repair_of")
-    return None if index is None else state["attempts"][index]
-
-
-def _prompt(state: KernelOptState, ctx: Context) -> tuple[str, str]:
-    """The LLM prompt for this step and a few words on what is asked."""
-    gpu = get_gpu_spec(state["gpu_key"])
-    problem = Path(state["problem_file"]).read_text()
-    failed = _repairing(state)
-    error = failed.error if failed else None
-    best, baselines, diagnosis = state.get("best"), state.get("baselines"), state.get("diagnosis")
-    if best is None or diagnosis is None:
+def _prompt(task: Branch) -> tuple[str, str]:
+    """The LLM prompt for this branch and a few words on what is asked."""
+    gpu = get_gpu_spec(task["gpu_key"])
+    problem = Path(task["problem_file"]).read_text()
+    error, best, baselines = task["error"], task["best"], task["baselines"]
+    if best is None or task["idea"] is None or task["kernel_path"] is None:
         what = "repair of the first kernel" if error else "a first kernel from the reference"
         return PROMPTS.render_kernel_generation_prompt(problem, gpu, error=error), what
-    chosen, cause, fix = _idea(diagnosis, state.get("task", {}).get("branch", 0) if not failed else 0)
+    chosen, cause, fix = task["idea"]
     args = OptimizationPromptArgs(
         problem_source=problem,
-        kernel_source=Path(failed.kernel_path if failed and failed.kernel_path else best.path).read_text(),
+        kernel_source=Path(task["kernel_path"]).read_text(),
         gpu=gpu,
-        roofline=state.get("roofline"),
+        roofline=task["roofline"],
         bottleneck=chosen,
         root_cause=cause,
         recommended_fix=fix,
         current_best_ms=best.time_ms,
         eager_ms=baselines.eager.median_ms if baselines and baselines.eager else None,
         compile_ms=baselines.compile.median_ms if baselines and baselines.compile else None,
-        ncu_metrics=state.get("ncu_metrics") or {},
-        history=attempt_notes(state.get("attempts", [])),
+        ncu_metrics=task["ncu_metrics"],
+        history=attempt_notes(task["history"]),
         error=error,
         is_gpu_time=best.timing.is_gpu_time,
     )
     what = f"repair: {error[:80]}" if error else fix
-    # the round under way is no lesson yet: its failures are the error to fix
-    return with_lessons(PROMPTS.render_kernel_optimization_prompt(args), state["attempts"], state["round"]), what
-
-
-def _idea(diagnosis: Diagnosis, branch: int) -> tuple[BottleneckResult, str, str]:
-    """The bottleneck, cause and fix a branch works on: the judger's pick for branch 0, then the
-    next of the top bottlenecks for each further branch."""
-    bottlenecks = list(diagnosis.bottlenecks)
-    first = next((i for i, b in enumerate(bottlenecks) if diagnosis.root_cause in b.root_causes), 0)
-    if branch == 0:
-        return bottlenecks[first], diagnosis.root_cause, diagnosis.recommended_fix
-    chosen = bottlenecks[(first + branch) % len(bottlenecks)]
-    cause = chosen.root_causes[0] if chosen.root_causes else chosen.summary
-    fix = chosen.recommended_fixes[0] if chosen.recommended_fixes else "remove the bottleneck named above"
-    return chosen, cause, fix
+    return insert_lessons(PROMPTS.render_kernel_optimization_prompt(args), task["lessons"]), what
 
 
 def _cut_off(message: Any) -> bool:
@@ -112,23 +86,23 @@ class Written(NamedTuple):
     tokens: dict[str, int] | None = None  # the run's token totals after the call
 
 
-def _from_llm(state: KernelOptState, ctx: Context, llm: BaseChatModel) -> Written:
+def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
     """The candidate the LLM wrote for this step, or why there is none.
 
     A reply without exactly one complete ModelNew kernel is no failure of the run: its
     extraction error goes back to the LLM as the next repair's feedback.
     """
-    round_, repair, branch = state["round"], state["repairs"], _branch(state)
-    calls = LLMCalls(state, "optimizer", RetryPolicy.from_context(ctx))
-    prompt, change = _prompt(state, ctx)
+    round_, repair, branch = task["round"], task["repair"], task["branch"]
+    calls = LLMCalls(task, "optimizer", RetryPolicy.from_context(ctx))
+    prompt, change = _prompt(task)
     try:
         message, reply = calls.ask(llm, prompt)
-    except Exception as err:  # the endpoint's failure ends the run; the best is on disk
-        stop = Candidate(None, change, branch, stop=stop_reason_for(err))
+    except LLMCallError as err:  # the endpoint's failure ends the run; the best is on disk
+        stop = Candidate(None, change, branch, stop=err.stop_reason)
         return Written(None, change, {**calls.update(), "candidates": [stop]})
-    Path(state["run_dir"], "llm").mkdir(exist_ok=True)
+    Path(task["run_dir"], "llm").mkdir(exist_ok=True)
     name = artifact_name(round_, repair, branch)
-    Path(state["run_dir"], "llm", f"{name}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
+    Path(task["run_dir"], "llm", f"{name}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
     update = calls.update()
     tokens = calls.run_totals()
     try:
@@ -138,55 +112,44 @@ def _from_llm(state: KernelOptState, ctx: Context, llm: BaseChatModel) -> Writte
         if _cut_off(message):
             error += "; the reply hit the model's output-token limit: send a shorter kernel with less prose"
     else:
-        if source_hash(source) not in _tried(state):
+        if source_hash(source) not in task["tried"]:
             return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
-    emit(state, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
+    emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
     return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error)]})
 
 
 def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
     """The optimizer node, using `chat_model` when given, else the model the context names."""
 
-    def optimizer(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Write the next candidate kernel into the run directory, or say why there is none."""
-        if state.get("stop_reason"):  # the judger stopped the run (a spent budget, the LLM down)
-            return {}
+    def optimizer(task: Branch, runtime: Runtime[Context]) -> dict[str, Any]:
+        """Write this branch's candidate kernel into the run directory, or say why there is none."""
         ctx = context_of(runtime)
-        branch = _branch(state)
+        branch = task["branch"]
         # Branches run side by side: each writes only its candidate (and token counts); a
         # reason to stop travels in the candidate, for the verifier to act on.
-        stop, _ = check_budget(state, ctx)
+        stop, _ = check_budget(task, ctx)
         if stop:
             return {"candidates": [Candidate(None, "", branch, stop=stop)]}
         llm = chat_model or make_chat_model(ctx)
-        round_, repair = state["round"], state["repairs"]
+        round_, repair = task["round"], task["repair"]
         update: dict[str, Any] = {}
         tokens = None
         if llm is None:
-            source, change = _offline(state, branch)
+            source, change = _offline(task)
             if source is None:
                 exhausted = "search_exhausted: every one-step launch-parameter change was tried"
                 return {"candidates": [Candidate(None, "", branch, stop=exhausted)]}
         else:
-            source, change, found, tokens = _from_llm(state, ctx, llm)
+            source, change, found, tokens = _from_llm(task, ctx, llm)
             if source is None:
                 return found
             update |= found
-        path = kernel_path(state["run_dir"], round_, repair, branch)
+        path = kernel_path(task["run_dir"], round_, repair, branch)
         path.write_text(source)
         emit(
-            state, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
+            task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
         )
         return {**update, "candidates": [Candidate(str(path), change, branch)]}
 
     return optimizer
-
-
-def _branch(state: KernelOptState) -> int:
-    return state.get("task", {}).get("branch", 0)
-
-
-def route_after_optimize(state: KernelOptState) -> Literal["verifier", "__end__"]:
-    """Verify the candidates; end when the run was stopped before the optimizer ran."""
-    return "__end__" if state.get("stop_reason") else "verifier"

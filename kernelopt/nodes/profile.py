@@ -7,13 +7,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
-from kernelopt.nodes.common import context_of, emit, verifier_for
+from kernelopt.nodes.common import after, context_of, emit, verifier_for
+from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.state import KernelOptState, KernelRecord
 
 INTERPRETER_WARNING = (
@@ -49,8 +51,8 @@ def analyzer_for(gpu_key: str, ctx: Context) -> RooflineAnalyzer:
     return RooflineAnalyzer(get_gpu_spec(gpu_key), config, ceilings.bandwidth_gbs, ceilings.peak_tflops)
 
 
-def profile(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """The best kernel's Roofline; sets stop_reason when it sits at the roofline."""
+def profile(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal["judger", "report"]]:
+    """The best kernel's Roofline; then stop (at the roofline, or a reason set before), else the judger."""
     ctx = context_of(runtime)
     best = state["best"]
     assert best is not None, "profile runs only after a kernel was accepted"
@@ -71,11 +73,7 @@ def profile(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         warnings=list(roofline.warnings),
     )
     update: dict[str, Any] = {"roofline": roofline, "ncu_metrics": metrics or {}}
-    if roofline.at_roofline and not state.get("stop_reason"):
-        update["stop_reason"] = "at_roofline"
-    return update
-
-
-def route_after_profile(state: KernelOptState) -> Literal["judger", "__end__"]:
-    """Stop at the roofline; otherwise diagnose the next bottleneck."""
-    return "__end__" if state.get("stop_reason") else "judger"
+    reason = should_stop(after(state, update), ctx, Step(profiled=True))
+    if reason and not state.get("stop_reason"):  # a reason set before stays where it was set
+        update["stop_reason"] = reason
+    return Command(goto="report" if reason else "judger", update=update)

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite
+from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
@@ -20,7 +20,9 @@ from kernelopt.harness.problem import (
     read_source,
 )
 from kernelopt.llm import make_chat_model
-from kernelopt.nodes.common import context_of, emit, resolve_gpu, verifier_for
+from kernelopt.nodes.branches import new_round
+from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
+from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.runs import kernel_path, new_run_dir
 from kernelopt.state import Candidate, KernelOptState
 
@@ -43,27 +45,34 @@ def _sources(state: KernelOptState) -> tuple[str, str | None]:
 def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
     """The setup node; `chat_model` tells it whether an LLM will write and repair kernels."""
 
-    def setup(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-        """Prepare the run directory and baselines; hand the starting kernel to the verifier."""
+    def setup(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal["verifier", "optimizer", "report"]]:
+        """Prepare the run directory and baselines; hand the starting kernel to the verifier, or
+        have the optimizer write the first one; stop on bad input."""
         ctx = context_of(runtime)
         uses_llm = chat_model is not None or make_chat_model(ctx) is not None
-        return _setup(state, ctx) | {"uses_llm": uses_llm, "branches": max(1, ctx.candidates_per_round)}
+        update, input_error = _setup(state, ctx)
+        update["uses_llm"] = uses_llm
+        reason = should_stop(update, ctx, Step(input_error=input_error))
+        if reason:
+            return Command(goto="report", update={**update, "stop_reason": reason})
+        if update.get("candidates") and update["candidates"].value:
+            return Command(goto="verifier", update=update)
+        return Command(goto=new_round(after(state, update), 1), update=update)
 
     return setup
 
 
-def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
+def _setup(state: KernelOptState, ctx: Context) -> tuple[dict[str, Any], str | None]:
+    """The fresh run's state, and what was wrong with its input (None when nothing)."""
     fresh: dict[str, Any] = {
         "round": 0,
         "repairs": 0,
-        "repair_next": False,
         "rounds_without_gain": 0,
         "best": None,
         "roofline": None,
         "diagnosis": None,
         "last_error": None,
         "candidates": Overwrite([]),
-        "last_batch": 0,
         "stop_reason": None,
         "baselines": None,
         "started_at": time.time(),  # the time budget counts from here
@@ -73,7 +82,7 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
         problem, kernel = _sources(state)
         gpu = resolve_gpu(ctx)
     except (InputError, UnknownGPUError) as err:
-        return {**fresh, "run_dir": state.get("run_dir") or "", "gpu_key": "", "stop_reason": f"bad input: {err}"}
+        return {**fresh, "run_dir": state.get("run_dir") or "", "gpu_key": ""}, str(err)
     run_dir = Path(state["run_dir"]) if state.get("run_dir") else new_run_dir(ctx.runs_dir, problem)
     run_dir.mkdir(parents=True, exist_ok=True)
     problem_file = run_dir / "problem.py"
@@ -83,7 +92,7 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
     try:
         baselines = verifier_for(update, ctx).baselines()  # type: ignore[arg-type]
     except InputError as err:
-        return {**update, "stop_reason": f"bad input: {err}"}
+        return update, str(err)
     update["baselines"] = baselines
     emit(
         update,
@@ -96,11 +105,4 @@ def _setup(state: KernelOptState, ctx: Context) -> dict[str, Any]:
         start = kernel_path(run_dir, 0, 0)
         start.write_text(kernel)
         update["candidates"] = Overwrite([Candidate(str(start), "the starting kernel")])
-    return update
-
-
-def route_after_setup(state: KernelOptState) -> Literal["verifier", "optimizer", "__end__"]:
-    """Verify the starting kernel; without one, have the optimizer write it; stop on bad input."""
-    if state.get("stop_reason"):
-        return "__end__"
-    return "verifier" if state.get("candidates") else "optimizer"
+    return update, None

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
-from langgraph.types import Overwrite, Send
+from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.harness.measure.timing import Timing, beats
@@ -27,13 +27,11 @@ from kernelopt.nodes.approval import (
     rejection_error,
     review,
 )
-from kernelopt.nodes.common import context_of, emit, verifier_for
+from kernelopt.nodes.branches import repairs
+from kernelopt.nodes.common import after, context_of, emit, verifier_for
+from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.runs import save_best
 from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord, Outcome, PendingBest
-
-# Stops that end the run even when other branches wrote candidates (the LLM is down, a budget
-# is spent); "nothing left to try" ends it only when no branch wrote anything.
-SEARCH_EXHAUSTED = "search_exhausted"
 
 
 def floor_time_ms(state: KernelOptState) -> float | None:
@@ -111,8 +109,12 @@ def _judge(
     return attempt, KernelRecord(candidate.path, digest, timing, round_) if faster else None
 
 
-def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-    """Verify this step's candidates; update the best, counters and stop reason; record attempts.
+Route = Literal["accept", "optimizer", "judger", "profile", "report"]
+
+
+def verify(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
+    """Verify this step's candidates; update the best, counters and stop reason; record attempts;
+    then go on: profile a new best, stop, repair the failed candidates, or ask for the next idea.
 
     With Context.approve the person is asked about every candidate first (all questions before
     any verification: a resumed verifier repeats only the questions, never a verification), and
@@ -123,10 +125,10 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     batch: list[Candidate] = state.get("candidates") or []
     stops = [c.stop for c in batch if c.stop]
     real = [c for c in batch if not c.stop]
-    update: dict[str, Any] = {"candidates": Overwrite([]), "repair_next": False}
+    update: dict[str, Any] = {"candidates": Overwrite([])}
     if not real:
-        update.update(stop_reason=stops[0] if stops else "no candidate was written", last_batch=0)
-        return update
+        reason = should_stop(state, ctx, Step(halts=tuple(stops), wrote=False))
+        return Command(goto="report", update={**update, "stop_reason": reason})
     old_best: KernelRecord | None = state.get("best")
     best = old_best
     round_, repair = state["round"], state["repairs"]
@@ -160,12 +162,11 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         for attempt, branch in zip(attempts, branches, strict=True):
             _report(state, attempt, branch, None)
         pending = PendingBest(tuple(attempts), proposed, best, tuple(stops), branches[proposed])
-        return {**update, "pending": pending}
+        return Command(goto="accept", update={**update, "pending": pending})
     if not live:
         for attempt, branch, record in zip(attempts, branches, records, strict=True):
             _report(state, attempt, branch, record)
-    update.update(conclude(state, ctx, attempts, best, stops))
-    return update
+    return conclude(state, ctx, attempts, best, stops, update)
 
 
 def _not_asked(candidates: list[Candidate], state: KernelOptState, seen: set[str]) -> set[int]:
@@ -227,41 +228,51 @@ def _report(state: KernelOptState, attempt: Attempt, branch: int, new_best: Kern
 
 
 def conclude(
-    state: KernelOptState, ctx: Context, attempts: list[Attempt], best: KernelRecord | None, stops: list[str]
-) -> dict[str, Any]:
-    """The state update of a verified step: its attempts, the best, counters and stop reason."""
-    update: dict[str, Any] = {"attempts": attempts, "best": best, "last_batch": len(attempts), "repair_next": False}
+    state: KernelOptState,
+    ctx: Context,
+    attempts: list[Attempt],
+    best: KernelRecord | None,
+    stops: list[str],
+    update: dict[str, Any] | None = None,
+) -> Command[Route]:
+    """A verified step's update (its attempts, the best, counters and stop reason) and where the run goes."""
+    update = {**(update or {}), "attempts": attempts, "best": best}
     passed = [a for a in attempts if a.time_ms is not None]  # correct and timed (a new best or not)
     round_, repair = state["round"], state["repairs"]
     if passed:
         update.update(last_error=None, repairs=0)
-        round_over = True
+        can_repair = False
     else:
         can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
-        update.update(last_error=attempts[0].error, repairs=repair + 1, repair_next=can_repair)
-        round_over = not can_repair
+        update.update(last_error=attempts[0].error, repairs=repair + 1)
+    round_over = not can_repair
     gained = any(a.new_best for a in attempts) or any(
         a.new_best for a in state.get("attempts", []) if a.round == round_
     )
     if round_over and round_ > 0:
         update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
-    fatal = [s for s in stops if not s.startswith(SEARCH_EXHAUSTED)]
-    if fatal:
-        update["stop_reason"] = fatal[0]
-    elif round_over:
-        update["stop_reason"] = _stop_reason(state, ctx, update, best)
-    return update
+    reason = should_stop(after(state, update), ctx, Step(halts=tuple(stops), round_over=round_over))
+    if reason:
+        update["stop_reason"] = reason
+    if any(a.new_best for a in attempts):  # profile a new best, also the last one
+        return Command(goto="profile", update=update)
+    if reason:
+        return Command(goto="report", update=update)
+    if can_repair:
+        return Command(goto=repairs(after(state, update), len(state.get("attempts", []))), update=update)
+    return Command(goto="judger", update=update)
 
 
-def accept(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
+def accept(
+    state: KernelOptState, runtime: Runtime[Context]
+) -> Command[Literal["optimizer", "judger", "profile", "report"]]:
     """Ask the person whether the step's new best is taken (Context.approve), then record the step.
 
     The verdicts were stored in `pending` by the verifier before this node asks, so answering
     (or resuming a stopped run here) never repeats a verification.
     """
     pending: PendingBest | None = state.get("pending")
-    if pending is None:
-        return {}
+    assert pending is not None, "the verifier routes here only with a new best awaiting approval"
     ctx = context_of(runtime)
     attempts = list(pending.attempts)
     proposed, old = attempts[pending.index], state["best"]
@@ -275,43 +286,4 @@ def accept(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
         best, error = old, rejection_error(reply)
         attempts[pending.index] = replace(proposed, outcome="rejected", rule=REJECTED_RULE, error=error, new_best=False)
         emit(state, "best_rejected", round=proposed.round, time_ms=proposed.time_ms, error=error)
-    return {"pending": None, **conclude(state, ctx, attempts, best, list(pending.stops))}
-
-
-def _stop_reason(state: KernelOptState, ctx: Context, update: dict[str, Any], best: KernelRecord | None) -> str | None:
-    """Why the run ends after this round, or None to go on."""
-    if best is None:
-        return f"no correct kernel: {update.get('last_error')}"
-    if state["round"] >= ctx.max_rounds:
-        return "max_rounds"
-    if update.get("rounds_without_gain", state["rounds_without_gain"]) >= ctx.patience:
-        return "no_gain"
-    return None
-
-
-def _last_step(state: KernelOptState) -> list[tuple[int, Attempt]]:
-    attempts = state["attempts"]
-    first = len(attempts) - state.get("last_batch", 0)
-    return [(i, attempts[i]) for i in range(first, len(attempts))]
-
-
-def repair_tasks(state: KernelOptState) -> list[Send]:
-    """One optimizer branch per failed candidate of the last step, each with its own error."""
-    failed = [i for i, attempt in _last_step(state) if not attempt.time_ms]
-    return [Send("optimizer", {**state, "task": {"repair_of": i, "branch": n}}) for n, i in enumerate(failed)]
-
-
-def route_after_verify(state: KernelOptState) -> list[Send] | Literal["accept", "judger", "profile", "__end__"]:
-    """Ask about a new best that awaits approval; else as after the accept node."""
-    if state.get("pending"):
-        return "accept"
-    return route_after_accept(state)
-
-
-def route_after_accept(state: KernelOptState) -> list[Send] | Literal["judger", "profile", "__end__"]:
-    """Profile a new best (also the last one); stop when a reason is set; repair; else the next idea."""
-    if any(attempt.new_best for _, attempt in _last_step(state)):
-        return "profile"
-    if state.get("stop_reason"):
-        return "__end__"
-    return repair_tasks(state) if state.get("repair_next") else "judger"
+    return conclude(state, ctx, attempts, best, list(pending.stops), {"pending": None})

@@ -13,22 +13,30 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.progress import outcome_words, verdict_detail
-from kernelopt.state import Attempt, Candidate, KernelOptState, KernelRecord
+from kernelopt.state import Attempt, Branch, Candidate, KernelOptState, KernelRecord
 
-Node = Callable[[KernelOptState, Runtime[Context]], dict[str, Any]]
+Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one
 Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
 
 
 def watched(node: Node, describe: Describe) -> Node:
-    """`node`, with `progress` (what `describe` says of its update) added to every update."""
+    """`node`, with `progress` (what `describe` says of its update) added to every update.
+
+    The wrapper keeps the node's signature (functools.wraps): LangGraph reads the edges of a
+    node that returns `Command[Literal[...]]` from that annotation, so the studio draws them.
+    """
 
     @functools.wraps(node)
-    def run(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
-        update = node(state, runtime)
-        return {**update, "progress": describe(state, update)}
+    def run(state: KernelOptState, runtime: Runtime[Context]) -> Any:
+        result = node(state, runtime)
+        if isinstance(result, Command):
+            update = dict(result.update or {})  # type: ignore[call-overload]
+            return Command(goto=result.goto, update={**update, "progress": describe(state, update)})
+        return {**result, "progress": describe(state, result)}
 
     return run
 
@@ -92,9 +100,9 @@ def judger(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def optimizer(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
+def optimizer(task: Branch, update: dict[str, Any]) -> dict[str, Any]:  # type: ignore[misc]
     written: list[Candidate] = update.get("candidates", [])
-    found: dict[str, Any] = {"node": "optimizer", "round": state.get("round", 0), "repair": state.get("repairs", 0)}
+    found: dict[str, Any] = {"node": "optimizer", "round": task["round"], "repair": task["repair"]}
     if not written:
         return found
     candidate = written[0]
