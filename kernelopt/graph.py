@@ -7,6 +7,9 @@ setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline �
   │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ report ─▶ END
   └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
 
+The nodes that decide (setup, verifier, accept, profile, judger) return Command[Literal[...]],
+the route and the update together; every stop rule is in nodes/stop.py's should_stop.
+
 Every way to the end passes the report node, so every run, however started (CLI, studio,
 SDK, embedded, resumed), leaves report.json, report.md and roofline.png in its run directory.
 

@@ -67,7 +67,7 @@ class Candidate:
 
     Parallel branches write only to the `candidates` list (and token counts); a branch that
     must end the run (its LLM is down, a budget is spent, nothing is left to try) says so in
-    `stop`, and the verifier, the one node that joins them, decides.
+    `stop`, and the verifier, the one node that joins them, asks `should_stop` with it.
     """
 
     path: str | None
