@@ -62,3 +62,23 @@ def test_a_finished_run_hands_its_reference_process_back(tmp_path: Path) -> None
     final, _ = run_graph(inputs, fast_context(tmp_path, max_rounds=1))
     assert final["best"] is not None
     assert not [key for key in reference_client._KEPT if key[1].startswith(str(tmp_path))]
+
+
+def test_a_killed_reference_process_or_fork_server_is_started_again(tmp_path: Path) -> None:
+    """Neither the reference process nor the fork server dying takes a run down: the next
+    candidate starts them again."""
+    import os
+    import signal
+
+    from kernelopt.harness.sandbox import runner
+
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    assert verifier.verify(CHEATS / "honest_add.py", time=False).accepted
+    os.kill(verifier.reference()._child.pid, signal.SIGKILL)
+    again = verifier.verify(CHEATS / "honest_add.py", time=False)
+    assert again.accepted, again.reason
+    server = runner.zygote_for(False)._process
+    os.kill(server.pid, signal.SIGKILL)
+    server.wait(10)
+    once_more = verifier.verify(CHEATS / "honest_add.py", time=False)
+    assert once_more.accepted, once_more.reason

@@ -25,6 +25,7 @@ from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdi
 if TYPE_CHECKING:
     from kernelopt.harness.sandbox.reference_client import ReferenceProcess
 
+
 # A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
 IMPOSSIBLE_SPEED_FRACTION = 0.9
 
@@ -231,9 +232,16 @@ class Verifier:
     ) -> tuple[WorkerOutcome, dict[str, Any]]:
         """Run the candidate in a fresh sandboxed process: its own outcome, and the reference
         process's verdict on the outputs it sent (no static checks: see `verify`)."""
-        reference = self.reference()
+        from kernelopt.harness.sandbox.reference_client import ReferenceGone
+
         token = secrets.token_hex(16)
-        reference.ask({"op": "expect", "token": token})
+        try:
+            reference = self.reference()
+            reference.ask({"op": "expect", "token": token})
+        except ReferenceGone:  # it died since the last candidate (killed, out of memory): start it again
+            self.close()
+            reference = self.reference()
+            reference.ask({"op": "expect", "token": token})
         request = self.request(
             "candidate",
             kernel_path=str(kernel),

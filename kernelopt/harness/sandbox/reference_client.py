@@ -21,6 +21,10 @@ from kernelopt.records import InputError
 KEPT_ALIVE = 2
 
 
+class ReferenceGone(RuntimeError):
+    """The reference process of a problem is no longer there to answer (killed, out of memory)."""
+
+
 class ReferenceProcess:
     """A running reference process and the control connection that keeps it alive."""
 
@@ -64,7 +68,7 @@ class ReferenceProcess:
             try:
                 return transfer.request(self._sock, message)
             except (OSError, EOFError) as err:
-                raise RuntimeError(f"the reference process is gone ({err}); see {self.log_path}") from None
+                raise ReferenceGone(f"the reference process is gone ({err}); see {self.log_path}") from None
 
     @property
     def alive(self) -> bool:

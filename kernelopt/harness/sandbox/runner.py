@@ -324,6 +324,8 @@ def watch(
                 on_progress(clock.phase, now - began)
         if _STOPPING.is_set():  # it ended because the run is stopping: that is no verdict on it
             raise JobsStopped("the run was interrupted")
+        if child.status is None:  # the fork server died under it: it may run on, orphaned
+            child.kill()
     except BaseException:  # Ctrl-C, or the run stopped: the job goes with it, and no verdict is made up
         child.kill()
         raise
