@@ -313,3 +313,11 @@ def test_measurements_on_one_device_never_overlap(tmp_path: Path) -> None:
     first, second = sorted((o.result or {} for o in outcomes), key=lambda r: r.get("timing_began_s", 0))
     assert first.get("ok") and second.get("ok"), outcomes
     assert second["timing_began_s"] >= first["timing_ended_s"]
+
+
+def test_the_fork_server_forks_from_a_single_thread() -> None:
+    """fork() copies only the calling thread: the server must have no other (no OpenMP pool, no
+    helper thread), or a child could inherit a lock held by a thread it does not have."""
+    from kernelopt.harness.sandbox import runner
+
+    assert runner.zygote_for(False).threads == 1

@@ -2,7 +2,7 @@
 
 writes NaN wherever the answer is +-inf; the comparator only checks "non-finite".
 
-compare_outputs rejects an element only when its finiteness differs from the reference's; where
+the comparison rejects an element only when its finiteness differs from the reference's; where
 both are non-finite the error is zeroed, so +inf, -inf and NaN are interchangeable. This kernel
 skips the division entirely where y == 0 and stores NaN there (x / 0 is +inf or -inf by the sign
 of x, and NaN only for 0/0). Any non-finite garbage in those positions passes. (x / y with exact

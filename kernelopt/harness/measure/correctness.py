@@ -22,27 +22,6 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (0.0, 0.0))
 
 
-def compare_outputs(
-    expected: list[list[torch.Tensor]],
-    actual: list[list[torch.Tensor]],
-    labels: list[str] | None = None,
-    atol_scales: list[float] | None = None,
-) -> str | None:
-    """None when every case matches, else one line saying where and by how much it does not.
-
-    `labels` name the cases in that line; `atol_scales` multiply a case's absolute tolerance
-    (a case whose outputs are larger than the first case's by that factor gets it in atol, so
-    that rounding on large values is judged as on ordinary ones).
-    """
-    if len(expected) != len(actual):
-        return f"candidate produced {len(actual)} result sets for {len(expected)} test cases"
-    for case, (want_outputs, got_outputs) in enumerate(zip(expected, actual, strict=True)):
-        problem = compare_case(want_outputs, got_outputs, atol_scales[case] if atol_scales else 1.0)
-        if problem:
-            return f"case {case}" + (f" ({labels[case]})" if labels and labels[case] else "") + problem
-    return None
-
-
 def compare_case(
     want_outputs: list[torch.Tensor],
     got_outputs: list[torch.Tensor],
