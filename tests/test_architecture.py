@@ -90,3 +90,67 @@ def test_no_module_is_over_400_lines() -> None:
     sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in PACKAGE.rglob("*.py")}
     long = {name: lines for name, lines in sizes.items() if lines > 400}
     assert long == {}
+
+
+def _type_only_names(tree: ast.Module) -> set[str]:
+    """Names a module imports only under `if TYPE_CHECKING:`."""
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.If) and getattr(node.test, "id", getattr(node.test, "attr", None)) == "TYPE_CHECKING":
+            for sub in ast.walk(node):
+                if isinstance(sub, ast.Import | ast.ImportFrom):
+                    names |= {(alias.asname or alias.name).split(".")[0] for alias in sub.names}
+    return names
+
+
+def _annotations(tree: ast.AST) -> set[int]:
+    """ids of every node inside an annotation (never evaluated under `from __future__ import annotations`)."""
+    inside: set[int] = set()
+    for node in ast.walk(tree):
+        parts: list[ast.AST | None] = []
+        if isinstance(node, ast.arg):
+            parts.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            parts.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            parts.append(node.annotation)
+        for part in parts:
+            if part is not None:
+                inside |= {id(sub) for sub in ast.walk(part)}
+    return inside
+
+
+def _unimported_uses(tree: ast.Module, type_only: set[str]) -> list[str]:
+    """Run-time uses of a type-only name with no import of it in an enclosing function."""
+    skip = _annotations(tree)
+    found: list[str] = []
+
+    def visit(node: ast.AST, imported: frozenset[str], scope: str) -> None:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            local = {
+                (alias.asname or alias.name).split(".")[0]
+                for sub in ast.walk(node) if isinstance(sub, ast.Import | ast.ImportFrom)
+                for alias in sub.names
+            }
+            imported, scope = imported | local, node.name
+        elif isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
+            return
+        if isinstance(node, ast.Name) and node.id in type_only and node.id not in imported and id(node) not in skip:
+            found.append(f"{node.id} in {scope}() line {node.lineno}")
+        for child in ast.iter_child_nodes(node):
+            visit(child, imported, scope)
+
+    visit(tree, frozenset(), "<module>")
+    return found
+
+
+def test_names_imported_only_for_type_checking_are_imported_where_they_run() -> None:
+    """A module that imports torch only for its annotations must import it inside each function
+    that calls it: otherwise the CUDA-only paths, which CI never runs, fail with a NameError."""
+    wrong = {}
+    for name, path in _modules().items():
+        tree = ast.parse(path.read_text())
+        type_only = _type_only_names(tree)
+        if type_only and (uses := _unimported_uses(tree, type_only)):
+            wrong[name] = uses
+    assert not wrong, wrong

@@ -82,3 +82,21 @@ def test_a_killed_reference_process_or_fork_server_is_started_again(tmp_path: Pa
     server.wait(10)
     once_more = verifier.verify(CHEATS / "honest_add.py", time=False)
     assert once_more.accepted, once_more.reason
+
+
+def test_a_failure_of_the_reference_process_own_code_names_itself_and_keeps_the_process(tmp_path: Path) -> None:
+    """A bug in kernelopt's reference process (here: a timing setting it does not know) comes back
+    as kernelopt's error with the traceback in the reference's log, not as "the process is gone";
+    the process goes on serving the next candidate."""
+    import pytest
+
+    from kernelopt.records import HarnessError
+
+    verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
+    reference = verifier.reference()
+    with pytest.raises(HarnessError, match="its own error, not the kernel's.*TypeError") as err:
+        reference.ask({"op": "baselines", "time_compile": False, "timing": {"no_such_setting": 1}})
+    log = Path(reference.log_path).read_text()
+    assert "Traceback" in log and "no_such_setting" in log, log[-2000:]
+    assert str(reference.log_path) in str(err.value)
+    assert verifier.verify(CHEATS / "honest_add.py", time=False).accepted

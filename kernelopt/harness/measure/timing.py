@@ -192,6 +192,8 @@ def _event_pair_ms(flush: _L2Flush, device: torch.device, trials: int) -> float:
     It is what a trial would report for a kernel that takes no time at all (the GPU's front
     end between the two records); subtracting it makes a trial measure the work itself.
     """
+    import torch
+
     pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(trials)]
     for start, end in pairs:
         flush()

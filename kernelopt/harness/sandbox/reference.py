@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import sys
 import threading
 import time
 import traceback
@@ -217,6 +218,20 @@ def _derived(case: dict[str, Any]) -> bool:
     return "overrides" in case or "literal" in case
 
 
+def _answer(ref: Reference, op: str, message: dict[str, Any]) -> dict[str, Any]:
+    """The verifier's question answered; a failure of kernelopt's own code is logged with its
+    traceback and sent back as such (the verifier raises HarnessError), never lost with the process."""
+    try:
+        if op == "verdict":
+            with ref.lock:
+                return ref.verdict(str(message["token"]))
+        return ref.baselines(message)
+    except Exception as err:
+        traceback.print_exc()
+        sys.stderr.flush()
+        return {"harness_error": f"{type(err).__name__}: {str(err).strip()[:300]}"}
+
+
 def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> None:
     token: str | None = None
     try:
@@ -241,17 +256,15 @@ def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> Non
             elif control and op == "expect":
                 ref.judged[str(message["token"])] = _Judged()
                 transfer.send(conn, {"ok": True})
-            elif control and op == "verdict":
-                with ref.lock:
-                    transfer.send(conn, ref.verdict(str(message["token"])))
-            elif control and op == "baselines":
-                transfer.send(conn, ref.baselines(message))
+            elif control and op in ("verdict", "baselines"):
+                transfer.send(conn, _answer(ref, op, message))
             else:
                 return
     except (EOFError, ConnectionError, OSError, ValueError):
         return
     finally:
         conn.close()
+        sys.stderr.flush()
         if control:  # its verifier is gone: so is the reason to hold the GPU's memory
             os._exit(0)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from kernelopt.harness.sandbox import transfer
 from kernelopt.harness.sandbox.runner import Child, WorkerLimits, start_job, watch
-from kernelopt.records import InputError
+from kernelopt.records import HarnessError, InputError
 
 KEPT_ALIVE = 2
 
@@ -66,9 +66,15 @@ class ReferenceProcess:
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             try:
-                return transfer.request(self._sock, message)
+                answer = transfer.request(self._sock, message)
             except (OSError, EOFError) as err:
                 raise ReferenceGone(f"the reference process is gone ({err}); see {self.log_path}") from None
+        if "harness_error" in answer:
+            raise HarnessError(
+                f"kernelopt's reference process failed on {message.get('op')!r} (its own error, not the kernel's): "
+                f"{answer['harness_error']}; the traceback is in {self.log_path}"
+            )
+        return answer
 
     @property
     def alive(self) -> bool:
