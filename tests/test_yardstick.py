@@ -51,3 +51,53 @@ def test_a_derived_case_the_problem_cannot_run_is_dropped_and_named(tmp_path: Pa
     verdict = verifier.verify(derived / "kernel.py")
     assert verdict.accepted, verdict.reason
     assert "cases the reference itself cannot run, dropped: other sizes" in verdict.reason
+
+
+def test_the_yardstick_is_made_slice_by_slice_and_agrees_with_the_whole(monkeypatch) -> None:
+    """A multi-GB output is rounded and its slack taken in slices (the temporaries stay small);
+    the slices give exactly what the whole tensor would, overflow included."""
+    from kernelopt.harness.measure import yardstick
+
+    model, x = _problem()
+    ref32 = model(x)
+    ref32[0] = float("inf")  # where the problem's own result overflows, it is what must be met
+    whole = expected_from([ref32], float64_copy(model), [x])
+    monkeypatch.setattr(yardstick, "CHUNK", 7)
+    sliced = expected_from([ref32], float64_copy(model), [x])
+    assert torch.equal(whole.outputs[0], sliced.outputs[0]) and torch.equal(whole.slack[0], sliced.slack[0])
+    assert sliced.outputs[0][0] == float("inf") and sliced.slack[0][0] == 0
+
+
+def test_no_float64_run_where_it_would_not_fit() -> None:
+    """Past the room it is given, the float64 run (about twice the inputs and six times the
+    outputs) is not tried: the problem's fp32 result is the yardstick, with no slack."""
+    model, x = _problem()
+    ref32 = model(x)
+    need = 2 * x.numel() * 4 + 6 * ref32.numel() * 4
+    assert expected_from([ref32], float64_copy(model), [x], max_bytes=need).slack[0] is not None
+    tight = expected_from([ref32], float64_copy(model), [x], max_bytes=need - 1)
+    assert tight.slack[0] is None and torch.equal(tight.outputs[0], ref32)
+
+
+def test_a_problem_of_many_gb_gets_no_grown_size_case(tmp_path: Path) -> None:
+    """A grown-size case of a problem whose inputs already take GBs would cost tens of GB of device
+    memory; it is not made, and says why. Sizes are read on the meta device: nothing is allocated."""
+    from kernelopt.harness.measure.cases import LARGER_CASE_MAX_BYTES, case_label, plan_cases
+    from kernelopt.harness.problem import load_problem
+
+    def problem(elements: int):
+        path = tmp_path / f"problem_{elements}.py"
+        path.write_text(
+            "import torch\n\nN = %d\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+            "        return x * 2\n\ndef get_inputs():\n    return [torch.rand(N)]\n\n"
+            "def get_init_inputs():\n    return []\n" % elements
+        )
+        return load_problem(path)
+
+    big = plan_cases(problem(LARGER_CASE_MAX_BYTES // 4 * 3), [1, 2])
+    sized = [c for c in big if "overrides" in c]
+    assert len(sized) == 2 and "skip" not in sized[0] and sized[0]["overrides"]["N"] < LARGER_CASE_MAX_BYTES
+    assert "the given inputs already take 3.0 GiB" in sized[1]["skip"], case_label(sized[1])
+    small = plan_cases(problem(1000), [1, 2])
+    assert [c for c in small if "overrides" in c][1]["overrides"]["N"] > 1000
+    assert not [c for c in small if "skip" in c]

@@ -316,7 +316,9 @@ class Verifier:
         if too_fast:
             return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
-        dropped = self.reference().dropped
-        if dropped:
-            reason += f" (cases the reference itself cannot run, dropped: {'; '.join(dropped)})"
+        reference = self.reference()
+        if reference.dropped:
+            reason += f" (cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)})"
+        if reference.skipped:
+            reason += f" (not run: {'; '.join(reference.skipped)})"
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log)

@@ -85,17 +85,44 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
         torch.manual_seed(seeds[0])
         cases += [{"seed": seeds[0] + 1 + i, "extra": i} for i in range(len(problem.get_extra_inputs()))]
     smaller = size_overrides(problem, seeds[0])
+    grown: dict[str, Any] | None = None
     if smaller:
         cases.append({"seed": seeds[0] + 1000, "overrides": smaller})
-        cases.append({"seed": seeds[0] + 1001, "overrides": size_overrides(problem, seeds[0], larger=True)})
+        grown = {"seed": seeds[0] + 1001, "overrides": size_overrides(problem, seeds[0], larger=True)}
     elif literal_sized_get_inputs(problem, larger=False, seed=0) is not None:
         cases.append({"seed": seeds[0] + 1000, "literal": "smaller", "size_seed": seeds[0]})
-        cases.append({"seed": seeds[0] + 1001, "literal": "larger", "size_seed": seeds[0]})
+        grown = {"seed": seeds[0] + 1001, "literal": "larger", "size_seed": seeds[0]}
+    if grown is not None:
+        given = input_bytes(problem, {"seed": seeds[0]})
+        if given is not None and given > LARGER_CASE_MAX_BYTES:
+            grown["skip"] = (
+                f"the given inputs already take {given / 2**30:.1f} GiB; the smaller, odd size still checks other sizes"
+            )
+        cases.append(grown)
     cases.append({"seed": seeds[0] + 2000, "scale": WIDE_SCALE})
     cases.append({"seed": seeds[0] + 2001, "shift": SHIFT})
     # Inputs for timing only: no checked call sees them, so no answer can be remembered.
     cases.append({"seed": seeds[0] + 3000, "timing": True})
     return cases
+
+
+# A problem whose given inputs are larger than this gets no grown-size case: a grown case of a
+# problem that already fills GBs (a 6.4 GB softmax input grown 2-3x) costs the reference and the
+# candidate tens of GB of device memory and proves nothing the given size and the smaller,
+# odd size do not.
+LARGER_CASE_MAX_BYTES = 1 << 30
+
+
+def input_bytes(problem: Any, case: dict[str, Any]) -> int | None:
+    """The bytes of one case's tensor inputs, found on the meta device (no memory, no compute);
+    None when the problem's get_inputs does not run there."""
+    try:
+        torch.manual_seed(case["seed"])
+        with torch.device("meta"):
+            values = _case_values(problem, case)
+    except Exception:
+        return None
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def _resize(value: int, larger: bool, rng: random.Random, count: int = 1) -> int:

@@ -48,6 +48,35 @@ def _nbytes(values: list[Any]) -> int:
     return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
+# Elements per slice when the truth is rounded and the slack taken: the temporaries of a
+# multi-GB output stay at a few hundred MB.
+CHUNK = 1 << 25
+
+
+def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: int | None) -> bool:
+    """Whether the float64 run fits in `max_bytes`: its inputs and outputs at twice their bytes,
+    about as much again for the model's own intermediates, and the slack beside the outputs."""
+    return max_bytes is None or 2 * _nbytes(inputs) + 6 * _nbytes(outputs32) <= max_bytes
+
+
+def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The truth rounded to `ref`'s dtype, and `ref`'s distance from the truth, slice by slice.
+
+    Where the problem's own result overflows (or the truth does not fit the dtype), the problem's
+    result is what a kernel must match, NaN/Inf in kind, with no slack."""
+    value = torch.empty(ref.shape, dtype=ref.dtype, device=ref.device)
+    allowance = torch.empty(ref.shape, dtype=torch.float32, device=ref.device)
+    flat_ref, flat_exact = ref.reshape(-1), exact.reshape(-1)
+    flat_value, flat_allowance = value.view(-1), allowance.view(-1)
+    for lo in range(0, flat_ref.numel(), CHUNK):
+        got, truth = flat_ref[lo : lo + CHUNK], flat_exact[lo : lo + CHUNK].double()
+        rounded = truth.to(ref.dtype)
+        usable = got.isfinite() & rounded.isfinite()
+        flat_value[lo : lo + CHUNK] = torch.where(usable, rounded, got)
+        flat_allowance[lo : lo + CHUNK] = (got.double() - truth).abs().where(usable, 0.0).float()
+    return value, allowance
+
+
 def expected_from(
     outputs32: list[torch.Tensor], model64: torch.nn.Module | None, inputs: list[Any], max_bytes: int | None = None
 ) -> Expected:
@@ -59,8 +88,9 @@ def expected_from(
     from kernelopt.harness.sandbox.calls import outputs_of
 
     truth: list[torch.Tensor] | None = None
-    fits = max_bytes is None or 2 * (_nbytes(inputs) + _nbytes(outputs32)) <= max_bytes
-    if fits and model64 is not None and any(t.is_floating_point() for t in outputs32):
+    if _float64_fits(inputs, outputs32, max_bytes) and model64 is not None and any(
+        t.is_floating_point() for t in outputs32
+    ):
         try:
             returned = model64(*[_as_float64(v) for v in inputs])
             truth = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
@@ -68,18 +98,15 @@ def expected_from(
             truth = None
     if truth is None or len(truth) != len(outputs32):
         return Expected(outputs32, [None] * len(outputs32))
-    wanted, slack = [], []
+    wanted: list[torch.Tensor] = []
+    slack: list[torch.Tensor | None] = []
     for ref, exact in zip(outputs32, truth, strict=True):
         if not ref.is_floating_point() or exact.shape != ref.shape:
             wanted.append(ref)
             slack.append(None)
             continue
-        exact = exact.double()
-        rounded = exact.to(ref.dtype)
-        # Where the problem's own result overflows (or the truth does not fit the dtype), the
-        # problem's result is what a kernel must match, NaN/Inf in kind.
-        usable = ref.isfinite() & rounded.isfinite()
-        wanted.append(torch.where(usable, rounded, ref))
-        slack.append((ref.double() - exact).abs().where(usable, torch.zeros_like(exact)).float())
-        del exact
+        value, allowance = _rounded_and_slack(ref, exact)
+        wanted.append(value)
+        slack.append(allowance)
+    del truth
     return Expected(wanted, slack)

@@ -64,10 +64,14 @@ class Reference:
         log_stage("model built")
         self.cases: list[dict[str, Any]] = []
         self.kept: dict[int, Expected] = {}
-        self.dropped: list[str] = []
+        self.dropped: list[str] = []  # cases the problem itself cannot run
+        self.skipped: list[str] = []  # cases not made at this problem's size
         largest: list[float] = []
         unrunnable = {int(i): why for i, why in req.get("unrunnable", {}).items()}
         for number, case in enumerate(plan_cases(self.problem, req["seeds"])):
+            if "skip" in case:
+                self.skipped.append(f"{case_label(case)}: {case['skip']}")
+                continue
             if number in unrunnable:
                 self.dropped.append(f"{case_label(case)}: {unrunnable[number]}")
                 continue
@@ -283,7 +287,7 @@ def probe(req: dict[str, Any]) -> int:
     found: dict[int, str] = {}
     done = True
     for number, case in enumerate(plan_cases(problem, req["seeds"])):
-        if not _derived(case) or number in known:
+        if not _derived(case) or number in known or "skip" in case:
             continue
         try:
             with torch.no_grad(), exact_math():
@@ -314,7 +318,7 @@ def serve(req: dict[str, Any]) -> int:
     hello = transfer.receive(control)
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
-    transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped})
+    transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:
         conn, _ = listener.accept()

@@ -43,6 +43,7 @@ class ReferenceProcess:
         reply = transfer.request(self._sock, {"op": "control", "secret": secret})
         self.cases: list[dict[str, Any]] = reply["cases"]
         self.dropped: list[str] = reply.get("dropped", [])
+        self.skipped: list[str] = reply.get("skipped", [])
         self.log_path = str(work_dir / "worker.log")
 
     def _connect(self, work_dir: Path, limits: WorkerLimits) -> socket.socket:
