@@ -153,6 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _prewarm() -> None:
+    """The fork server starts now, its imports beside this process's own (see runner.prewarm)."""
+    from kernelopt.harness.sandbox.runner import prewarm
+
+    prewarm()
+
+
 def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
     problem_source = read_source(problem, "problem")
     check_problem_source(problem_source, Path(problem).name)
@@ -209,6 +216,7 @@ def _optimize(args: argparse.Namespace) -> int:
         "run_dir": str(run_dir),
     }
     record = new_run_record(run_dir, inputs, ctx, db)
+    _prewarm()  # every argument is checked: the work starts
     return run_graph_to_end(run_dir, db, record, ctx, args.json)
 
 
@@ -266,6 +274,7 @@ def _report(args: argparse.Namespace) -> int:
 def _verify(args: argparse.Namespace) -> int:
     _checked_sources(args.problem, None)
     read_source(args.kernel, "kernel")  # a missing kernel file is bad input; a bad kernel is a rejection
+    _prewarm()
     from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
 
     settings = HarnessSettings.detect(time_compile=args.compile, **_limit_settings(args))

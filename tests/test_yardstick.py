@@ -88,9 +88,9 @@ def test_a_problem_of_many_gb_gets_no_grown_size_case(tmp_path: Path) -> None:
     def problem(elements: int):
         path = tmp_path / f"problem_{elements}.py"
         path.write_text(
-            "import torch\n\nN = %d\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
+            f"import torch\n\nN = {elements}\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n"
             "        return x * 2\n\ndef get_inputs():\n    return [torch.rand(N)]\n\n"
-            "def get_init_inputs():\n    return []\n" % elements
+            "def get_init_inputs():\n    return []\n"
         )
         return load_problem(path)
 

@@ -64,6 +64,9 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
 
 def _setup(state: KernelOptState, ctx: Context) -> tuple[dict[str, Any], str | None]:
     """The fresh run's state, and what was wrong with its input (None when nothing)."""
+    from kernelopt.harness.sandbox.runner import prewarm
+
+    prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
     fresh: dict[str, Any] = {
         "round": 0,
         "repairs": 0,

@@ -211,6 +211,27 @@ def zygote_for(use_cuda: bool) -> Zygote:
         return zygote
 
 
+def likely_cuda() -> bool:
+    """Whether this host's jobs will run on CUDA, guessed without importing torch (its driver's
+    device file, a device not hidden, no interpreter asked for)."""
+    hidden = os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1")
+    return os.path.exists("/dev/nvidiactl") and not hidden and os.environ.get("TRITON_INTERPRET") != "1"
+
+
+def prewarm(use_cuda: bool | None = None) -> None:
+    """Start the fork server in the background now, so that its imports (torch, Triton: seconds)
+    overlap the caller's own. Never raises: a server that fails to start here is started (and
+    its failure reported) when the first job needs it; a wrong guess costs an idle server."""
+
+    def start() -> None:
+        try:
+            zygote_for(likely_cuda() if use_cuda is None else use_cuda)
+        except Exception:
+            pass
+
+    threading.Thread(target=start, name="kernelopt-prewarm", daemon=True).start()
+
+
 @atexit.register
 def close_zygotes() -> None:
     """Stop this process's fork servers (and so every job and reference process they forked)."""
