@@ -60,7 +60,9 @@ def cpu_slots(count: int) -> list[Slot]:
 
 
 @dataclass
-class _Item:
+class Item:
+    """A problem waiting or running, and where its lost tries ran."""
+
     spec: ProblemSpec
     lost_on: list[str] = field(default_factory=list)  # the slots whose worker died running it
 
@@ -71,7 +73,7 @@ class _Worker:
     def __init__(self, slot: Slot, work: str, events: queue.Queue[tuple[_Worker, dict[str, Any]]],
                  log_dir: Path | None) -> None:
         self.slot = slot
-        self.item: _Item | None = None
+        self.item: Item | None = None
         self.ready = False  # it has started and imported the work
         env = {**os.environ, **dict(slot.env), "KERNELOPT_POOL_PID": str(os.getpid()),
                "PYTHONPATH": os.pathsep.join(path for path in sys.path if path)}  # the work imports as here
@@ -91,7 +93,7 @@ class _Worker:
             events.put((self, json.loads(line)))
         events.put((self, {"gone": self.process.wait()}))
 
-    def hand(self, item: _Item) -> None:
+    def hand(self, item: Item) -> None:
         self.item = item
         assert self.process.stdin is not None
         try:
@@ -116,10 +118,11 @@ class _Worker:
             self.process.wait()
 
 
-def _pick(todo: deque[_Item], slot: Slot, live: set[str]) -> _Item | None:
-    """The first problem `slot` may take: a retried one goes elsewhere when another live slot can take it."""
+def pick(todo: deque[Item], place: str, live: set[str]) -> Item | None:
+    """The first problem `place` may take (taken off `todo`): a retried one goes elsewhere while
+    another live place can take it."""
     for item in todo:
-        if slot.label not in item.lost_on or live <= set(item.lost_on):
+        if place not in item.lost_on or live <= set(item.lost_on):
             todo.remove(item)
             return item
     return None
@@ -147,14 +150,14 @@ class PoolExecutor:
     def run(self, work: Work, specs: Sequence[ProblemSpec]) -> Iterator[ProblemResult]:
         events: queue.Queue[tuple[_Worker, dict[str, Any]]] = queue.Queue()
         name = work_name(work)
-        todo = deque(_Item(spec) for spec in specs)
+        todo = deque(Item(spec) for spec in specs)
         workers = [_Worker(slot, name, events, self.log_dir) for slot in self.slots[: len(todo)]]
         deaths = dict.fromkeys((slot.label for slot in self.slots), 0)
         try:
             while todo or any(w.item for w in workers):
                 live = {w.slot.label for w in workers}
                 for worker in workers:
-                    if worker.ready and worker.item is None and (item := _pick(todo, worker.slot, live)):
+                    if worker.ready and worker.item is None and (item := pick(todo, worker.slot.label, live)):
                         worker.hand(item)
                 if not workers:  # problems left and no worker to run them
                     break
@@ -174,7 +177,7 @@ class PoolExecutor:
             for worker in workers:
                 worker.stop()
 
-    def _lost(self, worker: _Worker, status: int, workers: list[_Worker], todo: deque[_Item],
+    def _lost(self, worker: _Worker, status: int, workers: list[_Worker], todo: deque[Item],
               deaths: dict[str, int], events: queue.Queue[tuple[_Worker, dict[str, Any]]],
               name: str) -> Iterator[ProblemResult]:
         """A worker has gone: its problem is tried again or reported, and the worker is started again."""
