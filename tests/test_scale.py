@@ -5,12 +5,14 @@ by the physical GPU."""
 from __future__ import annotations
 
 import json
+import signal
+import time
 from pathlib import Path
 
 import pytest
 import scale_work
 from test_cli import _show, kernelopt
-from test_suite import EXPECTED, KERNELS, NAMES, PROBLEMS
+from test_suite import EXPECTED, KERNELS, NAMES, PROBLEMS, _start, _wait_for
 
 from kernelopt.harness.sandbox.locks import device_key, lock_path
 from kernelopt.records import InputError
@@ -134,3 +136,38 @@ def test_ray_flag_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(choose.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(InputError, match=r"--ray needs Ray, which is not installed: pip install 'kernelopt\[ray\]'"):
         choose.check_placement(None, None, "auto")
+
+
+def _workers_of(pid: int) -> list[int]:
+    """The pool workers the process `pid` started."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError):
+            continue
+        if ppid == pid and b"kernelopt.scale.worker" in command:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_killed_pool_leaves_no_worker_and_resumes(tmp_path):
+    out = tmp_path / "out"
+    proc = _start("suite", PROBLEMS, "--kernels", KERNELS, "--no-compile", "--workers", "2", "--out", out,
+                  cwd=tmp_path)
+    _wait_for(out / "problems" / "1_Add.json", proc)
+    workers = _workers_of(proc.pid)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+    assert len(workers) == 2
+    deadline = time.monotonic() + 10  # told by the kernel (PDEATHSIG), not left to finish their problems
+    while any(Path(f"/proc/{pid}").exists() and b"kernelopt" in Path(f"/proc/{pid}/cmdline").read_bytes()
+              for pid in workers):  # they die with the pool: no GPU is held by an orphan
+        assert time.monotonic() < deadline, "a pool worker outlived its killed pool"
+        time.sleep(0.05)
+    kept = {p.stem: p.read_text() for p in (out / "problems").glob("*.json")}
+    resumed = kernelopt("suite", "--resume", out, "--workers", "2", "--json", cwd=tmp_path)
+    problems = json.loads(resumed.stdout)["problems"]
+    assert {p["name"]: (p["status"], p["rule"]) for p in problems} == EXPECTED
+    assert all((out / "problems" / f"{name}.json").read_text() == text for name, text in kept.items())
