@@ -14,7 +14,7 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
@@ -22,9 +22,7 @@ from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import check_kernel_source, check_problem_source, read_source
 from kernelopt.records import HarnessError, InputError
-
-if TYPE_CHECKING:
-    pass
+from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
 
 USAGE_ERROR = 2
 
@@ -130,6 +128,11 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
     sui.add_argument("--json", action="store_true", help="print results.json at the end, no progress")
     _limits(sui)
+    sui.add_argument("--gpus", type=gpu_list, help="run on these GPUs of this host, one worker each, every problem "
+                                                   "to whichever is free, e.g. 0,1 (default: every visible GPU)")
+    sui.add_argument("--workers", type=COUNT, help="on a host without a GPU: run this many problems at once")
+    sui.add_argument("--ray", metavar="ADDRESS", help="run each problem as a task holding one GPU on the Ray "
+                                                      f"cluster at ADDRESS (or auto); needs `{RAY_INSTALL}`")
     return parser
 
 
@@ -306,6 +309,7 @@ def _suite(args: argparse.Namespace) -> int:
     from kernelopt import suite as suites
     from kernelopt.suite_report import summary_text
 
+    check_placement(args.gpus, args.workers, args.ray)
     if args.resume:
         given = [flag for flag, value in (
             ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
@@ -333,17 +337,21 @@ def _suite(args: argparse.Namespace) -> int:
 
             make_chat_model(Context(model=args.model, base_url=args.base_url))  # a missing key is bad input
         suite = suites.new_suite(args.problems_dir, args.kernels, settings, _out_dir(args.out) if args.out else None)
+    executor = choose_executor(args.gpus, args.workers, args.ray, Path(suite.out_dir),
+                               lambda line: print(f"kernelopt: {line}", file=sys.stderr, flush=True))
     if not args.json:
         finished = len(suites.finished_results(suite))
         print(f"suite: {len(suite.specs())} problems{f', {finished} already finished' if finished else ''}; "
               f"results in {suite.out_dir}", flush=True)
+        if placed := describe(executor):
+            print(placed, flush=True)
 
     def show(done: int, total: int, result: suites.ProblemResult) -> None:
         print(suites.progress_line(done, total, result), flush=True)
 
     signal.signal(signal.SIGINT, interrupt)
     try:
-        data = suites.run_suite(suite, on_result=None if args.json else show)
+        data = suites.run_suite(suite, executor, on_result=None if args.json else show)
     except KeyboardInterrupt:
         stop_jobs()
         print(f"kernelopt: interrupted; continue with: kernelopt suite --resume {suite.out_dir}", file=sys.stderr)

@@ -2,8 +2,8 @@
 
 The work on one problem is a pure function, `run_problem(spec) -> ProblemResult`, of frozen
 records of JSON-native values, handed to an `Executor`. `LocalExecutor` runs the problems one
-after another here (one GPU, or the CPU); a pool over the GPUs of a host, or Ray tasks across
-hosts, is another Executor. Each result is written to OUT/problems/NAME.json as it comes in and
+after another here (one GPU, or the CPU); `kernelopt.scale` holds the pool over the GPUs of a
+host and the Ray tasks across hosts. Each result is written to OUT/problems/NAME.json as it comes in and
 results.json is rebuilt from those files, so a killed suite resumes where it stopped.
 
 Importing this module is cheap: torch and LangGraph load only when a problem runs.
@@ -89,6 +89,8 @@ class ProblemResult:
     run_dir: str | None = None
     best_kernel_path: str | None = None
     log_path: str | None = None
+    where: str | None = None  # the GPU (and node) that judged it; None: this process's one device
+    tries: int = 1  # 2: the first try's worker or node was lost, and the problem was run again
 
 
 @dataclass(frozen=True)
@@ -385,4 +387,6 @@ def progress_line(done: int, total: int, result: ProblemResult) -> str:
     else:
         rule = f"[{result.rule}] " if result.rule else ""
         parts = [f"{STATUS_WORDS[result.status]}: {rule}{_short(result.reason)}"]
-    return f"[{done}/{total}] {result.name}: {', '.join(parts)} ({result.wall_s:.0f} s)"
+    where = f" on {result.where}" if result.where else ""
+    retried = ", second try" if result.tries > 1 else ""
+    return f"[{done}/{total}] {result.name}: {', '.join(parts)} ({result.wall_s:.0f} s{where}{retried})"

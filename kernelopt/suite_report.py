@@ -34,6 +34,7 @@ def _mode(settings: dict[str, Any]) -> str:
 def render_markdown(data: dict[str, Any], has_plot: bool) -> str:
     """results.md: how the suite ran, its summary (fast_p, geomeans) and one row per problem."""
     suite, summary, problems = data["suite"], data["summary"], data["problems"]
+    placed = any(r.get("where") for r in problems)  # run on several GPUs or nodes: say which judged each
     lines = [
         "# kernelopt suite", "",
         f"- Problems: `{suite['problems_dir']}` ({summary['problems']}); kernels: `{suite['kernels_dir'] or '-'}`",
@@ -59,17 +60,18 @@ def render_markdown(data: dict[str, Any], has_plot: bool) -> str:
         "",
         "## Problems", "",
         "| problem | result | eager (ms) | torch.compile (ms) | start (ms) | best (ms) | vs eager | vs compile "
-        "| % of floor | rounds | stop | reason |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|",
+        f"| % of floor | rounds | stop | reason |{' where |' * placed}",
+        f"|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|{'---|' * placed}",
     ]
     for r in problems:
         rule = f"[{r['rule']}] " if r["rule"] else ""
+        where = f" {_cell(r.get('where') or '-')}{' (2nd try)' * (r.get('tries', 1) > 1)} |" if placed else ""
         lines.append(
             f"| {r['name']} | {r['status'].replace('_', ' ')} | {_num(r['eager_ms'], digits=4)} "
             f"| {_num(r['compile_ms'], digits=4)} | {_num(r['start_ms'], digits=4)} | {_num(r['best_ms'], digits=4)} "
             f"| {_num(r['speedup_vs_eager'], 'x')} | {_num(r['speedup_vs_compile'], 'x')} "
             f"| {_num(r['pct_of_floor'], '%')} | {r['rounds']} | {r['stop_reason'] or '-'} "
-            f"| {_cell(rule + r['reason'])} |"
+            f"| {_cell(rule + r['reason'])} |{where}"
         )
     if has_plot:
         caption = "% of the floor per problem" if summary["is_gpu_time"] else "speed relative to eager per problem"

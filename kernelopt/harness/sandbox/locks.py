@@ -1,9 +1,13 @@
 """The device lock: measurements on one device never overlap, and nothing runs beside them.
 
 One lock file per device, shared by every process on the machine (parallel candidates, several
-runs). Checking a candidate takes it shared: several candidates may be checked at once. Timing,
-NCU profiles and ceiling measurements take it exclusive: they wait for the checks to finish, and
-no check starts while they run.
+runs). A GPU's lock is named by the physical GPU, not by what this process calls it: a harness
+started with CUDA_VISIBLE_DEVICES=1 (a pool worker, a Ray task) sees that GPU as cuda:0, and its
+lock must be the one `kernelopt` on GPU 1 takes, not GPU 0's.
+
+Checking a candidate takes it shared: several candidates may be checked at once. Timing, NCU
+profiles and ceiling measurements take it exclusive: they wait for the checks to finish, and no
+check starts while they run.
 """
 
 from __future__ import annotations
@@ -15,12 +19,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
+def device_key(device: str, visible: str | None = None) -> str:
+    """The physical device behind `device` ("cuda", "cuda:1", "cpu"): "cuda-1" for the GPU that
+    CUDA_VISIBLE_DEVICES (`visible`, default this process's) maps it to, else by CUDA's numbering."""
+    kind, _, index = device.partition(":")
+    if kind != "cuda":
+        return kind
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    ids = [part.strip() for part in visible.split(",")] if visible else []
+    position = int(index or 0)
+    physical = ids[position] if position < len(ids) else str(position)
+    return f"cuda-{physical}"
+
+
 def lock_path(device: str) -> str:
-    """The lock file of `device` ("cuda", "cpu"), under the user's cache dir."""
+    """The lock file of the physical device behind `device` (see `device_key`), under the user's cache dir."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = Path(base) / "kernelopt" / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"{device.replace(':', '_')}.lock")
+    return str(folder / f"{device_key(device)}.lock")
 
 
 class DeviceLock:
