@@ -20,7 +20,7 @@ from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.sweeping import Measured
 from kernelopt.nodes.common import emit, verifier_for
-from kernelopt.offline.space import Config, key, plan
+from kernelopt.offline.space import Config, plan
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
 from kernelopt.records import SweepRow, Timing
 from kernelopt.runs import kernel_path

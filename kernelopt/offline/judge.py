@@ -121,7 +121,8 @@ def _shallow_pipeline(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> Bot
     return BottleneckResult(
         category="latency",
         summary=f"{stages} pipeline stage(s) for a loop stepping by {steps}: loads are not overlapped",
-        reasoning="each iteration waits for its own loads; more stages prefetch the next tiles while this one computes.",
+        reasoning="each iteration waits for its own loads; "
+        "more stages prefetch the next tiles while this one computes.",
         root_causes=(f"num_stages={stages} in a loop over {steps}",),
         recommended_fixes=(FIX_MORE_STAGES,),
     )

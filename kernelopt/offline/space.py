@@ -156,7 +156,8 @@ def plan(
     space.sort(key=lambda c: (key(c) != key(centre), _cost(c, centre, direction)))
     directed = space[: max(1, math.ceil(budget * limits.directed_share))]
     chosen = {key(c) for c in directed}
-    explore = [c for c in _balanced(centre) if feasible(c, limits) and key(c) not in done | chosen] if not measured else []
+    seeds = _balanced(centre) if not measured else []
+    explore = [c for c in seeds if feasible(c, limits) and key(c) not in done | chosen]
     rest = [c for c in space if key(c) not in chosen]
     picks = directed + explore[: budget - len(directed)]
     picks += rng.sample(rest, min(len(rest), budget - len(picks))) if len(picks) < budget else []
