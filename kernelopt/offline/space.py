@@ -97,8 +97,8 @@ def _ruled_out(rows: Sequence[SweepRow], centre: Mapping[str, int], limits: Spac
             if moved != [name] or r.time_ms is None or r.time_ms <= here * (1 + limits.slower_margin):
                 continue
             v = r.config[name]
-            out[name] |= {w for w in by_value | {v: 0.0} if (w - c) * (v - c) > 0 and abs(w - c) >= abs(v - c)}
-            out[name].add(v)
+            beyond = values_of(name, v, 0, True) + values_of(name, v, 0, False) + list(by_value)
+            out[name] |= {w for w in [*beyond, v] if (w - c) * (v - c) > 0 and abs(w - c) >= abs(v - c)}
     return out
 
 
@@ -110,7 +110,8 @@ def _cost(config: Mapping[str, int], centre: Mapping[str, int], direction: Direc
         if step == 0:
             continue
         wanted = direction.of(name)
-        unit = 1.0 if wanted == 0 else (0.6 if wanted * step > 0 else 1.5)
+        # with no direction, larger first: per-program overhead is the commoner loss
+        unit = (0.9 if step > 0 else 1.0) if wanted == 0 else (0.6 if wanted * step > 0 else 1.5)
         total += abs(step) * unit
     return total
 
@@ -154,7 +155,7 @@ def plan(
     rng = random.Random(seed)
     rng.shuffle(space)  # ties in cost are broken at random, not by the order of the axes
     space.sort(key=lambda c: (key(c) != key(centre), _cost(c, centre, direction)))
-    directed = space[: max(1, math.ceil(budget * limits.directed_share))]
+    directed = space[: max(min(budget, 2), math.ceil(budget * limits.directed_share))]
     chosen = {key(c) for c in directed}
     seeds = _balanced(centre) if not measured else []
     explore = [c for c in seeds if feasible(c, limits) and key(c) not in done | chosen]
