@@ -160,7 +160,7 @@ def test_finished_run_resumed_says_so_redoes_nothing_and_its_checkpoints_are_sma
 
     as_json = json.loads(kernelopt("resume", run_dir, "--json", cwd=tmp_path).stdout)
     assert as_json["already_finished"] is True and as_json["stop_reason"] == "max_rounds"
-    assert len(as_json["attempts"]) == 2
+    assert len(as_json["attempts"]) == 3  # the start, and the sweep's best two, verified in full
 
 
 def test_resume_refuses_a_folder_without_a_run(tmp_path):

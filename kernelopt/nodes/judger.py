@@ -144,7 +144,7 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Comman
             best = state.get("best")
             bottlenecks = offline_judge.diagnose(
                 state.get("roofline"), state.get("ncu_metrics") or {},
-                source=Path(best.path).read_text() if best else "",
+                source=Path(best.path).read_text() if best and Path(best.path).is_file() else "",
                 spec=get_gpu_spec(state["gpu_key"]) if state.get("gpu_key") else None,
             )
         diagnosis = choose(bottlenecks, state.get("rounds_without_gain", 0), source)

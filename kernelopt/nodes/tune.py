@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.sweeping import Measured
+from kernelopt.harness.sandbox.sweep_client import Measured
 from kernelopt.nodes.common import emit, verifier_for
 from kernelopt.offline.space import Config, plan
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
@@ -34,8 +34,9 @@ def sweep_dir(run_dir: str | Path) -> Path:
     return Path(run_dir) / "sweeps"
 
 
-def table_path(run_dir: str | Path, round_: int) -> Path:
-    return sweep_dir(run_dir) / f"round-{round_:03d}.json"
+def table_path(run_dir: str | Path, round_: int, repair: int = 0) -> Path:
+    """sweeps/round-001.json; a repair that found the round's tables spent sweeps again: round-001-a1.json."""
+    return sweep_dir(run_dir) / (f"round-{round_:03d}" + (f"-a{repair}" if repair else "") + ".json")
 
 
 def load_tables(run_dir: str | Path) -> list[dict[str, Any]]:
@@ -58,7 +59,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[tuple[Config, st
     fix = task["idea"][2] if task["idea"] else ""
     direction = direction_of(fix)
     measured = [row for table in load_tables(task["run_dir"]) for row in rows_of(table)]
-    configs = plan(centre, direction, measured, budget, seed=task["round"])
+    configs = plan(centre, direction, measured, budget, seed=100 * task["round"] + task["repair"])
     return [(c, "", with_config(source, c)) for c in configs], {
         "basis": fix, "centre": centre, "direction": asdict(direction)}
 
@@ -81,7 +82,7 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     """Measure this round's configurations; the table, also written to sweeps/round-NNN.json."""
     verifier = verifier_for(cast(KernelOptState, task), ctx)
     planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda))
-    folder = sweep_dir(task["run_dir"]) / f"r{task['round']:03d}"
+    folder = sweep_dir(task["run_dir"]) / table_path(task["run_dir"], task["round"], task["repair"]).stem
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for number, (_, _, text) in enumerate(planned):
@@ -91,7 +92,7 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     measured = verifier.sweep(paths, folder / "work") if paths else []
     rows = [_row(c, label, task["round"], m, p) for (c, label, _), m, p in zip(planned, measured, paths, strict=True)]
     table = {"round": task["round"], **basis, "knobs": sorted({k for c, _, _ in planned for k in c}), "rows": rows}
-    table_path(task["run_dir"], task["round"]).write_text(json.dumps(table, indent=1))
+    table_path(task["run_dir"], task["round"], task["repair"]).write_text(json.dumps(table, indent=1))
     timed = [r for r in rows if r["time_ms"] is not None]
     emit(task, "sweep", round=task["round"], configs=len(rows), timed=len(timed),
          best_ms=min((r["time_ms"] for r in timed), default=None))
@@ -110,32 +111,44 @@ def _change(row: dict[str, Any], centre: Config) -> str:
     return f"{what} (swept: {row['time_ms']:.4g} ms)"
 
 
-def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
-    """The state update of the offline optimizer's branch: the round's best configurations as
-    candidates (branch 0; further branches add none), or why there is none."""
-    best = task["best"]
-    assert best is not None, "the offline optimizer starts from a verified kernel"
-    if task["branch"]:
-        return {"candidates": []}
-    source = Path(best.path).read_text()
-    path = table_path(task["run_dir"], task["round"])
-    table = json.loads(path.read_text()) if path.exists() else _sweep(task, ctx, source)
-    tried = set(task["tried"]) | {best.source_hash}
-    centre = knob_values(source)
-    candidates = []
-    for row in ranked(table):
+def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: Config) -> list[Candidate]:
+    """The best configurations of these tables not yet verified, written as candidates."""
+    rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
+    candidates: list[Candidate] = []
+    for row in rows:
         text = Path(row["path"]).read_text()
         if source_hash(text) in tried:
             continue
+        tried.add(source_hash(text))
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
         out.write_text(text)
         change = _change(row, centre)
         emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates), change=change,
              path=str(out))
         candidates.append(Candidate(str(out), change, len(candidates)))
-        tried.add(source_hash(text))
         if len(candidates) == VERIFIED_PER_ROUND:
             break
+    return candidates
+
+
+def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
+    """The state update of the offline optimizer's branch: the round's best configurations as
+    candidates (branch 0; further branches add none), or why there is none.
+
+    A repair (both candidates failed their full verification) takes the next of the round's
+    tables; when they are spent, it sweeps configurations not measured yet.
+    """
+    best = task["best"]
+    assert best is not None, "the offline optimizer starts from a verified kernel"
+    if task["branch"]:
+        return {"candidates": []}
+    source = Path(best.path).read_text()
+    tried = set(task["tried"]) | {best.source_hash}
+    centre = knob_values(source)
+    tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
+    candidates = _pick(tables, tried, task, centre)
+    if not candidates and not table_path(task["run_dir"], task["round"], task["repair"]).exists():
+        candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
     if not candidates:
         why = "search_exhausted: every configuration the sweep measured was tried"
         return {"candidates": [Candidate(None, "", 0, stop=why)]}

@@ -2,7 +2,7 @@
 
 Every configuration is a kernel file. Each passes the static checks; then one sandboxed
 process checks them all on quick cases (the reference process judges), and another times the
-correct ones by successive halving (see sandbox/sweep.py). A configuration that hangs or kills
+correct ones by successive halving (see sweep.py). A configuration that hangs or kills
 its process is charged with it, and the others run again in a fresh one. What comes back is
 one `Measured` per configuration: its time at the last stage it reached, or why it has none.
 The best one or two still go through the full verification (`Verifier.verify`) before any
