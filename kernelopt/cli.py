@@ -91,6 +91,8 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent, measured one at a time)")
+    opt.add_argument("--sweep-configs", type=COUNT, help="offline: configurations measured per round before the "
+                     "best two are verified (default: 48 on a GPU, 6 under the interpreter)")
     opt.add_argument("--max-tokens", type=TOKENS, help="stop when the LLM calls have used this many tokens")
     opt.add_argument("--max-wall-s", type=SECONDS, help="stop when the run has taken this many seconds")
     opt.add_argument("--llm-timeout-s", type=SECONDS, default=Context.llm_timeout_s, help="timeout of one LLM call")
@@ -200,7 +202,8 @@ def _optimize(args: argparse.Namespace) -> int:
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
-        candidates_per_round=args.candidates, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
+        candidates_per_round=args.candidates,
+        sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
     )
     if args.model:

@@ -127,6 +127,13 @@ class Context:
             "kernel at a time per device."
         ),
     )
+    sweep_configs: int = field(
+        default=0,
+        metadata=_doc(
+            "Configurations the offline optimizer measures per round (block sizes, num_warps, "
+            "num_stages) before verifying the best two in full. 0: 48 on a GPU, 6 under the interpreter."
+        ),
+    )
     approve: bool = field(
         default=False,
         metadata=_doc(

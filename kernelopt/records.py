@@ -124,6 +124,21 @@ class BottleneckResult:
     recommended_fixes: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SweepRow:
+    """One configuration a sweep measured: its knob values, and its time or why it has none."""
+
+    config: dict[str, int]  # knob name -> value (BLOCK_SIZE, num_warps, ...)
+    round: int
+    time_ms: float | None = None  # median of its last halving stage
+    trials: int = 0
+    stage: int = 0  # the last halving stage it was timed in (1 = all; 0 = never timed)
+    error: str | None = None  # why it failed the quick check or could not run
+    rule: str | None = None
+    label: str = ""  # an autotune config's number, when the kernel's own configs were swept
+    verified: str | None = None  # the full verification's outcome, for the one or two verified
+
+
 class InputError(ValueError):
     """Bad user input: the message is one line saying what is wrong and what to do."""
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
+from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -49,6 +50,7 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
         "roofline": dataclasses.asdict(roofline) if roofline else None,
         "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
     }
+    summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
@@ -61,6 +63,7 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
     """Write report.json, report.md and roofline.png into the run directory; returns the files written."""
     from kernelopt.plot import draw_picture  # matplotlib loads only when a picture is drawn
+    from kernelopt.sweep_report import draw_sweep
 
     run_dir = Path(run_dir)
     (run_dir / REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))
@@ -71,7 +74,10 @@ def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
         written.append(plot_path)
     else:
         plot_path.unlink(missing_ok=True)  # a stale picture would contradict the report
-    written[1].write_text(render_markdown(summary, has_plot=has_plot))
+    sweep_path = run_dir / SWEEP_PNG
+    has_sweep_plot = draw_sweep(summary, sweep_path)
+    written += [sweep_path] if has_sweep_plot else []
+    written[1].write_text(render_markdown(summary, has_plot=has_plot, has_sweep_plot=has_sweep_plot))
     return written
 
 
@@ -120,7 +126,7 @@ def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}{unit}"
 
 
-def render_markdown(summary: dict[str, Any], has_plot: bool = True) -> str:
+def render_markdown(summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False) -> str:
     """report.md: what was optimized, how it ended, the roofline, and every attempt."""
     spec = _spec(summary)
     lines = [
@@ -136,6 +142,7 @@ def render_markdown(summary: dict[str, Any], has_plot: bool = True) -> str:
     lines += _result_section(summary)
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
+    lines += sweep_markdown(summary, has_sweep_plot)
     return "\n".join(lines) + "\n"
 
 

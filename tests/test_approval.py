@@ -184,7 +184,8 @@ def _cli(*args: str | Path, stdin: str, cwd: Path) -> subprocess.CompletedProces
 def test_cli_reads_answers_from_stdin_stops_at_end_of_input_and_resumes(tmp_path):
     run_dir = tmp_path / "run"
     first = _cli("optimize", ADD / "problem.py", "--kernel", ADD / "kernel_base.py", "--approve",
-                 "--max-rounds", "1", "--no-compile", "--out", run_dir, stdin="", cwd=tmp_path)
+                 "--max-rounds", "1", "--no-compile", "--out", run_dir, "--sweep-configs", "2",  # one candidate
+                 stdin="", cwd=tmp_path)
     assert first.returncode == 3, _show(first)
     assert "try this candidate? (round 1" in first.stdout and "kernels/r001_a0.py" in first.stdout
     assert f"kernelopt resume {run_dir}" in first.stderr and "Traceback" not in first.stderr

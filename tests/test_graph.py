@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from helpers import fast_context, run_graph
@@ -95,17 +96,43 @@ def test_generation_mode_writes_the_first_kernel(tmp_path, add_problem):
     assert final["best"] is not None and final["stop_reason"] == "max_rounds"
 
 
-def test_offline_policy_searches_launch_parameters(tmp_path, add_problem):
+def test_offline_policy_sweeps_halves_and_verifies_the_best(tmp_path, add_problem):
     # From 16 elements per program each doubling halves the program count: a 2x step,
     # far outside the interpreter's timing noise.
-    final, events = run_graph(_inputs(add_problem, "kernel_slow.py"), fast_context(tmp_path, max_rounds=2, patience=3))
-    changes = [e["change"] for e in events if e["event"] == "verdict"]
-    assert changes == ["the starting kernel", "BLOCK_SIZE 16 -> 32", "BLOCK_SIZE 32 -> 64"]
-    assert _outcomes(events) == ["faster", "faster", "faster"]
-    assert "BLOCK_SIZE = 64" in Path(final["best"].path).read_text()
-    assert final["stop_reason"] == "max_rounds"
+    context = fast_context(tmp_path, max_rounds=2, patience=3, sweep_configs=5)
+    final, events = run_graph(_inputs(add_problem, "kernel_slow.py"), context)
+    run_dir = Path(final["run_dir"])
+    first = json.loads((run_dir / "sweeps" / "round-001.json").read_text())
+    assert [r["config"]["BLOCK_SIZE"] for r in first["rows"]][0] == 16  # the best itself, for the ranking
+    assert len(first["rows"]) == 5 and all(r["time_ms"] for r in first["rows"])
+    # successive halving: all five timed once, three again, the best two with the run's own settings
+    assert sorted(r["stage"] for r in first["rows"]) == [1, 1, 2, 3, 3]
+    finalists = sorted((r for r in first["rows"] if r["stage"] == 3), key=lambda r: r["time_ms"])
+    verdicts = [e for e in events if e["event"] == "verdict"]
+    assert verdicts[0]["change"] == "the starting kernel"
+    swept = [v["change"] for v in verdicts if v["round"] == 1]
+    assert swept == [f"BLOCK_SIZE 16 -> {r['config']['BLOCK_SIZE']} (swept: {r['time_ms']:.4g} ms)" for r in finalists]
+    assert verdicts[1]["outcome"] == "faster"  # the sweep's winner, fully verified, beats the start
+    second = json.loads((run_dir / "sweeps" / "round-002.json").read_text())
+    seen = [r["config"] for r in first["rows"]]
+    assert second["rows"] and all(r["config"] not in seen for r in second["rows"])  # nothing measured twice
+    assert int(Path(final["best"].path).read_text().split("BLOCK_SIZE = ")[1].split()[0]) >= 128
     diagnoses = [e for e in events if e["event"] == "diagnosis"]
     assert diagnoses and all(d["source"] == "rules" for d in diagnoses)
+    report = (run_dir / "report.md").read_text()
+    assert "## Configurations swept" in report and "BLOCK_SIZE=16" in report and "(new best)" in report
+    assert (run_dir / "sweep.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_configuration_fast_only_where_it_was_tuned_fails_full_verification(tmp_path, add_problem):
+    # From 64 elements per program the kernel clamps wide values: the sweep's quick cases
+    # (ordinary values, other sizes) pass it; the full verification's wide case does not.
+    context = fast_context(tmp_path, max_rounds=1, sweep_configs=5)
+    final, events = run_graph(_inputs(add_problem, "kernel_clamps_wide.py"), context)
+    verdicts = [(v["change"].split(" (")[0], v["outcome"]) for v in events if v["event"] == "verdict"]
+    assert verdicts[1:3] == [("BLOCK_SIZE 16 -> 256", "incorrect"), ("BLOCK_SIZE 16 -> 128", "incorrect")]
+    assert ("BLOCK_SIZE 16 -> 32", "faster") in verdicts  # the repair verifies the next of the table
+    assert "BLOCK_SIZE = 32" in Path(final["best"].path).read_text()
 
 
 def test_bad_problem_stops_with_one_clear_line(tmp_path):

@@ -1,14 +1,27 @@
-"""The offline policy: launch parameters read from the source, one-step variants, rules."""
+"""The offline policy: knobs read from the source, rules on per-program facts, the sweep's plan."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from kernelopt.hardware.roofline import Roofline
+from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.offline.judge import diagnose
-from kernelopt.offline.tuner import find_launch_params, variants
+from kernelopt.offline.space import SpaceLimits, feasible, plan
+from kernelopt.offline.tuner import (
+    FIX_GROW,
+    FIX_SHRINK,
+    Direction,
+    autotune_variants,
+    direction_of,
+    find_launch_params,
+    knob_values,
+    with_config,
+)
+from kernelopt.records import SweepRow
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+H200 = get_gpu_spec("H200")
 
 
 def test_parameters_come_from_constants_and_launch_keywords() -> None:
@@ -16,45 +29,90 @@ def test_parameters_come_from_constants_and_launch_keywords() -> None:
     assert params == {("BLOCK_M", 32), ("BLOCK_N", 32), ("BLOCK_K", 32), ("num_warps", 4), ("num_stages", 2)}
 
 
-def test_variants_change_one_literal_and_keep_the_rest() -> None:
+def test_a_configuration_sets_every_place_of_a_knob_and_keeps_the_rest() -> None:
     source = (EXAMPLES / "swish" / "kernel.py").read_text()
-    first = next(variants(source, "memory"))
-    assert first.change == "BLOCK_SIZE 128 -> 256"
-    changed = [(a, b) for a, b in zip(source.splitlines(), first.source.splitlines(), strict=True) if a != b]
-    assert changed == [("        BLOCK_SIZE = 128", "        BLOCK_SIZE = 256")]
+    changed_source = with_config(source, {"BLOCK_SIZE": 2048, "num_warps": 8})
+    changed = [(a, b) for a, b in zip(source.splitlines(), changed_source.splitlines(), strict=True) if a != b]
+    assert [b.strip() for _, b in changed] == [
+        "BLOCK_SIZE = 2048",
+        "swish_kernel[(triton.cdiv(n, BLOCK_SIZE),)](out, x, n, BLOCK_SIZE=BLOCK_SIZE, num_warps=8)",
+    ]
+    assert knob_values(changed_source) == {"BLOCK_SIZE": 2048, "num_warps": 8}
 
 
-def test_bottleneck_orders_the_moves() -> None:
+AUTOTUNED = '''
+import triton
+import triton.language as tl
+
+
+@triton.autotune(
+    configs=[
+        triton.Config({"BLOCK_SIZE": 256}, num_warps=2),
+        triton.Config({"BLOCK_SIZE": 1024}, num_warps=4),
+    ],
+    key=["n"],
+)
+@triton.jit
+def k(x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    pass
+'''
+
+
+def test_autotune_configs_are_swept_frozen_one_by_one() -> None:
+    frozen = autotune_variants(AUTOTUNED)
+    configs = [config for config, _ in frozen]
+    assert configs == [{"BLOCK_SIZE": 256, "num_warps": 2}, {"BLOCK_SIZE": 1024, "num_warps": 4}]
+    winner = frozen[1][1]
+    assert "256" not in winner and winner.count("triton.Config(") == 1 and 'key=["n"]' in winner
+    # the frozen winner's values are knobs of their own: the next round tunes around them
+    assert knob_values(winner) == {"BLOCK_SIZE": 1024, "num_warps": 4}
+    assert autotune_variants(winner) == []
+
+
+def test_the_naive_swish_on_the_h200_needs_more_work_per_program_not_less() -> None:
+    # NCU on the H200: 2^26 fp32 elements, BLOCK_SIZE 128, 4 warps; both SOL% just under 40
+    metrics = {"launch__grid_size": 524288.0, "launch__block_size": 128.0, "dram__bytes_read.sum": 2.0**28,
+               "launch__occupancy_limit_warps": 16.0, "launch__occupancy_limit_blocks": 32.0}
+    roofline = Roofline("underutilized", 39.0, 39.5, 39.7, 60.3, False, False, source="ncu")
     source = (EXAMPLES / "swish" / "kernel.py").read_text()
-    assert next(variants(source, "underutilized")).change == "BLOCK_SIZE 128 -> 64"
-    stages = [v.change for v in variants((EXAMPLES / "matmul" / "kernel.py").read_text(), "compute")]
-    assert stages.index("num_stages 2 -> 3") < stages.index("num_stages 2 -> 1")
+    found = diagnose(roofline, metrics, source=source, spec=H200)
+    assert found[0].summary == "4 B per thread in flight: too little work per program"
+    assert "524288 programs, 248.2 waves" in found[0].reasoning
+    assert found[1].summary.startswith("8.0 KiB in flight per SM")
+    assert all(b.recommended_fixes == (FIX_GROW,) for b in found)
+    assert direction_of(found[0].recommended_fixes[0]) == Direction(size=1, warps=1)
 
 
-def test_a_kernel_without_tunables_has_no_variants() -> None:
-    assert list(variants("import triton\nx = 1\n")) == []
+def test_a_rule_needs_a_per_program_fact_not_a_sol_percentage() -> None:
+    idle = Roofline("underutilized", 10.0, 10.0, 10.0, 90.0, False, False, source="ncu")
+    assert [b.category for b in diagnose(idle, {})] == ["other"]  # SOL% alone: no rule fires
+    few = {"launch__grid_size": 66.0, "launch__block_size": 256.0, "launch__occupancy_limit_warps": 8.0}
+    found = diagnose(idle, few, spec=H200)
+    assert found[0].summary == "0.06 waves: too few programs" and found[0].recommended_fixes == (FIX_SHRINK,)
 
 
-def _roofline(**fields: object) -> Roofline:
-    base = dict(
-        bottleneck="memory",
-        compute_sol_pct=20.0,
-        memory_sol_pct=70.0,
-        efficiency_pct=60.0,
-        headroom_pct=40.0,
-        at_roofline=False,
-        uses_tensor_cores=False,
-    )
-    base.update(fields)
-    return Roofline(**base)  # type: ignore[arg-type]
+def test_the_matmul_loop_with_two_stages_asks_for_more() -> None:
+    found = diagnose(None, {}, source=(EXAMPLES / "matmul" / "kernel.py").read_text(), spec=H200)
+    assert found[0].summary.startswith("2 pipeline stage(s) for a loop stepping by BLOCK_K")
+    assert direction_of(found[0].recommended_fixes[0]).stages == 1
 
 
-def test_rules_name_excess_traffic_first_then_the_bound() -> None:
-    found = diagnose(_roofline(dram_bytes=3e9, min_bytes=1e9), {})
-    assert [b.category for b in found] == ["memory", "memory"]
-    assert "3.0x the minimum" in found[0].summary
-    compute = diagnose(_roofline(bottleneck="compute"), {})
-    assert compute[0].category == "compute" and "Tensor cores are idle" in compute[0].reasoning
-    idle = diagnose(_roofline(bottleneck="underutilized"), {})
-    assert idle[0].category == "occupancy"
-    assert diagnose(None, None)[0].category == "other"
+def test_the_plan_reaches_the_sizes_that_hit_the_floor() -> None:
+    swish = plan({"BLOCK_SIZE": 128, "num_warps": 4}, Direction(size=1, warps=1), [], 48)
+    assert {"BLOCK_SIZE": 2048, "num_warps": 8} in swish and {"BLOCK_SIZE": 4096, "num_warps": 8} in swish
+    assert swish[0] == {"BLOCK_SIZE": 128, "num_warps": 4}  # the best itself, for the ranking
+    assert all(feasible(c, SpaceLimits()) for c in swish[1:])
+    matmul = plan({"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2},
+                  Direction(stages=1), [], 48)
+    assert {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3} in matmul
+
+
+def test_a_slower_move_is_not_repeated_and_the_next_round_jumps_the_other_way() -> None:
+    centre = {"BLOCK_SIZE": 128, "num_warps": 4}
+    measured = [SweepRow({"BLOCK_SIZE": 128, "num_warps": 4}, 1, time_ms=0.32, stage=3),
+                SweepRow({"BLOCK_SIZE": 64, "num_warps": 4}, 1, time_ms=0.63, stage=1)]
+    # a diagnosis that still says "shrink": the measured slower step down is not taken further
+    nxt = plan(centre, Direction(size=-1), measured, 48)
+    assert all(c["BLOCK_SIZE"] >= 128 for c in nxt)
+    assert {"BLOCK_SIZE": 256, "num_warps": 4} in nxt
+    assert not any(c in ({"BLOCK_SIZE": 128, "num_warps": 4}, {"BLOCK_SIZE": 64, "num_warps": 4}) for c in nxt)

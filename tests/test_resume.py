@@ -51,6 +51,7 @@ def _start_and_wait_for_a_hanging_round_1_candidate(run_dir: Path, cwd: Path, *a
     proc = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.cli", "optimize", str(ADD / "problem.py"),
          "--kernel", str(ADD / "kernel_hangs_at_128.py"), "--patience", "5", "--no-compile", "--timeout-s", "600",
+         "--sweep-configs", "2",  # the start and BLOCK_SIZE 128: the sweep's winner is the hanging candidate
          "--out", str(run_dir), *args],
         cwd=cwd, stdout=(run_dir.parent / "stdout.txt").open("w"), stderr=subprocess.PIPE, text=True,
         start_new_session=True,
@@ -107,7 +108,7 @@ def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path)
     assert Path(summary["best_kernel_path"]).is_file()
     attempts = summary["attempts"]
     assert [(a["round"], a["repair"]) for a in attempts][:2] == [(0, 0), (1, 0)]  # round 0 not redone
-    assert attempts[1]["change"] == "BLOCK_SIZE 64 -> 128" and attempts[1]["rule"] == "timeout"
+    assert attempts[1]["change"].startswith("BLOCK_SIZE 64 -> 128 (swept: ") and attempts[1]["rule"] == "timeout"
     # setup and round 0's verdict ran once, before the kill; round 1's verdicts once each, after it
     assert sum(e["event"] == "baselines" for e in _events(run_dir)) == 1
     assert _verdicts(run_dir) == [(a["round"], a["repair"]) for a in attempts]
@@ -159,7 +160,7 @@ def test_finished_run_resumed_says_so_redoes_nothing_and_its_checkpoints_are_sma
 
     as_json = json.loads(kernelopt("resume", run_dir, "--json", cwd=tmp_path).stdout)
     assert as_json["already_finished"] is True and as_json["stop_reason"] == "max_rounds"
-    assert len(as_json["attempts"]) == 2
+    assert len(as_json["attempts"]) == 3  # the start, and the sweep's best two, verified in full
 
 
 def test_resume_refuses_a_folder_without_a_run(tmp_path):

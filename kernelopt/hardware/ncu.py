@@ -37,6 +37,9 @@ SHARED_MEM_PER_BLOCK = "launch__shared_mem_per_block"
 LOCAL_LOAD_SECTORS = "l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum"
 TENSOR_ACTIVE_PCT = "sm__pipe_tensor_cycles_active.avg.pct_of_peak_sustained_active"
 TENSOR_GMMA_INST_PCT = "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
+GRID_SIZE = "launch__grid_size"
+BLOCK_SIZE = "launch__block_size"
+WAVES_PER_SM = "launch__waves_per_multiprocessor"
 
 NCU_METRICS: Mapping[str, str] = MappingProxyType(
     {
@@ -63,6 +66,9 @@ NCU_METRICS: Mapping[str, str] = MappingProxyType(
         LOCAL_LOAD_SECTORS: "Local-memory load sectors: register spills being read back.",
         TENSOR_ACTIVE_PCT: "Any tensor pipe (incl. Hopper wgmma) active cycles, % of peak.",
         TENSOR_GMMA_INST_PCT: "Hopper wgmma (GMMA) instructions issued, % of peak; > 0 means wgmma.",
+        GRID_SIZE: "Programs (thread blocks) in the launch's grid.",
+        BLOCK_SIZE: "Threads per program (thread block).",
+        WAVES_PER_SM: "Grid size over the programs all SMs hold at once: how many times the GPU fills.",
     }
 )
 

@@ -20,6 +20,7 @@ from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
 from kernelopt.harness.sandbox.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
+from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
 from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
 
 if TYPE_CHECKING:
@@ -261,6 +262,12 @@ class Verifier:
         finally:
             progress.unlink(missing_ok=True)
         return outcome, reference.ask({"op": "verdict", "token": token})
+
+    def sweep(
+        self, variants: Sequence[Path], work_dir: Path, on_progress: Progress | None = None
+    ) -> list[Measured]:
+        """Check and time many configurations of one kernel (see sandbox/sweep_client.py): a ranking, not a verdict."""
+        return run_sweep(self, variants, work_dir, self._private, on_progress)
 
     def verify(
         self,

@@ -141,7 +141,12 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Comman
             update |= found_update
             source = "llm" if bottlenecks else "rules"
         if not bottlenecks:
-            bottlenecks = offline_judge.diagnose(state.get("roofline"), state.get("ncu_metrics") or {})
+            best = state.get("best")
+            bottlenecks = offline_judge.diagnose(
+                state.get("roofline"), state.get("ncu_metrics") or {},
+                source=Path(best.path).read_text() if best and Path(best.path).is_file() else "",
+                spec=get_gpu_spec(state["gpu_key"]) if state.get("gpu_key") else None,
+            )
         diagnosis = choose(bottlenecks, state.get("rounds_without_gain", 0), source)
         emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
              fix=diagnosis.recommended_fix, source=source, note=note,

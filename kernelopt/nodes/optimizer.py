@@ -17,7 +17,7 @@ from kernelopt.llm import RetryPolicy, make_chat_model
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.history import attempt_notes, insert_lessons
-from kernelopt.offline.tuner import variants
+from kernelopt.nodes.tune import offline_candidates
 from kernelopt.prompts import (
     KernelExtractionError,
     OptimizationPromptArgs,
@@ -28,19 +28,6 @@ from kernelopt.runs import artifact_name, kernel_path
 from kernelopt.state import Branch, Candidate
 
 PROMPTS = PromptManager()
-
-
-def _offline(task: Branch) -> tuple[str | None, str]:
-    """The branch-th untried one-step launch-parameter variant of the best kernel."""
-    best = task["best"]
-    assert best is not None, "the offline optimizer starts from a verified kernel"
-    bound = task["roofline"].bottleneck if task["roofline"] else "unknown"
-    tried = set(task["tried"]) | {best.source_hash}
-    untried = (v for v in variants(Path(best.path).read_text(), bound) if source_hash(v.source) not in tried)
-    for index, variant in enumerate(untried):
-        if index == task["branch"]:
-            return variant.source, variant.change
-    return None, ""
 
 
 def _prompt(task: Branch) -> tuple[str, str]:
@@ -132,19 +119,14 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
         if stop:
             return {"candidates": [Candidate(None, "", branch, stop=stop)]}
         llm = chat_model or make_chat_model(ctx)
+        if llm is None:  # the offline policy: a measured sweep, its best one or two as candidates
+            return offline_candidates(task, ctx)
         round_, repair = task["round"], task["repair"]
         update: dict[str, Any] = {}
-        tokens = None
-        if llm is None:
-            source, change = _offline(task)
-            if source is None:
-                exhausted = "search_exhausted: every one-step launch-parameter change was tried"
-                return {"candidates": [Candidate(None, "", branch, stop=exhausted)]}
-        else:
-            source, change, found, tokens = _from_llm(task, ctx, llm)
-            if source is None:
-                return found
-            update |= found
+        source, change, found, tokens = _from_llm(task, ctx, llm)
+        if source is None:
+            return found
+        update |= found
         path = kernel_path(task["run_dir"], round_, repair, branch)
         path.write_text(source)
         emit(

@@ -1,27 +1,107 @@
-"""The offline judger: a diagnosis from the roofline and NCU's metrics, by rules."""
+"""The offline judger: a diagnosis from per-program facts, by rules.
+
+Each rule rests on one fact of what the hardware sees (waves, bytes per thread, bytes in
+flight per SM, what caps residency, spills, loop steps and stages) and names it in the
+summary ("0.5 waves: too few programs"). Speed-of-light percentages only say which unit is
+busy; no rule fires on them alone. The fixes are phrases `tuner.direction_of` reads back,
+so the offline optimizer follows the diagnosis it is given.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from kernelopt.hardware import ncu
 from kernelopt.hardware.roofline import Roofline
+from kernelopt.hardware.specs import GPUSpec
+from kernelopt.offline.facts import ProgramFacts, Thresholds, program_facts, size
+from kernelopt.offline.tuner import FIX_FEWER_STAGES, FIX_GROW, FIX_MORE_STAGES, FIX_SHRINK, FIX_SWEEP, knob_values
 from kernelopt.prompts.parsing import BottleneckResult
 
-# DRAM traffic this many times the minimum means data is read more than once.
-EXCESS_TRAFFIC_RATIO = 1.5
-LOW_OCCUPANCY_PCT = 30.0
+Rule = Callable[[ProgramFacts, Roofline | None, Thresholds], BottleneckResult | None]
 
 
-def _pct(value: float | None) -> str:
-    return "not measured" if value is None else f"{value:.1f}%"
+def _few_waves(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    if f.waves is None or f.programs is None or f.waves >= t.few_waves:
+        return None
+    return BottleneckResult(
+        category="occupancy",
+        summary=f"{f.waves:.2f} waves: too few programs",
+        reasoning=f"{f.programs} programs against {f.slots or 'an unknown number of'} resident slots: "
+        "part of the GPU has nothing to run for the whole launch.",
+        root_causes=(f"the grid has {f.programs} programs, fewer than the GPU holds at once",),
+        recommended_fixes=(FIX_SHRINK,),
+    )
 
 
-def _excess_traffic(roofline: Roofline) -> BottleneckResult | None:
-    if not (roofline.dram_bytes and roofline.min_bytes):
+def _little_work(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    per_thread, elements = f.read_bytes_per_thread, f.elements_per_thread
+    if per_thread is not None and per_thread < t.min_bytes_per_thread:
+        fact = f"{size(per_thread)} per thread in flight"
+    elif per_thread is None and elements is not None and elements < t.min_elements_per_thread:
+        fact = f"{elements:g} elements per thread"
+    else:
+        return None
+    waves = f" ({f.programs} programs, {f.waves:.1f} waves)" if f.programs and f.waves else ""
+    return BottleneckResult(
+        category="latency",
+        summary=f"{fact}: too little work per program",
+        reasoning=f"each thread issues less than one 128-bit load per step{waves}; "
+        "the launch and scheduling of many tiny programs, not the memory system, sets the time.",
+        root_causes=(f"{fact}: the block is small against the program's threads",),
+        recommended_fixes=(FIX_GROW,),
+    )
+
+
+def _little_in_flight(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    have, need = f.inflight_bytes_per_sm, f.needed_inflight_bytes_per_sm
+    if have is None or need is None or have >= need * t.inflight_margin:
+        return None
+    return BottleneckResult(
+        category="memory",
+        summary=f"{size(have)} in flight per SM: too little to cover the memory latency",
+        reasoning=f"Little's law asks {size(need)} per SM (bandwidth per SM x {t.dram_latency_ns:.0f} ns); "
+        f"{f.resident_per_sm} resident programs x {size(f.read_bytes_per_program or 0)} each fall short.",
+        root_causes=(f"{size(have)} in flight per SM against {size(need)} needed",),
+        recommended_fixes=(FIX_GROW,),
+    )
+
+
+def _residency_cap(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    if f.resident_per_sm is None or f.resident_per_sm >= t.few_resident_programs:
+        return None
+    if f.resident_limit not in ("registers", "shared memory"):
+        return None
+    usage = (
+        f"{f.registers_per_thread} registers per thread"
+        if f.resident_limit == "registers"
+        else f"{size(f.shared_mem_per_program or 0)} of shared memory per program"
+    )
+    return BottleneckResult(
+        category="occupancy",
+        summary=f"{f.resident_per_sm} program per SM: {f.resident_limit} cap residency",
+        reasoning=f"{usage} leaves room for {f.resident_per_sm} program per SM: a stall has no other warps to hide it.",
+        root_causes=(f"{usage}",),
+        recommended_fixes=(FIX_FEWER_STAGES if f.resident_limit == "shared memory" else FIX_SHRINK,),
+    )
+
+
+def _spills(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    if not f.spilled_sectors:
+        return None
+    return BottleneckResult(
+        category="memory",
+        summary=f"{f.spilled_sectors:.3g} local-memory load sectors: registers spill",
+        reasoning=f"{f.registers_per_thread} registers per thread are not enough for the tile; spills go to memory.",
+        root_causes=("the tile holds more values per thread than the registers take",),
+        recommended_fixes=(FIX_SHRINK,),
+    )
+
+
+def _excess_traffic(_: ProgramFacts, roofline: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    if roofline is None or not (roofline.dram_bytes and roofline.min_bytes):
         return None
     ratio = roofline.dram_bytes / roofline.min_bytes
-    if ratio <= EXCESS_TRAFFIC_RATIO:
+    if ratio <= t.excess_traffic_ratio:
         return None
     return BottleneckResult(
         category="memory",
@@ -29,59 +109,58 @@ def _excess_traffic(roofline: Roofline) -> BottleneckResult | None:
         reasoning=f"NCU measured {roofline.dram_bytes:.3g} bytes against a floor of {roofline.min_bytes:.3g}; "
         "data is fetched from DRAM more than once.",
         root_causes=("the kernel makes several passes over its input, or its tiles are too small to reuse loads",),
-        recommended_fixes=("enlarge the block so each program keeps its data on chip across passes",),
+        recommended_fixes=(FIX_GROW,),
     )
 
 
-def diagnose(roofline: Roofline | None, metrics: Mapping[str, float] | None) -> list[BottleneckResult]:
-    """Bottlenecks, most important first, each with root causes and fixes the search can act on."""
-    metrics = metrics or {}
-    found = [b for b in [_excess_traffic(roofline)] if b] if roofline else []
-    bound = roofline.bottleneck if roofline else "unknown"
-    compute_pct = _pct(roofline.compute_sol_pct if roofline else None)
-    memory_pct = _pct(roofline.memory_sol_pct if roofline else None)
-    warps_active = metrics.get(ncu.WARPS_ACTIVE_PCT)
-    if bound == "memory":
-        found.append(
-            BottleneckResult(
-                category="memory",
-                summary=f"memory-bound at {memory_pct} of peak memory throughput",
-                reasoning="the memory system is the busiest unit; "
-                "more bytes in flight per program raise the achieved bandwidth.",
-                root_causes=("small blocks leave too few bytes in flight per program",),
-                recommended_fixes=("increase the block size (and num_warps with it)",),
-            )
-        )
-    elif bound == "compute":
-        idle_tensor_cores = roofline is not None and roofline.uses_tensor_cores is False
-        found.append(
-            BottleneckResult(
-                category="compute",
-                summary=f"compute-bound at {compute_pct} of peak SM throughput",
-                reasoning="arithmetic dominates; larger tiles reuse each load for more FLOPs "
-                "and deeper pipelines hide latency." + (" Tensor cores are idle." if idle_tensor_cores else ""),
-                root_causes=("tiles too small for the arithmetic intensity the GPU needs",),
-                recommended_fixes=("increase the tile sizes and the number of pipeline stages",),
-            )
-        )
-    elif bound == "underutilized" or (warps_active is not None and warps_active < LOW_OCCUPANCY_PCT):
-        found.append(
-            BottleneckResult(
-                category="occupancy",
-                summary="neither compute nor memory is busy: the GPU is underutilized",
-                reasoning=f"compute {compute_pct}, memory {memory_pct}: too few programs or warps are in flight.",
-                root_causes=("the grid has too few programs, or each program too few warps",),
-                recommended_fixes=("decrease the block size to launch more programs, or raise num_warps",),
-            )
-        )
-    if not found:
-        found.append(
-            BottleneckResult(
-                category="other",
-                summary="no profile: the launch configuration is untuned",
-                reasoning="without NCU metrics the cheapest lever is the launch configuration.",
-                root_causes=("block sizes and warps were chosen by hand",),
-                recommended_fixes=("search block sizes, num_warps and num_stages one step at a time",),
-            )
-        )
-    return found
+def _shallow_pipeline(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> BottleneckResult | None:
+    stages = (f.knobs or {}).get("num_stages")
+    if not f.loops or stages is None or stages >= t.min_stages_for_loops:
+        return None
+    steps = ", ".join(sorted({loop.step for loop in f.loops}))
+    return BottleneckResult(
+        category="latency",
+        summary=f"{stages} pipeline stage(s) for a loop stepping by {steps}: loads are not overlapped",
+        reasoning="each iteration waits for its own loads; "
+        "more stages prefetch the next tiles while this one computes.",
+        root_causes=(f"num_stages={stages} in a loop over {steps}",),
+        recommended_fixes=(FIX_MORE_STAGES,),
+    )
+
+
+RULES: tuple[Rule, ...] = (
+    _few_waves, _little_work, _little_in_flight, _residency_cap, _spills, _excess_traffic, _shallow_pipeline,
+)
+
+
+def _untuned(f: ProgramFacts, roofline: Roofline | None) -> BottleneckResult:
+    """When no fact points anywhere: the launch is swept around where it is."""
+    knobs = ", ".join(f"{k}={v}" for k, v in (f.knobs or {}).items()) or "none found"
+    busy = (
+        f"; NCU: compute {roofline.compute_sol_pct or 0:.0f}%, memory {roofline.memory_sol_pct or 0:.0f}% of peak"
+        if roofline and roofline.source != "none"
+        else ""
+    )
+    return BottleneckResult(
+        category="other",
+        summary="no per-program fact stands out: the launch configuration is untuned",
+        reasoning=f"tunable values in the source: {knobs}{busy}. A measured sweep finds what no rule predicts.",
+        root_causes=("block sizes, num_warps and num_stages were chosen by hand",),
+        recommended_fixes=(FIX_SWEEP,),
+    )
+
+
+def diagnose(
+    roofline: Roofline | None,
+    metrics: Mapping[str, float] | None,
+    *,
+    source: str = "",
+    spec: GPUSpec | None = None,
+    thresholds: Thresholds | None = None,
+) -> list[BottleneckResult]:
+    """Bottlenecks, most important first, each naming the per-program fact it rests on."""
+    thresholds = thresholds or Thresholds()
+    knobs = knob_values(source) if source else {}
+    facts = program_facts(metrics or {}, spec, knobs, source, thresholds)
+    found = [b for rule in RULES if (b := rule(facts, roofline, thresholds))]
+    return found or [_untuned(facts, roofline)]

@@ -1,23 +1,29 @@
-"""The offline optimizer: a search over a kernel's launch parameters.
+"""The kernel's knobs: tunable integers read from its source, and the source rewritten with new values.
 
-Tunable parameters are read from the kernel's source, never guessed: upper-case integer
-constants assigned in the module or in ModelNew's methods (`BLOCK_SIZE = 128`), and integer
-keyword arguments of a Triton launch (`BLOCK_K=32`, `num_warps=4`, `num_stages=2`). Each
-variant changes one parameter by one step (x2 or /2 for sizes and warps, +-1 for stages), so
-the search walks downhill from the current best one verified step at a time.
+Knobs are read from the source, never guessed: upper-case integer constants assigned in the
+module or in ModelNew's methods (`BLOCK_SIZE = 128`), integer keyword arguments of a Triton
+launch (`BLOCK_K=32`, `num_warps=4`, `num_stages=2`), and the values of a `@triton.autotune`
+that holds a single `triton.Config` (a frozen winner). A knob may sit in several places; a
+configuration sets every place of each name at once. A kernel with several autotune configs
+is swept over them, each frozen into a source of its own.
 """
 
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kernelopt.hardware.roofline import Bound
-
-SIZE_MIN, SIZE_MAX = 16, 8192
+SIZE_MIN, SIZE_MAX = 16, 16384
 WARPS = (1, 2, 4, 8, 16)
-STAGES_MIN, STAGES_MAX = 1, 6
+STAGES = (1, 2, 3, 4, 5)
+
+# The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
+FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"
+FIX_SHRINK = "shrink the block sizes: more, smaller programs"
+FIX_MORE_STAGES = "raise num_stages to prefetch the next tiles while this one computes"
+FIX_FEWER_STAGES = "lower num_stages to free shared memory for more resident programs"
+FIX_SWEEP = "sweep block sizes, num_warps and num_stages around the current launch"
 
 
 @dataclass(frozen=True)
@@ -31,22 +37,49 @@ class LaunchParam:
     end_col: int
 
 
-@dataclass(frozen=True)
-class Variant:
-    """A rewritten source and the one change that made it."""
-
-    source: str
-    change: str
+def kind_of(name: str) -> str:
+    """"warps", "stages" or "size": how a knob's values step."""
+    return {"num_warps": "warps", "num_stages": "stages"}.get(name, "size")
 
 
 def _is_launch(call: ast.Call) -> bool:
     return isinstance(call.func, ast.Subscript)  # kernel[grid](...)
 
 
-def _int_literal(node: ast.expr) -> int | None:
+def _int_literal(node: ast.expr | None) -> int | None:
     if isinstance(node, ast.Constant) and type(node.value) is int:
         return node.value
     return None
+
+
+def _param(name: str, node: ast.expr) -> LaunchParam | None:
+    value = _int_literal(node)
+    if value is None or node.end_col_offset is None:
+        return None
+    return LaunchParam(name, value, node.lineno, node.col_offset, node.end_col_offset)
+
+
+def autotune_configs(tree: ast.AST) -> list[ast.Call]:
+    """The `triton.Config(...)` calls listed in the file's @triton.autotune decorators."""
+    found: list[ast.Call] = []
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        for deco in (d for d in fn.decorator_list if isinstance(d, ast.Call)):
+            if not (isinstance(deco.func, ast.Attribute) and deco.func.attr == "autotune"):
+                continue
+            configs = next((k.value for k in deco.keywords if k.arg == "configs"), deco.args[0] if deco.args else None)
+            if isinstance(configs, ast.List):
+                found += [c for c in configs.elts if isinstance(c, ast.Call)]
+    return found
+
+
+def _config_params(config: ast.Call) -> list[LaunchParam]:
+    params: list[LaunchParam] = []
+    if config.args and isinstance(config.args[0], ast.Dict):
+        for key, value in zip(config.args[0].keys, config.args[0].values, strict=True):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and (p := _param(key.value, value)):
+                params.append(p)
+    params += [p for k in config.keywords if k.arg in ("num_warps", "num_stages") and (p := _param(k.arg, k.value))]
+    return params
 
 
 def find_launch_params(source: str) -> list[LaunchParam]:
@@ -63,55 +96,91 @@ def find_launch_params(source: str) -> list[LaunchParam]:
         )
         for node in body:
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                name, value = node.targets[0].id, _int_literal(node.value)
-                if value is not None and name.isupper() and node.value.end_col_offset is not None:
-                    params.append(
-                        LaunchParam(name, value, node.value.lineno, node.value.col_offset, node.value.end_col_offset)
-                    )
+                name = node.targets[0].id
+                if name.isupper() and (p := _param(name, node.value)):
+                    params.append(p)
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_launch(n)):
         for keyword in call.keywords:
-            value = _int_literal(keyword.value) if keyword.arg else None
-            if value is None or keyword.value.end_col_offset is None or keyword.arg is None:
-                continue
-            if keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages"):
-                params.append(
-                    LaunchParam(
-                        keyword.arg, value, keyword.value.lineno, keyword.value.col_offset, keyword.value.end_col_offset
-                    )
-                )
+            if keyword.arg and (keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages")):
+                if p := _param(keyword.arg, keyword.value):
+                    params.append(p)
+    configs = autotune_configs(tree)
+    if len(configs) == 1:  # a frozen winner: its values are the knobs
+        params += _config_params(configs[0])
     return sorted(set(params), key=lambda p: (p.line, p.col))
 
 
-def _steps(param: LaunchParam) -> list[int]:
-    if param.name == "num_stages":
-        return [v for v in (param.value + 1, param.value - 1) if STAGES_MIN <= v <= STAGES_MAX]
-    if param.name == "num_warps":
-        return [v for v in (param.value * 2, param.value // 2) if v in WARPS]
-    return [v for v in (param.value * 2, param.value // 2) if SIZE_MIN <= v <= SIZE_MAX]
+def knob_values(source: str) -> dict[str, int]:
+    """Each knob's name and value (the first place it is set), in source order."""
+    try:
+        params = find_launch_params(source)
+    except SyntaxError:
+        return {}
+    values: dict[str, int] = {}
+    for param in params:
+        values.setdefault(param.name, param.value)
+    return values
 
 
-def _rewrite(source: str, param: LaunchParam, value: int) -> str:
+def _replace(source: str, edits: list[tuple[int, int, int, str]]) -> str:
+    """`source` with (line, col, end_col, text) spans replaced, last first so offsets hold."""
     lines = source.splitlines(keepends=True)
-    line = lines[param.line - 1]
-    lines[param.line - 1] = line[: param.col] + str(value) + line[param.end_col :]
+    for line, col, end_col, text in sorted(edits, reverse=True):
+        lines[line - 1] = lines[line - 1][:col] + text + lines[line - 1][end_col:]
     return "".join(lines)
 
 
-def _priority(param: LaunchParam, value: int, bound: Bound) -> int:
-    """Lower first: which moves are most likely to help this kind of bottleneck."""
-    grows = value > param.value
-    if param.name == "num_stages":
-        return 1 if (bound == "compute") == grows else 3
-    if param.name == "num_warps":
-        return 2 if grows else 3
-    if bound == "underutilized":
-        return 0 if not grows else 2  # smaller blocks: more programs to fill the GPU
-    return 0 if grows else 2  # larger blocks: fewer, longer programs; more reuse per load
+def with_config(source: str, config: Mapping[str, int]) -> str:
+    """`source` with every place of each named knob set to the configuration's value."""
+    edits = [(p.line, p.col, p.end_col, str(config[p.name])) for p in find_launch_params(source) if p.name in config]
+    return _replace(source, edits)
 
 
-def variants(source: str, bound: Bound = "unknown") -> Iterator[Variant]:
-    """One-step variants of `source`, most promising first for a kernel with this `bound`."""
-    moves = [(param, value) for param in find_launch_params(source) for value in _steps(param)]
-    moves.sort(key=lambda move: _priority(move[0], move[1], bound))
-    for param, value in moves:
-        yield Variant(_rewrite(source, param, value), f"{param.name} {param.value} -> {value}")
+def autotune_variants(source: str) -> list[tuple[dict[str, int], str]]:
+    """For a kernel with several autotune configs: each config's values, and the source with
+    that config alone (autotune runs a single config without benchmarking: the winner is frozen)."""
+    tree = ast.parse(source)
+    configs = autotune_configs(tree)
+    if len(configs) < 2:
+        return []
+    first, last = configs[0], configs[-1]
+    assert last.end_lineno is not None and last.end_col_offset is not None
+    out = []
+    for config in configs:
+        text = ast.get_source_segment(source, config)
+        if text is None:
+            continue
+        lines = source.splitlines(keepends=True)
+        head = "".join(lines[: first.lineno - 1]) + lines[first.lineno - 1][: first.col_offset]
+        tail = lines[last.end_lineno - 1][last.end_col_offset :] + "".join(lines[last.end_lineno :])
+        frozen = head + text + tail
+        out.append(({p.name: p.value for p in _config_params(config)}, frozen))
+    return out
+
+
+@dataclass(frozen=True)
+class Direction:
+    """Which way a fix moves each kind of knob: +1 up, -1 down, 0 either way."""
+
+    size: int = 0
+    warps: int = 0
+    stages: int = 0
+
+    def of(self, name: str) -> int:
+        return int(getattr(self, kind_of(name)))
+
+
+def direction_of(fix: str) -> Direction:
+    """The direction a fix in words asks for (the rules' own phrases, or an LLM's)."""
+    text = fix.lower()
+
+    def says(*words: str) -> bool:
+        return any(w in text for w in words)
+
+    size = 1 if says("enlarge", "larger block", "larger tile", "increase the block", "increase block", "bigger") else 0
+    size = -1 if says("shrink", "smaller block", "smaller tile", "decrease the block", "decrease block") else size
+    warps = 1 if says("raise num_warps", "more warps", "increase num_warps", "num_warps to match") else 0
+    warps = -1 if says("fewer warps", "lower num_warps", "decrease num_warps") else warps
+    stages = 1 if says("raise num_stages", "more stages", "increase num_stages", "more pipeline stages") else 0
+    stages = -1 if says("lower num_stages", "fewer stages", "decrease num_stages") else stages
+    return Direction(size, warps, stages)

@@ -170,7 +170,9 @@ class Reference:
             position = self.checked.index(index)
             judged.mismatches[(run, position)] = f"case {position}" + (f" ({label})" if label else "") + mismatch
 
-    def verdict(self, token: str) -> dict[str, Any]:
+    def verdict(self, token: str, partial: bool = False) -> dict[str, Any]:
+        """The verdict on what arrived under `token`; `partial` (a sweep's quick check): judged on
+        the cases received, not missing the others."""
         judged = self.judged.pop(token, None) or _Judged(protocol_error="no outputs were received")
         if judged.protocol_error:
             return {"rule": "runtime-error", "reason": f"the outputs could not be read: {judged.protocol_error}"}
@@ -178,7 +180,7 @@ class Reference:
             run, _ = first = min(judged.mismatches)
             again = " (a repeat run on the same inputs gave a different result: a race?)" if run else ""
             return {"rule": "incorrect", "reason": f"incorrect{again}: {judged.mismatches[first]}"}
-        missing = len(self.checked) - len(judged.received)
+        missing = 0 if partial and judged.received else len(self.checked) - len(judged.received)
         if missing:
             return {"rule": "incorrect", "reason": f"incorrect: no outputs for {missing} of {len(self.checked)} cases"}
         if judged.timed_mismatch:
@@ -228,7 +230,7 @@ def _answer(ref: Reference, op: str, message: dict[str, Any]) -> dict[str, Any]:
     try:
         if op == "verdict":
             with ref.lock:
-                return ref.verdict(str(message["token"]))
+                return ref.verdict(str(message["token"]), bool(message.get("partial")))
         return ref.baselines(message)
     except Exception as err:
         traceback.print_exc()

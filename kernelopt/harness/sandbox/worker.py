@@ -322,9 +322,9 @@ def _die_with_parent() -> None:
     threading.Thread(target=watch, name="kernelopt-parent-watch", daemon=True).start()
 
 
-def run_job(job: str, req: dict[str, Any]) -> int:
-    """Run one job in this (fresh, single-use) process; its result goes to result.json in the
-    work dir. The exit status is 0 whenever a result was written."""
+def run_job(job: str, req: dict[str, Any], jobs: dict[str, Any] | None = None) -> int:
+    """Run one job (of `jobs`, default JOBS) in this (fresh, single-use) process; its result goes
+    to result.json in the work dir. The exit status is 0 whenever a result was written."""
     _die_with_parent()
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the watchdog's "where are you stuck?"
     if job in ("reference", "probe"):
@@ -333,7 +333,7 @@ def run_job(job: str, req: dict[str, Any]) -> int:
         return reference.serve(req) if job == "reference" else reference.probe(req)
     out = Path(req["work_dir"]) / "result.json"
     try:
-        result = JOBS[job](req)
+        result = (jobs or JOBS)[job](req)
     except Rejected as err:
         result = {"ok": False, "rule": err.rule, "reason": str(err)}
     except Exception as err:  # the candidate's crash is a verdict; kernelopt's own is not

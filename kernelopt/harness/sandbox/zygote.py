@@ -59,7 +59,10 @@ def _child(job: dict[str, Any]) -> None:
 
         limit_resources(job.get("mem_limit_bytes"), None)()
         os.chdir(job["work_dir"])
-        from kernelopt.harness.sandbox.worker import run_job
+        if job["job"].startswith("sweep"):  # many configurations of one kernel (sweep.py)
+            from kernelopt.harness.sandbox.sweep import run_job
+        else:
+            from kernelopt.harness.sandbox.worker import run_job
 
         status = run_job(job["job"], job["request"])
     except BaseException:  # noqa: BLE001  (whatever happens, the child must not return into the server)

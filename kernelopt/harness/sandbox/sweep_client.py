@@ -1,0 +1,208 @@
+"""A measured sweep of one kernel's configurations, from the graph's side of the sandbox.
+
+Every configuration is a kernel file. Each passes the static checks; then one sandboxed
+process checks them all on quick cases (the reference process judges), and another times the
+correct ones by successive halving (see sweep.py). A configuration that hangs or kills
+its process is charged with it, and the others run again in a fresh one. What comes back is
+one `Measured` per configuration: its time at the last stage it reached, or why it has none.
+The best one or two still go through the full verification (`Verifier.verify`) before any
+becomes the best kernel: a sweep's time is a ranking, not a verdict.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import secrets
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+from kernelopt.harness import guards
+from kernelopt.harness.problem import check_kernel_source, read_source
+from kernelopt.harness.sandbox.locks import lock_path
+from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, run_job
+from kernelopt.records import HarnessError, InputError, Timing
+
+ROWS_FILE = "rows.jsonl"  # sandbox/sweep.py writes it; read here without importing torch
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One configuration's outcome in a sweep."""
+
+    variant: int
+    timing: Timing | None = None
+    stage: int = 0  # the last halving stage it was timed in
+    rule: str | None = None
+    reason: str | None = None
+
+
+class _Harness(Protocol):  # the Verifier, as this module uses it
+    settings: Any
+
+    def request(self, mode: str, **extra: Any) -> dict[str, Any]: ...
+    def reference(self) -> Any: ...
+
+
+def halving_stages(timing: Any, count: int) -> list[dict[str, Any]]:
+    """The stages of successive halving for `count` configurations: (how many survive, how timed).
+
+    A few short trials for all, more for the better half, the run's own protocol settings for
+    the best few; every stage flushes L2 and takes the median like any other measurement.
+    """
+    quick = replace(timing, warmup_ms=5.0, target_total_ms=min(25.0, timing.target_total_ms),
+                    min_trials=5, max_trials=100, interpreter_trials=1)
+    more = replace(timing, warmup_ms=10.0, target_total_ms=min(100.0, timing.target_total_ms),
+                   min_trials=10, max_trials=300, interpreter_trials=2)
+    keep = [max(2, math.ceil(count / 2)), max(2, math.ceil(count / 4)), 2]
+    return [{"keep": k, "timing": asdict(t)} for k, t in zip(keep, (quick, more, timing), strict=True)]
+
+
+def _quick_cases(cases: list[dict[str, Any]]) -> list[int]:
+    """The cases a sweep checks on: the other sizes and extra inputs (where masks and tails
+    break) and the first seed; wide and shifted values are left to the full verification."""
+    checked = [i for i, c in enumerate(cases) if not c.get("timing")]
+    sized = [i for i in checked if {"extra", "overrides", "literal"} & set(cases[i])]
+    return [checked[0], *sized]
+
+
+def _rows(work: Path) -> list[dict[str, Any]]:
+    path = work / ROWS_FILE
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _died(outcome: WorkerOutcome) -> tuple[str, str] | None:
+    """(rule, reason) when the process ended without a result; raises on kernelopt's own error."""
+    if outcome.result is None:
+        hung = (outcome.failure or "").startswith("timed out")
+        return ("timeout" if hung else "crash"), f"the sweep's process {outcome.failure}"
+    if outcome.result.get("harness_error"):
+        raise HarnessError(f"kernelopt failed in a sweep (its own error): {outcome.result['reason']}; "
+                           f"see {outcome.log_path}")
+    return None
+
+
+def _in_progress(rows: list[dict[str, Any]]) -> int | None:
+    """The configuration a process was running when it died: started, never finished."""
+    started = [r["variant"] for r in rows if r.get("started")]
+    finished = {(r["variant"], r.get("stage")) for r in rows if not r.get("started")}
+    last = next((r for r in reversed(rows) if r.get("started")), None)
+    if last is None or (last["variant"], last.get("stage")) in finished:
+        return None
+    return started[-1]
+
+
+class _Sweep:
+    def __init__(self, harness: _Harness, work: Path, secret_dir: Path, on_progress: Progress | None) -> None:
+        self.harness, self.work, self.secret_dir, self.on_progress = harness, work, secret_dir, on_progress
+        self.failed: dict[int, tuple[str, str]] = {}
+
+    def _run(self, job: str, paths: list[Path], limits: WorkerLimits, **extra: Any) -> tuple[WorkerOutcome, list]:
+        (self.work / ROWS_FILE).unlink(missing_ok=True)
+        progress = self.secret_dir / f"progress-{secrets.token_hex(8)}"
+        request = self.harness.request(
+            job, variants=[str(p) for p in paths], secret_dirs=[str(self.secret_dir)],
+            lock_path=lock_path(self.harness.settings.device), **extra,
+        )
+        try:
+            outcome = run_job(job, request, self.work, limits, self.on_progress, progress)
+        finally:
+            progress.unlink(missing_ok=True)
+        return outcome, _rows(self.work)
+
+    def _charge(self, outcome: WorkerOutcome, rows: list[dict[str, Any]], pending: list[int]) -> bool:
+        """Charge a dead process to the configuration it was running; whether the rest must run again."""
+        died = _died(outcome)
+        if died is None:
+            return bool((outcome.result or {}).get("stopped"))  # a GPU fault, already in its own row
+        local = _in_progress(rows)
+        if local is None:  # nothing to blame one configuration for: none of them is measured
+            for i in pending:
+                self.failed.setdefault(i, died)
+        else:
+            self.failed.setdefault(pending[local], died)
+        return True
+
+    def check(self, paths: list[Path], pending: list[int]) -> list[int]:
+        """The configurations correct on the quick cases."""
+        passed: list[int] = []
+        while pending:
+            reference = self.harness.reference()
+            tokens = [secrets.token_hex(16) for _ in pending]
+            for token in tokens:
+                reference.ask({"op": "expect", "token": token})
+            cases = reference.cases
+            limits = self.harness.settings.limits(self.harness.settings.candidate_phases(cases))
+            outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, tokens=tokens,
+                                      quick=_quick_cases(cases), cases=cases, reference=reference.address)
+            done = {r["variant"]: r for r in rows if not r.get("started")}
+            for local, i in enumerate(pending):
+                verdict = reference.ask({"op": "verdict", "token": tokens[local], "partial": True})
+                row = done.get(local)
+                if row is None:
+                    continue
+                if not row.get("ok"):
+                    self.failed[i] = (row["rule"], row["reason"])
+                elif verdict.get("rule"):
+                    self.failed[i] = (verdict["rule"], verdict["reason"])
+                else:
+                    passed.append(i)
+            self._charge(outcome, rows, pending)
+            left = [i for i in pending if i not in self.failed and i not in passed]
+            if left == pending:  # no configuration got a verdict: do not go round again
+                self.failed.update({i: ("crash", "the sweep's check ended without reaching it") for i in left})
+            pending = [] if left == pending else left
+        return passed
+
+    def time(self, paths: list[Path], pending: list[int]) -> dict[int, tuple[Timing, int]]:
+        """Each surviving configuration's time at the last stage it reached."""
+        timed: dict[int, tuple[Timing, int]] = {}
+        while pending:
+            reference = self.harness.reference()
+            stages = halving_stages(self.harness.settings.timing, len(pending))
+            timing_case = next(c for c in reference.cases if c.get("timing"))
+            limits = self.harness.settings.limits(self.harness.settings.candidate_phases(reference.cases))
+            outcome, rows = self._run("sweep-time", [paths[i] for i in pending], limits, stages=stages,
+                                      timing_case=timing_case)
+            timed = {}
+            for row in rows:
+                if row.get("started"):
+                    continue
+                i = pending[row["variant"]]
+                if row.get("ok"):
+                    timed[i] = (Timing(**row["timing"]), row["stage"])
+                else:
+                    self.failed[i] = (row["rule"], row["reason"])
+            if not self._charge(outcome, rows, pending):
+                break
+            pending = [i for i in pending if i not in self.failed]
+        return {i: t for i, t in timed.items() if i not in self.failed}
+
+
+def run_sweep(
+    harness: _Harness, paths: Sequence[Path], work: Path, secret_dir: Path, on_progress: Progress | None = None
+) -> list[Measured]:
+    """Check and time every configuration (kernel files); one `Measured` each, in order."""
+    paths = [Path(p).resolve() for p in paths]
+    work.mkdir(parents=True, exist_ok=True)
+    sweep = _Sweep(harness, work, secret_dir, on_progress)
+    for i, path in enumerate(paths):
+        try:
+            source = read_source(path, "kernel")
+            check_kernel_source(source, path.name)
+        except InputError as err:
+            sweep.failed[i] = ("bad-input", str(err))
+            continue
+        violation = guards.first_violation_line(source, path.name)
+        if violation:
+            rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
+            sweep.failed[i] = (rule, violation)
+    passed = sweep.check(paths, [i for i in range(len(paths)) if i not in sweep.failed])
+    timed = sweep.time(paths, passed) if passed else {}
+    return [
+        Measured(i, timing=timed[i][0], stage=timed[i][1]) if i in timed
+        else Measured(i, rule=sweep.failed.get(i, ("not-timed", ""))[0], reason=sweep.failed.get(i, ("", ""))[1])
+        for i in range(len(paths))
+    ]

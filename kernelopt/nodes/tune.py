@@ -1,0 +1,155 @@
+"""The offline optimizer: a measured sweep of the best kernel's knobs, following the diagnosis.
+
+A round plans configurations around the best kernel (space.py: the diagnosis's direction
+first, nothing measured before, nothing further along a move measured slower), measures them
+all in one sandboxed sweep with successive halving, and hands the fastest one or two to the
+verifier node, which verifies them in full and keeps one only when it beats the best by more
+than the noise. Each round's table lives in sweeps/round-NNN.json: the next round learns from
+every table before it, a repair verifies the next configuration of the table instead of
+measuring again, and the report shows them all.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, cast
+
+from kernelopt.context import Context
+from kernelopt.harness.problem import source_hash
+from kernelopt.harness.sandbox.sweep_client import Measured
+from kernelopt.nodes.common import emit, verifier_for
+from kernelopt.offline.space import Config, plan
+from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
+from kernelopt.records import SweepRow, Timing
+from kernelopt.runs import kernel_path
+from kernelopt.state import Branch, Candidate, KernelOptState
+
+VERIFIED_PER_ROUND = 2
+GPU_SWEEP_CONFIGS, INTERPRETER_SWEEP_CONFIGS = 48, 6
+
+
+def sweep_dir(run_dir: str | Path) -> Path:
+    return Path(run_dir) / "sweeps"
+
+
+def table_path(run_dir: str | Path, round_: int, repair: int = 0) -> Path:
+    """sweeps/round-001.json; a repair that found the round's tables spent sweeps again: round-001-a1.json."""
+    return sweep_dir(run_dir) / (f"round-{round_:03d}" + (f"-a{repair}" if repair else "") + ".json")
+
+
+def load_tables(run_dir: str | Path) -> list[dict[str, Any]]:
+    """Every round's sweep table so far, oldest first: {"round", "knobs", "direction", "rows": [...]}."""
+    folder = sweep_dir(run_dir)
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"))] if folder.is_dir() else []
+
+
+def rows_of(table: dict[str, Any]) -> list[SweepRow]:
+    return [SweepRow(**{k: v for k, v in row.items() if k != "path"}) for row in table["rows"]]
+
+
+def _plan(source: str, task: Branch, budget: int) -> tuple[list[tuple[Config, str, str]], dict[str, Any]]:
+    """This round's configurations (values, label, source) and what the plan rested on."""
+    frozen = autotune_variants(source)
+    if frozen:  # the kernel's own autotune configs, each frozen: measured here, not at run time
+        return [(config, f"autotune config {i}", text) for i, (config, text) in enumerate(frozen)], {
+            "basis": "the kernel's own triton.autotune configs"}
+    centre = knob_values(source)
+    fix = task["idea"][2] if task["idea"] else ""
+    direction = direction_of(fix)
+    measured = [row for table in load_tables(task["run_dir"]) for row in rows_of(table)]
+    configs = plan(centre, direction, measured, budget, seed=100 * task["round"] + task["repair"])
+    return [(c, "", with_config(source, c)) for c in configs], {
+        "basis": fix, "centre": centre, "direction": asdict(direction)}
+
+
+def _budget(ctx: Context, on_gpu: bool) -> int:
+    return ctx.sweep_configs or (GPU_SWEEP_CONFIGS if on_gpu else INTERPRETER_SWEEP_CONFIGS)
+
+
+def _row(config: Config, label: str, round_: int, measured: Measured, path: Path) -> dict[str, Any]:
+    timing: Timing | None = measured.timing
+    row = SweepRow(
+        config=config, round=round_, time_ms=timing.median_ms if timing else None,
+        trials=timing.trials if timing else 0, stage=measured.stage,
+        error=measured.reason if timing is None else None, rule=measured.rule if timing is None else None, label=label,
+    )
+    return {**asdict(row), "path": str(path)}
+
+
+def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
+    """Measure this round's configurations; the table, also written to sweeps/round-NNN.json."""
+    verifier = verifier_for(cast(KernelOptState, task), ctx)
+    planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda))
+    folder = sweep_dir(task["run_dir"]) / table_path(task["run_dir"], task["round"], task["repair"]).stem
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for number, (_, _, text) in enumerate(planned):
+        paths.append(folder / f"config{number:02d}.py")
+        paths[-1].write_text(text)
+    emit(task, "sweep_started", round=task["round"], configs=len(planned), basis=basis.get("basis"))
+    measured = verifier.sweep(paths, folder / "work") if paths else []
+    rows = [_row(c, label, task["round"], m, p) for (c, label, _), m, p in zip(planned, measured, paths, strict=True)]
+    table = {"round": task["round"], **basis, "knobs": sorted({k for c, _, _ in planned for k in c}), "rows": rows}
+    table_path(task["run_dir"], task["round"], task["repair"]).write_text(json.dumps(table, indent=1))
+    timed = [r for r in rows if r["time_ms"] is not None]
+    emit(task, "sweep", round=task["round"], configs=len(rows), timed=len(timed),
+         best_ms=min((r["time_ms"] for r in timed), default=None))
+    return table
+
+
+def ranked(table: dict[str, Any]) -> list[dict[str, Any]]:
+    """The table's timed rows, best first: the furthest halving stage, then the time."""
+    timed = [r for r in table["rows"] if r["time_ms"] is not None]
+    return sorted(timed, key=lambda r: (-r["stage"], r["time_ms"]))
+
+
+def _change(row: dict[str, Any], centre: Config) -> str:
+    moved = [f"{k} {centre[k]} -> {v}" for k, v in row["config"].items() if k in centre and centre[k] != v]
+    what = row["label"] or ", ".join(moved) or "the same configuration"
+    return f"{what} (swept: {row['time_ms']:.4g} ms)"
+
+
+def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: Config) -> list[Candidate]:
+    """The best configurations of these tables not yet verified, written as candidates."""
+    rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
+    candidates: list[Candidate] = []
+    for row in rows:
+        text = Path(row["path"]).read_text()
+        if source_hash(text) in tried:
+            continue
+        tried.add(source_hash(text))
+        out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
+        out.write_text(text)
+        change = _change(row, centre)
+        emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates), change=change,
+             path=str(out))
+        candidates.append(Candidate(str(out), change, len(candidates)))
+        if len(candidates) == VERIFIED_PER_ROUND:
+            break
+    return candidates
+
+
+def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
+    """The state update of the offline optimizer's branch: the round's best configurations as
+    candidates (branch 0; further branches add none), or why there is none.
+
+    A repair (both candidates failed their full verification) takes the next of the round's
+    tables; when they are spent, it sweeps configurations not measured yet.
+    """
+    best = task["best"]
+    assert best is not None, "the offline optimizer starts from a verified kernel"
+    if task["branch"]:
+        return {"candidates": []}
+    source = Path(best.path).read_text()
+    tried = set(task["tried"]) | {best.source_hash}
+    centre = knob_values(source)
+    tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
+    candidates = _pick(tables, tried, task, centre)
+    if not candidates and not table_path(task["run_dir"], task["round"], task["repair"]).exists():
+        candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
+    if not candidates:
+        why = "search_exhausted: every configuration the sweep measured was tried"
+        return {"candidates": [Candidate(None, "", 0, stop=why)]}
+    return {"candidates": candidates}

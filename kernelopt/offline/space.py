@@ -1,0 +1,168 @@
+"""Which configurations a round's sweep measures: around the best, the diagnosis's way first,
+never again what was measured, never further along a move that was measured slower.
+
+A round's plan is half directed (the nearest configurations, steps the diagnosis asks for
+cheaper than steps against it) and half exploration (a seeded sample of the rest of the space,
+for tile kernels led by the balanced tiles kernel engineers start from). Configurations a
+per-program estimate rules out (less than one element per thread, accumulators beyond the
+registers, tiles beyond shared memory) are not planned at all.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kernelopt.offline.tuner import SIZE_MAX, SIZE_MIN, STAGES, WARPS, Direction, kind_of
+from kernelopt.records import SweepRow
+
+Config = dict[str, int]
+
+
+@dataclass(frozen=True)
+class SpaceLimits:
+    """The estimates a configuration must pass to be worth measuring, and how the plan is split."""
+
+    min_elements_per_thread: float = 1.0  # a 1-D block smaller than its threads leaves threads idle
+    max_elements_per_thread: float = 64.0  # more spills the registers of a 1-D block
+    max_accumulators_per_thread: float = 256.0  # a 2-D tile's fp32 accumulators per thread
+    max_tile_smem_bytes: float = 228 * 1024  # (sum of tile sides) x smallest side x stages x 2 bytes
+    directed_share: float = 0.5  # the rest of the budget explores
+    slower_margin: float = 0.10  # a move this much slower than where it started is not taken further
+    hopeless_ratio: float = 2.0  # a value never within this of the best is not measured again
+
+
+def _size_values(centre: int, direction: int, several: bool) -> list[int]:
+    if centre < SIZE_MIN or centre & (centre - 1):
+        return [centre]  # not a power-of-two block size (a group count, a fixed width): left alone
+    reach = (-1, 3) if several else (-1, 5)
+    if direction < 0:
+        reach = (-3, 1)
+    elif direction == 0:
+        reach = (-2, 2) if several else (-2, 4)
+    shifted = (centre << k if k >= 0 else centre >> -k for k in range(reach[0], reach[1] + 1))
+    return [v for v in shifted if SIZE_MIN <= v <= SIZE_MAX]
+
+
+def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> list[int]:
+    """The values a knob may take this round."""
+    kind = kind_of(name)
+    if kind == "warps":
+        return sorted({*WARPS, centre})
+    if kind == "stages":
+        return sorted({*STAGES, centre})
+    return _size_values(centre, direction, several_sizes)
+
+
+def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
+    """Whether per-program estimates leave the configuration worth compiling."""
+    sizes = sorted((v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN), reverse=True)
+    warps = config.get("num_warps")
+    threads = 32 * warps if warps else None
+    if threads and len(sizes) == 1:
+        return limits.min_elements_per_thread <= sizes[0] / threads <= limits.max_elements_per_thread
+    if threads and len(sizes) >= 2 and sizes[0] * sizes[1] / threads > limits.max_accumulators_per_thread:
+        return False
+    if len(sizes) >= 2 and "num_stages" in config:
+        return sum(sizes) * sizes[-1] * config["num_stages"] * 2 <= limits.max_tile_smem_bytes
+    return True
+
+
+def key(config: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted(config.items()))
+
+
+def _ruled_out(rows: Sequence[SweepRow], centre: Mapping[str, int], limits: SpaceLimits) -> dict[str, set[int]]:
+    """Values not to try again: beyond a one-knob move from the centre that was slower, and
+    values whose best time was never near the best."""
+    timed = [r for r in rows if r.time_ms is not None]
+    out: dict[str, set[int]] = {name: set() for name in centre}
+    if not timed:
+        return out
+    best_ms = min(r.time_ms for r in timed if r.time_ms is not None)
+    here = next((r.time_ms for r in timed if key(r.config) == key(centre)), None)
+    for name, c in centre.items():
+        by_value: dict[int, float] = {}
+        for r in timed:
+            if r.time_ms is not None and name in r.config:
+                by_value[r.config[name]] = min(by_value.get(r.config[name], math.inf), r.time_ms)
+        out[name] |= {v for v, ms in by_value.items() if ms > best_ms * limits.hopeless_ratio}
+        if here is None:
+            continue
+        for r in timed:
+            moved = [k for k in centre if r.config.get(k) != centre[k]]
+            if moved != [name] or r.time_ms is None or r.time_ms <= here * (1 + limits.slower_margin):
+                continue
+            v = r.config[name]
+            beyond = values_of(name, v, 0, True) + values_of(name, v, 0, False) + list(by_value)
+            out[name] |= {w for w in [*beyond, v] if (w - c) * (v - c) > 0 and abs(w - c) >= abs(v - c)}
+    return out
+
+
+def _cost(config: Mapping[str, int], centre: Mapping[str, int], direction: Direction) -> float:
+    total = 0.0
+    for name, c in centre.items():
+        v = config[name]
+        step = v - c if kind_of(name) == "stages" else math.log2(v / c)
+        if step == 0:
+            continue
+        wanted = direction.of(name)
+        # with no direction, larger first: per-program overhead is the commoner loss
+        unit = (0.9 if step > 0 else 1.0) if wanted == 0 else (0.6 if wanted * step > 0 else 1.5)
+        total += abs(step) * unit
+    return total
+
+
+def _balanced(centre: Mapping[str, int]) -> list[Config]:
+    """Square tiles with a short reduction step, as kernel engineers start a tile kernel."""
+    sizes = [k for k in centre if kind_of(k) == "size" and centre[k] >= SIZE_MIN]
+    if len(sizes) < 2:
+        return []
+    seeds = []
+    for side, step, warps, stages in itertools.product((64, 128, 256), (32, 64), (4, 8), (3, 4)):
+        config = dict(centre)
+        for name in sizes:
+            config[name] = step if name.upper().endswith("K") else side
+        config.update({k: v for k, v in (("num_warps", warps), ("num_stages", stages)) if k in centre})
+        seeds.append(config)
+    return seeds
+
+
+def plan(
+    centre: Mapping[str, int],
+    direction: Direction,
+    measured: Sequence[SweepRow],
+    budget: int,
+    seed: int = 0,
+    limits: SpaceLimits | None = None,
+) -> list[Config]:
+    """Up to `budget` configurations to measure this round, the centre (the best) first when
+    it was never measured, then the directed ones, then exploration."""
+    limits = limits or SpaceLimits()
+    several = sum(1 for k, v in centre.items() if kind_of(k) == "size" and v >= SIZE_MIN) >= 2
+    ruled = _ruled_out(measured, centre, limits)
+    axes = {
+        name: [v for v in values_of(name, c, direction.of(name), several) if v == c or v not in ruled[name]]
+        for name, c in centre.items()
+    }
+    done = {key(r.config) for r in measured}
+    names = list(centre)
+    space = [dict(zip(names, values, strict=True)) for values in itertools.product(*(axes[n] for n in names))]
+    space = [c for c in space if key(c) not in done and (feasible(c, limits) or key(c) == key(centre))]
+    rng = random.Random(seed)
+    rng.shuffle(space)  # ties in cost are broken at random, not by the order of the axes
+    space.sort(key=lambda c: (key(c) != key(centre), _cost(c, centre, direction)))
+    directed = space[: max(min(budget, 2), math.ceil(budget * limits.directed_share))]
+    chosen = {key(c) for c in directed}
+    seeds = _balanced(centre) if not measured else []
+    explore = [c for c in seeds if feasible(c, limits) and key(c) not in done | chosen]
+    rest = [c for c in space if key(c) not in chosen]
+    picks = directed + explore[: budget - len(directed)]
+    picks += rng.sample(rest, min(len(rest), budget - len(picks))) if len(picks) < budget else []
+    unique: dict[tuple[tuple[str, int], ...], Config] = {}
+    for config in picks:
+        unique.setdefault(key(config), config)
+    return list(unique.values())[:budget]

@@ -1,0 +1,107 @@
+"""The offline optimizer's sweeps in the report: every configuration tried, its time, and a plot
+of time against the swept block size (one line per num_warps)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+SWEEP_PNG = "sweep.png"
+
+
+def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each round's sweep table (sweeps/round-NNN.json), each row with the full verification's
+    outcome when it was one of the configurations verified."""
+    folder = Path(run_dir) / "sweeps"
+    if not run_dir or not folder.is_dir():
+        return []
+    outcome_of = {}
+    for attempt in attempts:
+        path = Path(attempt.get("kernel_path") or "")
+        if path.is_file():
+            outcome_of[path.read_text()] = attempt["outcome"] + (" (new best)" if attempt.get("new_best") else "")
+    tables = []
+    for table_file in sorted(folder.glob("round-*.json")):
+        table = json.loads(table_file.read_text())
+        for row in table["rows"]:
+            variant = Path(row.get("path") or "")
+            row["verified"] = outcome_of.get(variant.read_text()) if variant.is_file() else None
+        tables.append(table)
+    return tables
+
+
+def _config(row: dict[str, Any]) -> str:
+    text = ", ".join(f"{k}={v}" for k, v in row["config"].items())
+    return f"{row['label']}: {text}" if row.get("label") else text
+
+
+def sweep_markdown(summary: dict[str, Any], has_plot: bool) -> list[str]:
+    """The report's section on the sweeps: one table per round, fastest first."""
+    tables = summary.get("sweeps") or []
+    if not tables:
+        return []
+    lines = ["", "## Configurations swept", ""]
+    if has_plot:
+        lines += [f"![time against the swept parameter]({SWEEP_PNG})", ""]
+    for table in tables:
+        rows = sorted(table["rows"], key=lambda r: (r["time_ms"] is None, -r["stage"], r["time_ms"] or 0.0))
+        timed = sum(r["time_ms"] is not None for r in rows)
+        lines += [f"### Round {table['round']}: {len(rows)} configurations, {timed} timed",
+                  f"Following: {table.get('basis') or '-'}", "",
+                  "| # | configuration | time (ms) | trials | halving stage | full verification |",
+                  "|---|---|---|---|---|---|"]
+        for n, row in enumerate(rows, 1):
+            time = f"{row['time_ms']:.4g}" if row["time_ms"] is not None else f"failed: {row.get('rule')}"
+            lines.append(f"| {n} | {_config(row)} | {time} | {row['trials']} | {row['stage']} | "
+                         f"{row.get('verified') or '-'} |")
+        lines.append("")
+    return lines
+
+
+def _axis(rows: list[dict[str, Any]]) -> str | None:
+    """The knob to plot time against: the size knob with the most distinct values."""
+    counts: dict[str, set[int]] = {}
+    for row in rows:
+        for k, v in row["config"].items():
+            counts.setdefault(k, set()).add(v)
+    sizes = [k for k in counts if k not in ("num_warps", "num_stages")] or list(counts)
+    return max(sizes, key=lambda k: len(counts[k]), default=None)
+
+
+def draw_sweep(summary: dict[str, Any], path: str | Path) -> bool:
+    """sweep.png: time against the swept parameter, one line per num_warps; False without a sweep."""
+    rows = [r for t in summary.get("sweeps") or [] for r in t["rows"] if r["time_ms"] is not None]
+    axis = _axis(rows)
+    if not rows or axis is None:
+        return False
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(8, 5), dpi=110)
+    FigureCanvasAgg(figure)
+    ax = figure.add_subplot(1, 1, 1)
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for row in rows:
+        if axis not in row["config"]:
+            continue
+        rest = ", ".join(f"{k}={v}" for k, v in row["config"].items() if k != axis and k in ("num_warps", "num_stages"))
+        groups.setdefault(rest or "all", []).append((row["config"][axis], row["time_ms"]))
+    for label, points in sorted(groups.items()):
+        best: dict[int, float] = {}
+        for x, ms in points:
+            best[x] = min(best.get(x, math.inf), ms)
+        xs = sorted(best)
+        ax.plot(xs, [best[x] for x in xs], marker="o", label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel(f"{axis} (other knobs: best time at each value)")
+    ax.set_ylabel("time (ms, median)")
+    clock = "GPU time" if summary.get("is_gpu_time") else "interpreter time, not GPU performance"
+    ax.set_title(f"Configurations swept ({clock})")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path)
+    return True
