@@ -129,8 +129,8 @@ def overhead(work: Path, rounds: int = 2) -> str:
 
 def baselines(work: Path) -> str:
     """(d) Eager, torch.compile and the starting kernel, with floor efficiency."""
-    from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
     from kernelopt.hardware.roofline import floor_time_ms
+    from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
     from kernelopt.harness.verify import floor_ms_for
 
     ceilings = load_or_measure_ceilings()

@@ -38,7 +38,7 @@ from typing_extensions import TypedDict
 
 from kernelopt.context import Context
 from kernelopt.graph import build_graph
-from kernelopt.state import KernelRecord
+from kernelopt.records import KernelRecord
 
 
 class KernelRequest(TypedDict):

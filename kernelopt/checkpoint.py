@@ -68,7 +68,13 @@ def serializer() -> JsonPlusSerializer:
     """LangGraph's serializer, strict: only the state's own record types are revived from a checkpoint."""
     from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-    return JsonPlusSerializer(allowed_msgpack_modules=sorted((t.__module__, t.__name__) for t in state_record_types()))
+    import kernelopt.state
+
+    allowed = {(t.__module__, t.__name__) for t in state_record_types()}
+    # Runs checkpointed before the records moved to records.py name them under kernelopt.state,
+    # which still holds those names: they resume.
+    allowed |= {("kernelopt.state", name) for _, name in allowed if hasattr(kernelopt.state, name)}
+    return JsonPlusSerializer(allowed_msgpack_modules=sorted(allowed))
 
 
 class RecordSerializer:

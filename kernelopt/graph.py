@@ -1,21 +1,24 @@
-"""The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> verifier -> ... -> report
+"""The kernelopt graph: setup -> verifier -> profile -> judger -> optimizer -> review -> verifier -> ... -> report
 
-setup ─▶ verifier ─┬─ new best ─▶ profile ─┬─ at roofline ─▶ report ─▶ END
-  │        ▲       │                        └─▶ judger ─▶ optimizer ─┐
-  │        │       ├─ failed, repairs left ─▶ optimizer              │
-  │        │       ├─ otherwise ─▶ judger (next idea)                │
-  │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ report ─▶ END
-  └─ no kernel ─▶ optimizer (writes the first one) ──────────────────┘
+setup ─▶ verifier ─┬─ new best ─▶ accept ─▶ profile ─┬─ at roofline ─▶ report ─▶ END
+  │        ▲       │                                 └─▶ judger ─▶ optimizer ─▶ review ─┐
+  │        │       ├─ failed, repairs left ─▶ optimizer (a repair per failed candidate)  │
+  │        │       ├─ otherwise ─▶ judger (next idea)                                    │
+  │        │       └─ stop (max rounds, no gain, no correct kernel) ─▶ report ─▶ END     │
+  │        └─────────────────────────────────────────────────────────────────────────────┘
+  └─ no kernel ─▶ optimizer (writes the first one)
 
-The nodes that decide (setup, verifier, accept, profile, judger) return Command[Literal[...]],
-the route and the update together; every stop rule is in nodes/stop.py's should_stop.
+The nodes that decide (setup, review, verifier, accept, profile, judger) return
+Command[Literal[...]], the route and the update together; every stop rule is in
+nodes/stop.py's should_stop, and a step's end (attempts, counters, where next) in nodes/step.py.
 
 Every way to the end passes the report node, so every run, however started (CLI, studio,
 SDK, embedded, resumed), leaves report.json, report.md and roofline.png in its run directory.
 
-With Context.approve the verifier asks the person before it tries each candidate, and a new
-best waits for the accept node (verifier ─▶ accept ─▶ the verifier's routes), which asks
-before taking it: both through LangGraph's interrupt(), so compile with a checkpointer.
+The verifier knows nothing of approval. With Context.approve the review node asks the person
+before each candidate is tried, and the accept node asks before a new best over an existing one
+is taken: both through LangGraph's interrupt(), so compile with a checkpointer. Without it,
+review passes the candidates on and accept takes the new best.
 """
 
 from __future__ import annotations
@@ -29,12 +32,13 @@ from langgraph.graph.state import CompiledStateGraph
 from kernelopt.checkpoint import knowing_records
 from kernelopt.context import Context
 from kernelopt.nodes import watch
+from kernelopt.nodes.gate import accept, review_step
 from kernelopt.nodes.judger import make_judger
 from kernelopt.nodes.optimizer import make_optimizer
 from kernelopt.nodes.profile import profile
 from kernelopt.nodes.report import report
 from kernelopt.nodes.setup import make_setup
-from kernelopt.nodes.verifier import accept, verify
+from kernelopt.nodes.verifier import verify
 from kernelopt.state import InputState, KernelOptState, OutputState
 
 if TYPE_CHECKING:
@@ -49,6 +53,8 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     """
     builder = StateGraph(KernelOptState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
     builder.add_node("setup", watch.watched(make_setup(chat_model), watch.setup))
+    # only with Context.approve does review ask anything: else it passes the candidates on
+    builder.add_node("review", watch.watched(review_step, watch.review))
     builder.add_node("verifier", watch.watched(verify, watch.verification("verifier")))
     builder.add_node("profile", watch.watched(profile, watch.profile))
     builder.add_node("judger", watch.watched(make_judger(chat_model), watch.judger))
@@ -57,14 +63,14 @@ def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
     builder.add_node(
         "optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer), input_schema=KernelOptState
     )
-    # only with Context.approve: a new best waits for the person's yes
+    # a step with a new best: taken here (with Context.approve, once the person says yes)
     builder.add_node("accept", watch.watched(accept, watch.verification("accept")))
     builder.add_node("report", report)
 
     builder.set_entry_point("setup")
     # The nodes that decide return Command[Literal[...]]: where the run goes and the update
     # together. LangGraph draws their edges from that annotation; every stop goes to the report.
-    builder.add_edge("optimizer", "verifier")  # the verifier joins the optimizer's branches
+    builder.add_edge("optimizer", "review")  # review joins the optimizer's branches
     builder.add_edge("report", END)
     return builder
 

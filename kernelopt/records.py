@@ -139,6 +139,79 @@ class SweepRow:
     verified: str | None = None  # the full verification's outcome, for the one or two verified
 
 
+# faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
+Outcome = Literal["faster", "within_noise", "slower", "incorrect", "failed", "rejected"]
+
+
+@dataclass(frozen=True)
+class KernelRecord:
+    """A verified kernel: where its source is, and how fast it ran."""
+
+    path: str
+    source_hash: str
+    timing: Timing
+    round: int
+
+    @property
+    def time_ms(self) -> float:
+        return self.timing.median_ms
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The judger's verdict for one round: the bottlenecks seen and the one cause and fix chosen."""
+
+    bottlenecks: tuple[BottleneckResult, ...]
+    category: str
+    root_cause: str
+    recommended_fix: str
+    source: Literal["llm", "rules"]
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One candidate tried: what changed, what the verifier said, how it compared with the best."""
+
+    round: int
+    repair: int  # 0 for the round's first candidate, then 1, 2, ... for repairs
+    kernel_path: str
+    source_hash: str
+    outcome: Outcome
+    change: str
+    time_ms: float | None = None
+    speedup_vs_best: float | None = None  # best time / this time, before this attempt
+    error: str | None = None
+    rule: str | None = None
+    new_best: bool = False
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """What one optimizer branch hands the verifier: a kernel file, or why it has none.
+
+    Parallel branches write only to the `candidates` list (and token counts); a branch that
+    must end the run (its LLM is down, a budget is spent, nothing is left to try) says so in
+    `stop`, and the verifier, the one node that joins them, asks `should_stop` with it.
+    """
+
+    path: str | None
+    change: str
+    branch: int = 0
+    error: str | None = None  # the reply held no usable kernel: this is why
+    stop: str | None = None
+
+
+@dataclass(frozen=True)
+class PendingBest:
+    """A verified step with a new best, handed from the verifier to the accept node, which takes
+    the best (under Context.approve: once the person says yes) and records the step."""
+
+    attempts: tuple[Attempt, ...]
+    records: tuple[KernelRecord | None, ...]  # per attempt: the new best it made, else None
+    branches: tuple[int, ...]  # per attempt: its optimizer branch
+    stops: tuple[str, ...] = ()
+
+
 class InputError(ValueError):
     """Bad user input: the message is one line saying what is wrong and what to do."""
 

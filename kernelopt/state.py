@@ -1,4 +1,4 @@
-"""The typed state the graph passes between nodes, and the frozen records it carries.
+"""The typed state the graph passes between nodes (its records are in records.py).
 
 Values are JSON-native (str, numbers, lists, dicts) or frozen dataclasses of those. Kernel
 sources, logs and profiles live as files in the run directory; the state points at them.
@@ -7,89 +7,21 @@ sources, logs and profiles live as files in the run directory; the state points 
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
-from typing import Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, NotRequired
 
 from typing_extensions import TypedDict
 
 from kernelopt.budget import add_tokens
-from kernelopt.records import Baselines, BottleneckResult, Roofline, Timing
-
-# faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
-Outcome = Literal["faster", "within_noise", "slower", "incorrect", "failed", "rejected"]
-
-
-@dataclass(frozen=True)
-class KernelRecord:
-    """A verified kernel: where its source is, and how fast it ran."""
-
-    path: str
-    source_hash: str
-    timing: Timing
-    round: int
-
-    @property
-    def time_ms(self) -> float:
-        return self.timing.median_ms
-
-
-@dataclass(frozen=True)
-class Diagnosis:
-    """The judger's verdict for one round: the bottlenecks seen and the one cause and fix chosen."""
-
-    bottlenecks: tuple[BottleneckResult, ...]
-    category: str
-    root_cause: str
-    recommended_fix: str
-    source: Literal["llm", "rules"]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One candidate tried: what changed, what the verifier said, how it compared with the best."""
-
-    round: int
-    repair: int  # 0 for the round's first candidate, then 1, 2, ... for repairs
-    kernel_path: str
-    source_hash: str
-    outcome: Outcome
-    change: str
-    time_ms: float | None = None
-    speedup_vs_best: float | None = None  # best time / this time, before this attempt
-    error: str | None = None
-    rule: str | None = None
-    new_best: bool = False
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """What one optimizer branch hands the verifier: a kernel file, or why it has none.
-
-    Parallel branches write only to the `candidates` list (and token counts); a branch that
-    must end the run (its LLM is down, a budget is spent, nothing is left to try) says so in
-    `stop`, and the verifier, the one node that joins them, asks `should_stop` with it.
-    """
-
-    path: str | None
-    change: str
-    branch: int = 0
-    error: str | None = None  # the reply held no usable kernel: this is why
-    stop: str | None = None
-
-
-@dataclass(frozen=True)
-class PendingBest:
-    """A verified step whose new best waits for the person's yes (Context.approve).
-
-    The verifier stores its verdicts here instead of in `attempts`; the accept node asks, then
-    records them, with `attempts[index]` (the proposed kernel) accepted or rejected.
-    """
-
-    attempts: tuple[Attempt, ...]
-    index: int
-    best: KernelRecord
-    stops: tuple[str, ...] = ()
-    branch: int = 0  # the proposed kernel's optimizer branch
+from kernelopt.records import (  # the records live at the bottom; named here too, where the state uses them
+    Attempt,
+    Baselines,
+    BottleneckResult,
+    Candidate,
+    Diagnosis,
+    KernelRecord,
+    PendingBest,
+    Roofline,
+)
 
 
 class InputState(TypedDict):
@@ -138,7 +70,9 @@ class KernelOptState(InputState, OutputState):
     ncu_metrics: dict[str, float]  # the best kernel's aggregated NCU metrics ({} without NCU)
     attempts: Annotated[list[Attempt], operator.add]
     started_at: float  # the run's start (time.time()), for the time budget
-    pending: NotRequired[PendingBest | None]  # a new best awaiting approval (Context.approve), else None
+    pending: NotRequired[PendingBest | None]  # a verified step with a new best, for the accept node
+    # (branch, attempt) decided before verification this step: a candidate the person turned down
+    settled: NotRequired[list[tuple[int, Attempt]]]
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format
 
 

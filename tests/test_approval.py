@@ -131,7 +131,7 @@ def test_rejecting_a_new_best_keeps_the_old_one(tmp_path, add_problem):
 
 
 def test_replies_are_matched_by_order_and_resuming_never_reverifies(tmp_path, add_problem):
-    # Two branches: the verifier asks two questions in one node (as the node reruns on each
+    # Two branches: the review node asks two questions in one node (as the node reruns on each
     # resume, LangGraph hands the stored replies back to its interrupt() calls by order), then
     # the accept node asks; an unclear reply is asked again.
     def route(prompt: str) -> str:
@@ -195,7 +195,7 @@ def test_cli_reads_answers_from_stdin_stops_at_end_of_input_and_resumes(tmp_path
     # resume honours the stored context: it asks again, here answered through a pipe
     resumed = _cli("resume", run_dir, stdin="a\na\n", cwd=tmp_path)
     assert resumed.returncode == 0, _show(resumed)
-    assert "waiting for your answer at verifier" in resumed.stdout
+    assert "waiting for your answer at review" in resumed.stdout
     assert "[a]pprove / [r]eject / [e]dit?" in resumed.stdout and "you approved r001_a0.py" in resumed.stdout
     assert "stopped: max_rounds" in resumed.stdout
     summary = json.loads((run_dir / "report.json").read_text())

@@ -15,7 +15,7 @@ from kernelopt.context import Context
 from kernelopt.llm import RetryPolicy
 from kernelopt.nodes.history import lessons, with_lessons
 from kernelopt.progress import render_event
-from kernelopt.state import Attempt
+from kernelopt.records import Attempt
 
 
 def _inputs(problem: Path, kernel: str = "kernel_base.py") -> dict[str, str]:

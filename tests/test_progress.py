@@ -40,14 +40,15 @@ def test_every_node_update_in_the_stream_says_what_it_did_and_the_run_ends_with_
     updates = [chunk for chunk in graph.stream(inputs, context=fast_context(tmp_path, model="scripted", max_rounds=1),
                                                stream_mode="updates")]
     nodes = [next(iter(u)) for u in updates]
-    assert nodes == ["setup", "verifier", "profile", "judger", "optimizer", "verifier", "profile", "report"], nodes
+    assert nodes == ["setup", "verifier", "accept", "profile", "judger", "optimizer", "review", "verifier", "accept",
+                     "profile", "report"], nodes
     assert all(update is not None and update.get("progress") for u in updates for update in u.values()), updates
     by_node = {name: update["progress"] for u in updates for name, update in u.items()}
     optimizer = by_node["optimizer"]
     assert optimizer["kernel"] == "r001_a0.py" and Path(optimizer["path"]).is_file() and optimizer["change"]
     verdict = by_node["verifier"]["verdicts"][0]  # the last verifier step: round 1's candidate
     assert verdict["outcome"] == "faster" and verdict["time_ms"] > 0 and verdict["kernel"] == optimizer["path"]
-    assert by_node["verifier"]["new_best"]["path"] == optimizer["path"]
+    assert by_node["accept"]["new_best"]["path"] == optimizer["path"]  # the verifier measures, accept takes
     run_dir = Path(by_node["setup"]["run_dir"])
     assert by_node["report"]["files"] == [str(run_dir / n) for n in ("report.json", "report.md", "roofline.png")]
     assert json.loads((run_dir / "report.json").read_text())["stop_reason"] == "max_rounds"

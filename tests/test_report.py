@@ -12,8 +12,8 @@ from test_cli import _show, kernelopt
 from kernelopt.hardware.roofline import FloorEstimate, Roofline
 from kernelopt.harness.measure.timing import Timing
 from kernelopt.plot import roofline_geometry
+from kernelopt.records import Attempt, Baselines, KernelRecord
 from kernelopt.report import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
-from kernelopt.state import Attempt, Baselines, KernelRecord
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FLOOR = FloorEstimate(min_bytes=48_000_000, flops=12_000_000.0, dtype="fp32")  # 0.25 FLOP/byte

@@ -17,7 +17,7 @@ from helpers import DATA
 from test_cli import _show, kernelopt
 
 from kernelopt.harness.measure.timing import Timing
-from kernelopt.state import KernelRecord
+from kernelopt.records import KernelRecord
 
 ADD = DATA / "add"
 

@@ -145,15 +145,18 @@ def test_graph_drawing_has_every_node_and_edge(server):
     with server.showing_log():
         found = asyncio.run(drawing())
         nodes = {n["id"] for n in found["nodes"]}
-        assert {"setup", "verifier", "accept", "profile", "judger", "optimizer", "report", "__start__",
+        assert {"setup", "review", "verifier", "accept", "profile", "judger", "optimizer", "report", "__start__",
                 "__end__"} <= nodes
         edges = {(e["source"], e["target"]) for e in found["edges"]}
-        for target in ("optimizer", "judger", "profile", "report"):
+        for target in ("optimizer", "judger", "report"):
             assert ("verifier", target) in edges, f"no edge verifier -> {target}"
+            assert ("review", target) in edges, f"no edge review -> {target}"  # every candidate turned down
+        for target in ("optimizer", "judger", "profile", "report"):
             assert ("accept", target) in edges, f"no edge accept -> {target}"
-        assert ("verifier", "accept") in edges  # with approve on, a new best waits there for the person
+        assert ("verifier", "accept") in edges  # a new best is taken there (with approve on, once the person says yes)
+        assert ("verifier", "profile") not in edges  # the verifier takes no best itself
         assert {("__start__", "setup"), ("setup", "verifier"), ("setup", "optimizer"), ("judger", "optimizer"),
-                ("optimizer", "verifier"), ("profile", "judger"), ("profile", "report")} <= edges
+                ("optimizer", "review"), ("review", "verifier"), ("profile", "judger"), ("profile", "report")} <= edges
         # every way to the end passes the report node
         assert {s for s, t in edges if t == "__end__"} == {"report"}, edges
 

@@ -1,8 +1,8 @@
-"""Approval by a person (Context.approve): questions asked through LangGraph's interrupt().
+"""Approval by a person (Context.approve): the questions, asked through LangGraph's interrupt().
 
 Two questions, each an `interrupt(payload)` whose reply comes back with `Command(resume=...)`:
 
-- "try" (in the verifier, once per candidate, before anything is verified): the payload says
+- "try" (in the review node, once per candidate, before anything is verified): the payload says
   what the candidate is and shows its source and a unified diff against the current best.
   Replies: {"action": "approve"}, {"action": "reject", "reason": "..."} or
   {"action": "edit", "source": "..."}.
@@ -11,10 +11,11 @@ Two questions, each an `interrupt(payload)` whose reply comes back with `Command
 
 A node that calls interrupt() runs again from its start when it is resumed, and LangGraph
 hands the stored replies back to its interrupt() calls by their order in the node. So the
-verifier asks about every candidate of the step first (no side effect before or between the
-questions), then acts on the replies: a resumed verifier never re-verifies anything, and the
-n-th reply always answers the n-th candidate. A reply that is not understood is asked again
+review node asks about every candidate of the step first (no side effect before or between the
+questions), then acts on the replies: the n-th reply always answers the n-th candidate, and
+nothing is verified until the last reply is in. A reply that is not understood is asked again
 (a further interrupt, with `error` in its payload), which keeps that order deterministic.
+The nodes themselves are in nodes/gate.py.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
-from kernelopt.state import Candidate, KernelRecord
+from kernelopt.records import Candidate, KernelRecord
 
 REJECTED_RULE = "rejected-by-person"
 STARTING_KERNEL = "the starting kernel"  # setup's candidate: the person's own kernel is not asked about

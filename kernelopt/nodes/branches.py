@@ -9,7 +9,8 @@ from langgraph.types import Send
 
 from kernelopt.nodes.history import HISTORY_SIZE, lessons
 from kernelopt.nodes.ideas import idea_for_branch
-from kernelopt.state import Attempt, Branch
+from kernelopt.records import Attempt
+from kernelopt.state import Branch
 
 
 def new_round(state: Mapping[str, Any], count: int) -> list[Send]:

@@ -6,8 +6,7 @@ Shared by the judger and the optimizer, which both put the run's history in thei
 from __future__ import annotations
 
 from kernelopt.prompts import AttemptNote
-from kernelopt.records import one_line
-from kernelopt.state import Attempt
+from kernelopt.records import Attempt, one_line
 
 HISTORY_SIZE = 6  # the last attempts the prompts recall
 LESSONS_SIZE = 6  # changes listed under each of "avoid" and "prioritise"

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from kernelopt.prompts import BottleneckResult
-from kernelopt.state import Diagnosis
+from kernelopt.records import Diagnosis
 
 NO_FIX_NAMED = "remove the bottleneck named above"
 

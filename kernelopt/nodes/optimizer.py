@@ -24,8 +24,9 @@ from kernelopt.prompts import (
     PromptManager,
     extract_kernel,
 )
+from kernelopt.records import Candidate
 from kernelopt.runs import artifact_name, kernel_path
-from kernelopt.state import Branch, Candidate
+from kernelopt.state import Branch
 
 PROMPTS = PromptManager()
 

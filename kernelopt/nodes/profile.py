@@ -16,7 +16,8 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
 from kernelopt.nodes.common import after, context_of, emit, verifier_for
 from kernelopt.nodes.stop import Step, should_stop
-from kernelopt.state import KernelOptState, KernelRecord
+from kernelopt.records import KernelRecord
+from kernelopt.state import KernelOptState
 
 INTERPRETER_WARNING = (
     "times are Triton-interpreter (CPU) times, not GPU times: efficiency against the floor is not computed"

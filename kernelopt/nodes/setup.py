@@ -23,8 +23,9 @@ from kernelopt.llm import make_chat_model
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
 from kernelopt.nodes.stop import Step, should_stop
+from kernelopt.records import Candidate
 from kernelopt.runs import kernel_path, new_run_dir
-from kernelopt.state import Candidate, KernelOptState
+from kernelopt.state import KernelOptState
 
 
 def _sources(state: KernelOptState) -> tuple[str, str | None]:

@@ -22,9 +22,9 @@ from kernelopt.harness.sandbox.sweep_client import Measured
 from kernelopt.nodes.common import emit, verifier_for
 from kernelopt.offline.space import Config, plan
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
-from kernelopt.records import SweepRow, Timing
+from kernelopt.records import Candidate, SweepRow, Timing
 from kernelopt.runs import kernel_path
-from kernelopt.state import Branch, Candidate, KernelOptState
+from kernelopt.state import Branch, KernelOptState
 
 VERIFIED_PER_ROUND = 2
 GPU_SWEEP_CONFIGS, INTERPRETER_SWEEP_CONFIGS = 48, 6

@@ -17,7 +17,8 @@ from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.progress import outcome_words, verdict_detail
-from kernelopt.state import Attempt, Branch, Candidate, KernelOptState, KernelRecord
+from kernelopt.records import Attempt, Candidate, KernelRecord
+from kernelopt.state import Branch, KernelOptState
 
 Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one
 Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
@@ -65,7 +66,7 @@ def verdict(attempt: Attempt) -> dict[str, Any]:
 
 
 def verification(node: str) -> Describe:
-    """The verdicts of a verifier or accept step, the new best, and a pending question."""
+    """The verdicts of a verifier or accept step, the new best taken, and a step handed to accept."""
 
     def describe(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
         pending = update.get("pending")
@@ -75,10 +76,21 @@ def verification(node: str) -> Describe:
         return {
             "node": node, "round": state.get("round", 0), "verdicts": [verdict(a) for a in attempts],
             "new_best": {"path": best.path, "time_ms": best.time_ms} if new_best and best else None,
-            "awaiting_approval": bool(pending), **_stop(update),
+            "new_best_to_take": bool(pending), **_stop(update),
         }
 
     return describe
+
+
+def review(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:
+    """What the person let through: the candidates passed on, and those turned down."""
+    settled = update.get("settled") or []
+    passed = update.get("candidates")
+    return {
+        "node": "review", "round": state.get("round", 0),
+        "asked": passed is not None or bool(settled),
+        "rejected": [verdict(attempt) for _, attempt in settled], **_stop(update),
+    }
 
 
 def profile(state: KernelOptState, update: dict[str, Any]) -> dict[str, Any]:

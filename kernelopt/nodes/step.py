@@ -1,0 +1,75 @@
+"""A verified step's end, shared by the nodes that finish one (review, verifier, accept): its
+events, and where the run goes next with the step's attempts, best, counters and stop reason."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from langgraph.types import Command
+
+from kernelopt.context import Context
+from kernelopt.nodes.branches import repairs
+from kernelopt.nodes.common import after, emit
+from kernelopt.nodes.stop import Step, should_stop
+from kernelopt.records import Attempt, KernelRecord
+from kernelopt.runs import save_best
+from kernelopt.state import KernelOptState
+
+Route = Literal["optimizer", "judger", "profile", "report"]
+
+
+def report_verdict(state: KernelOptState, attempt: Attempt, branch: int) -> None:
+    """The verdict event of one attempt."""
+    emit(
+        state,
+        "verdict",
+        round=attempt.round,
+        repair=attempt.repair,
+        branch=branch,
+        outcome=attempt.outcome,
+        time_ms=attempt.time_ms,
+        error=attempt.error,
+        change=attempt.change,
+    )
+
+
+def take_best(state: KernelOptState, attempt: Attempt, best: KernelRecord) -> None:
+    """A new best taken: best_kernel.py, and the new_best event."""
+    save_best(state["run_dir"], best.path)
+    emit(state, "new_best", round=attempt.round, time_ms=best.time_ms, path=best.path)
+
+
+def conclude(
+    state: KernelOptState,
+    ctx: Context,
+    attempts: list[Attempt],
+    best: KernelRecord | None,
+    stops: list[str],
+    update: dict[str, Any] | None = None,
+) -> Command[Route]:
+    """A verified step's update (its attempts, the best, counters and stop reason) and where the run goes."""
+    update = {**(update or {}), "attempts": attempts, "best": best}
+    passed = [a for a in attempts if a.time_ms is not None]  # correct and timed (a new best or not)
+    round_, repair = state["round"], state["repairs"]
+    if passed:
+        update.update(last_error=None, repairs=0)
+        can_repair = False
+    else:
+        can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
+        update.update(last_error=attempts[0].error, repairs=repair + 1)
+    round_over = not can_repair
+    gained = any(a.new_best for a in attempts) or any(
+        a.new_best for a in state.get("attempts", []) if a.round == round_
+    )
+    if round_over and round_ > 0:
+        update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
+    reason = should_stop(after(state, update), ctx, Step(halts=tuple(stops), round_over=round_over))
+    if reason:
+        update["stop_reason"] = reason
+    if any(a.new_best for a in attempts):  # profile a new best, also the last one
+        return Command(goto="profile", update=update)
+    if reason:
+        return Command(goto="report", update=update)
+    if can_repair:
+        return Command(goto=repairs(after(state, update), len(state.get("attempts", []))), update=update)
+    return Command(goto="judger", update=update)
