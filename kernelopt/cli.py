@@ -20,7 +20,7 @@ from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
-from kernelopt.harness.problem import check_kernel_source, check_problem_source, read_source
+from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
 from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
 
@@ -166,13 +166,10 @@ def _prewarm() -> None:
 
 
 def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
-    problem_source = read_source(problem, "problem")
-    check_problem_source(problem_source, Path(problem).name)
-    kernel_source = None
-    if kernel:
-        kernel_source = read_source(kernel, "kernel")
-        check_kernel_source(kernel_source, Path(kernel).name)
-    return problem_source, kernel_source
+    return checked_sources(
+        read_source(problem, "problem"), read_source(kernel, "kernel") if kernel else None,
+        Path(problem).name, Path(kernel).name if kernel else "kernel.py",
+    )
 
 
 def _out_dir(out: str) -> Path:

@@ -34,10 +34,14 @@ def _run(pool: PoolExecutor, specs: list[ProblemSpec]) -> dict[str, dict]:
 
 
 def test_the_lock_is_the_physical_gpus():
-    assert device_key("cuda", "3,5") == "cuda-3" and device_key("cuda:1", "3,5") == "cuda-5"
-    assert device_key("cuda", "") == "cuda-0" and device_key("cuda:1", "") == "cuda-1"
-    assert device_key("cuda", "GPU-8f2c") == "cuda-GPU-8f2c"
-    assert device_key("cpu", "3") == "cpu"
+    assert device_key("cuda", "3,5", []) == "cuda-3" and device_key("cuda:1", "3,5", []) == "cuda-5"
+    assert device_key("cuda", "", []) == "cuda-0" and device_key("cuda:1", "", []) == "cuda-1"
+    assert device_key("cuda", "GPU-8f2c", []) == "cuda-GPU-8f2c"
+    assert device_key("cpu", "3", []) == "cpu"
+    # where the driver names its GPUs, an index and a UUID for the same GPU take one lock
+    uuids = ["GPU-aaaa", "GPU-bbbb"]
+    assert device_key("cuda", "1", uuids) == device_key("cuda", "GPU-bbbb", uuids) == "cuda-GPU-bbbb"
+    assert device_key("cuda:1", "", uuids) == "cuda-GPU-bbbb" and device_key("cuda", "", uuids) == "cuda-GPU-aaaa"
 
 
 def test_each_worker_sees_only_its_gpu(monkeypatch):

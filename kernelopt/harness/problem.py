@@ -97,3 +97,14 @@ def load_problem(path: str | Path) -> ModuleType:
         if not callable(getattr(module, required, None)):
             raise InputError(f"{Path(path).name}: {required} is not callable; {PROBLEM_FORMAT}")
     return module
+
+
+def checked_sources(
+    problem: str, kernel: str | None, problem_name: str = "problem.py", kernel_name: str = "kernel.py"
+) -> tuple[str, str | None]:
+    """A problem's source and a starting kernel's (or None), each checked, named by its file in
+    any error (the CLI and the setup node take their input through here)."""
+    check_problem_source(problem, problem_name)
+    if kernel:
+        check_kernel_source(kernel, kernel_name)
+    return problem, kernel or None

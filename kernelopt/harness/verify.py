@@ -73,6 +73,7 @@ class HarnessSettings:
     mem_limit_gb: float = 16.0
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_compile: bool = True
+    sweep_check_processes: int | None = None  # None: chosen by sweep_client.check_processes
 
     @staticmethod
     def detect(**overrides: Any) -> HarnessSettings:
@@ -148,6 +149,7 @@ class Verifier:
             "init_seed": self._init_seed,
             "seeds": self._seeds,
             "timing": self.settings.timing.__dict__,
+            "lock_path": lock_path(self.settings.device),  # named here, once, for every process of the run
             **extra,
         }
 

@@ -13,12 +13,7 @@ from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
-from kernelopt.harness.problem import (
-    InputError,
-    check_kernel_source,
-    check_problem_source,
-    read_source,
-)
+from kernelopt.harness.problem import InputError, checked_sources, read_source
 from kernelopt.llm import make_chat_model
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
@@ -37,10 +32,8 @@ def _sources(state: KernelOptState) -> tuple[str, str | None]:
     kernel = state.get("kernel_source")
     if not kernel and state.get("kernel_path"):
         kernel = read_source(state["kernel_path"], "kernel")  # type: ignore[arg-type]
-    check_problem_source(problem, Path(state.get("problem_path") or "problem.py").name)
-    if kernel:
-        check_kernel_source(kernel, Path(state.get("kernel_path") or "kernel.py").name)
-    return problem, kernel or None
+    names = (Path(state.get("problem_path") or "problem.py").name, Path(state.get("kernel_path") or "kernel.py").name)
+    return checked_sources(problem, kernel, *names)
 
 
 def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:

@@ -64,6 +64,10 @@ def main(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # print() in the work lands in the log, not in the answers
     signal.signal(signal.SIGTERM, _stop)
+    from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
+
+    if likely_cuda():  # this GPU's fork server starts now, its imports beside the work's own
+        prewarm(True)
     work = import_work(argv[1])
     answers.write(json.dumps({"ready": os.getpid()}) + "\n")  # problems are handed only to a worker that started
     try:

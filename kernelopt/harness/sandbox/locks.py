@@ -14,14 +14,18 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 
-def device_key(device: str, visible: str | None = None) -> str:
-    """The physical device behind `device` ("cuda", "cuda:1", "cpu"): "cuda-1" for the GPU that
-    CUDA_VISIBLE_DEVICES (`visible`, default this process's) maps it to, else by CUDA's numbering."""
+def device_key(device: str, visible: str | None = None, uuids: list[str] | None = None) -> str:
+    """The physical device behind `device` ("cuda", "cuda:1", "cpu"), named by its UUID where the
+    driver tells it ("cuda-GPU-8f2c..."), so that a GPU named by index in one run and by UUID in
+    another (CUDA_VISIBLE_DEVICES=1 or =GPU-8f2c...) takes one lock; else "cuda-1" for the GPU
+    that CUDA_VISIBLE_DEVICES (`visible`, default this process's) maps it to."""
     kind, _, index = device.partition(":")
     if kind != "cuda":
         return kind
@@ -29,7 +33,23 @@ def device_key(device: str, visible: str | None = None) -> str:
     ids = [part.strip() for part in visible.split(",")] if visible else []
     position = int(index or 0)
     physical = ids[position] if position < len(ids) else str(position)
+    uuids = gpu_uuids() if uuids is None else uuids
+    if physical.isdigit() and int(physical) < len(uuids):
+        physical = uuids[int(physical)]
     return f"cuda-{physical}"
+
+
+@functools.lru_cache(maxsize=1)
+def gpu_uuids() -> list[str]:
+    """The host's GPU UUIDs by index (nvidia-smi's order, the PCI bus's: CUDA's too on a host of
+    like GPUs); [] where nvidia-smi is missing or fails (the locks then go by index)."""
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=uuid", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10, check=False)
+    except Exception:  # no driver tool, or a process that may not start one: go by index
+        return []
+    lines = [line.strip() for line in done.stdout.splitlines() if line.strip()]
+    return lines if done.returncode == 0 and all(line.startswith("GPU-") for line in lines) else []
 
 
 def lock_path(device: str) -> str:
@@ -65,9 +85,10 @@ class DeviceLock:
 
 
 @contextlib.contextmanager
-def device_lock(device: str) -> Iterator[None]:
-    """Hold `device` exclusively for one measurement (a profile, the ceilings)."""
-    lock = DeviceLock(lock_path(device))
+def device_lock(device: str, path: str | None = None) -> Iterator[None]:
+    """Hold `device` exclusively for one measurement (a profile, the ceilings); `path`: its lock
+    file as the verifier named it (a child process names it the same way, whatever it can see)."""
+    lock = DeviceLock(path or lock_path(device))
     try:
         with lock.exclusive():
             yield

@@ -66,6 +66,7 @@ class Reference:
         self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []  # cases the problem itself cannot run
         self.skipped: list[str] = []  # cases not made at this problem's size
+        self.input_bytes = 0  # the largest case's inputs: how many checks fit on the device at once
         largest: list[float] = []
         unrunnable = {int(i): why for i, why in req.get("unrunnable", {}).items()}
         for number, case in enumerate(plan_cases(self.problem, req["seeds"])):
@@ -112,6 +113,7 @@ class Reference:
         from kernelopt.harness.sandbox.calls import exact_math, outputs_of, sync
 
         inputs = case_inputs(self.problem, case, self.device)
+        self.input_bytes = max(self.input_bytes, sum(v.nbytes for v in inputs if isinstance(v, torch.Tensor)))
         times_ms = []
         with torch.no_grad(), exact_math():
             for _ in range(2 if timed else 1):
@@ -136,7 +138,7 @@ class Reference:
         with torch.no_grad():
             result["floor"] = asdict(estimate_floor(self.model, inputs))
             log_stage("floor counted")
-            with device_lock(self.req["device"]):
+            with device_lock(self.req["device"], self.req.get("lock_path")):
                 result["eager"] = asdict(measure(lambda: self.model(*inputs), self.device, config, "cpu"))
             log_stage("eager timed")
             if message.get("time_compile"):
@@ -144,7 +146,7 @@ class Reference:
                     compiled = torch.compile(self.model)
                     compiled(*inputs)  # compile outside the lock: it is not timed
                     log_stage("torch.compile compiled")
-                    with device_lock(self.req["device"]):
+                    with device_lock(self.req["device"], self.req.get("lock_path")):
                         result["compile"] = asdict(measure(lambda: compiled(*inputs), self.device, config, "cpu"))
                     log_stage("torch.compile timed")
                 except Exception as err:  # a compile failure costs the baseline, not the run
@@ -320,7 +322,8 @@ def serve(req: dict[str, Any]) -> int:
     hello = transfer.receive(control)
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
-    transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped})
+    transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped,
+                            "input_bytes": ref.input_bytes})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:
         conn, _ = listener.accept()

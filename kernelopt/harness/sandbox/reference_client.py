@@ -44,6 +44,7 @@ class ReferenceProcess:
         self.cases: list[dict[str, Any]] = reply["cases"]
         self.dropped: list[str] = reply.get("dropped", [])
         self.skipped: list[str] = reply.get("skipped", [])
+        self.input_bytes: int = int(reply.get("input_bytes", 0))
         self.log_path = str(work_dir / "worker.log")
 
     def _connect(self, work_dir: Path, limits: WorkerLimits) -> socket.socket:

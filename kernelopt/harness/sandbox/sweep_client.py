@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import secrets
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -94,23 +96,49 @@ def _in_progress(rows: list[dict[str, Any]]) -> int | None:
     return started[-1]
 
 
+# Device memory the concurrent checks of one sweep may take in all, at about four times a case's
+# inputs each (inputs, outputs, the kernel's own and the allocator's slack).
+CHECK_MEMORY_BYTES = 8 << 30
+
+
+def check_processes(settings: Any, input_bytes: int) -> int:
+    """How many processes check a sweep's configurations at once: the setting when given; else
+    one under the interpreter (it has no compile to overlap), and on a GPU a quarter of the
+    host's cores, at most 4, fewer where the problem's inputs are large."""
+    if settings.sweep_check_processes:
+        return max(1, int(settings.sweep_check_processes))
+    if not settings.use_cuda:
+        return 1
+    by_memory = CHECK_MEMORY_BYTES // max(4 * input_bytes, 1)
+    return int(max(1, min(4, (os.cpu_count() or 1) // 4, by_memory)))
+
+
+def _shards(pending: list[int], count: int) -> list[list[int]]:
+    """`pending` dealt round-robin into at most `count` non-empty shards (alike sizes spread out)."""
+    count = max(1, min(count, len(pending)))
+    return [pending[n::count] for n in range(count)]
+
+
 class _Sweep:
     def __init__(self, harness: _Harness, work: Path, secret_dir: Path, on_progress: Progress | None) -> None:
         self.harness, self.work, self.secret_dir, self.on_progress = harness, work, secret_dir, on_progress
         self.failed: dict[int, tuple[str, str]] = {}
 
-    def _run(self, job: str, paths: list[Path], limits: WorkerLimits, **extra: Any) -> tuple[WorkerOutcome, list]:
-        (self.work / ROWS_FILE).unlink(missing_ok=True)
+    def _run(
+        self, job: str, paths: list[Path], limits: WorkerLimits, work: Path | None = None, **extra: Any
+    ) -> tuple[WorkerOutcome, list]:
+        work = work or self.work
+        (work / ROWS_FILE).unlink(missing_ok=True)
         progress = self.secret_dir / f"progress-{secrets.token_hex(8)}"
         request = self.harness.request(
             job, variants=[str(p) for p in paths], secret_dirs=[str(self.secret_dir)],
             lock_path=lock_path(self.harness.settings.device), **extra,
         )
         try:
-            outcome = run_job(job, request, self.work, limits, self.on_progress, progress)
+            outcome = run_job(job, request, work, limits, self.on_progress, progress)
         finally:
             progress.unlink(missing_ok=True)
-        return outcome, _rows(self.work)
+        return outcome, _rows(work)
 
     def _charge(self, outcome: WorkerOutcome, rows: list[dict[str, Any]], pending: list[int]) -> bool:
         """Charge a dead process to the configuration it was running; whether the rest must run again."""
@@ -126,7 +154,17 @@ class _Sweep:
         return True
 
     def check(self, paths: list[Path], pending: list[int]) -> list[int]:
-        """The configurations correct on the quick cases."""
+        """The configurations correct on the quick cases, checked by several processes at once
+        where the host and the device allow it (most of a check is compiling the kernel)."""
+        shards = _shards(pending, check_processes(self.harness.settings, self.harness.reference().input_bytes))
+        if len(shards) == 1:
+            return self._check(paths, pending, self.work)
+        with ThreadPoolExecutor(len(shards), thread_name_prefix="kernelopt-sweep-check") as pool:
+            done = pool.map(lambda n: self._check(paths, shards[n], self.work / f"check-{n}"), range(len(shards)))
+            return sorted(i for passed in done for i in passed)
+
+    def _check(self, paths: list[Path], pending: list[int], work: Path) -> list[int]:
+        work.mkdir(parents=True, exist_ok=True)
         passed: list[int] = []
         while pending:
             reference = self.harness.reference()
@@ -135,7 +173,7 @@ class _Sweep:
                 reference.ask({"op": "expect", "token": token})
             cases = reference.cases
             limits = self.harness.settings.limits(self.harness.settings.candidate_phases(cases))
-            outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, tokens=tokens,
+            outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, work, tokens=tokens,
                                       quick=_quick_cases(cases), cases=cases, reference=reference.address)
             done = {r["variant"]: r for r in rows if not r.get("started")}
             for local, i in enumerate(pending):
