@@ -116,3 +116,18 @@ def test_a_slower_move_is_not_repeated_and_the_next_round_jumps_the_other_way() 
     assert all(c["BLOCK_SIZE"] >= 128 for c in nxt)
     assert {"BLOCK_SIZE": 256, "num_warps": 4} in nxt
     assert not any(c in ({"BLOCK_SIZE": 128, "num_warps": 4}, {"BLOCK_SIZE": 64, "num_warps": 4}) for c in nxt)
+
+
+def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
+    """On the H200 a round-2 matmul sweep compiled BLOCK_K 512 beside 128 x 64 tiles (393,216 B at
+    two stages, the hardware allows 232,448): the estimate takes the K step from the knob's name."""
+    from kernelopt.offline.space import SpaceLimits, feasible, tile_smem_bytes
+
+    limits = SpaceLimits()
+    too_big = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 512, "num_stages": 2, "num_warps": 8}
+    assert tile_smem_bytes(too_big) == 393_216 and not feasible(too_big, limits)
+    wide = {"BLOCK_M": 256, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 4, "num_warps": 8}
+    assert tile_smem_bytes(wide) == 196_608 and feasible(wide, limits)  # fits: K is the small side here
+    assert feasible({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3, "num_warps": 8}, limits)
+    unnamed = {"TILE_A": 128, "TILE_B": 64, "TILE_C": 512, "num_stages": 2}
+    assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most

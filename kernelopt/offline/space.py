@@ -29,7 +29,7 @@ class SpaceLimits:
     min_elements_per_thread: float = 1.0  # a 1-D block smaller than its threads leaves threads idle
     max_elements_per_thread: float = 64.0  # more spills the registers of a 1-D block
     max_accumulators_per_thread: float = 256.0  # a 2-D tile's fp32 accumulators per thread
-    max_tile_smem_bytes: float = 228 * 1024  # (sum of tile sides) x smallest side x stages x 2 bytes
+    max_tile_smem_bytes: float = 227 * 1024  # tile_smem_bytes: K step x other sides x stages x 2 bytes
     directed_share: float = 0.5  # the rest of the budget explores
     slower_margin: float = 0.10  # a move this much slower than where it started is not taken further
     hopeless_ratio: float = 2.0  # a value never within this of the best is not measured again
@@ -67,8 +67,24 @@ def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     if threads and len(sizes) >= 2 and sizes[0] * sizes[1] / threads > limits.max_accumulators_per_thread:
         return False
     if len(sizes) >= 2 and "num_stages" in config:
-        return sum(sizes) * sizes[-1] * config["num_stages"] * 2 <= limits.max_tile_smem_bytes
+        return tile_smem_bytes(config) <= limits.max_tile_smem_bytes
     return True
+
+
+def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
+    """Shared memory of a pipelined tile loop: its K step times the other tile sides, per stage.
+
+    The K step is the knob named ..K (BLOCK_K, BLOCK_SIZE_K); with none so named, whichever side
+    gives the most (a BLOCK_K of 512 beside 128 x 64 tiles is 393 KB at two stages, past any GPU).
+    """
+    sized = {k: v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN}
+    stages = config.get("num_stages", 1)
+    named_k = [v for k, v in sized.items() if k.upper().rstrip("_").endswith("K")]
+    total = sum(sized.values())
+    if named_k:
+        step = max(named_k)
+        return step * (total - step) * stages * element_bytes
+    return max(v * (total - v) for v in sized.values()) * stages * element_bytes
 
 
 def key(config: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
