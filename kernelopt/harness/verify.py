@@ -140,6 +140,7 @@ class Verifier:
             seeds_file.write_text(json.dumps(seeds))
         self._init_seed: int = seeds["init"]
         self._seeds: list[int] = seeds["inputs"]
+        self.lock_path = lock_path(settings.device)  # named once, for every process of the run
 
     def request(self, mode: str, **extra: Any) -> dict[str, Any]:
         return {
@@ -149,7 +150,7 @@ class Verifier:
             "init_seed": self._init_seed,
             "seeds": self._seeds,
             "timing": self.settings.timing.__dict__,
-            "lock_path": lock_path(self.settings.device),  # named here, once, for every process of the run
+            "lock_path": self.lock_path,
             **extra,
         }
 
@@ -176,7 +177,7 @@ class Verifier:
         (work / "result.json").unlink(missing_ok=True)
         request_path = work / "request.json"
         request_path.write_text(json.dumps(self.profile_request(kernel_path, work)))
-        with device_lock(self.settings.device):
+        with device_lock(self.settings.device, self.lock_path):
             profile = ncu_runner.run_ncu(
                 [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(request_path)],
                 env=worker_env(use_cuda=True),
@@ -254,7 +255,6 @@ class Verifier:
             secret_dirs=[str(self._private)],
             reference=reference.address,
             token=token,
-            lock_path=lock_path(self.settings.device),
         )
         limits = limits or self.settings.limits(self.settings.candidate_phases(reference.cases))
         progress = self._private / f"progress-{token}"  # where the candidate cannot write a phase of its own

@@ -135,6 +135,18 @@ def lost_result(spec: ProblemSpec, where: list[str], why: str) -> ProblemResult:
                          run_dir=spec.run_dir, where=where[-1] if where else None, tries=len(where))
 
 
+def retry_or_report(item: Item, label: str, retries: int, todo: deque[Item], notify: Notify,
+                    again: str, every: str) -> ProblemResult | None:
+    """A try of `item` lost on `label`: it goes back to the front of the queue (saying `again`),
+    or, past `retries`, its report comes back with `every` as the reason (never a silent drop)."""
+    item.lost_on.append(label)
+    if len(item.lost_on) > retries:
+        return lost_result(item.spec, item.lost_on, every)
+    notify(f"{item.spec.name}: {again}; running it again")
+    todo.appendleft(item)
+    return None
+
+
 class PoolExecutor:
     """Runs problems on its slots, one worker process per slot, each problem to whichever is free."""
 
@@ -185,13 +197,10 @@ class PoolExecutor:
         how = f"killed by signal {-status}" if status < 0 else f"exit status {status}"
         workers.remove(worker)
         if worker.item is not None:
-            item = worker.item
-            item.lost_on.append(label)
-            if len(item.lost_on) > self.retries:
-                yield lost_result(item.spec, item.lost_on, f"its worker died ({how}) on every try")
-            else:
-                self.notify(f"{item.spec.name}: the worker on {label} died ({how}); running it again")
-                todo.appendleft(item)
+            reported = retry_or_report(worker.item, label, self.retries, todo, self.notify,
+                                       f"the worker on {label} died ({how})", f"its worker died ({how}) on every try")
+            if reported is not None:
+                yield reported
         deaths[label] = 0 if worker.item is not None else deaths[label] + 1  # a problem's kill is no slot's fault
         if deaths[label] < DEATHS_IN_A_ROW:
             workers.append(_Worker(worker.slot, name, events, self.log_dir))

@@ -29,7 +29,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from kernelopt.scale.pool import RETRIES, Item, Notify, lost_result, pick
+from kernelopt.scale.pool import RETRIES, Item, Notify, lost_result, pick, retry_or_report
 from kernelopt.scale.worker import import_work, spec_from_json, work_name
 from kernelopt.suite import ProblemResult, ProblemSpec, Work
 
@@ -144,9 +144,8 @@ class RayExecutor:
 
     def _lost(self, item: Item, label: str, err: Exception, todo: deque[Item]) -> Iterator[ProblemResult]:
         why = " ".join(str(err).split())[:200]
-        item.lost_on.append(label)
-        if len(item.lost_on) > self.retries:
-            yield lost_result(item.spec, item.lost_on, f"its task was lost on every try: {type(err).__name__}: {why}")
-        else:
-            self.notify(f"{item.spec.name}: its task on {label} was lost ({type(err).__name__}); running it again")
-            todo.appendleft(item)
+        reported = retry_or_report(item, label, self.retries, todo, self.notify,
+                                   f"its task on {label} was lost ({type(err).__name__})",
+                                   f"its task was lost on every try: {type(err).__name__}: {why}")
+        if reported is not None:
+            yield reported

@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from kernelopt.harness import guards
 from kernelopt.harness.problem import check_kernel_source, read_source
-from kernelopt.harness.sandbox.locks import lock_path
 from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, run_job
 from kernelopt.records import HarnessError, InputError, Timing
 
@@ -132,7 +131,7 @@ class _Sweep:
         progress = self.secret_dir / f"progress-{secrets.token_hex(8)}"
         request = self.harness.request(
             job, variants=[str(p) for p in paths], secret_dirs=[str(self.secret_dir)],
-            lock_path=lock_path(self.harness.settings.device), **extra,
+            **extra,
         )
         try:
             outcome = run_job(job, request, work, limits, self.on_progress, progress)

@@ -115,7 +115,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                     link.send("case", index, run, outputs)
                 del outputs
             del first, before, fresh
-            _give_back(device, buffers)
+            _give_back(device)
     guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
     if req.get("time"):
@@ -172,9 +172,9 @@ def _time(
     return timing
 
 
-def _give_back(device: torch.device, kept: list[Any] | None) -> None:
+def _give_back(device: torch.device) -> None:
     """Hand a multi-GB case's freed blocks back to the driver: the reference process, beside
-    this one on the GPU, needs that memory to judge the case (kept: the inputs still held)."""
+    this one on the GPU, needs that memory to judge the case."""
     if device.type == "cuda" and torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) > 1 << 30:
         torch.cuda.empty_cache()
 
