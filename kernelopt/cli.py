@@ -90,7 +90,9 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
-                     help="candidates written per round (LLM calls concurrent, measured one at a time)")
+                     help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
+    opt.add_argument("--gpus", type=gpu_list, help="GPUs that verify a round's candidates side by side, e.g. 0,1; "
+                                                   "the first times the best (default: every visible GPU)")
     opt.add_argument("--sweep-configs", type=COUNT, help="offline: configurations measured per round before the "
                      "best two are verified (default: 48 on a GPU, 6 under the interpreter)")
     opt.add_argument("--max-tokens", type=TOKENS, help="stop when the LLM calls have used this many tokens")
@@ -172,6 +174,18 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
     )
 
 
+def _check_gpus(gpus: list[int]) -> None:
+    """InputError when --gpus names a GPU this host does not show (torch counts them: the
+    arguments are checked by now)."""
+    import torch
+
+    from kernelopt.harness.sandbox.locks import missing_gpus
+
+    wrong = missing_gpus(gpus, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    if wrong:
+        raise InputError(wrong)
+
+
 def _out_dir(out: str) -> Path:
     """The --out folder, checked: not a file, not under one, not an existing run; made if new."""
     run_dir = Path(out).expanduser().resolve()
@@ -199,10 +213,12 @@ def _optimize(args: argparse.Namespace) -> int:
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
-        candidates_per_round=args.candidates,
+        candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
     )
+    if args.gpus:
+        _check_gpus(args.gpus)
     if args.model:
         from kernelopt.llm import make_chat_model
 

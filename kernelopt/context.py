@@ -127,6 +127,14 @@ class Context:
             "kernel at a time per device."
         ),
     )
+    gpus: list[int] | None = field(
+        default=None,
+        metadata=_doc(
+            "GPUs of this host (CUDA's numbering) that verify a step's candidates side by side, one "
+            "per GPU; the first is the run's own (baselines, profiles, the best's time). Empty: "
+            "every visible GPU."
+        ),
+    )
     sweep_configs: int = field(
         default=0,
         metadata=_doc(

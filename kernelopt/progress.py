@@ -68,7 +68,8 @@ def render_event(event: dict[str, Any]) -> str | None:
             detail = _ms(event["time_ms"])
         else:
             detail = verdict_detail(event.get("error"), event["outcome"], outcome)
-        return f"  {label} ({event.get('change') or '-'}): {outcome}" + (f": {detail}" if detail else "")
+        where = f" on {event['where']}" if event.get("where") else ""
+        return f"  {label} ({event.get('change') or '-'}): {outcome}{where}" + (f": {detail}" if detail else "")
     if kind == "candidate_running":
         phase = f" ({event['phase']})" if event.get("phase") else ""
         name = Path(event.get("path") or "the candidate").name

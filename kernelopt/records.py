@@ -183,6 +183,7 @@ class Attempt:
     error: str | None = None
     rule: str | None = None
     new_best: bool = False
+    where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
 
 
 @dataclass(frozen=True)

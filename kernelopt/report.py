@@ -228,6 +228,7 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
     for a in attempts:
         words = outcome_words(a["outcome"], a["round"])
         outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
+        outcome += f" (on {a['where']})" if a.get("where") else ""
         kernel = f"`{Path(a['kernel_path']).name}`" if a.get("kernel_path") else "-"
         detail = verdict_detail(a.get("error"), a.get("rule"), a["outcome"])
         error = f"[{a['rule']}] {detail}" if a.get("rule") else detail

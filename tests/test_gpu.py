@@ -163,3 +163,23 @@ def test_problems_that_break_their_own_derived_cases_or_numerics_verify_on_the_g
     assert verdict.accepted, verdict.reason
     if folder == "derived":
         assert "dropped: other sizes" in verdict.reason
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_a_round_s_candidates_are_verified_one_per_gpu_and_the_best_timed_on_the_run_s_own(tmp_path: Path) -> None:
+    import importlib.util
+
+    from kernelopt.context import Context
+    from kernelopt.graph import build_graph
+
+    spec = importlib.util.spec_from_file_location("spread_bench", ROOT / "benchmarks" / "spread.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    result = bench.run("swish", [0, 1], candidates=4, rounds=1, out=tmp_path)
+    harness = Path(result["run_dir"]) / "harness"
+    assert (harness / "reference-gpu1").is_dir()  # gpu 1 had a reference process of its own
+    assert list((harness / "candidates").glob("*-gpu1"))  # and verified candidates
+    assert result["best_ms"] is not None and len(result["verdicts"]) == 4
+    for name, outcome, time_ms, where in result["verdicts"]:
+        assert outcome != "faster" or where == "run's GPU", (name, where)  # a new best is timed on the run's GPU

@@ -14,6 +14,7 @@ import scale_work
 from test_cli import _show, kernelopt
 from test_suite import EXPECTED, KERNELS, NAMES, PROBLEMS, _start, _wait_for
 
+from kernelopt.harness.sandbox import locks
 from kernelopt.harness.sandbox.locks import device_key, lock_path
 from kernelopt.records import InputError
 from kernelopt.scale import choose
@@ -55,6 +56,29 @@ def test_each_worker_sees_only_its_gpu(monkeypatch):
         locks.add(lock_path("cuda"))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "6,4")  # another suite that calls GPU 6 cuda:0
     assert lock_path("cuda") in locks and len(locks) == 2
+
+
+def test_a_harness_on_another_gpu_has_that_gpu_alone_and_its_lock(monkeypatch):
+    from kernelopt.harness.sandbox.runner import worker_env
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    assert worker_env(True, "6")["CUDA_VISIBLE_DEVICES"] == "6"  # its fork server and every job it forks
+    assert worker_env(False, "6")["CUDA_VISIBLE_DEVICES"] == ""  # the interpreter never touches a GPU
+    assert lock_path("cuda", "6") == lock_path("cuda", "6,4") != lock_path("cuda")  # GPU 6's, not GPU 4's
+
+
+def test_gpus_are_counted_without_torch_where_nvidia_smi_answers(monkeypatch):
+    monkeypatch.setattr(locks, "gpu_uuids", lambda: ["GPU-aaaa", "GPU-bbbb"])
+    counts = {}
+    for visible in (None, "1", "GPU-bbbb,0", ""):
+        if visible is None:
+            monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        else:
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+        counts[visible] = locks.visible_gpu_count()
+    assert counts == {None: 2, "1": 1, "GPU-bbbb,0": 2, "": 0}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")  # no such GPU: torch counts, as CUDA would (none here)
+    assert locks.visible_gpu_count() == 0
 
 
 def test_problems_go_to_whichever_worker_is_free(tmp_path):

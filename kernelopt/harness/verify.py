@@ -74,6 +74,9 @@ class HarnessSettings:
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_compile: bool = True
     sweep_check_processes: int | None = None  # None: chosen by sweep_client.check_processes
+    # The one GPU this harness's processes see, as CUDA_VISIBLE_DEVICES names it (a GPU of a
+    # candidate spread: nodes/spread.py); None: this process's own (its cuda:0).
+    gpu: str | None = None
 
     @staticmethod
     def detect(**overrides: Any) -> HarnessSettings:
@@ -96,7 +99,13 @@ class HarnessSettings:
         if self.timeout_s is not None:
             phases = PhaseLimits.uniform(self.timeout_s)
         mem_limit_bytes = int(self.mem_limit_gb * 2**30)
-        return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda)
+        return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda,
+                            self.gpu if self.use_cuda else None)
+
+    @property
+    def where(self) -> str:
+        """The GPU as said in a verdict ("gpu 1"); "" for this process's own."""
+        return f"gpu {self.gpu}" if self.use_cuda and self.gpu is not None else ""
 
     def candidate_phases(self, cases: list[dict[str, Any]]) -> PhaseLimits:
         """Limits that follow the work: a floor of a few seconds plus a generous multiple of the
@@ -140,7 +149,9 @@ class Verifier:
             seeds_file.write_text(json.dumps(seeds))
         self._init_seed: int = seeds["init"]
         self._seeds: list[int] = seeds["inputs"]
-        self.lock_path = lock_path(settings.device)  # named once, for every process of the run
+        self.lock_path = lock_path(settings.device, settings.gpu if settings.use_cuda else None)  # named once
+        # a harness on another GPU keeps its reference and candidates' folders apart from this one's
+        self._tag = f"-gpu{settings.gpu}" if settings.use_cuda and settings.gpu is not None else ""
 
     def request(self, mode: str, **extra: Any) -> dict[str, Any]:
         return {
@@ -180,7 +191,7 @@ class Verifier:
         with device_lock(self.settings.device, self.lock_path):
             profile = ncu_runner.run_ncu(
                 [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(request_path)],
-                env=worker_env(use_cuda=True),
+                env=worker_env(True, self.settings.gpu),
                 timeout_s=self.settings.timeout_s or PROFILE_LIMIT_S,
                 workdir=str(work),
                 **({"metrics": metrics} if metrics else {}),
@@ -198,7 +209,7 @@ class Verifier:
         from kernelopt.harness.sandbox.reference_client import reference_for  # torch, in the parent only when verifying
 
         limits = self.settings.limits(PhaseLimits.uniform(REFERENCE_LIMIT_S))
-        return reference_for(self._key, self.request("reference"), self.root / "reference", limits)
+        return reference_for(self._key, self.request("reference"), self.root / f"reference{self._tag}", limits)
 
     @property
     def _key(self) -> tuple[str, ...]:
@@ -259,7 +270,7 @@ class Verifier:
         limits = limits or self.settings.limits(self.settings.candidate_phases(reference.cases))
         progress = self._private / f"progress-{token}"  # where the candidate cannot write a phase of its own
         try:
-            work = self.root / "candidates" / kernel.stem
+            work = self.root / "candidates" / f"{kernel.stem}{self._tag}"
             outcome = run_job("candidate", request, work, limits, on_progress, progress)
         finally:
             progress.unlink(missing_ok=True)

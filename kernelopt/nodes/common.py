@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -12,6 +13,7 @@ from kernelopt.budget import add_tokens
 from kernelopt.context import Context
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness.measure.timing import timing_config_for
+from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.runs import log_event
 from kernelopt.state import KernelOptState
@@ -36,7 +38,9 @@ def resolve_gpu(ctx: Context) -> GPUSpec:
     return detect_gpu_spec() or get_gpu_spec(DEFAULT_TARGET_GPU)
 
 
-def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
+def verifiers_for(state: KernelOptState, ctx: Context) -> list[Verifier]:
+    """The run's verifier first (its GPU takes the baselines, the profiles and the best's time),
+    then one for each further GPU that verifies candidates beside it (Context.gpus; see spread.py)."""
     settings = HarnessSettings.detect(
         seeds=ctx.seeds,
         timeout_s=ctx.timeout_s,
@@ -49,7 +53,14 @@ def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
             ctx.timing_max_trials,
         ),
     )
-    return Verifier(state["problem_file"], f"{state['run_dir']}/harness", settings)
+    gpus = run_gpus(ctx.gpus) if settings.use_cuda else [None]
+    root = f"{state['run_dir']}/harness"
+    return [Verifier(state["problem_file"], root, dataclasses.replace(settings, gpu=gpu)) for gpu in gpus]
+
+
+def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
+    """The run's own verifier: the one on its GPU."""
+    return verifiers_for(state, ctx)[0]
 
 
 def emit(state: KernelOptState | dict[str, Any], event: str, **fields: Any) -> None:

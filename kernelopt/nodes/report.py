@@ -8,7 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
-from kernelopt.nodes.common import context_of, emit, verifier_for
+from kernelopt.nodes.common import context_of, emit, verifiers_for
 from kernelopt.report import summarize_run, write_reports
 from kernelopt.state import KernelOptState
 
@@ -22,8 +22,9 @@ def report(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     if not run_dir or not Path(run_dir).is_dir():
         return {"progress": {"node": "report", "files": [], "stop_reason": state.get("stop_reason")}}
     ctx = context_of(runtime)
-    if state.get("problem_file"):  # the run is over: its reference process leaves the GPU
-        verifier_for(state, ctx).close()
+    if state.get("problem_file"):  # the run is over: its reference processes leave the GPUs
+        for verifier in verifiers_for(state, ctx):
+            verifier.close()
     summary = summarize_run(dict(state), gpu_named=ctx.gpu is not None)
     files = [str(path) for path in write_reports(summary, run_dir)]
     emit(state, "report", path=str(Path(run_dir) / "report.md"), files=files)

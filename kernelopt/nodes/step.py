@@ -30,6 +30,7 @@ def report_verdict(state: KernelOptState, attempt: Attempt, branch: int) -> None
         time_ms=attempt.time_ms,
         error=attempt.error,
         change=attempt.change,
+        where=attempt.where,
     )
 
 

@@ -1,7 +1,8 @@
 """verifier: prove each candidate correct in a fresh process and time it.
 
-It takes every candidate the review node let through this step, one at a time (measurements on
-one device never overlap). A step without a new best ends here; a step with one goes to the
+It takes every candidate the review node let through this step: one at a time on the run's GPU,
+or, on a host with several GPUs, side by side, one per GPU (spread.py: a time is compared only
+with one taken on the same GPU, and a new best is always timed on the run's own). A step without a new best ends here; a step with one goes to the
 accept node, which takes the new best (asking the person first under Context.approve: the
 verifier knows nothing of approval).
 """
@@ -18,8 +19,9 @@ from langgraph.types import Command, Overwrite
 from kernelopt.context import Context
 from kernelopt.harness.measure.timing import Timing, beats
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.verify import Verifier, floor_ms_for
-from kernelopt.nodes.common import context_of, emit, verifier_for
+from kernelopt.harness.verify import Verdict, floor_ms_for
+from kernelopt.nodes.common import context_of, emit, verifiers_for
+from kernelopt.nodes.spread import needs_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest
@@ -30,12 +32,6 @@ def floor_time_ms(state: KernelOptState) -> float | None:
     """The problem's floor on the run's GPU, for the impossible-speed rule."""
     baselines = state.get("baselines")
     return floor_ms_for(baselines.floor if baselines else None, state.get("gpu_key") or None)
-
-
-def _outcome(faster: bool, timing: Timing, best: KernelRecord | None) -> Outcome:
-    if faster:
-        return "faster"
-    return "within_noise" if best is not None and timing.median_ms < best.time_ms else "slower"
 
 
 # A candidate running longer than this is reported as running, and again every REPORT_EVERY_S.
@@ -56,49 +52,85 @@ def _report_long_runs(state: KernelOptState, path: str) -> Callable[[str, float]
     return report
 
 
-def _judge(
-    candidate: Candidate,
-    state: KernelOptState,
-    ctx: Context,
-    verifier: Verifier,
-    best: KernelRecord | None,
-    seen: set[str],
-) -> tuple[Attempt, KernelRecord | None]:
-    """The attempt for one candidate, and the new best when it is one."""
+def _screened(candidate: Candidate, state: KernelOptState, seen: set[str]) -> Attempt | str:
+    """The attempt of a candidate that is not run (no kernel in the reply, or one already tried),
+    else its source's digest (now seen)."""
     round_, repair = state["round"], state["repairs"]
     if candidate.path is None:  # the optimizer's reply held nothing runnable: its error is the verdict
-        return Attempt(
-            round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply"
-        ), None
+        return Attempt(round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply")
     digest = source_hash(Path(candidate.path).read_text())
     if digest in seen:
         error = "the same kernel as another candidate of this step (after normalising); make a different change"
-        return Attempt(
-            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate"
-        ), None
+        return Attempt(round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate")
     seen.add(digest)
-    verdict = verifier.verify(
-        candidate.path, floor_time_ms=floor_time_ms(state), on_progress=_report_long_runs(state, candidate.path)
-    )
+    return digest
+
+
+def _judge(
+    candidate: Candidate,
+    digest: str,
+    verdict: Verdict,
+    state: KernelOptState,
+    ctx: Context,
+    best: KernelRecord | None,
+    where: str = "",
+    best_there: Timing | None = None,
+) -> tuple[Attempt, KernelRecord | None]:
+    """The attempt for one verified candidate, and the new best when it is one. A verdict taken
+    on another GPU (`where`) is compared with the best's time there (`best_there`) and never
+    makes a new best: only a verdict of the run's own GPU does (see spread.py)."""
+    assert candidate.path is not None
+    round_, repair = state["round"], state["repairs"]
     if not verdict.accepted or verdict.timing is None:
         outcome: Outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
         return Attempt(
-            round_, repair, candidate.path, digest, outcome, candidate.change, error=verdict.reason, rule=verdict.rule
+            round_, repair, candidate.path, digest, outcome, candidate.change, error=verdict.reason,
+            rule=verdict.rule, where=where,
         ), None
     timing = verdict.timing
-    faster = best is None or beats(timing, best.timing, ctx.min_gain_pct)
+    against = best_there if where else (best.timing if best else None)
+    faster = not where and (best is None or beats(timing, best.timing, ctx.min_gain_pct))
     attempt = Attempt(
         round_,
         repair,
         candidate.path,
         digest,
-        _outcome(faster, timing, best),
+        "faster" if faster else ("within_noise" if against and timing.median_ms < against.median_ms else "slower"),
         candidate.change,
         time_ms=timing.median_ms,
-        speedup_vs_best=best.time_ms / timing.median_ms if best else None,
+        speedup_vs_best=against.median_ms / timing.median_ms if against else None,
         new_best=faster,
+        where=where,
     )
     return attempt, KernelRecord(candidate.path, digest, timing, round_) if faster else None
+
+
+def _verdicts(
+    fresh: list[tuple[Candidate, str]], state: KernelOptState, ctx: Context, best: KernelRecord | None
+) -> list[tuple[Attempt, KernelRecord | None]]:
+    """The attempts of the step's candidates to run, in order: spread over the run's GPUs when
+    it has several and the step more than one candidate, else one after another on its own."""
+    verifiers = verifiers_for(state, ctx)
+    home, floor = verifiers[0], floor_time_ms(state)
+
+    def on_home(path: str) -> Verdict:
+        return home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path))
+
+    paths = [str(candidate.path) for candidate, _ in fresh]
+    spread = verify_spread(paths, verifiers, best, floor, lambda path: _report_long_runs(state, path)) if (
+        len(verifiers) > 1 and len(fresh) > 1) else None
+    judged = []
+    for k, (candidate, digest) in enumerate(fresh):
+        there = spread[k] if spread else None
+        if there is not None and there.lane == 0:  # taken on the run's own GPU
+            attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best)
+        elif there is None or needs_home(there, best, lambda t, b: beats(t, b, ctx.min_gain_pct)):
+            attempt, record = _judge(candidate, digest, on_home(paths[k]), state, ctx, best)
+        else:  # rejected on another GPU, or correct there and not faster than the best there
+            attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best, there.where, there.best_there)
+        judged.append((attempt, record))
+        best = record or best
+    return judged
 
 
 Route = Literal["accept", "optimizer", "judger", "report"]
@@ -123,10 +155,12 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
     best: KernelRecord | None = state.get("best")
     seen = {a.source_hash for a in state.get("attempts", []) if a.source_hash}
     seen |= {a.source_hash for _, a in settled if a.source_hash}
-    verifier = verifier_for(state, ctx)
+    screened = [(candidate, _screened(candidate, state, seen)) for candidate in real]
+    fresh = [(candidate, digest) for candidate, digest in screened if isinstance(digest, str)]
+    verified = iter(_verdicts(fresh, state, ctx, best))
     steps: list[tuple[int, Attempt, KernelRecord | None]] = [(branch, a, None) for branch, a in settled]
-    for candidate in real:
-        attempt, record = _judge(candidate, state, ctx, verifier, best, seen)
+    for candidate, screen in screened:
+        attempt, record = (screen, None) if isinstance(screen, Attempt) else next(verified)
         steps.append((candidate.branch, attempt, record))
         best = record or best
     for branch, attempt, _ in steps:

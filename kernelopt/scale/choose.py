@@ -13,6 +13,7 @@ import importlib.util
 import os
 from pathlib import Path
 
+from kernelopt.harness.sandbox.locks import missing_gpus, visible_gpu_count
 from kernelopt.records import InputError
 from kernelopt.scale.pool import Notify, PoolExecutor, cpu_slots, gpu_slots
 from kernelopt.suite import Executor, LocalExecutor
@@ -52,9 +53,7 @@ def choose_executor(gpus: list[int] | None, workers: int | None, ray: str | None
         from kernelopt.scale.ray_tasks import RayExecutor
 
         return RayExecutor(ray, notify)
-    import torch  # after every argument is checked: counting GPUs needs it
-
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count = visible_gpu_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if workers:
         if count:
@@ -62,12 +61,9 @@ def choose_executor(gpus: list[int] | None, workers: int | None, ray: str | None
                              f"{','.join(map(str, range(count)))} (one worker per GPU)")
         return PoolExecutor(cpu_slots(workers), out_dir / WORKERS, notify) if workers > 1 else LocalExecutor()
     if gpus:
-        missing = [i for i in gpus if i >= count]
-        if missing:
-            seen = f"GPUs 0 to {count - 1}" if count else "no CUDA GPU"
-            raise InputError(f"--gpus {','.join(map(str, gpus))}: this host shows {seen}"
-                             f"{f' (CUDA_VISIBLE_DEVICES={visible})' if visible is not None else ''}; "
-                             "name GPUs it has, or leave --gpus out to run on what is here")
+        wrong = missing_gpus(gpus, count)
+        if wrong:
+            raise InputError(wrong)
         return PoolExecutor(gpu_slots(gpus, visible), out_dir / WORKERS, notify)
     if count > 1:
         return PoolExecutor(gpu_slots(range(count), visible), out_dir / WORKERS, notify)

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from kernelopt.harness.sandbox.locks import physical_gpus
 from kernelopt.scale.worker import work_name
 from kernelopt.suite import ProblemResult, ProblemSpec, Work
 
@@ -49,9 +50,7 @@ class Slot:
 def gpu_slots(indices: Sequence[int], visible: str | None) -> list[Slot]:
     """One slot per GPU, `indices` in CUDA's numbering here (under CUDA_VISIBLE_DEVICES=`visible`),
     each worker seeing only the physical GPU behind its index."""
-    ids = [part.strip() for part in visible.split(",")] if visible else None
-    physical = [ids[i] if ids else str(i) for i in indices]
-    return [Slot(f"gpu {gpu}", (("CUDA_VISIBLE_DEVICES", gpu),)) for gpu in physical]
+    return [Slot(f"gpu {gpu}", (("CUDA_VISIBLE_DEVICES", gpu),)) for gpu in physical_gpus(indices, visible)]
 
 
 def cpu_slots(count: int) -> list[Slot]:
@@ -93,6 +92,16 @@ class _Worker:
             events.put((self, json.loads(line)))
         events.put((self, {"gone": self.process.wait()}))
 
+    def let_go(self) -> None:
+        """Close its input (it ends once its harness has closed), and tell it to stop a problem it is running."""
+        if self.process.stdin and not self.process.stdin.closed:
+            try:
+                self.process.stdin.close()
+            except BrokenPipeError:
+                pass
+        if self.item is not None:
+            self.process.terminate()
+
     def hand(self, item: Item) -> None:
         self.item = item
         assert self.process.stdin is not None
@@ -104,13 +113,7 @@ class _Worker:
 
     def stop(self) -> None:
         """Close its input; a worker still running a problem is told to stop, then killed."""
-        if self.process.stdin:
-            try:
-                self.process.stdin.close()
-            except BrokenPipeError:
-                pass
-        if self.item is not None:
-            self.process.terminate()
+        self.let_go()
         try:
             self.process.wait(STOP_S)
         except subprocess.TimeoutExpired:
@@ -186,6 +189,8 @@ class PoolExecutor:
             for item in todo:
                 yield lost_result(item.spec, item.lost_on, "no worker was left to run it")
         finally:
+            for worker in workers:  # all of them wind down at once, then each is waited for
+                worker.let_go()
             for worker in workers:
                 worker.stop()
 

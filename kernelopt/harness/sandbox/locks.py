@@ -17,8 +17,10 @@ import fcntl
 import functools
 import os
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+
+from kernelopt.records import InputError
 
 
 def device_key(device: str, visible: str | None = None, uuids: list[str] | None = None) -> str:
@@ -52,12 +54,64 @@ def gpu_uuids() -> list[str]:
     return lines if done.returncode == 0 and all(line.startswith("GPU-") for line in lines) else []
 
 
-def lock_path(device: str) -> str:
-    """The lock file of the physical device behind `device` (see `device_key`), under the user's cache dir."""
+def physical_gpus(indices: Sequence[int], visible: str | None) -> list[str]:
+    """The physical GPUs behind `indices` in CUDA's numbering here (under CUDA_VISIBLE_DEVICES=`visible`),
+    as CUDA_VISIBLE_DEVICES names them: a process started with one of these sees that GPU alone."""
+    ids = [part.strip() for part in visible.split(",")] if visible else None
+    return [ids[i] if ids else str(i) for i in indices]
+
+
+def missing_gpus(indices: Sequence[int], count: int, flag: str = "--gpus") -> str | None:
+    """What is wrong with GPU `indices` on a host that shows `count` GPUs, in one line; None when nothing is."""
+    missing = [i for i in indices if i >= count]
+    if not missing:
+        return None
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    seen = f"GPUs 0 to {count - 1}" if count else "no CUDA GPU"
+    return (f"{flag} {','.join(map(str, indices))}: this host shows {seen}"
+            f"{f' (CUDA_VISIBLE_DEVICES={visible})' if visible is not None else ''}; "
+            f"name GPUs it has, or leave {flag} out to use what is here")
+
+
+def visible_gpu_count() -> int:
+    """The CUDA GPUs this process can use, counted without importing torch where nvidia-smi
+    answers (a suite's workers then start at once, not after the driver's seconds of imports):
+    the driver's list under CUDA_VISIBLE_DEVICES; else torch's count."""
+    uuids = gpu_uuids()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if uuids:
+        if visible is None:
+            return len(uuids)
+        ids = [part.strip() for part in visible.split(",") if part.strip()]
+        if all((i.isdigit() and int(i) < len(uuids)) or i in uuids for i in ids):
+            return len(ids)  # else (an id CUDA would stop at, a UUID's prefix): torch counts
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def run_gpus(indices: Sequence[int] | None) -> list[str | None]:
+    """The GPUs a run's candidates are verified on, its own first, as CUDA_VISIBLE_DEVICES names
+    them (None: this process's own cuda:0); without `indices`, every visible GPU."""
+    import torch
+
+    count = torch.cuda.device_count()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if not indices:
+        return [None, *physical_gpus(range(1, count), visible)]
+    wrong = missing_gpus(indices, count, "gpus")
+    if wrong:
+        raise InputError(wrong)
+    return list(physical_gpus(indices, visible))
+
+
+def lock_path(device: str, visible: str | None = None) -> str:
+    """The lock file of the physical device behind `device` (see `device_key`; `visible`: the
+    CUDA_VISIBLE_DEVICES of the process that uses it, default this one's), under the user's cache dir."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     folder = Path(base) / "kernelopt" / "locks"
     folder.mkdir(parents=True, exist_ok=True)
-    return str(folder / f"{device_key(device)}.lock")
+    return str(folder / f"{device_key(device, visible)}.lock")
 
 
 class DeviceLock:

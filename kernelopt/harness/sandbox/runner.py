@@ -62,6 +62,7 @@ class WorkerLimits:
     # RLIMIT_AS as well as the parent's watch on resident memory. Not for CUDA jobs: the driver
     # reserves far more address space than any real use at init.
     cap_address_space: bool = True
+    gpu: str | None = None  # the one GPU the job sees, as CUDA_VISIBLE_DEVICES names it; None: this process's
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,14 @@ class WorkerOutcome:
 Progress = Callable[[str, float], None]  # (phase, seconds since the job started)
 
 
-def worker_env(use_cuda: bool) -> dict[str, str]:
+def worker_env(use_cuda: bool, gpu: str | None = None) -> dict[str, str]:
+    """The scrubbed environment of a sandboxed process; with `gpu`, it sees that GPU alone (as cuda:0)."""
     extra = {"PYTHONPATH": os.pathsep.join(p for p in (str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")) if p)}
     if not use_cuda:
         extra["TRITON_INTERPRET"] = "1"
         extra["CUDA_VISIBLE_DEVICES"] = ""
+    elif gpu is not None:
+        extra["CUDA_VISIBLE_DEVICES"] = gpu
     extra["PYTHONUNBUFFERED"] = "1"
     env = sandbox.scrubbed_env(extra=extra)
     if use_cuda:  # a TRITON_INTERPRET=1 left in the caller's environment would emulate GPU kernels on the host
@@ -119,14 +123,14 @@ class Child:
 
 
 class Zygote:
-    """A running fork server and the jobs it forked."""
+    """A running fork server and the jobs it forked; with `gpu`, every job it forks sees that GPU alone."""
 
-    def __init__(self, use_cuda: bool) -> None:
-        self.use_cuda = use_cuda
+    def __init__(self, use_cuda: bool, gpu: str | None = None) -> None:
+        self.use_cuda, self.gpu = use_cuda, gpu
         log_fd, self.log_path = tempfile.mkstemp(prefix="kernelopt-forkserver-", suffix=".log")
         self._process = subprocess.Popen(
             [sys.executable, "-m", "kernelopt.harness.sandbox.zygote"],
-            env=worker_env(use_cuda),
+            env=worker_env(use_cuda, gpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=log_fd,
@@ -198,16 +202,17 @@ def _read_line(stream: IO[bytes], timeout_s: float) -> dict[str, Any] | None:
     return json.loads(holder[0]) if holder and holder[0].strip() else None
 
 
-_ZYGOTES: dict[bool, Zygote] = {}
+_ZYGOTES: dict[tuple[bool, str | None], Zygote] = {}
 _ZYGOTES_LOCK = threading.Lock()
 
 
-def zygote_for(use_cuda: bool) -> Zygote:
-    """This process's fork server for CUDA or interpreter jobs, started on first use."""
+def zygote_for(use_cuda: bool, gpu: str | None = None) -> Zygote:
+    """This process's fork server for CUDA or interpreter jobs (on `gpu`: see Zygote), started on first use."""
+    key = (use_cuda, gpu if use_cuda else None)
     with _ZYGOTES_LOCK:
-        zygote = _ZYGOTES.get(use_cuda)
+        zygote = _ZYGOTES.get(key)
         if zygote is None or not zygote.alive:
-            zygote = _ZYGOTES[use_cuda] = Zygote(use_cuda)
+            zygote = _ZYGOTES[key] = Zygote(*key)
         return zygote
 
 
@@ -269,7 +274,7 @@ def start_job(
         path.unlink(missing_ok=True)
     request = {**request, "work_dir": str(work_dir.resolve()), "progress_path": str(progress_path)}
     mem = limits.mem_limit_bytes if limits.cap_address_space else None
-    return zygote_for(limits.use_cuda).spawn(job, request, work_dir.resolve(), mem)
+    return zygote_for(limits.use_cuda, limits.gpu).spawn(job, request, work_dir.resolve(), mem)
 
 
 class _PhaseClock:

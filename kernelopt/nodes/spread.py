@@ -1,0 +1,79 @@
+"""A step's candidates verified side by side, one at a time on each GPU of the host.
+
+Each GPU has a harness of its own (fork server, reference process, device lock), and each takes
+the next candidate as soon as it is free. A time is compared only with a time taken on the same
+GPU: a GPU other than the run's own first times the current best there (in a sandboxed process
+of its own, like any candidate), and a candidate that beats the best there is verified once more
+on the run's GPU, where the baselines and the best's time were taken, before it can become the
+best. So the best's time and every speedup the report shows come from one GPU, and a candidate
+that only looked faster on another GPU is judged by the run's.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from kernelopt.harness.measure.timing import Timing
+from kernelopt.harness.verify import Verdict, Verifier
+from kernelopt.records import KernelRecord
+from kernelopt.harness.sandbox.runner import Progress
+
+ProgressFor = Callable[[str], Progress]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One candidate's verdict, the GPU it was taken on, and the best's time on that GPU."""
+
+    verdict: Verdict
+    lane: int  # index of the verifier (0: the run's own GPU)
+    where: str  # "gpu 1"; "" on the run's own GPU
+    best_there: Timing | None  # the best's time on that GPU; None on the run's own (the state holds it)
+
+
+def verify_spread(
+    paths: Sequence[str],
+    verifiers: Sequence[Verifier],
+    best: KernelRecord | None,
+    floor_time_ms: float | None,
+    progress_for: ProgressFor,
+) -> list[Judged]:
+    """Verify `paths` over `verifiers` (the run's own first), each GPU taking the next path when
+    free; the verdicts in the order of `paths`. A harness error on any GPU is raised here."""
+    jobs: queue.Queue[tuple[int, str]] = queue.Queue()
+    for job in enumerate(paths):
+        jobs.put(job)
+    judged: list[Judged | None] = [None] * len(paths)
+
+    def lane(index: int) -> None:
+        verifier = verifiers[index]
+        best_there: Timing | None = None
+        timed_best = index == 0 or best is None  # the run's own GPU has the best's time already
+        while True:
+            try:
+                at, path = jobs.get_nowait()
+            except queue.Empty:
+                return
+            if not timed_best:  # only once this GPU has a candidate of its own to compare
+                timed_best = True
+                again = verifier.verify(best.path, floor_time_ms=floor_time_ms)  # type: ignore[union-attr]
+                best_there = again.timing if again.accepted else None
+            verdict = verifier.verify(path, floor_time_ms=floor_time_ms, on_progress=progress_for(path))
+            judged[at] = Judged(verdict, index, verifier.settings.where, best_there)
+
+    with ThreadPoolExecutor(len(verifiers), thread_name_prefix="kernelopt-gpu") as pool:
+        for lane_done in [pool.submit(lane, i) for i in range(min(len(verifiers), len(paths)))]:
+            lane_done.result()  # a HarnessError, or the run being stopped, comes out here
+    return [j for j in judged if j is not None]
+
+
+def needs_home(judged: Judged, best: KernelRecord | None, beats: Callable[[Timing, Timing], bool]) -> bool:
+    """Whether a correct candidate timed on another GPU must be verified on the run's own: it
+    beat the best there, or there is nothing there to compare it with."""
+    timing = judged.verdict.timing
+    if judged.lane == 0 or not judged.verdict.accepted or timing is None:
+        return False
+    return best is None or judged.best_there is None or beats(timing, judged.best_there)
