@@ -8,6 +8,7 @@
                                               # (e) seconds per stage of an offline run, `kernelopt verify`,
                                               #     run-dir size and peak host memory; with --before, the
                                               #     same for another checkout of kernelopt, side by side
+    python3 benchmarks/measure.py memory      # (f) host memory of `kernelopt verify` at GPU and small sizes
     python3 benchmarks/measure.py all
 
 Results from the H200 are recorded in benchmarks/RESULTS.md with the command that made them.
@@ -22,10 +23,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
+
+from host import PeakMemory, dir_mb, memory, table
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
@@ -39,15 +41,6 @@ def _verifier(name: str, work: Path, **settings: Any) -> Any:
     from kernelopt.harness.verify import HarnessSettings, Verifier
 
     return Verifier(EXAMPLES / name / "problem.py", work, HarnessSettings.detect(**settings))
-
-
-def _table(header: list[str], rows: list[list[Any]]) -> str:
-    def cell(value: Any) -> str:
-        return f"{value:.4g}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
 
 
 def agreement(work: Path) -> str:
@@ -76,7 +69,7 @@ def agreement(work: Path) -> str:
         rows.append(
             [name, len(profile.kernels), ours_ms, ncu_ms, diff_pct, ncu_ms > 0.05 and abs(diff_pct) <= 5, status]
         )
-    return "### (a) agreement with NCU\n\n" + _table(
+    return "### (a) agreement with NCU\n\n" + table(
         ["example", "kernels", "our median ms", "NCU gpu__time_duration ms", "diff %", "within 5% (>50 us)", "note"],
         rows,
     )
@@ -95,7 +88,7 @@ def stability(work: Path, processes: int = 5) -> str:
             medians.append(verdict.timing.median_ms)
         spread = (max(medians) - min(medians)) / statistics.median(medians) * 100
         rows.append([name, processes, " ".join(f"{m:.4f}" for m in medians), spread, spread < 2.0])
-    return "### (b) stability across processes\n\n" + _table(
+    return "### (b) stability across processes\n\n" + table(
         ["example", "processes", "medians ms", "spread (max-min)/median %", "under 2%"], rows
     )
 
@@ -122,7 +115,7 @@ def overhead(work: Path, rounds: int = 2) -> str:
             last = now
         for node, values in seconds.items():
             rows.append([name, node, len(values), sum(values) / len(values), sum(values)])
-    return f"### (c) overhead per stage ({rounds} offline rounds)\n\n" + _table(
+    return f"### (c) overhead per stage ({rounds} offline rounds)\n\n" + table(
         ["example", "stage", "calls", "mean s per call", "total s"], rows
     )
 
@@ -170,7 +163,7 @@ def baselines(work: Path) -> str:
         "### (d) baselines and floor efficiency\n\n"
         + note
         + "\n\n"
-        + _table(
+        + table(
             [
                 "example",
                 "dtype",
@@ -190,45 +183,12 @@ def baselines(work: Path) -> str:
     )
 
 
-class _PeakMemory:
-    """The largest resident set of this process and its descendants, sampled every 0.1 s."""
-
-    def __init__(self) -> None:
-        self.peak_bytes, self._done = 0, threading.Event()
-        threading.Thread(target=self._sample, daemon=True).start()
-
-    def _sample(self) -> None:
-        from kernelopt.harness.sandbox.audit import rss_bytes
-
-        while not self._done.wait(0.1):
-            family, changed = {os.getpid()}, True
-            parents = {}
-            for entry in os.listdir("/proc"):
-                if entry.isdigit():
-                    try:
-                        parents[int(entry)] = int(Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[1])
-                    except (OSError, IndexError, ValueError):
-                        pass
-            while changed:
-                grown = {pid for pid, parent in parents.items() if parent in family} | family
-                changed, family = grown != family, grown
-            self.peak_bytes = max([self.peak_bytes] + [rss_bytes(pid) for pid in family])
-
-    def stop(self) -> float:
-        self._done.set()
-        return self.peak_bytes / 2**30
-
-
-def _dir_mb(path: Path) -> float:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
-
-
 def harness_one(name: str, rounds: int, work: Path) -> dict[str, Any]:
     """One offline run of an example through the graph, timed per node, in this process."""
     from kernelopt.context import Context
     from kernelopt.graph import build_graph
 
-    memory = _PeakMemory()
+    memory = PeakMemory()
     graph = build_graph().compile()
     ctx = Context(max_rounds=rounds, patience=rounds + 1, runs_dir=str(work / "runs"))
     inputs = {
@@ -259,7 +219,7 @@ def harness_one(name: str, rounds: int, work: Path) -> dict[str, Any]:
         "best_ms": best.timing.median_ms if best else None,
         "clock": best.timing.clock if best else None,
         "stop": final.get("stop_reason"),
-        "run_dir_mb": _dir_mb(work / "runs"),
+        "run_dir_mb": dir_mb(work / "runs"),
         "peak_rss_gb": memory.stop(),
     }
 
@@ -290,11 +250,11 @@ def harness(
     columns = ["version", "example", "setup s", "verify s (median)", "verifies", "NCU profile s (median)",
                "round s (mean)", "`kernelopt verify` s", "run dir MB", "peak RSS GiB", "best ms", "clock, stop, total"]
     header = f"### (e) harness cost per stage ({rounds} offline rounds)\n\n"
-    lines = _table(columns, []).splitlines()[:2]
+    lines = table(columns, []).splitlines()[:2]
     print(header + "\n".join(lines), flush=True)  # rows follow as they are measured: a cut-off run keeps them
 
     def add(row: list[Any]) -> None:
-        lines.append(_table(columns, [row]).splitlines()[-1])
+        lines.append(table(columns, [row]).splitlines()[-1])
         print(lines[-1], flush=True)
 
     for version, root, names in versions:
@@ -326,7 +286,7 @@ def harness(
 
 
 BENCHMARKS = {"agreement": agreement, "stability": stability, "overhead": overhead, "baselines": baselines,
-              "harness": harness}
+              "harness": harness, "memory": memory}
 
 
 def main() -> int:

@@ -22,7 +22,7 @@ from matplotlib.patches import Patch
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 
-OUTCOME_COLOURS = {"faster": "tab:green", "within_noise": "tab:olive", "slower": "tab:gray"}
+OUTCOME_COLOURS = {"faster": "tab:green", "within_noise": "tab:olive", "outpaced": "tab:cyan", "slower": "tab:gray"}
 ATTEMPT_COLOURS = {"baseline": "tab:blue", **OUTCOME_COLOURS}  # round 0's kernel is the baseline, not "faster"
 SPREAD_DECADES = 0.08  # how far sideways (log10 units) the attempts are fanned out to stay legible
 LABELLED_ATTEMPTS = 24  # more attempts than this and their round labels would pile up

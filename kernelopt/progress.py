@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed"}
+OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed",
+                 "outpaced": "faster than the best, not the step's fastest"}
 BASELINE = "the baseline"  # the first correct kernel of a run: nothing before it to be faster than
 
 

@@ -140,7 +140,8 @@ class SweepRow:
 
 
 # faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
-Outcome = Literal["faster", "within_noise", "slower", "incorrect", "failed", "rejected"]
+# outpaced: faster than the best on the GPU that timed it, but another candidate of the step gained more
+Outcome = Literal["faster", "within_noise", "outpaced", "slower", "incorrect", "failed", "rejected"]
 
 
 @dataclass(frozen=True)

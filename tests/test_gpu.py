@@ -169,9 +169,6 @@ def test_problems_that_break_their_own_derived_cases_or_numerics_verify_on_the_g
 def test_a_round_s_candidates_are_verified_one_per_gpu_and_the_best_timed_on_the_run_s_own(tmp_path: Path) -> None:
     import importlib.util
 
-    from kernelopt.context import Context
-    from kernelopt.graph import build_graph
-
     spec = importlib.util.spec_from_file_location("spread_bench", ROOT / "benchmarks" / "spread.py")
     assert spec is not None and spec.loader is not None
     bench = importlib.util.module_from_spec(spec)
@@ -181,5 +178,5 @@ def test_a_round_s_candidates_are_verified_one_per_gpu_and_the_best_timed_on_the
     assert (harness / "reference-gpu1").is_dir()  # gpu 1 had a reference process of its own
     assert list((harness / "candidates").glob("*-gpu1"))  # and verified candidates
     assert result["best_ms"] is not None and len(result["verdicts"]) == 4
-    for name, outcome, time_ms, where in result["verdicts"]:
+    for name, _round, outcome, _, where in result["verdicts"]:
         assert outcome != "faster" or where == "run's GPU", (name, where)  # a new best is timed on the run's GPU

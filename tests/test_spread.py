@@ -134,3 +134,29 @@ def test_one_candidate_stays_on_the_run_s_gpu(tmp_path: Path, monkeypatch: pytes
     command, home_gpu, other_gpu = run_step(tmp_path, monkeypatch, home, other, ["a.py"])
     assert home_gpu.calls == ["a.py"] and other_gpu.calls == []
     assert command.update["pending"].records[0].time_ms == 0.8
+
+
+def judged(lane: int, ms: float | None, best_there: float | None) -> Any:
+    from kernelopt.nodes.spread import Judged
+
+    verdict = Verdict(ms is not None, "", timing=timing(ms) if ms else None)
+    return Judged(verdict, lane, f"gpu {lane}" if lane else "", timing(best_there) if best_there else None)
+
+
+def test_only_the_candidate_that_gained_most_on_its_gpu_goes_to_the_run_s_own() -> None:
+    from kernelopt.nodes.spread import going_home
+
+    best = KernelRecord("best.py", "h", timing(1.0), 0)
+
+    def faster(t: Timing, b: Timing) -> bool:
+        return t.median_ms < 0.99 * b.median_ms
+
+    steps = [judged(0, 0.95, None), judged(1, 0.6, 0.9), judged(1, 0.75, 0.9), judged(1, None, 0.9)]
+    assert going_home(steps, best, faster) == {1}  # 1.5x on gpu 1 beats 1.2x there and 1.05x at home
+    steps = [judged(0, 0.5, None), judged(1, 0.6, 0.9)]
+    assert going_home(steps, best, faster) == set()  # the run's own GPU has the larger gain: 2x
+    steps = [judged(1, 0.95, 0.9), judged(1, 0.9, 0.9)]
+    assert going_home(steps, best, faster) == set()  # not faster than the best on gpu 1
+    steps = [judged(1, 0.6, None), judged(1, 0.7, 0.9)]
+    assert going_home(steps, best, faster) == {0, 1}  # the best could not be timed there: no ranking
+    assert going_home([judged(1, 0.6, None), judged(0, 0.8, None)], None, faster) == {0}  # no best yet

@@ -14,7 +14,7 @@ LESSONS_SIZE = 6  # changes listed under each of "avoid" and "prioritise"
 
 def attempt_notes(attempts: list[Attempt], limit: int = HISTORY_SIZE) -> tuple[AttemptNote, ...]:
     """The last attempts as the prompts recall them."""
-    known = {"faster", "within_noise", "slower", "incorrect"}
+    known = {"faster", "within_noise", "outpaced", "slower", "incorrect"}
     return tuple(
         AttemptNote(a.round, a.outcome if a.outcome in known else "failed", a.time_ms, a.change, a.error)  # type: ignore[arg-type]
         for a in attempts[-limit:]

@@ -3,10 +3,11 @@
 Each GPU has a harness of its own (fork server, reference process, device lock), and each takes
 the next candidate as soon as it is free. A time is compared only with a time taken on the same
 GPU: a GPU other than the run's own first times the current best there (in a sandboxed process
-of its own, like any candidate), and a candidate that beats the best there is verified once more
-on the run's GPU, where the baselines and the best's time were taken, before it can become the
-best. So the best's time and every speedup the report shows come from one GPU, and a candidate
-that only looked faster on another GPU is judged by the run's.
+of its own, like any candidate), and a candidate that beats the best there is verified once
+more on the run's GPU, where the baselines and the best's time were taken, before it can become
+the best (of several such, only the one that gained most on its GPU: `going_home`). So the
+best's time and every speedup the report shows come from one GPU, and a candidate that only
+looked faster on another GPU is judged by the run's.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from kernelopt.harness.measure.timing import Timing
+from kernelopt.harness.sandbox.runner import Progress
 from kernelopt.harness.verify import Verdict, Verifier
 from kernelopt.records import KernelRecord
-from kernelopt.harness.sandbox.runner import Progress
 
 ProgressFor = Callable[[str], Progress]
 
@@ -70,10 +71,29 @@ def verify_spread(
     return [j for j in judged if j is not None]
 
 
-def needs_home(judged: Judged, best: KernelRecord | None, beats: Callable[[Timing, Timing], bool]) -> bool:
-    """Whether a correct candidate timed on another GPU must be verified on the run's own: it
-    beat the best there, or there is nothing there to compare it with."""
+def gain(judged: Judged, best: KernelRecord | None) -> float | None:
+    """How many times faster than the best a correct candidate ran, both timed on its GPU; None
+    when there is nothing to compare it with there."""
     timing = judged.verdict.timing
-    if judged.lane == 0 or not judged.verdict.accepted or timing is None:
-        return False
-    return best is None or judged.best_there is None or beats(timing, judged.best_there)
+    against = best.timing if judged.lane == 0 and best is not None else judged.best_there
+    if not judged.verdict.accepted or timing is None or against is None:
+        return None
+    return against.median_ms / timing.median_ms
+
+
+Beats = Callable[[Timing, Timing], bool]
+
+
+def going_home(judged: Sequence[Judged], best: KernelRecord | None, beats: Beats) -> set[int]:
+    """The candidates timed on another GPU that are verified again on the run's own: of those that
+    beat the best on their GPU, the one that gained most there, and only when no candidate of the
+    run's own GPU gained more (gains are ratios, each of two times from one GPU: a ranking, never
+    a verdict). Without a best to compare with there, every correct one goes."""
+    contenders = [k for k, j in enumerate(judged) if j.lane != 0 and j.verdict.accepted and j.verdict.timing
+                  and (best is None or j.best_there is None or beats(j.verdict.timing, j.best_there))]
+    unranked = {k for k in contenders if gain(judged[k], best) is None}
+    if unranked:
+        return set(contenders)
+    home_gain = max((g for j in judged if j.lane == 0 and (g := gain(j, best)) is not None), default=0.0)
+    top = max(contenders, key=lambda k: gain(judged[k], best) or 0.0, default=None)
+    return {top} if top is not None and (gain(judged[top], best) or 0.0) > home_gain else set()

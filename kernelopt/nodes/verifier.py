@@ -1,8 +1,9 @@
 """verifier: prove each candidate correct in a fresh process and time it.
 
-It takes every candidate the review node let through this step: one at a time on the run's GPU,
-or, on a host with several GPUs, side by side, one per GPU (spread.py: a time is compared only
-with one taken on the same GPU, and a new best is always timed on the run's own). A step without a new best ends here; a step with one goes to the
+It takes every candidate the review node let through this step: one at a time on the run's
+GPU, or, on a host with several GPUs, side by side, one per GPU (spread.py: a time is compared
+only with one taken on the same GPU, and a new best is always timed on the run's own). A step
+without a new best ends here; a step with one goes to the
 accept node, which takes the new best (asking the person first under Context.approve: the
 verifier knows nothing of approval).
 """
@@ -21,7 +22,7 @@ from kernelopt.harness.measure.timing import Timing, beats
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import Verdict, floor_ms_for
 from kernelopt.nodes.common import context_of, emit, verifiers_for
-from kernelopt.nodes.spread import needs_home, verify_spread
+from kernelopt.nodes.spread import going_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest
@@ -61,7 +62,9 @@ def _screened(candidate: Candidate, state: KernelOptState, seen: set[str]) -> At
     digest = source_hash(Path(candidate.path).read_text())
     if digest in seen:
         error = "the same kernel as another candidate of this step (after normalising); make a different change"
-        return Attempt(round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate")
+        return Attempt(
+            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate"
+        )
     seen.add(digest)
     return digest
 
@@ -90,12 +93,18 @@ def _judge(
     timing = verdict.timing
     against = best_there if where else (best.timing if best else None)
     faster = not where and (best is None or beats(timing, best.timing, ctx.min_gain_pct))
+    if faster:
+        outcome = "faster"
+    elif where and against and beats(timing, against, ctx.min_gain_pct):
+        outcome = "outpaced"  # faster than the best there, but not sent to the run's GPU (spread.going_home)
+    else:
+        outcome = "within_noise" if against and timing.median_ms < against.median_ms else "slower"
     attempt = Attempt(
         round_,
         repair,
         candidate.path,
         digest,
-        "faster" if faster else ("within_noise" if against and timing.median_ms < against.median_ms else "slower"),
+        outcome,
         candidate.change,
         time_ms=timing.median_ms,
         speedup_vs_best=against.median_ms / timing.median_ms if against else None,
@@ -119,14 +128,15 @@ def _verdicts(
     paths = [str(candidate.path) for candidate, _ in fresh]
     spread = verify_spread(paths, verifiers, best, floor, lambda path: _report_long_runs(state, path)) if (
         len(verifiers) > 1 and len(fresh) > 1) else None
+    home_again = going_home(spread, best, lambda t, b: beats(t, b, ctx.min_gain_pct)) if spread else set()
     judged = []
     for k, (candidate, digest) in enumerate(fresh):
         there = spread[k] if spread else None
         if there is not None and there.lane == 0:  # taken on the run's own GPU
             attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best)
-        elif there is None or needs_home(there, best, lambda t, b: beats(t, b, ctx.min_gain_pct)):
+        elif there is None or k in home_again:
             attempt, record = _judge(candidate, digest, on_home(paths[k]), state, ctx, best)
-        else:  # rejected on another GPU, or correct there and not faster than the best there
+        else:  # rejected on another GPU, not faster than the best there, or another candidate gained more
             attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best, there.where, there.best_there)
         judged.append((attempt, record))
         best = record or best
