@@ -199,3 +199,14 @@ def test_a_killed_pool_leaves_no_worker_and_resumes(tmp_path):
     problems = json.loads(resumed.stdout)["problems"]
     assert {p["name"]: (p["status"], p["rule"]) for p in problems} == EXPECTED
     assert all((out / "problems" / f"{name}.json").read_text() == text for name, text in kept.items())
+
+
+def test_a_run_s_gpus_start_with_its_own(monkeypatch):
+    from kernelopt.records import InputError
+
+    monkeypatch.setattr(locks, "visible_gpu_count", lambda: 3)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")
+    assert locks.run_gpus(None) == [None, "5", "6"]  # None: this process's own cuda:0 (physical 4)
+    assert locks.run_gpus([0, 2]) == [None, "6"] and locks.run_gpus([2, 0]) == ["6", None]
+    with pytest.raises(InputError, match="gpus 3: this host shows GPUs 0 to 2"):
+        locks.run_gpus([3])

@@ -30,7 +30,8 @@ class FakeGPU:
 
     def __init__(self, where: str, times: dict[str, float | None], started: threading.Event,
                  wait_for: threading.Event | None = None) -> None:
-        self.settings = SimpleNamespace(where=where)
+        self.settings = SimpleNamespace(where=where, gpu=where or None)
+        self.root = Path(f"/harness-{id(self)}")
         self.times, self.calls = times, []  # type: ignore[var-annotated]
         self.started, self.wait_for = started, wait_for
 
@@ -50,11 +51,15 @@ class FakeGPU:
 
 
 def run_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: dict[str, Any], other: dict[str, Any],
-             names: list[str], best_ms: float | None = 1.0) -> tuple[Any, FakeGPU, FakeGPU]:
+             names: list[str], best_ms: float | None = 1.0, spread_from: int | None = 2
+             ) -> tuple[Any, FakeGPU, FakeGPU]:
     started = threading.Event()
     # with two candidates, the run's GPU waits until gpu 1 holds one: each GPU verifies one
-    gpus = FakeGPU("", home, started, wait_for=started if len(names) > 1 else None), FakeGPU("gpu 1", other, started)
+    spread = spread_from is not None and len(names) >= spread_from
+    gpus = FakeGPU("", home, started, wait_for=started if spread else None), FakeGPU("gpu 1", other, started)
     monkeypatch.setattr(verifier_node, "verifiers_for", lambda state, ctx: list(gpus))
+    if spread_from is not None:  # two candidates, one per GPU: each lane's share is known
+        monkeypatch.setattr(verifier_node, "SPREAD_FROM", spread_from)
     candidates = []
     for branch, name in enumerate(names):
         path = tmp_path / name
@@ -128,6 +133,18 @@ def test_a_harness_error_on_another_gpu_stops_the_step(tmp_path: Path, monkeypat
         run_step(tmp_path, monkeypatch, home, other, ["a.py", "b.py"])
 
 
+def test_the_best_is_timed_once_per_gpu(tmp_path: Path) -> None:
+    from kernelopt.nodes.spread import verify_spread
+
+    started = threading.Event()
+    home = FakeGPU("", {"a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, started)
+    other = FakeGPU("gpu 1", {"best.py": 0.9, "a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, started)
+    best = KernelRecord("best.py", "h-once", timing(1.0), 0)
+    for names in (["a.py", "b.py"], ["c.py", "a.py"]):  # two steps with the same best
+        verify_spread(names, [home, other], best, None, lambda path: lambda phase, s: None)
+    assert other.calls.count("best.py") <= 1 and "best.py" not in home.calls
+
+
 def test_one_candidate_stays_on_the_run_s_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = {"best.py": 1.0, "a.py": 0.8}
     other = {"best.py": 0.9, "a.py": 0.7}
@@ -160,3 +177,11 @@ def test_only_the_candidate_that_gained_most_on_its_gpu_goes_to_the_run_s_own() 
     steps = [judged(1, 0.6, None), judged(1, 0.7, 0.9)]
     assert going_home(steps, best, faster) == {0, 1}  # the best could not be timed there: no ranking
     assert going_home([judged(1, 0.6, None), judged(0, 0.8, None)], None, faster) == {0}  # no best yet
+
+
+def test_two_candidates_stay_on_the_run_s_gpu_by_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # spread, two would cost more than they save: the best timed on gpu 1, a winner timed again at home
+    home = {"best.py": 1.0, "a.py": 0.8, "b.py": 0.9}
+    other = {"best.py": 0.9, "a.py": 0.7, "b.py": 0.8}
+    command, home_gpu, other_gpu = run_step(tmp_path, monkeypatch, home, other, ["a.py", "b.py"], spread_from=None)
+    assert home_gpu.calls == ["a.py", "b.py"] and other_gpu.calls == []

@@ -14,9 +14,11 @@ from langgraph.types import Command, Overwrite
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import InputError, checked_sources, read_source
+from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.llm import make_chat_model
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
+from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Candidate
 from kernelopt.runs import kernel_path, new_run_dir
@@ -58,9 +60,15 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
 
 def _setup(state: KernelOptState, ctx: Context) -> tuple[dict[str, Any], str | None]:
     """The fresh run's state, and what was wrong with its input (None when nothing)."""
-    from kernelopt.harness.sandbox.runner import prewarm
+    from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
 
     prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
+    if ctx.candidates_per_round >= SPREAD_FROM and likely_cuda():  # the other GPUs' too (nodes/spread.py)
+        try:
+            for gpu in run_gpus(ctx.gpus)[1:]:
+                prewarm(True, gpu)
+        except InputError:
+            pass  # said once, where the verifier is made
     fresh: dict[str, Any] = {
         "round": 0,
         "repairs": 0,

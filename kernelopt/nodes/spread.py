@@ -13,6 +13,7 @@ looked faster on another GPU is judged by the run's.
 from __future__ import annotations
 
 import queue
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -23,6 +24,13 @@ from kernelopt.harness.verify import Verdict, Verifier
 from kernelopt.records import KernelRecord
 
 ProgressFor = Callable[[str], Progress]
+
+# A step is spread only from this many candidates: another GPU first times the best there (once
+# per best: BEST_THERE), and a winner found there is verified again on the run's GPU, so two
+# candidates take longer spread than one after another.
+SPREAD_FROM = 3
+BEST_THERE: dict[tuple[str, str | None, str], Timing] = {}  # (harness folder, GPU, best's digest): its time there
+_BEST_THERE_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -60,8 +68,7 @@ def verify_spread(
                 return
             if not timed_best:  # only once this GPU has a candidate of its own to compare
                 timed_best = True
-                again = verifier.verify(best.path, floor_time_ms=floor_time_ms)  # type: ignore[union-attr]
-                best_there = again.timing if again.accepted else None
+                best_there = _best_there(verifier, best, floor_time_ms)  # type: ignore[arg-type]
             verdict = verifier.verify(path, floor_time_ms=floor_time_ms, on_progress=progress_for(path))
             judged[at] = Judged(verdict, index, verifier.settings.where, best_there)
 
@@ -69,6 +76,21 @@ def verify_spread(
         for lane_done in [pool.submit(lane, i) for i in range(min(len(verifiers), len(paths)))]:
             lane_done.result()  # a HarnessError, or the run being stopped, comes out here
     return [j for j in judged if j is not None]
+
+
+def _best_there(verifier: Verifier, best: KernelRecord, floor_time_ms: float | None) -> Timing | None:
+    """The best's time on `verifier`'s GPU: measured there once per best (as the run's own GPU
+    keeps the time it measured when the best was taken), None when it failed there."""
+    key = (str(verifier.root), verifier.settings.gpu, best.source_hash)
+    with _BEST_THERE_LOCK:
+        if key in BEST_THERE:
+            return BEST_THERE[key]
+    again = verifier.verify(best.path, floor_time_ms=floor_time_ms)
+    if not again.accepted or again.timing is None:
+        return None
+    with _BEST_THERE_LOCK:
+        BEST_THERE[key] = again.timing
+    return again.timing
 
 
 def gain(judged: Judged, best: KernelRecord | None) -> float | None:

@@ -22,7 +22,7 @@ from kernelopt.harness.measure.timing import Timing, beats
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import Verdict, floor_ms_for
 from kernelopt.nodes.common import context_of, emit, verifiers_for
-from kernelopt.nodes.spread import going_home, verify_spread
+from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest
@@ -127,7 +127,7 @@ def _verdicts(
 
     paths = [str(candidate.path) for candidate, _ in fresh]
     spread = verify_spread(paths, verifiers, best, floor, lambda path: _report_long_runs(state, path)) if (
-        len(verifiers) > 1 and len(fresh) > 1) else None
+        len(verifiers) > 1 and len(fresh) >= SPREAD_FROM) else None
     home_again = going_home(spread, best, lambda t, b: beats(t, b, ctx.min_gain_pct)) if spread else set()
     judged = []
     for k, (candidate, digest) in enumerate(fresh):

@@ -92,17 +92,16 @@ def visible_gpu_count() -> int:
 
 def run_gpus(indices: Sequence[int] | None) -> list[str | None]:
     """The GPUs a run's candidates are verified on, its own first, as CUDA_VISIBLE_DEVICES names
-    them (None: this process's own cuda:0); without `indices`, every visible GPU."""
-    import torch
-
-    count = torch.cuda.device_count()
+    them (None: this process's own cuda:0, whose fork server `prewarm` has started); without
+    `indices`, every visible GPU."""
+    count = visible_gpu_count()
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     if not indices:
         return [None, *physical_gpus(range(1, count), visible)]
     wrong = missing_gpus(indices, count, "gpus")
     if wrong:
         raise InputError(wrong)
-    return list(physical_gpus(indices, visible))
+    return [None if index == 0 else gpu for index, gpu in zip(indices, physical_gpus(indices, visible), strict=True)]
 
 
 def lock_path(device: str, visible: str | None = None) -> str:

@@ -223,14 +223,14 @@ def likely_cuda() -> bool:
     return os.path.exists("/dev/nvidiactl") and not hidden and os.environ.get("TRITON_INTERPRET") != "1"
 
 
-def prewarm(use_cuda: bool | None = None) -> None:
+def prewarm(use_cuda: bool | None = None, gpu: str | None = None) -> None:
     """Start the fork server in the background now, so that its imports (torch, Triton: seconds)
     overlap the caller's own. Never raises: a server that fails to start here is started (and
     its failure reported) when the first job needs it; a wrong guess costs an idle server."""
 
     def start() -> None:
         try:
-            zygote_for(likely_cuda() if use_cuda is None else use_cuda)
+            zygote_for(likely_cuda() if use_cuda is None else use_cuda, gpu)
         except Exception:
             pass
 
