@@ -175,13 +175,10 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
 
 
 def _check_gpus(gpus: list[int]) -> None:
-    """InputError when --gpus names a GPU this host does not show (torch counts them: the
-    arguments are checked by now)."""
-    import torch
+    """InputError when --gpus names a GPU this host does not show."""
+    from kernelopt.harness.sandbox.locks import missing_gpus, visible_gpu_count
 
-    from kernelopt.harness.sandbox.locks import missing_gpus
-
-    wrong = missing_gpus(gpus, torch.cuda.device_count() if torch.cuda.is_available() else 0)
+    wrong = missing_gpus(gpus, visible_gpu_count())
     if wrong:
         raise InputError(wrong)
 

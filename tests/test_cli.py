@@ -143,6 +143,7 @@ KERNEL_NO_MODELNEW = "import torch.nn as nn\n\nclass Model(nn.Module):\n    pass
         ("out_under_a_file", "is a file, not a folder"),
         ("unknown_gpu", "unknown GPU 'Z80'"),
         ("not_a_postgres_url", "not a postgresql:// URL"),
+        ("gpu_not_here", "--gpus 0,7: this host shows"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
@@ -172,6 +173,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, case, expected):
         extra += ["--gpu", "Z80"]
     elif case == "not_a_postgres_url":
         extra += ["--db", "runs.sqlite"]
+    elif case == "gpu_not_here":
+        extra += ["--gpus", "0,7"]
     began = time.monotonic()
     proc = kernelopt("optimize", problem, *extra, "--no-compile", cwd=tmp_path, env=env)
     took_s = time.monotonic() - began
