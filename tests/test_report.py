@@ -152,3 +152,19 @@ def test_report_command_without_a_run_is_bad_input(tmp_path):
     proc = kernelopt("report", tmp_path, cwd=tmp_path)
     assert proc.returncode == 2, _show(proc)
     assert "report.json nor run.json" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_verdicts_taken_on_another_gpu_say_where(tmp_path):
+    state = _state(tmp_path)
+    kernels = tmp_path / "kernels"
+    state["attempts"] = [
+        *state["attempts"],
+        Attempt(2, 0, str(kernels / "r002_a0_b1.py"), "h4", "outpaced", "BLOCK_SIZE 128 -> 1024", time_ms=0.045,
+                speedup_vs_best=1.1, where="gpu 1"),
+        Attempt(2, 0, str(kernels / "r002_a0_b2.py"), "h5", "slower", "BLOCK_SIZE 128 -> 64", time_ms=0.09,
+                speedup_vs_best=0.5, where="gpu 1"),
+    ]
+    rows = [line for line in render_markdown(summarize_run(state)).splitlines()
+            if line.startswith("| 2 |")]
+    assert "faster than the best, not the step's fastest (on gpu 1)" in rows[1] and "1.1x" in rows[1]
+    assert "| slower (on gpu 1) |" in rows[2] and "(on gpu" not in rows[0]  # the run's own GPU goes unsaid
