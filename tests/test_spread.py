@@ -136,13 +136,14 @@ def test_a_harness_error_on_another_gpu_stops_the_step(tmp_path: Path, monkeypat
 def test_the_best_is_timed_once_per_gpu(tmp_path: Path) -> None:
     from kernelopt.nodes.spread import verify_spread
 
-    started = threading.Event()
-    home = FakeGPU("", {"a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, started)
-    other = FakeGPU("gpu 1", {"best.py": 0.9, "a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, started)
+    home = FakeGPU("", {"a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, threading.Event())
+    other = FakeGPU("gpu 1", {"best.py": 0.9, "a.py": 1.0, "b.py": 1.0, "c.py": 1.0}, threading.Event())
     best = KernelRecord("best.py", "h-once", timing(1.0), 0)
     for names in (["a.py", "b.py"], ["c.py", "a.py"]):  # two steps with the same best
+        step = threading.Event()  # the run's GPU waits until gpu 1 holds a candidate of this step
+        other.started, home.wait_for, home.calls = step, step, []
         verify_spread(names, [home, other], best, None, lambda path: lambda phase, s: None)
-    assert other.calls.count("best.py") <= 1 and "best.py" not in home.calls
+    assert other.calls.count("best.py") == 1 and len(other.calls) >= 3  # candidates of each step, the best once
 
 
 def test_one_candidate_stays_on_the_run_s_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

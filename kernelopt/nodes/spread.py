@@ -113,9 +113,9 @@ def going_home(judged: Sequence[Judged], best: KernelRecord | None, beats: Beats
     a verdict). Without a best to compare with there, every correct one goes."""
     contenders = [k for k, j in enumerate(judged) if j.lane != 0 and j.verdict.accepted and j.verdict.timing
                   and (best is None or j.best_there is None or beats(j.verdict.timing, j.best_there))]
-    unranked = {k for k in contenders if gain(judged[k], best) is None}
-    if unranked:
+    gains = {k: gain(judged[k], best) for k in contenders}
+    if None in gains.values():
         return set(contenders)
     home_gain = max((g for j in judged if j.lane == 0 and (g := gain(j, best)) is not None), default=0.0)
-    top = max(contenders, key=lambda k: gain(judged[k], best) or 0.0, default=None)
-    return {top} if top is not None and (gain(judged[top], best) or 0.0) > home_gain else set()
+    top = max(gains, key=lambda k: gains[k] or 0.0, default=None)
+    return {top} if top is not None and (gains[top] or 0.0) > home_gain else set()

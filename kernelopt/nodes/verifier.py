@@ -118,7 +118,7 @@ def _verdicts(
     fresh: list[tuple[Candidate, str]], state: KernelOptState, ctx: Context, best: KernelRecord | None
 ) -> list[tuple[Attempt, KernelRecord | None]]:
     """The attempts of the step's candidates to run, in order: spread over the run's GPUs when
-    it has several and the step more than one candidate, else one after another on its own."""
+    it has several and the step at least SPREAD_FROM candidates, else one after another on its own."""
     verifiers = verifiers_for(state, ctx)
     home, floor = verifiers[0], floor_time_ms(state)
 
