@@ -51,7 +51,10 @@ def _picked_configs() -> dict[str, dict[str, Any]]:
 
     picked: dict[str, dict[str, Any]] = {}
     for obj in gc.get_objects():
-        if not isinstance(obj, CachingAutotuner):
+        try:
+            if not isinstance(obj, CachingAutotuner):
+                continue
+        except ReferenceError:  # a dead weak proxy among the heap's objects
             continue
         name = (getattr(obj, "inductor_meta", None) or {}).get("kernel_name") or getattr(obj.fn, "__name__", "?")
         launchers = getattr(obj, "launchers", None) or []
@@ -106,10 +109,11 @@ def record_one(problem: Path, mode: str) -> dict[str, Any]:
             compiled = torch.compile(model, dynamic=True, mode=compile_mode)
             _, codes = run_and_get_code(compiled, *inputs)
         torch.cuda.synchronize()
-        result["codes"] = list(codes)
+        result["codes"], result["configs"] = list(codes), {}
         result["configs"] = _picked_configs()
-    except Exception as err:  # recorded: the fixture says what Inductor could not do
-        result["codes"], result["configs"] = [], {}
+    except Exception as err:  # recorded: the fixture says what Inductor (or the record) could not do
+        result.setdefault("codes", [])
+        result.setdefault("configs", {})
         result["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:400] if str(err) else ''}"
     result["compile_s"] = round(time.perf_counter() - started, 2)
     return result
