@@ -98,7 +98,7 @@ class HarnessSettings:
     def limits(self, phases: PhaseLimits | None = None) -> WorkerLimits:
         if self.timeout_s is not None:
             phases = PhaseLimits.uniform(self.timeout_s)
-        mem_limit_bytes = int(self.mem_limit_gb * 2**30)
+        mem_limit_bytes = _capped(int(self.mem_limit_gb * 2**30))
         return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda,
                             self.gpu if self.use_cuda else None)
 
@@ -116,6 +116,49 @@ class HarnessSettings:
         case_s = floor_s + factor * call_s * max(self.repeats, 1)
         timing_s = 2 * floor_s + factor * call_s * 20 + 3 * self.timing.target_total_ms / 1e3
         return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
+
+
+_SAID_CAP: set[int] = set()
+
+
+def _capped(requested_bytes: int) -> int:
+    """The candidates' host memory cap: the one asked for, or the shell's lower hard limit (said once)."""
+    from kernelopt.harness.sandbox.audit import host_memory_cap
+
+    cap = host_memory_cap(requested_bytes)
+    if cap < requested_bytes and cap not in _SAID_CAP:
+        _SAID_CAP.add(cap)
+        print(
+            f"kernelopt: candidates get {cap / 2**30:.1f} GiB of host memory, not the {requested_bytes / 2**30:.1f} "
+            "GiB asked for: this shell's hard limit (ulimit -v) is lower and cannot be raised",
+            file=sys.stderr,
+            flush=True,
+        )
+    return cap
+
+
+def _correct_reason(ran: int, reference: Any) -> str | None:
+    """The first words of an accepted verdict: how many cases proved it, out of how many the
+    verifier plans; the cases dropped, not run or judged on their own scale, by name. None when no
+    case could have failed a kernel that writes zeros."""
+    counted = ran - len(reference.uninformative)
+    if counted <= 0:
+        return None
+    planned = ran + len(reference.dropped) + len(reference.skipped)
+    reason = f"correct on {counted} cases" if counted == planned else f"correct on {counted} of {planned} cases"
+    notes = []
+    if reference.uninformative:
+        notes.append(f"not counted, its expected outputs all zero: {'; '.join(reference.uninformative)}")
+    if reference.own_scale:
+        notes.append(
+            "judged on the outputs' own scale, every expected value being within the tolerance of zero: "
+            + "; ".join(reference.own_scale)
+        )
+    if reference.dropped:
+        notes.append(f"cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)}")
+    if reference.skipped:
+        notes.append(f"not run: {'; '.join(reference.skipped)}")
+    return reason + "".join(f" ({note})" for note in notes)
 
 
 # The derived limits (see HarnessSettings.candidate_phases): a hung kernel on a problem whose
@@ -335,10 +378,16 @@ class Verifier:
         too_fast = impossible_speed(timing, floor_time_ms)
         if too_fast:
             return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
-        reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
         reference = self.reference()
-        if reference.dropped:
-            reason += f" (cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)})"
-        if reference.skipped:
-            reason += f" (not run: {'; '.join(reference.skipped)})"
+        reason = _correct_reason(int(result["cases"]), reference)
+        if reason is None:
+            return Verdict(
+                False,
+                "not judged: every case's expected outputs are all zero, so a kernel that writes zeros "
+                f"would pass ({'; '.join(reference.uninformative)}); give the problem inputs with non-zero outputs",
+                rule="unjudgeable",
+                log_path=log,
+            )
+        if timing:
+            reason += f"; {timing.label()}"
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log)
