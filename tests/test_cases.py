@@ -98,10 +98,11 @@ def test_ordinary_outputs_keep_the_ordinary_tolerance() -> None:
     assert judging_for([want.to(torch.int64)]).atols == (None,)
 
 
-def test_a_case_whose_outputs_are_all_zero_is_not_informative() -> None:
+def test_a_case_whose_outputs_are_all_zero_or_all_nan_is_not_informative() -> None:
     assert not judging_for([torch.zeros(4, 4)]).informative
     assert judging_for([torch.zeros(4, 4), torch.ones(2, dtype=torch.int64)]).informative  # an exact output
-    assert judging_for([torch.full((2,), float("nan"))]).informative
+    assert not judging_for([torch.full((2,), float("nan"))]).informative  # a NaN everywhere passes anything NaN
+    assert judging_for([torch.tensor([float("nan"), 1.0])]).informative
 
 
 def _reference(**fields: list[str]) -> SimpleNamespace:
@@ -131,9 +132,13 @@ def test_the_float64_room_is_decided_once_whatever_the_case_order(monkeypatch: p
         return 1 << 40 if not reads[:-1] else 0  # a second read would find no room at all
 
     monkeypatch.setattr(reference, "_float64_room", room)
+    def backwards(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
+        cases = plan_cases(problem, seeds)
+        return cases[-2::-1] + cases[-1:]  # the timed inputs stay last
+
     yardsticks = []
-    for order in (list, lambda cases: list(reversed(cases[:-1])) + cases[-1:]):
-        monkeypatch.setattr(reference, "plan_cases", lambda problem, seeds, order=order: order(plan_cases(problem, seeds)))
+    for planner in (plan_cases, backwards):
+        monkeypatch.setattr(reference, "plan_cases", planner)
         reads.clear()
         ref = reference.Reference(
             {"device": "cpu", "problem_path": str(CHEATS / "problem_layernorm.py"), "init_seed": 1, "seeds": [3, 4]}

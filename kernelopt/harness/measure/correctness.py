@@ -45,8 +45,9 @@ def judging_for(
     answer (x * 1e-6 under fp32's atol of 1e-4; a Frobenius-normalised tensor of a billion values).
     Such an output is judged on its own scale: atol becomes atol times its largest magnitude, plus
     the problem's own worst error there, so a kernel as accurate as PyTorch passes and zeros fail.
-    A case whose outputs are all floating and all exactly zero cannot tell a kernel that computes
-    from one that writes zeros: it still runs (and can fail), but is not informative.
+    A case whose outputs are all floating and each all exactly zero, or all NaN/Inf, cannot tell a
+    kernel that computes from one that writes a constant: it still runs (and can fail), but is not
+    informative.
     """
     atols: list[float | None] = []
     all_zero = bool(want_outputs)
@@ -55,9 +56,9 @@ def judging_for(
             atols.append(None)
             all_zero = all_zero and want.is_floating_point()
             continue
-        peak, finite = _peak(want)
+        peak, finite, any_finite = _peak(want)
         atol, rtol = tolerance(want.dtype)
-        all_zero = all_zero and finite and peak == 0.0
+        all_zero = all_zero and ((finite and peak == 0.0) or not any_finite)
         if not finite or peak * (1.0 - rtol) > atol * atol_scale:
             atols.append(None)
             continue
@@ -67,15 +68,16 @@ def judging_for(
     return Judging(tuple(atols), informative=not all_zero)
 
 
-def _peak(want: torch.Tensor) -> tuple[float, bool]:
-    """The largest finite magnitude of `want`, and whether every value is finite."""
-    flat, peak, finite = want.reshape(-1), 0.0, True
+def _peak(want: torch.Tensor) -> tuple[float, bool, bool]:
+    """The largest finite magnitude of `want`, whether every value is finite, whether any is."""
+    flat, peak, finite, any_finite = want.reshape(-1), 0.0, True, False
     for start in range(0, flat.numel(), CHUNK_ELEMENTS):
         part = flat[start : start + CHUNK_ELEMENTS]
         ok = part.isfinite()
         finite = finite and bool(ok.all())
+        any_finite = any_finite or bool(ok.any())
         peak = max(peak, float(part.abs().where(ok, torch.zeros((), dtype=part.dtype, device=part.device)).max()))
-    return peak, finite
+    return peak, finite, any_finite
 
 
 def compare_case(
