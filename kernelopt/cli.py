@@ -109,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     res.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     _limits(res)  # a run stopped on a hanging kernel can go on with a shorter limit
+    res.add_argument("--model", help="the chat model from here on (a run stopped as llm_unavailable goes on "
+                                     "from before the failed call)")
+    res.add_argument("--base-url", help="the model's endpoint from here on (to correct a typo, say)")
     rep = commands.add_parser("report", help="re-render report.md and roofline.png of a run")
     rep.add_argument("run_dir", help="the run directory (it holds report.json or run.json)")
     rep.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
@@ -217,9 +220,10 @@ def _optimize(args: argparse.Namespace) -> int:
     if args.gpus:
         _check_gpus(args.gpus)
     if args.model:
-        from kernelopt.llm import make_chat_model
+        from kernelopt.llm import check_endpoint, make_chat_model
 
         make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+        check_endpoint(ctx)  # so is an endpoint where nothing listens (a typo in --base-url)
     from kernelopt.checkpoint import new_run_record
     from kernelopt.runs import new_run_dir
 
@@ -246,17 +250,18 @@ def _resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     record = read_run_record(run_dir)
     db = check_db_url(args.db) or record.db
-    limits = _limit_settings(args)
-    if limits:  # kept in run.json, so that a later resume keeps them too
+    changed = {**_limit_settings(args), **{k: v for k in ("model", "base_url") if (v := getattr(args, k))}}
+    if changed:  # kept in run.json, so that a later resume keeps them too
         from kernelopt.checkpoint import write_run_record
 
-        record = dataclasses.replace(record, context={**record.context, **limits})
+        record = dataclasses.replace(record, context={**record.context, **changed})
         write_run_record(run_dir, record)
     ctx = record.run_context()
     if ctx.model:
-        from kernelopt.llm import make_chat_model
+        from kernelopt.llm import check_endpoint, make_chat_model
 
         make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
+        check_endpoint(ctx)
     return run_graph_to_end(run_dir, db, record, ctx, args.json, resume=True)
 
 

@@ -50,6 +50,15 @@ def run_graph_to_end(
         # Not `next`: a node that finished after the last checkpoint (its writes saved) leaves
         # `next` empty although the run goes on after it. A finished run has no task left at all.
         finished = started and not snapshot.tasks
+        stream_config = config
+        if resume and finished and _llm_stopped(snapshot.values):
+            # the endpoint failed: go on from the checkpoint before the failed call (a fork of it)
+            before = _before_the_llm_failure(graph, config)
+            if before is not None:
+                snapshot, stream_config, finished = before, before.config, False
+                if not as_json:
+                    print("the run stopped as its model was unavailable; going on with "
+                          f"{ctx.model} at {ctx.base_url or 'its endpoint'}", flush=True)
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
@@ -60,11 +69,12 @@ def run_graph_to_end(
             try:
                 while True:
                     if not waiting:
-                        for chunk in graph.stream(stream_input, config, context=ctx,
+                        for chunk in graph.stream(stream_input, stream_config, context=ctx,
                                                   stream_mode="custom", durability="sync"):
                             line = None if as_json else render_event(chunk)
                             if line:
                                 print(line, flush=True)
+                        stream_config = config  # from here on, the thread's newest checkpoint
                         waiting = list(graph.get_state(config).interrupts)
                         if not waiting:
                             break
@@ -84,6 +94,19 @@ def run_graph_to_end(
                 return 130
         final = graph.get_state(config).values
     return _finish(final, ctx, as_json, already_finished=resume and finished)
+
+
+def _llm_stopped(values: dict[str, Any]) -> bool:
+    return str(values.get("stop_reason") or "").startswith(("llm_unavailable", "llm_error"))
+
+
+def _before_the_llm_failure(graph: Any, config: dict[str, Any]) -> Any:
+    """The newest checkpoint with work still to do and no stop reason: the one before the node
+    whose LLM call failed. None when there is none (the failure came first thing)."""
+    for snapshot in graph.get_state_history(config):
+        if snapshot.next and "report" not in snapshot.next and not snapshot.values.get("stop_reason"):
+            return snapshot
+    return None
 
 
 def _where(snapshot: Any) -> str:
@@ -185,7 +208,10 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
     else:
         note = "this run had already finished; nothing was redone\n" if already_finished else ""
         print(note + final_text(summary))
-    return 0 if summary.get("best_kernel_path") else 1
+        if _llm_stopped(final) and run_dir:
+            print(f"kernelopt: the model could not be reached; continue with `kernelopt resume {run_dir}` "
+                  "(--base-url/--model to change them)", file=sys.stderr)
+    return 0 if summary.get("best_kernel_path") and not _llm_stopped(final) else 1
 
 
 def final_text(summary: dict[str, Any]) -> str:
