@@ -9,9 +9,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import re
+import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
@@ -20,7 +23,7 @@ from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
-from kernelopt.harness.problem import checked_sources, read_source
+from kernelopt.harness.problem import check_kernel_source, checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
 from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
 
@@ -73,7 +76,13 @@ def _limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernelopt", description="Make Triton kernels fast, to the roofline.")
+    parser = _Parser(
+        prog="kernelopt", description="Make Triton kernels fast, to the roofline.",
+        epilog="exit status: 0 done (a best kernel; an accepted kernel; every suite problem correct), "
+               "1 a negative verdict (kernel rejected, no correct kernel, a suite problem wrong, the model "
+               "unreachable mid-run), 2 bad input (arguments, files, a problem that does not run), "
+               "3 waiting for an --approve answer, 130 interrupted",
+    )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     opt = commands.add_parser("optimize", help="run the judge-optimize-verify loop on a problem")
@@ -81,8 +90,10 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--kernel", help="starting kernel file (ModelNew); without it the LLM writes one")
     opt.add_argument("--model", help="chat model name; without it the offline policy runs")
     opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
-    opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds)
-    opt.add_argument("--patience", type=COUNT, default=Context.patience)
+    opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds,
+                     help=f"most judge-optimize-verify rounds (default {Context.max_rounds})")
+    opt.add_argument("--patience", type=COUNT, default=Context.patience,
+                     help=f"stop after this many rounds in a row without a new best (default {Context.patience})")
     opt.add_argument("--gpu", help="target GPU key or name (default: the GPU present; without one the prompts "
                                    "aim at H200 and the report draws no GPU roof)")
     opt.add_argument("--out", help="run directory (default: a new folder under $KERNELOPT_RUNS_DIR, "
@@ -294,15 +305,27 @@ def _report(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     _checked_sources(args.problem, None)
-    read_source(args.kernel, "kernel")  # a missing kernel file is bad input; a bad kernel is a rejection
+    # a kernel that cannot be read, does not parse or has no ModelNew is bad input (exit 2), as in
+    # optimize; one that runs and is wrong is a rejection (exit 1)
+    check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     _prewarm()
     from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
 
     settings = HarnessSettings.detect(time_compile=args.compile, **_limit_settings(args))
+    say = _Say(quiet=args.json)
+    say.warn_if_slow(args.problem, settings.use_cuda)
     with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
-        verifier = Verifier(args.problem, work, settings)
-        baselines = verifier.baselines()
-        verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms_for(baselines.floor, None))
+        try:
+            verifier = Verifier(args.problem, work, settings)
+            say.line("building the reference's cases and timing the baselines")
+            baselines = verifier.baselines()
+            say.line(f"verifying {Path(args.kernel).name}")
+            floor_ms = floor_ms_for(baselines.floor, None)
+            verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms, on_progress=say.progress)
+        except (InputError, HarnessError) as err:
+            raise type(err)(_logs_kept(str(err), Path(work))) from None
+        log_path = _logs_kept(verdict.log_path, Path(work)) if verdict.log_path and not verdict.accepted else None
+        verdict = dataclasses.replace(verdict, reason=_logs_kept(verdict.reason, Path(work)), log_path=log_path)
     result: dict[str, Any] = {
         "accepted": verdict.accepted, "reason": verdict.reason, "rule": verdict.rule,
         "time_ms": verdict.timing.median_ms if verdict.timing else None,
@@ -310,16 +333,75 @@ def _verify(args: argparse.Namespace) -> int:
         "eager_ms": baselines.eager.median_ms if baselines.eager else None,
         "compile_ms": baselines.compile.median_ms if baselines.compile else None,
         "is_gpu_time": bool(verdict.timing and verdict.timing.is_gpu_time),
+        "log_path": verdict.log_path,  # a rejected kernel's worker log, kept
     }
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
+        if verdict.log_path:
+            print(f"log: {verdict.log_path}")
         if result["eager_ms"] and result["time_ms"] and result["is_gpu_time"]:
             print(f"eager: {result['eager_ms']:.4f} ms ({result['eager_ms'] / result['time_ms']:.2f}x)")
         elif result["eager_ms"]:
             print(f"eager (PyTorch on the CPU, not comparable): {result['eager_ms']:.4f} ms")
     return 0 if verdict.accepted else 1
+
+
+class _Say:
+    """What `verify` says on stderr while it works (nothing with --json): its stages, and every few
+    seconds of a long verification where it is ("case 3/7, 80 s")."""
+
+    EVERY_S = 10.0
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.next_s = self.EVERY_S
+
+    def line(self, text: str) -> None:
+        if not self.quiet:
+            print(f"kernelopt: {text}", file=sys.stderr, flush=True)
+
+    def progress(self, phase: str, elapsed_s: float) -> None:
+        if elapsed_s >= self.next_s:
+            self.next_s = elapsed_s + self.EVERY_S
+            self.line(f"  still verifying: {phase}, {elapsed_s:.0f} s")
+
+    def warn_if_slow(self, problem: str, use_cuda: bool) -> None:
+        """Say up front when a problem sized for a GPU is about to run under Triton's interpreter."""
+        if use_cuda:
+            return
+        from kernelopt.harness.measure.cases import input_bytes
+        from kernelopt.harness.problem import load_problem
+
+        given = input_bytes(load_problem(problem), {"seed": 0})
+        if given is not None and given > INTERPRETER_WARN_BYTES:
+            self.line(
+                f"warning: {Path(problem).name}'s inputs take {given / 2**20:.0f} MiB and no CUDA GPU is here: under "
+                "Triton's interpreter every case runs element by element on the CPU and can take many minutes. "
+                "Run it on a CUDA host, or copy the problem with smaller module-level sizes"
+            )
+
+
+# Inputs above this make a verification under the interpreter slow enough to warn of.
+INTERPRETER_WARN_BYTES = 64 << 20
+
+
+def _logs_kept(text: str, work: Path) -> str:
+    """`text` with every log it names inside the temporary work folder (deleted next) copied to the
+    runs folder's verify-logs/ and named there instead, so that a path said is a path that exists."""
+    from kernelopt.runs import default_runs_dir
+
+    def keep(match: re.Match[str]) -> str:
+        log = Path(match.group(0))
+        if not log.is_file():
+            return match.group(0)
+        kept = default_runs_dir() / "verify-logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{log.parent.name}-{log.name}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, kept)
+        return str(kept)
+
+    return re.sub(re.escape(str(work)) + r"/[^\s;:()]+\.log", keep, text)
 
 
 def _suite(args: argparse.Namespace) -> int:

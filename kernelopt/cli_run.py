@@ -15,6 +15,12 @@ from kernelopt.context import Context
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord
 
+# Exit codes, one meaning each across commands (README "Exit codes"; cli.py's --help):
+# 0 done (a best kernel, an accepted kernel, every suite problem correct); 1 the work's verdict is
+# negative (a rejected kernel, no correct kernel, a suite problem wrong, the model unreachable
+# mid-run: resumable); 2 bad input (arguments, files, a problem that does not run); 3 waiting for
+# an --approve answer; 130 interrupted.
+BAD_INPUT = 2
 NO_ANSWER = 3  # --approve and stdin ended before a question was answered: the run waits, resumable
 
 
@@ -211,6 +217,8 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
         if _llm_stopped(final) and run_dir:
             print(f"kernelopt: the model could not be reached; continue with `kernelopt resume {run_dir}` "
                   "(--base-url/--model to change them)", file=sys.stderr)
+    if str(final.get("stop_reason") or "").startswith("bad input"):
+        return BAD_INPUT  # a problem that does not run, as `verify` says it: the input, not the kernel
     return 0 if summary.get("best_kernel_path") and not _llm_stopped(final) else 1
 
 

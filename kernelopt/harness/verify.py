@@ -19,7 +19,15 @@ from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
-from kernelopt.harness.sandbox.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
+from kernelopt.harness.sandbox.runner import (
+    PhaseLimits,
+    Progress,
+    WorkerLimits,
+    WorkerOutcome,
+    failure_of,
+    run_job,
+    worker_env,
+)
 from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
 from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
 
@@ -364,7 +372,8 @@ class Verifier:
         result, log = outcome.result, outcome.log_path
         if result is None:
             hung = (outcome.failure or "").startswith("timed out")
-            return Verdict(False, f"candidate {outcome.failure}", rule="timeout" if hung else "crash", log_path=log)
+            why = failure_of("the candidate", outcome.failure or "ended without a result")
+            return Verdict(False, why, rule="timeout" if hung else "crash", log_path=log)
         if result.get("harness_error"):
             raise HarnessError(
                 f"kernelopt failed while verifying {kernel.name} (its own error, not the kernel's): "

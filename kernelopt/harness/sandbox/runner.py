@@ -321,6 +321,15 @@ class _PhaseClock:
         return None
 
 
+def failure_of(subject: str, failure: str) -> str:
+    """A job's failure as one sentence about `subject` ("the candidate"): "the candidate's process
+    crashed with SIGSEGV", "the candidate timed out in case 1/7 after 9 s"."""
+    process = "the process "
+    if failure.startswith(process):
+        return f"{subject}'s process {failure[len(process):]}"
+    return f"{subject} {failure}"
+
+
 def watch(
     child: Child,
     work_dir: Path,
