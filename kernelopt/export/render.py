@@ -1,0 +1,227 @@
+"""The text of an exported module: where it came from, the kernel, the reference, the op and the drop-in Model."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelopt.export.facts import ProblemFacts
+from kernelopt.records import InputError
+
+RUNTIME_FILE = Path(__file__).with_name("runtime.py")
+RULE = "# " + "─" * 100
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where the kernel came from and how fast it was, for the module's docstring (times in ms)."""
+
+    problem: str
+    kernel: str
+    run: str | None = None
+    gpu: str | None = None
+    best_ms: float | None = None
+    eager_ms: float | None = None
+    compile_ms: float | None = None
+    is_gpu_time: bool = False
+    autotune: str = "none: the kernel's launch parameters are literals"
+
+
+def op_names(qualname: str) -> tuple[str, str, str]:
+    """(namespace, op name, drop-in class name) of "namespace::op"."""
+    namespace, _, op = qualname.partition("::")
+    return namespace, op, "".join(part.capitalize() for part in op.split("_") if part) or "Op"
+
+
+def default_op_name(problem_path: str | Path) -> str:
+    """An op name from the problem's file ("19_ReLU.py" -> "op_19_relu"; "softmax/problem.py" -> "softmax")."""
+    path = Path(problem_path)
+    stem = path.parent.name if path.stem == "problem" and path.parent.name else path.stem
+    name = re.sub(r"[^0-9a-zA-Z]+", "_", stem).strip("_").lower() or "kernel"
+    return f"op_{name}" if name[0].isdigit() else name
+
+
+def check_name(qualname: str) -> None:
+    """InputError unless `qualname` is NAMESPACE::OP, both Python identifiers."""
+    namespace, sep, op = qualname.partition("::")
+    if not sep or not namespace.isidentifier() or not op.isidentifier():
+        raise InputError(f"--name {qualname!r} is not NAMESPACE::OP (two identifiers, e.g. mylib::softmax)")
+
+
+def _split_future(source: str) -> tuple[list[str], str]:
+    """The `from __future__` imports of a source, and the source without them."""
+    tree = ast.parse(source)
+    futures = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    lines = source.splitlines(keepends=True)
+    drop = {i for n in futures for i in range(n.lineno - 1, (n.end_lineno or n.lineno))}
+    return [f"from __future__ import {', '.join(a.name for a in n.names)}" for n in futures], \
+        "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+def _runtime_body() -> tuple[list[str], str, set[str]]:
+    source = RUNTIME_FILE.read_text()
+    futures, body = _split_future(source)
+    tree = ast.parse(body)
+    first = tree.body[0]
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):  # its docstring stays here
+        body = "".join(body.splitlines(keepends=True)[first.end_lineno or 0:]).lstrip("\n")
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return futures, body, defined
+
+
+def _string_literal(text: str) -> str:
+    """`text` as a readable triple-quoted literal where it can be, else as repr writes it."""
+    if "'''" not in text and not text.endswith("\\") and "\r" not in text:
+        return "r'''" + text + "'''"
+    return repr(text)
+
+
+def _attr_path(name: str) -> str:
+    """self.linear.weight for "linear.weight"; getattr for a part that is no identifier (layers.0.weight)."""
+    path = "self"
+    for part in name.split("."):
+        path = f"{path}.{part}" if part.isidentifier() else f"getattr({path}, {part!r})"
+    return path
+
+
+def _docstring(qualname: str, origin: Origin, facts: ProblemFacts) -> str:
+    def ms(value: float | None, against: float | None = None) -> str:
+        if value is None:
+            return "not measured"
+        ratio = f" (the kernel is {value / origin.best_ms:.2f}x faster)" if against and origin.best_ms else ""
+        return f"{value:.4f} ms{ratio}"
+
+    clock = "GPU time, CUDA events" if origin.is_gpu_time else "interpreter time on the CPU, not GPU performance"
+    backward = {
+        True: "the kernel is forward-only; backward runs the problem's reference Model again and differentiates "
+              "it (torch.func.vjp), so training works at the reference's speed for the backward pass.",
+        False: "none: the reference Model's outputs carry no gradient, so backward through this op raises an error.",
+        None: "the reference Model's own, recomputed (whether it has one could not be tried at export time).",
+    }[facts.has_backward]
+    verified = "\n".join(f"    - {words}" for words in facts.verified_words)
+    return f'''"""{qualname}: the kernel kernelopt found for {Path(origin.problem).name}, as a PyTorch custom op.
+
+Problem: {origin.problem}
+Kernel: {origin.kernel}
+Run: {origin.run or "none: exported from a problem and a kernel file"}
+GPU: {origin.gpu or "unknown"}
+Time ({clock if origin.best_ms else "no run"}): kernel {ms(origin.best_ms)}; eager {ms(origin.eager_ms, 1)};
+    torch.compile {ms(origin.compile_ms, 1)}
+Autotune: {origin.autotune}
+Verified on (constructor arguments {facts.init_args!r}; dtypes other than these are refused):
+{verified}
+Other sizes: the first call at a size not listed compares the kernel with the reference on those
+    inputs and raises if they differ (not under CUDA-graph capture: call once before capturing).
+    Inputs are made contiguous before the kernel runs.
+Backward: {backward}
+
+Use:
+    from {op_names(qualname)[1]} import {op_names(qualname)[2]}
+    model = {op_names(qualname)[2]}(*init_args)  # the problem's Model: same arguments, same state_dict keys
+    model.load_state_dict(reference.state_dict())  # then call it, torch.compile it, capture it in a CUDA graph
+
+Written by `kernelopt export`; the op is torch.ops.{qualname.replace("::", ".")}(*inputs, state, init).
+"""'''
+
+
+def render_module(qualname: str, problem_source: str, kernel_source: str, facts: ProblemFacts,
+                  origin: Origin) -> str:
+    """The whole exported module's source."""
+    namespace, op, cls = op_names(qualname)
+    runtime_futures, runtime, runtime_names = _runtime_body()
+    kernel_futures, kernel = _split_future(kernel_source)
+    kernel_names = {n.name for n in ast.parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    kernel_names |= {t.id for n in ast.parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
+                     if isinstance(t, ast.Name)}
+    clash = sorted(kernel_names & (runtime_names | {op, f"{op}_backward", cls, "SPEC", "REFERENCE_SOURCE"}))
+    if clash:
+        raise InputError(f"the kernel defines {', '.join(clash)}, names the exported module uses itself; "
+                         "rename them in the kernel, or pick another --name")
+    futures = sorted(set(runtime_futures + kernel_futures))
+    return "\n".join([
+        _docstring(qualname, origin, facts), "", *futures, "",
+        "import types", "",
+        RULE, f"# The kernel: {origin.kernel}", RULE, "", kernel.strip("\n"), "", "",
+        RULE, "# The problem's reference Model: its outputs' shapes for the fake kernel, its backward, and the check",
+        "# of sizes not verified. Kept as text and run in a module of its own, so its names stay apart.", RULE, "",
+        f"REFERENCE_SOURCE = {_string_literal(problem_source)}",
+        f"_reference = types.ModuleType({f'{namespace}_{op}_reference'!r})",
+        f"exec(compile(REFERENCE_SOURCE, {f'<reference of {qualname}>'!r}, 'exec'), _reference.__dict__)", "", "",
+        RULE, "# How the op runs (the same in every exported module)", RULE, "", runtime.strip("\n"), "", "",
+        RULE, "# The op, its fake (shapes only) and backward, and the drop-in Model", RULE, "",
+        _op_code(qualname, facts, cls),
+    ]) + "\n"
+
+
+def _op_code(qualname: str, facts: ProblemFacts, cls: str) -> str:
+    _, op, _ = op_names(qualname)
+    args = ", ".join(facts.arg_names)
+    listed = f"[{args}]"
+    typed = ", ".join(f"{n}: {'torch.Tensor' if k == 'Tensor' else k}"
+                      for n, k in zip(facts.arg_names, facts.arg_kinds, strict=True))
+    typed = f"{typed}, " if typed else ""
+    out = "torch.Tensor" if facts.outputs == 1 else f"tuple[{', '.join(['torch.Tensor'] * facts.outputs)}]"
+    state = ", ".join(_attr_path(n) for n in facts.state_names)
+    spec = {"name": qualname, "arg_names": facts.arg_names, "arg_dtypes": facts.arg_dtypes,
+            "state_names": facts.state_names, "state_dtypes": facts.state_dtypes}
+    fields = "".join(f"    {k}={v!r},\n" for k, v in spec.items())
+    keys = "".join(f"    {k!r},\n" for k in facts.verified_keys)
+    return f'''SPEC = OpSpec(
+{fields}    kernel_model=ModelNew,
+    reference_model=_reference.Model,
+    verified=frozenset({{
+{keys}    }}),
+    has_backward={facts.has_backward!r},
+)
+
+
+@torch.library.custom_op({qualname!r}, mutates_args=())
+def {op}({typed}state: list[torch.Tensor], init: str) -> {out}:
+    """The kernel's forward; `state`: the Model's parameters and buffers, `init`: its constructor's arguments."""
+    return run_kernel(SPEC, {listed}, state, init)
+
+
+@{op}.register_fake
+def _{op}_fake({args}{", " if args else ""}state, init):  # type: ignore[no-untyped-def]
+    return fake_outputs(SPEC, {listed}, state, init)
+
+
+@torch.library.custom_op({qualname + "_backward"!r}, mutates_args=())
+def {op}_backward(grads: list[torch.Tensor], {typed}state: list[torch.Tensor], init: str,
+{" " * (len(op) + 14)}needs: list[bool]) -> list[torch.Tensor]:
+    """The reference Model's gradients for the tensors marked in `needs` (tensor inputs, then state)."""
+    return reference_grads(SPEC, grads, {listed}, state, init, needs)
+
+
+@{op}_backward.register_fake
+def _{op}_backward_fake(grads, {args}{", " if args else ""}state, init, needs):  # type: ignore[no-untyped-def]
+    return fake_grads({listed}, state, needs)
+
+
+{op}.register_autograd(backward_through(SPEC, {op}_backward), setup_context=setup_backward)
+
+
+class {cls}(_reference.Model):
+    """The problem's Model with its forward on the kernel: the same constructor, the same state_dict keys."""
+
+    def __init__(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        super().__init__(*args, **kwargs)
+        self.kernelopt_init = init_key(SPEC, args, kwargs)
+
+    def forward(self, {args}):  # type: ignore[no-untyped-def]
+        return {op}({args}{", " if args else ""}[{state}], self.kernelopt_init)
+'''
+
+
+def render_init(namespace: str, modules: list[tuple[str, str, str]], skipped: list[str]) -> str:
+    """A suite package's __init__.py: each exported module's drop-in Model, importable by name."""
+    lines = [f'"""{namespace}: the kernels of a kernelopt suite, one custom op per correct problem.', ""]
+    lines += [f"- {problem}: {namespace}.{module}.{cls}" for problem, module, cls in modules]
+    lines += ["", "Not exported: " + ("; ".join(skipped) if skipped else "none"), '"""', ""]
+    lines += [f"from .{module} import {cls}" for _, module, cls in modules]
+    lines += ["", f"__all__ = {[cls for _, _, cls in modules]!r}", ""]
+    return "\n".join(lines)
+
