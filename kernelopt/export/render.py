@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
-import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from kernelopt.export.facts import ProblemFacts
+from kernelopt.export.names import op_names
 from kernelopt.records import InputError
+
+if TYPE_CHECKING:
+    from kernelopt.export.facts import ProblemFacts
 
 RUNTIME_FILE = Path(__file__).with_name("runtime.py")
 RULE = "# " + "─" * 100
@@ -27,27 +30,6 @@ class Origin:
     compile_ms: float | None = None
     is_gpu_time: bool = False
     autotune: str = "none: the kernel's launch parameters are literals"
-
-
-def op_names(qualname: str) -> tuple[str, str, str]:
-    """(namespace, op name, drop-in class name) of "namespace::op"."""
-    namespace, _, op = qualname.partition("::")
-    return namespace, op, "".join(part.capitalize() for part in op.split("_") if part) or "Op"
-
-
-def default_op_name(problem_path: str | Path) -> str:
-    """An op name from the problem's file ("19_ReLU.py" -> "op_19_relu"; "softmax/problem.py" -> "softmax")."""
-    path = Path(problem_path)
-    stem = path.parent.name if path.stem == "problem" and path.parent.name else path.stem
-    name = re.sub(r"[^0-9a-zA-Z]+", "_", stem).strip("_").lower() or "kernel"
-    return f"op_{name}" if name[0].isdigit() else name
-
-
-def check_name(qualname: str) -> None:
-    """InputError unless `qualname` is NAMESPACE::OP, both Python identifiers."""
-    namespace, sep, op = qualname.partition("::")
-    if not sep or not namespace.isidentifier() or not op.isidentifier():
-        raise InputError(f"--name {qualname!r} is not NAMESPACE::OP (two identifiers, e.g. mylib::softmax)")
 
 
 def _split_future(source: str) -> tuple[list[str], str]:
