@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
 from kernelopt.context import Context
+from kernelopt.export.command import add_export_parser, export_command
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
@@ -137,18 +138,8 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--workers", type=COUNT, help="on a host without a GPU: run this many problems at once")
     sui.add_argument("--ray", metavar="ADDRESS", help="run each problem as a task holding one GPU on the Ray "
                                                       f"cluster at ADDRESS (or auto); needs `{RAY_INSTALL}`")
-    _export_parser(commands)
+    add_export_parser(commands)
     return parser
-
-
-def _export_parser(commands: Any) -> None:
-    exp = commands.add_parser("export", help="write a run's best kernel as a PyTorch custom op module (a suite's "
-                                             "as a package)")
-    exp.add_argument("target", metavar="RUN_DIR", help="a run directory, a suite's out folder, or a problem file")
-    exp.add_argument("kernel", nargs="?", metavar="KERNEL", help="the kernel file, when RUN_DIR is a problem file")
-    exp.add_argument("--name", help="the op as NAMESPACE::OP (default kernelopt::<problem>); for a suite, "
-                                    "the namespace (the package's name)")
-    exp.add_argument("--out", default=".", help="folder to write the module into (default: the current folder)")
 
 
 DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) instead of RUN_DIR/checkpoints.sqlite"
@@ -157,7 +148,7 @@ DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inste
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite,
-                "export": _export}
+                "export": export_command}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
@@ -387,25 +378,6 @@ def _suite(args: argparse.Namespace) -> int:
     else:
         print(summary_text(summary, Path(suite.out_dir)))
     return 0 if summary["correct"] == summary["problems"] else 1
-
-
-def _export(args: argparse.Namespace) -> int:
-    """Write the module (or a suite's package) and print where it is."""
-    from kernelopt.export.names import check_target
-
-    kind = check_target(args.target, args.kernel, args.name)
-    if Path(args.out).expanduser().is_file():
-        raise InputError(f"--out {args.out} is a file, not a folder; pass the folder to write the module into")
-    from kernelopt.export import writer
-
-    if kind == "suite":
-        path = writer.export_suite(args.target, args.name, args.out)
-    elif kind == "run":
-        path = writer.export_run(args.target, args.name, args.out)
-    else:
-        path = writer.export_files(args.target, args.kernel, args.name, args.out)
-    print(path)
-    return 0
 
 
 if __name__ == "__main__":

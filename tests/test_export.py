@@ -209,3 +209,16 @@ def test_bad_targets_are_one_clear_line(tmp_path):
         export_run(tmp_path)
     with pytest.raises(InputError, match=r"not NAMESPACE::OP"):
         export_files(EXPORT / "linear_problem.py", EXPORT / "linear_kernel.py", "no_namespace", tmp_path)
+
+
+def test_autotune_is_said_frozen_or_not(tmp_path):
+    tuned = EXPORT / "swish_autotune.py"
+    module, _ = _export(tmp_path, EXAMPLES / "swish" / "problem.py", tuned, "swish_tuned")
+    # no GPU here to pick the winner on (and under the interpreter autotune cannot time its configs)
+    assert "Autotune: NOT frozen: the kernel lists 2 triton.Configs" in module.__doc__
+    single = tmp_path / "single.py"
+    single.write_text(tuned.read_text().replace('        triton.Config({"BLOCK_SIZE": 1024}, num_warps=4),\n', ""))
+    module, _ = _export(tmp_path, EXAMPLES / "swish" / "problem.py", single, "swish_single")
+    assert "Autotune: frozen: a single triton.Config" in module.__doc__
+    x = torch.randn(1000)
+    torch.testing.assert_close(module.SwishSingle()(x), x * torch.sigmoid(x))

@@ -29,7 +29,7 @@ class Origin:
     eager_ms: float | None = None
     compile_ms: float | None = None
     is_gpu_time: bool = False
-    autotune: str = "none: the kernel's launch parameters are literals"
+    autotune: str = ""  # the docstring's line on autotuning (see freeze.autotune_words)
 
 
 def _split_future(source: str) -> tuple[list[str], str]:

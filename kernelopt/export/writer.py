@@ -2,28 +2,17 @@
 
 from __future__ import annotations
 
-import ast
 import json
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from kernelopt.export.facts import problem_facts
+from kernelopt.export.freeze import autotune_words, frozen_source
 from kernelopt.export.names import DEFAULT_NAMESPACE, check_name, default_op_name, op_names
 from kernelopt.export.render import Origin, render_init, render_module
 from kernelopt.harness.problem import check_kernel_source, read_source
-from kernelopt.offline.tuner import autotune_configs
 from kernelopt.records import InputError
-
-
-def _autotune_words(kernel_source: str) -> str:
-    configs = len(autotune_configs(ast.parse(kernel_source)))
-    if configs == 0:
-        return Origin.autotune
-    if configs == 1:
-        return "frozen: one triton.Config (the run's winner), so no tuning runs when it is called"
-    return (f"NOT frozen: the kernel lists {configs} triton.Configs and tunes on its first call at each size; "
-            "call it once before capturing a CUDA graph")
 
 
 def _write(out_dir: str | Path, module: str, text: str) -> Path:
@@ -37,15 +26,16 @@ def _write(out_dir: str | Path, module: str, text: str) -> Path:
 
 
 def render_export(problem_path: str | Path, kernel_path: str | Path, qualname: str | None,
-                  origin: Origin | None = None, kernel_source: str | None = None) -> tuple[str, str]:
+                  origin: Origin | None = None) -> tuple[str, str]:
     """(the op's qualified name, the module's text) for a problem and its kernel."""
     qualname = qualname or f"{DEFAULT_NAMESPACE}::{default_op_name(origin.problem if origin else problem_path)}"
     check_name(qualname)
     problem_source = read_source(problem_path, "problem")
-    kernel_source = kernel_source or read_source(kernel_path, "kernel")
+    kernel_source = read_source(kernel_path, "kernel")
     check_kernel_source(kernel_source, Path(kernel_path).name)
     origin = origin or Origin(problem=str(Path(problem_path).resolve()), kernel=str(Path(kernel_path).resolve()))
-    origin = replace(origin, autotune=_autotune_words(kernel_source))
+    kernel_source, frozen = frozen_source(problem_path, kernel_path, kernel_source)
+    origin = replace(origin, autotune=frozen or autotune_words(kernel_source))
     facts = problem_facts(problem_path)
     return qualname, render_module(qualname, problem_source, kernel_source, facts, origin)
 
