@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib
 import itertools
 import json
+import shutil
+import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -222,3 +224,26 @@ def test_autotune_is_said_frozen_or_not(tmp_path):
     assert "Autotune: frozen: a single triton.Config" in module.__doc__
     x = torch.randn(1000)
     torch.testing.assert_close(module.SwishSingle()(x), x * torch.sigmoid(x))
+
+
+def test_two_outputs_are_a_tuple_in_eager_opcheck_compile_and_backward(tmp_path):
+    module, _ = _export(tmp_path, EXPORT / "minmax_problem.py", EXPORT / "minmax_kernel.py", "minmax")
+    model = module.Minmax()
+    x = torch.randn(6, 48, requires_grad=True)
+    low, high = torch.compile(model, fullgraph=True, backend="aot_eager")(x)
+    assert torch.equal(low, x.amin(1)) and torch.equal(high, x.amax(1))
+    (low.sum() + 2 * high.sum()).backward()
+    want = x.detach().clone().requires_grad_()
+    (want.amin(1).sum() + 2 * want.amax(1).sum()).backward()
+    torch.testing.assert_close(x.grad, want.grad)
+    torch.library.opcheck(module.minmax, (torch.randn(6, 48, requires_grad=True), [], model.kernelopt_init))
+
+
+def test_the_written_module_is_lint_clean(tmp_path):
+    ruff = shutil.which("ruff")
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    path = export_files(EXPORT / "linear_problem.py", EXPORT / "linear_kernel.py", "t_lint::linear", tmp_path)
+    rules = ["--isolated", "--select", "E,F,W,I,B,UP", "--line-length", "120"]  # the project's own
+    proc = subprocess.run([ruff, "check", *rules, str(path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,26 +34,43 @@ class Origin:
     autotune: str = ""  # the docstring's line on autotuning (see freeze.autotune_words)
 
 
-def _split_future(source: str) -> tuple[list[str], str]:
-    """The `from __future__` imports of a source, and the source without them."""
+def _hoist(source: str) -> tuple[list[str], list[str], str, str]:
+    """(its `from __future__` imports, its other top-level imports, its docstring as comments, the rest):
+    so that the exported module's imports all stand at its top."""
     tree = ast.parse(source)
-    futures = [n for n in tree.body if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     lines = source.splitlines(keepends=True)
-    drop = {i for n in futures for i in range(n.lineno - 1, (n.end_lineno or n.lineno))}
-    return [f"from __future__ import {', '.join(a.name for a in n.names)}" for n in futures], \
-        "".join(line for i, line in enumerate(lines) if i not in drop)
+    imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
+    futures = [n for n in imports if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    drop = {i for n in imports for i in range(n.lineno - 1, n.end_lineno or n.lineno)}
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+        drop |= set(range(first.lineno - 1, first.end_lineno or first.lineno))
+        comment = "".join(f"# {line}".rstrip() + "\n" for line in first.value.value.strip().splitlines())
+    else:
+        comment = ""
+    text = lambda n: "".join(lines[n.lineno - 1:n.end_lineno]).rstrip()  # noqa: E731
+    body = "".join(line for i, line in enumerate(lines) if i not in drop)
+    return [text(n) for n in futures], [text(n) for n in imports if n not in futures], comment, body
 
 
-def _runtime_body() -> tuple[list[str], str, set[str]]:
-    source = RUNTIME_FILE.read_text()
-    futures, body = _split_future(source)
+def _sorted_imports(lines: list[str]) -> list[str]:
+    """Import lines without repeats, the standard library's first, as isort orders them."""
+    def key(line: str) -> tuple[bool, bool, str]:
+        module = line.split()[1]
+        return module.split(".")[0] not in sys.stdlib_module_names, line.startswith("from "), module
+
+    ordered = sorted(dict.fromkeys(lines), key=key)
+    third = next((i for i, line in enumerate(ordered) if key(line)[0]), len(ordered))
+    return ordered[:third] + ([""] if 0 < third < len(ordered) else []) + ordered[third:]
+
+
+def _runtime_body() -> tuple[list[str], list[str], str, set[str]]:
+    """The runtime's imports and code (its docstring dropped: the section's heading says what it is)."""
+    futures, imports, _, body = _hoist(RUNTIME_FILE.read_text())
     tree = ast.parse(body)
-    first = tree.body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):  # its docstring stays here
-        body = "".join(body.splitlines(keepends=True)[first.end_lineno or 0:]).lstrip("\n")
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    return futures, body, defined
+    return futures, imports, body, defined
 
 
 def _string_literal(text: str) -> str:
@@ -84,6 +103,7 @@ def _docstring(qualname: str, origin: Origin, facts: ProblemFacts) -> str:
         None: "the reference Model's own, recomputed (whether it has one could not be tried at export time).",
     }[facts.has_backward]
     verified = "\n".join(f"    - {words}" for words in facts.verified_words)
+    backward = textwrap.fill(backward, 110, initial_indent="Backward: ", subsequent_indent="    ")
     return f'''"""{qualname}: the kernel kernelopt found for {Path(origin.problem).name}, as a PyTorch custom op.
 
 Problem: {origin.problem}
@@ -98,7 +118,7 @@ Verified on (constructor arguments {facts.init_args!r}; dtypes other than these 
 Other sizes: the first call at a size not listed compares the kernel with the reference on those
     inputs and raises if they differ (not under CUDA-graph capture: call once before capturing).
     Inputs are made contiguous before the kernel runs.
-Backward: {backward}
+{backward}
 
 Use:
     from {op_names(qualname)[1]} import {op_names(qualname)[2]}
@@ -113,8 +133,8 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
                   origin: Origin) -> str:
     """The whole exported module's source."""
     namespace, op, cls = op_names(qualname)
-    runtime_futures, runtime, runtime_names = _runtime_body()
-    kernel_futures, kernel = _split_future(kernel_source)
+    runtime_futures, runtime_imports, runtime, runtime_names = _runtime_body()
+    kernel_futures, kernel_imports, kernel_doc, kernel = _hoist(kernel_source)
     kernel_names = {n.name for n in ast.parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     kernel_names |= {t.id for n in ast.parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
                      if isinstance(t, ast.Name)}
@@ -123,10 +143,10 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
         raise InputError(f"the kernel defines {', '.join(clash)}, names the exported module uses itself; "
                          "rename them in the kernel, or pick another --name")
     futures = sorted(set(runtime_futures + kernel_futures))
+    imports = _sorted_imports(["import types", *kernel_imports, *runtime_imports])
     return "\n".join([
-        _docstring(qualname, origin, facts), "", *futures, "",
-        "import types", "",
-        RULE, f"# The kernel: {origin.kernel}", RULE, "", kernel.strip("\n"), "", "",
+        _docstring(qualname, origin, facts), "", *futures, "", *imports, "",
+        RULE, f"# The kernel: {origin.kernel}", RULE, kernel_doc, kernel.strip("\n"), "", "",
         RULE, "# The problem's reference Model: its outputs' shapes for the fake kernel, its backward, and the check",
         "# of sizes not verified. Kept as text and run in a module of its own, so its names stay apart.", RULE, "",
         f"REFERENCE_SOURCE = {_string_literal(problem_source)}",

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from torch import nn
+import torch.nn as nn
 
 # KernelBench's tolerances (atol, rtol); the reference's own float32 error is allowed on top.
 TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1e-2, 1e-2)}
