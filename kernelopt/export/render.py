@@ -64,13 +64,13 @@ def _sorted_imports(lines: list[str]) -> list[str]:
     return ordered[:third] + ([""] if 0 < third < len(ordered) else []) + ordered[third:]
 
 
-def _runtime_body() -> tuple[list[str], list[str], str, set[str]]:
+def _runtime_body() -> tuple[list[str], str, set[str]]:
     """The runtime's imports and code (its docstring dropped: the section's heading says what it is)."""
-    futures, imports, _, body = _hoist(RUNTIME_FILE.read_text())
+    _, imports, _, body = _hoist(RUNTIME_FILE.read_text())  # no __future__: the op's annotations stay real types
     tree = ast.parse(body)
     defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    return futures, imports, body, defined
+    return imports, body, defined
 
 
 def _string_literal(text: str) -> str:
@@ -133,7 +133,7 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
                   origin: Origin) -> str:
     """The whole exported module's source."""
     namespace, op, cls = op_names(qualname)
-    runtime_futures, runtime_imports, runtime, runtime_names = _runtime_body()
+    runtime_imports, runtime, runtime_names = _runtime_body()
     kernel_futures, kernel_imports, kernel_doc, kernel = _hoist(kernel_source)
     kernel_names = {n.name for n in ast.parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     kernel_names |= {t.id for n in ast.parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
@@ -142,10 +142,10 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
     if clash:
         raise InputError(f"the kernel defines {', '.join(clash)}, names the exported module uses itself; "
                          "rename them in the kernel, or pick another --name")
-    futures = sorted(set(runtime_futures + kernel_futures))
+    futures = sorted(set(kernel_futures))
     imports = _sorted_imports(["import types", *kernel_imports, *runtime_imports])
     return "\n".join([
-        _docstring(qualname, origin, facts), "", *futures, "", *imports, "",
+        _docstring(qualname, origin, facts), "", *([*futures, ""] if futures else []), *imports, "",
         RULE, f"# The kernel: {origin.kernel}", RULE, kernel_doc, kernel.strip("\n"), "", "",
         RULE, "# The problem's reference Model: its outputs' shapes for the fake kernel, its backward, and the check",
         "# of sizes not verified. Kept as text and run in a module of its own, so its names stay apart.", RULE, "",

@@ -51,7 +51,9 @@ def _run_origin(run_dir: Path, report: dict[str, Any]) -> Origin:
     return Origin(
         problem=report.get("problem") or str(run_dir / "problem.py"), kernel=str(run_dir / "best_kernel.py"),
         run=f"{run_dir} (best of round {report.get('best_round')}, stopped: {report.get('stop_reason')})",
-        gpu=report.get("gpu"), best_ms=report.get("best_time_ms"), eager_ms=report.get("eager_ms"),
+        gpu=report.get("gpu") if report.get("is_gpu_time") or not report.get("gpu") else
+        f"none: a Triton-interpreter run on the CPU (its prompts aimed at {report['gpu']})",
+        best_ms=report.get("best_time_ms"), eager_ms=report.get("eager_ms"),
         compile_ms=report.get("compile_ms"), is_gpu_time=bool(report.get("is_gpu_time")),
     )
 
