@@ -108,6 +108,13 @@ def run_kernel(spec: OpSpec, args: list[Any], state: list[torch.Tensor], init: s
     """The kernel's outputs, contiguous and in memory of their own; a size the run did not verify is
     compared with the reference on its first call (a wrong answer there raises, then and after)."""
     device = _check_inputs(spec, args, state)
+    if device.type == "cuda" and device.index != torch.cuda.current_device():
+        with torch.cuda.device(device):  # Triton launches on the current device: make it the inputs'
+            return _run_on(device, spec, args, state, init)
+    return _run_on(device, spec, args, state, init)
+
+
+def _run_on(device: torch.device, spec: OpSpec, args: list[Any], state: list[torch.Tensor], init: str) -> Any:
     args = [a.contiguous() if isinstance(a, torch.Tensor) else a for a in args]  # verified on dense inputs
     state = [s.contiguous() for s in state]
     key = size_key(init, args, state)
