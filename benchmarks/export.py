@@ -61,10 +61,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="*", help="run directories (default: the examples)")
     args = parser.parse_args()
-    examples: list[tuple[Path, Path, Path | None]] = [(EXAMPLES / name / "problem.py", EXAMPLES / name / "kernel.py", None)
-                for name in ("softmax", "swish", "matmul")]
-    pairs = [(Path(r) / "problem.py", Path(r) / "best_kernel.py", Path(r) / "report.json") for r in args.runs]
-    pairs = pairs or examples
+    pairs: list[tuple[Path, Path, Path | None]] = [
+        (Path(r) / "problem.py", Path(r) / "best_kernel.py", Path(r) / "report.json") for r in args.runs]
+    pairs = pairs or [(EXAMPLES / name / "problem.py", EXAMPLES / name / "kernel.py", None)
+                      for name in ("softmax", "swish", "matmul")]
     print("| problem | run's best (ms) | kernel now (ms) | exported op (ms) | op / kernel | op / run's best |")
     print("|---|---:|---:|---:|---:|---:|")
     worst = 0.0

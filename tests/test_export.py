@@ -247,3 +247,24 @@ def test_the_written_module_is_lint_clean(tmp_path):
     rules = ["--isolated", "--select", "E,F,W,I,B,UP", "--line-length", "120"]  # the project's own
     proc = subprocess.run([ruff, "check", *rules, str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout
+
+
+def test_a_model_that_differs_in_eval_is_refused_there_and_its_buffers_stay_the_callers(tmp_path):
+    module, _ = _export(tmp_path, EXPORT / "batchnorm_problem.py", EXPORT / "batchnorm_kernel.py", "batchnorm")
+    assert "training mode only: eval() raises" in module.__doc__
+    reference = module._reference.Model(8)
+    model = module.Batchnorm(8)
+    model.load_state_dict(reference.state_dict(), strict=True)
+    assert "bn.running_mean" in model.state_dict() and "bn.num_batches_tracked" in model.state_dict()
+    x = torch.randn(16, 8, requires_grad=True)
+    out = model(x)
+    out.pow(2).sum().backward()  # the backward runs the reference again: its buffers' updates are its own
+    want = x.detach().clone().requires_grad_()
+    expected = reference(want)
+    expected.pow(2).sum().backward()
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(x.grad, want.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(model.bn.weight.grad, reference.bn.weight.grad, atol=1e-5, rtol=1e-5)
+    assert torch.equal(model.bn.running_mean, torch.zeros(8))
+    with pytest.raises(ValueError, match="verified in training mode only"):
+        model.eval()(x)

@@ -36,6 +36,7 @@ class ProblemFacts:
     verified_keys: tuple[str, ...]
     verified_words: tuple[str, ...]  # each verified input set in words: "x float32 (64, 512)"
     has_backward: bool | None  # None: the reference could not be tried on the meta device
+    train_only: bool  # the Model behaves otherwise in eval() (batch norm, dropout): verified in training mode only
 
 
 def _dtype(value: torch.Tensor) -> str:
@@ -120,6 +121,7 @@ def problem_facts(problem_path: str | Path) -> ProblemFacts:
         state_names=tuple(n for n, _ in state), state_dtypes=tuple(_dtype(t) for _, t in state),
         outputs=outputs, init_args=init, verified_keys=keys,
         verified_words=tuple(_words(names, values) for values in sets), has_backward=has_backward,
+        train_only=_mode_dependent(model, Path(problem_path).read_text()),
     )
 
 
@@ -128,3 +130,14 @@ def _plain_outputs(module: Any, init: tuple[Any, ...]) -> tuple[Any, ...]:
     with torch.no_grad():
         out = module.Model(*init)(*module.get_inputs())
     return tuple(out) if isinstance(out, tuple | list) else (out,)
+
+
+# Modules whose forward differs between train() and eval(): the harness judged the kernel in training mode.
+_MODE_DEPENDENT = (torch.nn.modules.batchnorm._BatchNorm, torch.nn.modules.instancenorm._InstanceNorm,
+                   torch.nn.modules.dropout._DropoutNd, torch.nn.RNNBase, torch.nn.MultiheadAttention)
+
+
+def _mode_dependent(model: torch.nn.Module, source: str) -> bool:
+    """Whether the Model may answer differently in eval(): such a module, or a forward that reads self.training
+    or calls dropout."""
+    return any(isinstance(m, _MODE_DEPENDENT) for m in model.modules()) or "training" in source or "dropout" in source

@@ -104,6 +104,9 @@ def _docstring(qualname: str, origin: Origin, facts: ProblemFacts) -> str:
     }[facts.has_backward]
     verified = "\n".join(f"    - {words}" for words in facts.verified_words)
     backward = textwrap.fill(backward, 110, initial_indent="Backward: ", subsequent_indent="    ")
+    if facts.train_only:
+        backward += ("\nMode: the Model holds batch norm or dropout (or reads self.training), so the kernel was "
+                     "verified in\n    training mode only: eval() raises, and running statistics are not updated.")
     return f'''"""{qualname}: the kernel kernelopt found for {Path(origin.problem).name}, as a PyTorch custom op.
 
 Problem: {origin.problem}
@@ -214,8 +217,18 @@ class {cls}(_reference.Model):
         self.kernelopt_init = init_key(SPEC, args, kwargs)
 
     def forward(self, {args}):  # type: ignore[no-untyped-def]
-        return {op}({args}{", " if args else ""}[{state}], self.kernelopt_init)
+{_eval_check(facts)}        return {op}({args}{", " if args else ""}[{state}], self.kernelopt_init)
 '''
+
+
+def _eval_check(facts: ProblemFacts) -> str:
+    """The drop-in's refusal of eval() where the Model behaves otherwise there (the kernel was judged in train())."""
+    if not facts.train_only:
+        return ""
+    return ('''        if not self.training:
+            raise ValueError(f"{SPEC.name}: the kernel was verified in training mode only (the Model holds batch "
+                             "norm, dropout or reads self.training); use the reference Model in eval()")
+''')
 
 
 def render_init(namespace: str, modules: list[tuple[str, str, str]], skipped: list[str]) -> str:

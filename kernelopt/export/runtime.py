@@ -68,6 +68,8 @@ def _instance(spec: OpSpec, which: str, init: str) -> nn.Module:
 
 def _call(spec: OpSpec, which: str, init: str, args: list[Any], state: list[torch.Tensor]) -> Any:
     module = _instance(spec, which, init)
+    if which == "reference":  # its forward may update buffers in place (running statistics): not the caller's
+        state = [s if s.requires_grad else s.clone() for s in state]
     if not state:  # nothing to swap in: the call costs no more than the kernel's own forward
         return module(*args)
     return torch.func.functional_call(module, dict(zip(spec.state_names, state, strict=True)), tuple(args))
@@ -184,6 +186,7 @@ def reference_grads(spec: OpSpec, grads: list[torch.Tensor], args: list[Any], st
             rebuilt.append(next(rest) if isinstance(a, torch.Tensor) else a)
         return _outputs(_call(spec, "reference", init, rebuilt, list(rest)))
 
+    _instance(spec, "reference", init)  # built outside the transform, which forbids its in-place initialisation
     outs, vjp = torch.func.vjp(reference, *wanted)
     pairs = [(o, g) for o, g in zip(outs, grads, strict=True) if o.is_floating_point() or o.is_complex()]
     if not pairs:
