@@ -268,3 +268,14 @@ def test_a_model_that_differs_in_eval_is_refused_there_and_its_buffers_stay_the_
     assert torch.equal(model.bn.running_mean, torch.zeros(8))
     with pytest.raises(ValueError, match="verified in training mode only"):
         model.eval()(x)
+
+
+def test_a_file_of_the_users_is_never_written_over(tmp_path):
+    mine = tmp_path / "linear.py"
+    mine.write_text("print('my own code')\n")
+    with pytest.raises(InputError, match="exists and was not written by kernelopt export"):
+        export_files(EXPORT / "linear_problem.py", EXPORT / "linear_kernel.py", "t_mine::linear", tmp_path)
+    assert mine.read_text() == "print('my own code')\n"
+    again = tmp_path / "again"
+    for _ in range(2):  # an exported module is written over: exporting again refreshes it
+        export_files(EXPORT / "linear_problem.py", EXPORT / "linear_kernel.py", "t_mine::linear", again)

@@ -235,7 +235,8 @@ def render_init(namespace: str, modules: list[tuple[str, str, str]], skipped: li
     """A suite package's __init__.py: each exported module's drop-in Model, importable by name."""
     lines = [f'"""{namespace}: the kernels of a kernelopt suite, one custom op per correct problem.', ""]
     lines += [f"- {problem}: {namespace}.{module}.{cls}" for problem, module, cls in modules]
-    lines += ["", "Not exported: " + ("; ".join(skipped) if skipped else "none"), '"""', ""]
+    lines += ["", "Not exported: " + ("; ".join(skipped) if skipped else "none"), "",
+              "Written by `kernelopt export` from a suite's out folder.", '"""', ""]
     lines += [f"from .{module} import {cls}" for _, module, cls in modules]
     lines += ["", f"__all__ = {[cls for _, _, cls in modules]!r}", ""]
     return "\n".join(lines)

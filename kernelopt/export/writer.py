@@ -14,6 +14,8 @@ from kernelopt.export.render import Origin, render_init, render_module
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.records import InputError
 
+MARK = "Written by `kernelopt export`"  # in every module's docstring: such a file may be written over
+
 
 def _write(out_dir: str | Path, module: str, text: str) -> Path:
     folder = Path(out_dir).expanduser()
@@ -21,6 +23,8 @@ def _write(out_dir: str | Path, module: str, text: str) -> Path:
         raise InputError(f"--out {out_dir} is a file, not a folder; pass the folder to write the module into")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{module}.py"
+    if path.exists() and MARK not in path.read_text(errors="replace"):
+        raise InputError(f"{path} exists and was not written by kernelopt export; pass another --out, or --name")
     path.write_text(text)
     return path.resolve()
 
@@ -102,7 +106,7 @@ def export_suite(suite_out: str | Path, namespace: str | None = None, out_dir: s
         modules.append((result["name"], module, cls))
     if not modules:
         raise InputError(f"no problem of {folder} has a correct kernel to export ({'; '.join(skipped) or 'none'})")
-    (package / "__init__.py").write_text(render_init(namespace, modules, skipped))
+    _write(package, "__init__", render_init(namespace, modules, skipped))
     return package.resolve()
 
 
