@@ -17,14 +17,19 @@ from kernelopt.records import InputError
 MARK = "Written by `kernelopt export`"  # in every module's docstring: such a file may be written over
 
 
+def _free(path: Path) -> Path:
+    """`path`, or an InputError where a file there was not written by kernelopt export (it is the user's)."""
+    if path.exists() and MARK not in path.read_text(errors="replace"):
+        raise InputError(f"{path} exists and was not written by kernelopt export; pass another --out, or --name")
+    return path
+
+
 def _write(out_dir: str | Path, module: str, text: str) -> Path:
     folder = Path(out_dir).expanduser()
     if folder.exists() and not folder.is_dir():
         raise InputError(f"--out {out_dir} is a file, not a folder; pass the folder to write the module into")
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{module}.py"
-    if path.exists() and MARK not in path.read_text(errors="replace"):
-        raise InputError(f"{path} exists and was not written by kernelopt export; pass another --out, or --name")
+    path = _free(folder / f"{module}.py")
     path.write_text(text)
     return path.resolve()
 
@@ -88,6 +93,7 @@ def export_suite(suite_out: str | Path, namespace: str | None = None, out_dir: s
     if not namespace.isidentifier():
         raise InputError(f"--name {namespace!r}: for a suite, name the namespace only (an identifier, e.g. myops)")
     package = Path(out_dir).expanduser() / namespace
+    _free(package / "__init__.py")  # before any module is written
     modules: list[tuple[str, str, str]] = []
     skipped: list[str] = []
     for result in data.get("problems", []):
