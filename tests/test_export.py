@@ -171,7 +171,7 @@ def test_the_docstring_says_where_the_kernel_came_from(tmp_path):
 
 
 def test_a_kernel_whose_state_differs_from_the_models_is_refused_by_name(tmp_path):
-    kernel = tmp_path / "renamed.py"
+    kernel = tmp_path / "renamed_kernel.py"
     kernel.write_text((EXPORT / "linear_kernel.py").read_text().replace("self.linear", "self.proj"))
     module, _ = _export(tmp_path, EXPORT / "linear_problem.py", kernel, "renamed")
     with pytest.raises(TypeError, match=r"ModelNew holds \['proj.bias', 'proj.weight'\], the problem's Model"):
@@ -279,3 +279,11 @@ def test_a_file_of_the_users_is_never_written_over(tmp_path):
     again = tmp_path / "again"
     for _ in range(2):  # an exported module is written over: exporting again refreshes it
         export_files(EXPORT / "linear_problem.py", EXPORT / "linear_kernel.py", "t_mine::linear", again)
+
+
+def test_a_kernel_that_returns_another_dtype_than_the_fake_promises_is_refused(tmp_path):
+    kernel = tmp_path / "wide_kernel.py"
+    kernel.write_text((EXPORT / "linear_kernel.py").read_text().replace("dtype=x.dtype", "dtype=torch.float64"))
+    module, _ = _export(tmp_path, EXPORT / "linear_problem.py", kernel, "wide")
+    with pytest.raises(TypeError, match=r"the kernel returns \[\(torch.float64, \(8, 16\)\)\] where the reference"):
+        module.Wide(32, 16)(torch.randn(8, 32))

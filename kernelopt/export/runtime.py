@@ -41,6 +41,7 @@ class OpSpec:
     checked: dict[str, str | None] = field(default_factory=dict)  # size key: None when right, else why not
     instances: dict[tuple[str, str], nn.Module] = field(default_factory=dict)
     settings: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = field(default_factory=dict)
+    shaped: set[str] = field(default_factory=set)  # size keys whose outputs matched the fake's shapes and dtypes
 
 
 def init_key(spec: OpSpec, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
@@ -123,9 +124,25 @@ def _run_on(device: torch.device, spec: OpSpec, args: list[Any], state: list[tor
     if key not in spec.verified and spec.checked.get(key, "") is not None:
         _first_call(spec, key, device, args, state, init)
     outs = [o.contiguous() for o in _outputs(_call(spec, "kernel", init, args, state))]
+    if key not in spec.shaped:
+        _check_like_fake(spec, outs, args, state, init)
+        spec.shaped.add(key)
     inputs = {t.untyped_storage().data_ptr() for t in [*args, *state] if isinstance(t, torch.Tensor)}
     outs = [o.clone() if o.untyped_storage().data_ptr() in inputs else o for o in outs]  # an op's outputs own memory
     return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _check_like_fake(spec: OpSpec, outs: list[torch.Tensor], args: list[Any], state: list[torch.Tensor],
+                     init: str) -> None:
+    """Raise unless the kernel's outputs have the shapes and dtypes the fake gives (the reference on the meta
+    device: no device work, so this first-call check is safe under CUDA-graph capture)."""
+    meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
+    want = _outputs(_call(spec, "reference", init, meta, [s.to("meta") for s in state]))
+    got = [(o.dtype, tuple(o.shape)) for o in outs]
+    if got != [(w.dtype, tuple(w.shape)) for w in want]:
+        raise TypeError(f"{spec.name}: the kernel returns {got} where the reference returns "
+                        f"{[(w.dtype, tuple(w.shape)) for w in want]}; the op's fake would promise the latter, "
+                        "so it refuses (fix the kernel's output dtype or shape)")
 
 
 def _first_call(spec: OpSpec, key: str, device: torch.device, args: list[Any], state: list[torch.Tensor],
