@@ -137,7 +137,10 @@ def _check_like_fake(spec: OpSpec, outs: list[torch.Tensor], args: list[Any], st
     """Raise unless the kernel's outputs have the shapes and dtypes the fake gives (the reference on the meta
     device: no device work, so this first-call check is safe under CUDA-graph capture)."""
     meta = [a.to("meta") if isinstance(a, torch.Tensor) else a for a in args]
-    want = _outputs(_call(spec, "reference", init, meta, [s.to("meta") for s in state]))
+    try:
+        want = _outputs(_call(spec, "reference", init, meta, [s.to("meta") for s in state]))
+    except (NotImplementedError, RuntimeError):  # an op of the reference without a meta kernel: nothing to hold to
+        return
     got = [(o.dtype, tuple(o.shape)) for o in outs]
     if got != [(w.dtype, tuple(w.shape)) for w in want]:
         raise TypeError(f"{spec.name}: the kernel returns {got} where the reference returns "
