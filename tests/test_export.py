@@ -163,8 +163,8 @@ def test_the_docstring_says_where_the_kernel_came_from(tmp_path):
     doc = import_file(path, "exported_doc").__doc__
     assert path.name == "linear_op.py"
     assert "Problem: /home/me/problems/linear.py" in doc and "GPU: H200" in doc
-    assert "kernel 0.0500 ms; eager 0.1000 ms (the kernel is 2.00x faster)" in doc
-    assert "torch.compile 0.0750 ms (the kernel is 1.50x faster)" in doc
+    assert "kernel 0.0500 ms; eager 0.1000 ms (speedup 2.00x)" in doc
+    assert "torch.compile 0.0750 ms (speedup 1.50x)" in doc
     assert f"Run: {run.resolve()} (best of round 3, stopped: no gain for 2 rounds)" in doc
     assert "constructor arguments (32, 16)" in doc and "- x float32 (8, 32)" in doc
     assert "Backward: the kernel is forward-only; backward runs the problem's reference Model" in doc

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -51,3 +52,17 @@ def test_export_writes_a_module_that_imports_and_runs(tmp_path):
     run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path / "ops", capture_output=True, text=True,
                          timeout=240)
     assert run.stdout.strip() == "ok", _show(run)
+
+
+def test_export_of_a_run_directory_is_named_after_its_problem(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "problem.py").write_text((EXAMPLES / "swish" / "problem.py").read_text())
+    (run / "best_kernel.py").write_text((EXAMPLES / "swish" / "kernel.py").read_text())
+    (run / "report.json").write_text(json.dumps({"problem": str(EXAMPLES / "swish" / "problem.py"),
+                                                 "best_time_ms": 1.5, "best_round": 2, "stop_reason": "max_rounds"}))
+    proc = kernelopt("export", run, "--out", tmp_path / "ops", cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    module = Path(proc.stdout.strip())
+    assert module == (tmp_path / "ops" / "swish.py").resolve()
+    assert "kernelopt::swish" in module.read_text() and "best of round 2, stopped: max_rounds" in module.read_text()

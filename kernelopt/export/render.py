@@ -89,11 +89,11 @@ def _attr_path(name: str) -> str:
 
 
 def _docstring(qualname: str, origin: Origin, facts: ProblemFacts) -> str:
-    def ms(value: float | None, against: float | None = None) -> str:
+    def ms(value: float | None, baseline: bool = False) -> str:
         if value is None:
             return "not measured"
-        ratio = f" (the kernel is {value / origin.best_ms:.2f}x faster)" if against and origin.best_ms else ""
-        return f"{value:.4f} ms{ratio}"
+        speedup = baseline and origin.best_ms and origin.is_gpu_time  # interpreter times are no speed
+        return f"{value:.4f} ms" + (f" (speedup {value / origin.best_ms:.2f}x)" if speedup else "")
 
     clock = "GPU time, CUDA events" if origin.is_gpu_time else "interpreter time on the CPU, not GPU performance"
     backward = {
@@ -113,8 +113,8 @@ Problem: {origin.problem}
 Kernel: {origin.kernel}
 Run: {origin.run or "none: exported from a problem and a kernel file"}
 GPU: {origin.gpu or "unknown"}
-Time ({clock if origin.best_ms else "no run"}): kernel {ms(origin.best_ms)}; eager {ms(origin.eager_ms, 1)};
-    torch.compile {ms(origin.compile_ms, 1)}
+Time ({clock if origin.best_ms else "no run"}): kernel {ms(origin.best_ms)}; eager {ms(origin.eager_ms, True)};
+    torch.compile {ms(origin.compile_ms, True)}
 Autotune: {origin.autotune}
 Verified on (constructor arguments {facts.init_args!r}; dtypes other than these are refused):
 {verified}
