@@ -266,6 +266,13 @@ def test_a_model_that_differs_in_eval_is_refused_there_and_its_buffers_stay_the_
     torch.testing.assert_close(x.grad, want.grad, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(model.bn.weight.grad, reference.bn.weight.grad, atol=1e-5, rtol=1e-5)
     assert torch.equal(model.bn.running_mean, torch.zeros(8))
+    # its first use under fake tensors builds the reference's BatchNorm outside them
+    fresh, _ = _export(tmp_path / "fresh", EXPORT / "batchnorm_problem.py", EXPORT / "batchnorm_kernel.py", "bn")
+    dropin = fresh.Bn(8)
+    state = [t.detach().clone().requires_grad_(t.is_floating_point() and "running" not in name)
+             for name, t in [*dropin.named_parameters(), *dropin.named_buffers()]]
+    torch.library.opcheck(fresh.bn, (torch.randn(16, 8, requires_grad=True), state, dropin.kernelopt_init))
+    torch.testing.assert_close(torch.compile(model, fullgraph=True, backend="aot_eager")(x), expected)
     with pytest.raises(ValueError, match="verified in training mode only"):
         model.eval()(x)
 

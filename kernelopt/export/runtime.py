@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 import torch.nn as nn
+from torch.utils._python_dispatch import _disable_current_modes
 
 # KernelBench's tolerances (atol, rtol); the reference's own float32 error is allowed on top.
 TOLERANCES = {torch.float32: (1e-4, 1e-4), torch.float16: (1e-2, 1e-2), torch.bfloat16: (1e-2, 1e-2)}
@@ -56,7 +57,9 @@ def _instance(spec: OpSpec, which: str, init: str) -> nn.Module:
     if (which, init) not in spec.instances:
         args, kwargs = spec.settings.get(init) or ast.literal_eval(init)
         cls = spec.kernel_model if which == "kernel" else spec.reference_model
-        with torch.device("meta"):  # its own weights are never used: functional_call passes the op's
+        # Its own weights are never used (functional_call passes the op's), and it is built outside any mode
+        # the call runs under: fake tensors, tracing, opcheck's schema check.
+        with _disable_current_modes(), torch.device("meta"):
             module = cls(*args, **kwargs)
         names = {name for name, _ in [*module.named_parameters(), *module.named_buffers()]}
         if names != set(spec.state_names):
