@@ -294,3 +294,22 @@ def test_a_kernel_that_returns_another_dtype_than_the_fake_promises_is_refused(t
     module, _ = _export(tmp_path, EXPORT / "linear_problem.py", kernel, "wide")
     with pytest.raises(TypeError, match=r"the kernel returns \[\(torch.float64, \(8, 16\)\)\] where the reference"):
         module.Wide(32, 16)(torch.randn(8, 32))
+
+
+def test_op_names_from_problem_files_are_identifiers_the_module_does_not_use():
+    from kernelopt.export.names import check_name, default_op_name
+
+    assert default_op_name("problems/19_ReLU.py") == "op_19_relu"
+    assert default_op_name("examples/softmax/problem.py") == "softmax"
+    assert default_op_name("problems/lambda.py") == "lambda_op"
+    assert default_op_name("problems/run-kernel.py") == "run_kernel_op"
+    for bad in ("mylib::run_kernel", "mylib::class", "mylib::model_new", "my-lib::x"):
+        with pytest.raises(InputError, match=bad):
+            check_name(bad)
+
+
+def test_a_kernel_defining_a_name_the_module_uses_is_refused_by_name(tmp_path):
+    kernel = tmp_path / "clash_kernel.py"
+    kernel.write_text((EXPORT / "linear_kernel.py").read_text() + "\n\ndef run_kernel():\n    pass\n")
+    with pytest.raises(InputError, match="the kernel defines run_kernel, names the exported module uses itself"):
+        export_files(EXPORT / "linear_problem.py", kernel, "t_clash::linear", tmp_path / "out")

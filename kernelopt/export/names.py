@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import keyword
 import re
 from pathlib import Path
 from typing import Literal
@@ -10,6 +12,23 @@ from kernelopt.records import InputError
 
 DEFAULT_NAMESPACE = "kernelopt"
 Target = Literal["run", "files", "suite"]
+
+
+def _module_names() -> frozenset[str]:
+    """Names every exported module defines or imports (runtime.py's, and the ones render.py writes)."""
+    tree = ast.parse(Path(__file__).with_name("runtime.py").read_text())
+    names = {"types", "ModelNew", "SPEC", "REFERENCE_SOURCE", "_reference", "triton", "tl"}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return frozenset(names)
+
+
+RESERVED = _module_names()
 
 
 def op_names(qualname: str) -> tuple[str, str, str]:
@@ -23,14 +42,17 @@ def default_op_name(problem_path: str | Path) -> str:
     path = Path(problem_path)
     stem = path.parent.name if path.stem == "problem" and path.parent.name else path.stem
     name = re.sub(r"[^0-9a-zA-Z]+", "_", stem).strip("_").lower() or "kernel"
-    return f"op_{name}" if name[0].isdigit() else name
+    name = f"op_{name}" if name[0].isdigit() else name
+    return f"{name}_op" if keyword.iskeyword(name) or name in RESERVED else name
 
 
 def check_name(qualname: str) -> None:
     """InputError unless `qualname` is NAMESPACE::OP, both Python identifiers."""
     namespace, sep, op = qualname.partition("::")
-    if not sep or not namespace.isidentifier() or not op.isidentifier():
+    if not sep or not all(part.isidentifier() and not keyword.iskeyword(part) for part in (namespace, op)):
         raise InputError(f"--name {qualname!r} is not NAMESPACE::OP (two identifiers, e.g. mylib::softmax)")
+    if op in RESERVED or op_names(qualname)[2] in RESERVED:
+        raise InputError(f"--name {qualname!r}: {op} is a name the exported module uses itself; pick another")
 
 
 def check_target(target: str, kernel: str | None, name: str | None) -> Target:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelopt.export.names import op_names
+from kernelopt.export.names import RESERVED, op_names
 from kernelopt.records import InputError
 
 if TYPE_CHECKING:
@@ -64,13 +64,10 @@ def _sorted_imports(lines: list[str]) -> list[str]:
     return ordered[:third] + ([""] if 0 < third < len(ordered) else []) + ordered[third:]
 
 
-def _runtime_body() -> tuple[list[str], str, set[str]]:
+def _runtime_body() -> tuple[list[str], str]:
     """The runtime's imports and code (its docstring dropped: the section's heading says what it is)."""
     _, imports, _, body = _hoist(RUNTIME_FILE.read_text())  # no __future__: the op's annotations stay real types
-    tree = ast.parse(body)
-    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    defined |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
-    return imports, body, defined
+    return imports, body
 
 
 def _string_literal(text: str) -> str:
@@ -136,12 +133,13 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
                   origin: Origin) -> str:
     """The whole exported module's source."""
     namespace, op, cls = op_names(qualname)
-    runtime_imports, runtime, runtime_names = _runtime_body()
+    runtime_imports, runtime = _runtime_body()
     kernel_futures, kernel_imports, kernel_doc, kernel = _hoist(kernel_source)
     kernel_names = {n.name for n in ast.parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
     kernel_names |= {t.id for n in ast.parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
                      if isinstance(t, ast.Name)}
-    clash = sorted(kernel_names & (runtime_names | {op, f"{op}_backward", cls, "SPEC", "REFERENCE_SOURCE"}))
+    ours = RESERVED - {"torch", "nn", "triton", "tl", "ModelNew"} | {op, f"{op}_backward", f"_{op}_fake", cls}
+    clash = sorted(kernel_names & (ours | {f"_{op}_backward_fake"}))
     if clash:
         raise InputError(f"the kernel defines {', '.join(clash)}, names the exported module uses itself; "
                          "rename them in the kernel, or pick another --name")
