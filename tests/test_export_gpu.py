@@ -73,18 +73,31 @@ def test_capturing_an_unverified_size_before_any_call_is_refused(tmp_path):
             model(x)
 
 
-def test_compiled_with_cuda_graphs_and_weights_as_inputs(tmp_path):
+def _linear(tmp_path: Path) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The reference Linear problem's Model and the exported drop-in with its weights, on the GPU."""
     module = _exported(tmp_path, DATA / "export", "linear_problem.py", "linear_kernel.py")
     reference = module._reference.Model(32, 16).to(CUDA)
     model = module.Op(32, 16).to(CUDA)
     model.load_state_dict(reference.state_dict(), strict=True)
+    return reference, model
+
+
+def test_compiled_with_cuda_graphs_the_weights_stay_inputs(tmp_path):
+    reference, model = _linear(tmp_path)
     compiled = torch.compile(model, fullgraph=True, mode="reduce-overhead")
     x = torch.randn(8, 32, device=CUDA)
     for _ in range(3):  # recorded, then replayed
         torch.testing.assert_close(compiled(x), reference(x), atol=1e-4, rtol=1e-4)
-    x.requires_grad_()
-    compiled_train = torch.compile(model, fullgraph=True)
-    compiled_train(x).sum().backward()
+    with torch.no_grad():  # new weights, copied in place as a training step would
+        reference.linear.weight.mul_(-2)
+        model.linear.weight.copy_(reference.linear.weight)
+    torch.testing.assert_close(compiled(x), reference(x), atol=1e-4, rtol=1e-4)
+
+
+def test_compiled_training_on_the_gpu_matches_the_reference(tmp_path):
+    reference, model = _linear(tmp_path)
+    x = torch.randn(8, 32, device=CUDA, requires_grad=True)
+    torch.compile(model, fullgraph=True)(x).sum().backward()
     want = x.detach().clone().requires_grad_()
     reference(want).sum().backward()
     torch.testing.assert_close(x.grad, want.grad, atol=1e-4, rtol=1e-4)
