@@ -22,6 +22,7 @@ from typing import Any, NoReturn
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
 from kernelopt.context import Context
+from kernelopt.export.command import add_export_parser, export_command
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import check_kernel_source, checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
@@ -151,6 +152,7 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--workers", type=COUNT, help="on a host without a GPU: run this many problems at once")
     sui.add_argument("--ray", metavar="ADDRESS", help="run each problem as a task holding one GPU on the Ray "
                                                       f"cluster at ADDRESS (or auto); needs `{RAY_INSTALL}`")
+    add_export_parser(commands)
     return parser
 
 
@@ -159,7 +161,8 @@ DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inste
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite}
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite,
+                "export": export_command}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
