@@ -9,13 +9,16 @@ written from the settings the run actually used.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kernelopt.records import Baselines
+from kernelopt.records import Baselines, one_line
 
 LAUNCH_BOUND_KERNEL_MS = 0.05  # under this, a launch's few microseconds are a large share of the time
 LAUNCH_DOMINATES_RATIO = 0.5  # a CUDA-graph replay at most half of eager's time: launching is most of eager
+LAUNCH_DOMINATES = "launch overhead, not the kernel, dominates"
 
 
 def gap_closed(baseline_ms: float | None, kernel_ms: float | None, floor_ms: float | None) -> tuple[float | None, str]:
@@ -40,7 +43,7 @@ def launch_note(eager_ms: float | None, graph_ms: float | None, kernel_ms: float
     if eager_ms and graph_ms:
         share = 1 - graph_ms / eager_ms
         if graph_ms <= LAUNCH_DOMINATES_RATIO * eager_ms:
-            return (f"launch overhead, not the kernel, dominates eager: a CUDA-graph replay of eager takes "
+            return (f"{LAUNCH_DOMINATES} eager: a CUDA-graph replay of eager takes "
                     f"{graph_ms:.4f} ms against {eager_ms:.4f} ms launched ({share:.0%} of eager's time is launching); "
                     "the CUDA-graph time is the fair bar")
         return f"launch overhead is {max(share, 0):.0%} of eager's time (CUDA-graph replay {graph_ms:.4f} ms)"
@@ -88,6 +91,38 @@ def figures(baselines: Baselines | None, best_ms: float | None, floor_ms: float 
     }
 
 
+BASELINE_KEYS = (("eager", "PyTorch eager"), ("compile", "torch.compile (default)"),
+                 ("max_autotune", "torch.compile (max-autotune)"), ("cuda_graph", "CUDA graph of eager"))
+
+
+def baseline_text(found: dict[str, Any]) -> str:
+    """The baselines for the terminal (a verify result or a run's summary): each with the
+    kernel's speedup over it, the mode named, then the gap closed and launch overhead."""
+    kernel_ms, on_gpu = found.get("time_ms") or found.get("best_time_ms"), bool(found.get("is_gpu_time"))
+    lines = []
+    for key, name in BASELINE_KEYS:
+        if found.get(f"{key}_ms") is not None:
+            ms = found[f"{key}_ms"]
+            ratio = f" ({times(ms / kernel_ms, 'faster')})" if on_gpu and kernel_ms else ""
+            lines.append(f"  vs {name}: {ms:.4f} ms{ratio}")
+        elif found.get(f"{key}_error"):
+            lines.append(f"  {name}: failed: {one_line(found[f'{key}_error'], 200)}")
+    if lines and not on_gpu:
+        lines.append("  (PyTorch on the CPU against the Triton interpreter: not comparable, not GPU performance)")
+    if on_gpu and kernel_ms and found.get("strongest_compile"):
+        against = f"torch.compile ({found['strongest_compile']})"
+        best = times(found.get("speedup_vs_best_baseline"), found.get("best_baseline") or "")
+        lines.append(f"  headline: {times(found.get('speedup_vs_strongest_compile'), against)}, the strongest "
+                     f"compile baseline; {best}, the best baseline")
+    if on_gpu and kernel_ms:
+        lines.append(f"  gap closed: {share_words(found.get('gap_closed'), found.get('gap_closed_note') or '')}")
+    if found.get("launch_note"):
+        lines.append(f"  note: {found['launch_note']}")
+    if found.get("baselines_wall_s") is not None:
+        lines.append(f"  the baselines took {found['baselines_wall_s']:.1f} s")
+    return "\n".join(lines)
+
+
 def times(value: float | None, against: str) -> str:
     """'1.12x torch.compile (max-autotune)': a speedup always names what it is against."""
     return "n/a" if value is None else f"{value:.3g}x {against}"
@@ -105,6 +140,40 @@ def mean_and_median(values: list[float]) -> dict[str, float | None]:
     negative, so a geometric mean is undefined for them)."""
     return {"mean": statistics.fmean(values) if values else None,
             "median": statistics.median(values) if values else None}
+
+
+def geomean(values: Iterable[float | None]) -> float | None:
+    """The geometric mean of the values given (None ones left out), or None without any."""
+    logs = [math.log(v) for v in values if v]
+    return math.exp(sum(logs) / len(logs)) if logs else None
+
+
+FAST_P = (0.0, 1.0, 1.5, 2.0)  # KernelBench's fast_p thresholds: speedup above p
+
+
+def suite_figures(results: Sequence[Any], total: int) -> dict[str, Any]:
+    """A suite's figures against the stronger baselines (results: ProblemResults): geomeans of
+    the speedups over the correct problems, the excluded problems named, the gap closed as a
+    mean and a median, fast_p against the best baseline, and what the baselines cost."""
+    correct = [r for r in results if r.status == "correct"]
+    shares = {r.name: r.gap_closed for r in correct if r.gap_closed is not None}
+    method = next((r.method for r in results if r.method), None)
+    return {
+        "geomean_speedup_vs_strongest_compile": geomean(r.speedup_vs_strongest_compile for r in correct),
+        "geomean_speedup_vs_best_baseline": geomean(r.speedup_vs_best_baseline for r in correct),
+        "fast_p_vs_best_baseline": {f"{p:g}": sum(1 for r in correct if (r.speedup_vs_best_baseline or 0) > p) / total
+                                    for p in FAST_P} if total else {},
+        "excluded": {r.name: r.status for r in results if r.status != "correct"},
+        "gap_closed": {**mean_and_median(list(shares.values())), "problems": len(shares),
+                       "negative": sorted(name for name, share in shares.items() if share < 0),
+                       "undefined": {r.name: r.gap_closed_note or "" for r in correct if r.gap_closed is None}},
+        "strongest_compile_modes": {r.name: r.strongest_compile for r in correct if r.strongest_compile},
+        "launch_dominated": sorted(r.name for r in results if (r.launch_note or "").startswith(LAUNCH_DOMINATES)),
+        "max_autotune_failed": {r.name: r.max_autotune_error for r in results if r.max_autotune_error},
+        "baselines_wall_s": round(sum(r.baselines_wall_s or 0.0 for r in results), 2),
+        "method": method,
+        "max_autotune_limit_s": next((r.max_autotune_limit_s for r in results if r.max_autotune_limit_s), None),
+    }
 
 
 def _mib(size_bytes: int) -> str:
