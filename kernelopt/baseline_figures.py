@@ -123,6 +123,9 @@ def baseline_text(found: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+FIGURE_KEYS = tuple(figures(None, None, None, False))  # what a suite keeps of each problem's figures
+
+
 def times(value: float | None, against: str) -> str:
     """'1.12x torch.compile (max-autotune)': a speedup always names what it is against."""
     return "n/a" if value is None else f"{value:.3g}x {against}"
@@ -156,23 +159,30 @@ def suite_figures(results: Sequence[Any], total: int) -> dict[str, Any]:
     the speedups over the correct problems, the excluded problems named, the gap closed as a
     mean and a median, fast_p against the best baseline, and what the baselines cost."""
     correct = [r for r in results if r.status == "correct"]
-    shares = {r.name: r.gap_closed for r in correct if r.gap_closed is not None}
-    method = next((r.method for r in results if r.method), None)
+    found = {r.name: r.figures or {} for r in results}
+    shares = {r.name: found[r.name]["gap_closed"] for r in correct if found[r.name].get("gap_closed") is not None}
     return {
-        "geomean_speedup_vs_strongest_compile": geomean(r.speedup_vs_strongest_compile for r in correct),
-        "geomean_speedup_vs_best_baseline": geomean(r.speedup_vs_best_baseline for r in correct),
-        "fast_p_vs_best_baseline": {f"{p:g}": sum(1 for r in correct if (r.speedup_vs_best_baseline or 0) > p) / total
-                                    for p in FAST_P} if total else {},
+        "geomean_speedup_vs_strongest_compile": geomean(found[r.name].get("speedup_vs_strongest_compile")
+                                                        for r in correct),
+        "geomean_speedup_vs_best_baseline": geomean(found[r.name].get("speedup_vs_best_baseline") for r in correct),
+        "fast_p_vs_best_baseline": {
+            f"{p:g}": sum(1 for r in correct if (found[r.name].get("speedup_vs_best_baseline") or 0) > p) / total
+            for p in FAST_P} if total else {},
         "excluded": {r.name: r.status for r in results if r.status != "correct"},
         "gap_closed": {**mean_and_median(list(shares.values())), "problems": len(shares),
                        "negative": sorted(name for name, share in shares.items() if share < 0),
-                       "undefined": {r.name: r.gap_closed_note or "" for r in correct if r.gap_closed is None}},
-        "strongest_compile_modes": {r.name: r.strongest_compile for r in correct if r.strongest_compile},
-        "launch_dominated": sorted(r.name for r in results if (r.launch_note or "").startswith(LAUNCH_DOMINATES)),
-        "max_autotune_failed": {r.name: r.max_autotune_error for r in results if r.max_autotune_error},
-        "baselines_wall_s": round(sum(r.baselines_wall_s or 0.0 for r in results), 2),
-        "method": method,
-        "max_autotune_limit_s": next((r.max_autotune_limit_s for r in results if r.max_autotune_limit_s), None),
+                       "undefined": {r.name: found[r.name].get("gap_closed_note") or "" for r in correct
+                                     if r.name not in shares}},
+        "strongest_compile_modes": {r.name: found[r.name]["strongest_compile"] for r in correct
+                                    if found[r.name].get("strongest_compile")},
+        "launch_dominated": sorted(name for name, f in found.items()
+                                   if (f.get("launch_note") or "").startswith(LAUNCH_DOMINATES)),
+        "max_autotune_failed": {name: f["max_autotune_error"] for name, f in found.items()
+                                if f.get("max_autotune_error")},
+        "baselines_wall_s": round(sum(f.get("baselines_wall_s") or 0.0 for f in found.values()), 2),
+        "method": next((f["method"] for f in found.values() if f.get("method")), None),
+        "max_autotune_limit_s": next((f["max_autotune_limit_s"] for f in found.values()
+                                      if f.get("max_autotune_limit_s")), None),
     }
 
 
@@ -207,6 +217,8 @@ def method_lines(method: dict[str, Any] | None, max_autotune_limit_s: float | No
         "and never timed.",
     ]
     if max_autotune_limit_s:
+        lines.append('- torch.compile (max-autotune) is the mode as PyTorch defines it: autotuned templates, '
+                     "coordinate-descent tuning and, on a GPU, CUDA graphs.")
         lines.append(f"- torch.compile (max-autotune) compiles in a process of its own, stopped after "
                      f"{max_autotune_limit_s:g} s (then marked, and the run goes on); Inductor's caches are kept per "
                      "problem under the runs folder, so a repeated run does not compile again.")

@@ -73,16 +73,11 @@ def _limits(parser: argparse.ArgumentParser) -> None:
 
 
 def _max_autotune(parser: argparse.ArgumentParser, default_on: bool) -> None:
-    if default_on:
-        parser.add_argument("--no-max-autotune", action="store_true",
-                            help='skip the torch.compile(mode="max-autotune") baseline (timed by default)')
-    else:
-        parser.add_argument("--max-autotune-baseline", action="store_true",
-                            help='also time torch.compile(mode="max-autotune"), the strongest compiler baseline; '
-                                 "compiled once per problem (Inductor's caches stay in the runs folder)")
+    flag, words = ("--no-max-autotune", "skip") if default_on else ("--max-autotune-baseline", "also time")
+    parser.add_argument(flag, action="store_true", help=f'{words} torch.compile(mode="max-autotune"), the strongest '
+                        "compiler baseline (compiled once per problem: Inductor's caches stay in the runs folder)")
     parser.add_argument("--max-autotune-limit-s", type=SECONDS, default=Context.max_autotune_limit_s,
-                        help="time limit of the max-autotune compile; past it that baseline is marked and skipped "
-                             f"(default {Context.max_autotune_limit_s:g})")
+                        help="time limit of the max-autotune compile; past it that baseline is marked and skipped")
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from kernelopt.baseline_figures import FAST_P, figures, geomean, suite_figures
+from kernelopt.baseline_figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.context import Context
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import InputError
@@ -92,24 +92,9 @@ class ProblemResult:
     log_path: str | None = None
     where: str | None = None  # the GPU (and node) that judged it; None: this process's one device
     tries: int = 1  # 2: the first try's worker or node was lost, and the problem was run again
-    # The stronger baselines and what the kernel did against them (baseline_figures.figures);
-    # problems finished before these were recorded read back with None.
-    max_autotune_ms: float | None = None
-    max_autotune_error: str | None = None
-    max_autotune_cache_hit: bool | None = None
-    cuda_graph_ms: float | None = None
-    cuda_graph_error: str | None = None
-    strongest_compile: str | None = None  # the torch.compile mode with the least time
-    speedup_vs_strongest_compile: float | None = None
-    best_baseline: str | None = None  # the fastest baseline of all, by name
-    best_baseline_ms: float | None = None
-    speedup_vs_best_baseline: float | None = None
-    gap_closed: float | None = None  # (t_best_baseline - t_kernel) / (t_best_baseline - t_floor)
-    gap_closed_note: str | None = None  # why it is undefined
-    launch_note: str | None = None
-    baselines_wall_s: float | None = None
-    method: dict[str, Any] | None = None  # TimingMethod's fields: how the times were taken
-    max_autotune_limit_s: float | None = None
+    # the stronger baselines, the speedups over them with the mode named, the gap closed, the
+    # method (baseline_figures.figures); None in a result written before they were recorded
+    figures: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -249,14 +234,9 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
     ), figures(baselines, time_ms, floor_ms, on_gpu))
 
 
-FIGURES = tuple(f.name for f in dataclasses.fields(ProblemResult) if f.name.startswith(
-    ("max_autotune", "cuda_graph", "strongest_compile", "speedup_vs_strongest", "best_baseline",
-     "speedup_vs_best", "gap_closed", "launch_note", "baselines_wall_s", "method")))
-
-
 def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult:
     """The result with the stronger baselines' figures (from `figures`, or a run's report.json)."""
-    return dataclasses.replace(result, **{name: found.get(name) for name in FIGURES})
+    return dataclasses.replace(result, figures={name: found.get(name) for name in FIGURE_KEYS})
 
 
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:

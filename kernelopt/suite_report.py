@@ -84,18 +84,19 @@ def _share(value: float | None) -> str:
 
 def _problem_row(r: dict[str, Any], placed: bool) -> str:
     rule = f"[{r['rule']}] " if r["rule"] else ""
+    f = r.get("figures") or {}
     where = f" {_cell(r.get('where') or '-')}{' (2nd try)' * (r.get('tries', 1) > 1)} |" if placed else ""
-    autotune = _num(r.get("max_autotune_ms"), digits=4) if not r.get("max_autotune_error") else "failed"
-    graph = _num(r.get("cuda_graph_ms"), digits=4) if not r.get("cuda_graph_error") else "failed"
-    strongest = _num(r.get("speedup_vs_strongest_compile"), "x")
-    strongest += f" ({r['strongest_compile']})" if r.get("strongest_compile") and strongest != "-" else ""
-    best = _num(r.get("speedup_vs_best_baseline"), "x")
-    best += f" ({r['best_baseline']})" if r.get("best_baseline") and best != "-" else ""
+    autotune = _num(f.get("max_autotune_ms"), digits=4) if not f.get("max_autotune_error") else "failed"
+    graph = _num(f.get("cuda_graph_ms"), digits=4) if not f.get("cuda_graph_error") else "failed"
+    strongest = _num(f.get("speedup_vs_strongest_compile"), "x")
+    strongest += f" ({f['strongest_compile']})" if f.get("strongest_compile") and strongest != "-" else ""
+    best = _num(f.get("speedup_vs_best_baseline"), "x")
+    best += f" ({f['best_baseline']})" if f.get("best_baseline") and best != "-" else ""
     return (
         f"| {r['name']} | {r['status'].replace('_', ' ')} | {_num(r['eager_ms'], digits=4)} "
         f"| {_num(r['compile_ms'], digits=4)} | {autotune} | {graph} | {_num(r['start_ms'], digits=4)} "
         f"| {_num(r['best_ms'], digits=4)} | {_num(r['speedup_vs_eager'], 'x')} | {_num(r['speedup_vs_compile'], 'x')} "
-        f"| {strongest} | {best} | {_share(r.get('gap_closed'))} "
+        f"| {strongest} | {best} | {_share(f.get('gap_closed'))} "
         f"| {_num(r['pct_of_floor'], '%')} | {r['rounds']} | {r['stop_reason'] or '-'} "
         f"| {_cell(rule + r['reason'])} |{where}"
     )
@@ -155,7 +156,7 @@ def aggregate_method(summary: dict[str, Any]) -> list[str]:
 
 def _heights(problem: dict[str, Any], on_gpu: bool) -> dict[str, float | None]:
     """Bar heights: % of the floor on GPU times; else speed relative to eager (eager = 1)."""
-    autotune_ms = problem.get("max_autotune_ms")
+    autotune_ms = (problem.get("figures") or {}).get("max_autotune_ms")
     if on_gpu:
         floor = problem["floor_ms"]
         return {"eager": problem["eager_pct_of_floor"], "compile": problem["compile_pct_of_floor"],

@@ -12,8 +12,8 @@ from helpers import DATA
 
 from kernelopt.baseline_figures import gap_closed, launch_note, suite_figures
 from kernelopt.hardware.roofline import FloorEstimate
-from kernelopt.harness.baselines import compile_cache_for
 from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
+from kernelopt.harness.sandbox.baseline_client import compile_cache_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.records import Baselines, KernelRecord, Timing, TimingMethod
 from kernelopt.report import render_markdown, summarize_run
@@ -100,7 +100,7 @@ def test_a_slower_kernel_has_a_negative_gap_and_a_failed_autotune_is_marked(tmp_
 
 def test_method_on_the_host_clock_says_no_flush_and_its_trials():
     settings = HarnessSettings(use_cuda=False, timing=TimingConfig(interpreter_trials=5))
-    from kernelopt.harness.baselines import method_of
+    from kernelopt.harness.sandbox.baseline_client import method_of
 
     method = method_of(settings)
     assert method.timer.startswith("host clock") and method.flush_l2_bytes == 0 and method.min_trials == 5
@@ -124,23 +124,25 @@ def test_old_reports_and_results_still_load_and_render(tmp_path):
     (out / "suite.json").write_text(json.dumps({"problems_dir": str(DATA / "suite" / "problems"), "kernels_dir": None,
                                                 "out_dir": str(out), "settings": settings}))
     new = dataclasses.asdict(ProblemResult("1_Add", "correct", "correct on 3 cases", best_ms=0.01))
-    old = {k: v for k, v in new.items() if k not in ("max_autotune_ms", "gap_closed", "method", "best_baseline")}
+    old = {k: v for k, v in new.items() if k != "figures"}
     (out / "problems" / "1_Add.json").write_text(json.dumps(old))
     suite = read_suite(out)
     assert suite.settings.max_autotune is True  # a suite.json without the setting
-    assert finished_results(suite)["1_Add"].gap_closed is None
+    assert finished_results(suite)["1_Add"].figures is None
+    from kernelopt.suite import summarize
+
+    assert summarize(list(finished_results(suite).values()), 1)["gap_closed"]["undefined"] == {"1_Add": ""}
 
 
 def _problem(name: str, status: str, best_ms: float | None, best_base_ms: float, gap: float | None,
              note: str = "") -> ProblemResult:
+    figures = {"best_baseline": "PyTorch eager", "best_baseline_ms": best_base_ms,
+               "speedup_vs_best_baseline": best_base_ms / best_ms if best_ms else None,
+               "strongest_compile": "max-autotune" if best_ms else None,
+               "speedup_vs_strongest_compile": 1.5 if best_ms else None, "gap_closed": gap, "gap_closed_note": note,
+               "baselines_wall_s": 10.0, "method": dataclasses.asdict(GPU_METHOD) if best_ms else None}
     return ProblemResult(name, status, "why", is_gpu_time=True, eager_ms=0.1, best_ms=best_ms,
-                         speedup_vs_eager=0.1 / best_ms if best_ms else None, best_baseline="PyTorch eager",
-                         best_baseline_ms=best_base_ms,
-                         speedup_vs_best_baseline=best_base_ms / best_ms if best_ms else None,
-                         strongest_compile="max-autotune" if best_ms else None,
-                         speedup_vs_strongest_compile=1.5 if best_ms else None,
-                         gap_closed=gap, gap_closed_note=note, baselines_wall_s=10.0,
-                         method=dataclasses.asdict(GPU_METHOD) if best_ms else None)
+                         speedup_vs_eager=0.1 / best_ms if best_ms else None, figures=figures)
 
 
 def test_suite_aggregates_the_gap_as_mean_and_median_and_names_what_it_leaves_out():

@@ -231,7 +231,7 @@ class Verifier:
     def baselines(self) -> Baselines:
         """Eager, torch.compile (default; max-autotune when asked) and, for a short problem, a
         CUDA-graph replay of eager, timed with the candidates' protocol; the floor (baselines.py)."""
-        from kernelopt.harness.baselines import time_baselines
+        from kernelopt.harness.sandbox.baseline_client import time_baselines
 
         return time_baselines(self)
 

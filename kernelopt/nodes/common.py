@@ -13,8 +13,8 @@ from langgraph.types import Overwrite
 from kernelopt.budget import add_tokens
 from kernelopt.context import Context
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
-from kernelopt.harness.baselines import COMPILE_CACHE
 from kernelopt.harness.measure.timing import timing_config_for
+from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
 from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.runs import log_event

@@ -13,14 +13,27 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kernelopt.harness.problem import read_source, source_hash
-from kernelopt.harness.sandbox.runner import PhaseLimits, run_job
+from kernelopt.harness.sandbox.runner import PhaseLimits, WorkerLimits, run_job
 from kernelopt.records import Baselines, FloorEstimate, Timing, TimingMethod
 
 if TYPE_CHECKING:
-    from kernelopt.harness.verify import HarnessSettings, Verifier
+    from kernelopt.harness.sandbox.reference_client import ReferenceProcess
+
+
+class _Harness(Protocol):
+    """What the baselines need of the verifier (harness/verify.py)."""
+
+    problem_path: Path
+    settings: Any  # HarnessSettings
+
+    def reference(self) -> ReferenceProcess: ...
+
+    def request(self, mode: str, **extra: Any) -> dict[str, Any]: ...
+
+    def job_dir(self, name: str) -> Path: ...
 
 # A CUDA-graph replay of eager is timed when a baseline takes less than this: a kernel under
 # about 50 us (where a launch's few microseconds weigh) is then within reach.
@@ -41,7 +54,7 @@ def compile_cache_for(problem_path: str | Path, root: str | None) -> Path:
     return base.resolve() / source_hash(read_source(problem_path, "problem"))[:16]
 
 
-def method_of(settings: HarnessSettings) -> TimingMethod:
+def method_of(settings: Any) -> TimingMethod:
     """The timing protocol as this harness runs it (timing.py), for the report's method."""
     config = settings.timing
     if settings.use_cuda:
@@ -51,7 +64,7 @@ def method_of(settings: HarnessSettings) -> TimingMethod:
     return TimingMethod("host clock (time.perf_counter)", 0, 0.0, 1, 0.0, trials, trials)
 
 
-def time_baselines(verifier: Verifier) -> Baselines:
+def time_baselines(verifier: _Harness) -> Baselines:
     """Every baseline the settings ask for, what they cost in wall time, and the floor."""
     began = time.monotonic()
     settings = verifier.settings
@@ -75,12 +88,12 @@ def time_baselines(verifier: Verifier) -> Baselines:
     )
 
 
-def _job(verifier: Verifier, job: str, limit_s: float, extra: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
+def _job(verifier: _Harness, job: str, limit_s: float, extra: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """Run a baseline job; its result, or None and why (one line)."""
     # Every phase but the timing (building the model, the compile or capture) shares the limit;
     # the candidates' own limits (--timeout-s) are for kernels, not for this compile.
     phases = PhaseLimits(import_s=limit_s, compile_s=limit_s, case_s=limit_s, timing_s=TIMING_LIMIT_S)
-    limits = dataclasses.replace(verifier.settings.limits(), phases=phases)
+    limits: WorkerLimits = dataclasses.replace(verifier.settings.limits(), phases=phases)
     outcome = run_job(job, verifier.request(job, **extra), verifier.job_dir(f"baseline-{job}"), limits)
     if outcome.result is None:
         return None, f"{outcome.failure} (log: {outcome.log_path})"
@@ -89,7 +102,7 @@ def _job(verifier: Verifier, job: str, limit_s: float, extra: dict[str, Any]) ->
     return outcome.result, ""
 
 
-def _max_autotune(verifier: Verifier, cache: Path) -> dict[str, Any]:
+def _max_autotune(verifier: _Harness, cache: Path) -> dict[str, Any]:
     limit_s = verifier.settings.max_autotune_limit_s
     result, why = _job(verifier, "max-autotune", limit_s, {"compile_cache_dir": str(cache)})
     if result is None:
@@ -100,6 +113,6 @@ def _max_autotune(verifier: Verifier, cache: Path) -> dict[str, Any]:
             "max_autotune_cache_hit": bool(result["cache_hit"])}
 
 
-def _cuda_graph(verifier: Verifier) -> dict[str, Any]:
+def _cuda_graph(verifier: _Harness) -> dict[str, Any]:
     result, why = _job(verifier, "cuda-graph", TIMING_LIMIT_S, {})
     return {"cuda_graph_error": why} if result is None else {"cuda_graph": Timing(**result["timing"])}
