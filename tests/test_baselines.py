@@ -16,7 +16,7 @@ from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
 from kernelopt.harness.sandbox.baseline_client import compile_cache_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.records import Baselines, KernelRecord, Timing, TimingMethod
-from kernelopt.report import render_markdown, summarize_run
+from kernelopt.report import render_markdown, summarize_run, write_reports
 from kernelopt.suite import ProblemResult, finished_results, read_suite
 from kernelopt.suite_report import render_markdown as suite_markdown
 
@@ -64,6 +64,7 @@ def test_report_names_the_mode_of_every_speedup_and_states_its_method(tmp_path):
         wall_s=12.5, method=GPU_METHOD, max_autotune_limit_s=600.0,
     )
     summary = summarize_run(_state(tmp_path, baselines, 0.016))
+    assert (tmp_path / "roofline.png") in write_reports(summary, tmp_path)  # every baseline drawn on the roof
     assert summary["strongest_compile"] == "max-autotune"
     assert summary["speedup_vs_strongest_compile"] == pytest.approx(2.0)
     assert summary["best_baseline"] == "CUDA graph of eager"
