@@ -213,8 +213,8 @@ def method_lines(method: dict[str, Any] | None, max_autotune_limit_s: float | No
     lines += [
         f"- Statistic: the {method['statistic']} of the trials; spread: the {method['spread']}.",
         "- One protocol for every figure: eager, each torch.compile mode, the CUDA-graph replay and every kernel, "
-        "on the same inputs, on the same device, holding the device lock. A compile is done before its timing "
-        "and never timed.",
+        "on inputs of the same shapes, on the same device, holding the device lock. A compile is done before its "
+        "timing and never timed.",
     ]
     if max_autotune_limit_s:
         lines.append('- torch.compile (max-autotune) is the mode as PyTorch defines it: autotuned templates, '

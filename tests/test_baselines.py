@@ -221,3 +221,22 @@ def test_a_max_autotune_compile_past_its_limit_is_marked_and_the_baselines_go_on
     assert baselines.max_autotune is None and baselines.eager is not None
     assert baselines.max_autotune_error and "limit of 2 s" in baselines.max_autotune_error, baselines
     assert baselines.strongest_compile() is None and baselines.best() == ("PyTorch eager", baselines.eager)
+
+
+def test_a_checkpoint_from_before_the_stronger_baselines_resumes():
+    """A Baselines checkpointed with the four fields it had: read back, the new ones take their defaults."""
+    from kernelopt.checkpoint import serializer
+
+    @dataclasses.dataclass(frozen=True)
+    class Baselines:  # the record as it was, under its own module and name
+        eager: Timing | None
+        compile: Timing | None
+        compile_error: str | None = None
+        floor: FloorEstimate | None = None
+
+    Baselines.__module__ = "kernelopt.records"
+    old = Baselines(_timing(0.1, "cpu"), None, "failed", FLOOR)
+    back = serializer().loads_typed(serializer().dumps_typed({"baselines": old}))["baselines"]
+    assert type(back).__qualname__ == "Baselines" and type(back).__module__ == "kernelopt.records"
+    assert back.eager == old.eager and back.compile_error == "failed" and back.floor == FLOOR
+    assert back.max_autotune is None and back.method is None and back.best() == ("PyTorch eager", old.eager)
