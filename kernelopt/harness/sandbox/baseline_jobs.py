@@ -14,6 +14,7 @@ graph and its tuned configurations there and does not pay for the compile again.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from dataclasses import asdict
@@ -80,16 +81,20 @@ def time_max_autotune(req: dict[str, Any]) -> dict[str, Any]:
     inductor_config.autotune_local_cache = True
     _mark(req, "build")
     model, inputs, device = _model_and_inputs(req)
-    _mark(req, COMPILE_PHASE)
-    began = time.monotonic()
-    try:
-        with torch.no_grad():
-            compiled = torch.compile(model, mode="max-autotune")
-            compiled(*inputs)  # the compile (and the autotuning) happen in the first call
-            sync(device)
-    except Exception as err:  # a compile that fails costs this baseline, not the run
-        return _failed("the max-autotune compile failed", err)
-    compile_s = time.monotonic() - began
+    # On a GPU the autotuning times kernels: it holds the device lock, so that it neither
+    # disturbs another process's measurement nor picks its configurations on a busy GPU.
+    _mark(req, "lock")
+    with device_lock(req["device"], req.get("lock_path")) if device.type == "cuda" else contextlib.nullcontext():
+        _mark(req, COMPILE_PHASE)
+        began = time.monotonic()
+        try:
+            with torch.no_grad():
+                compiled = torch.compile(model, mode="max-autotune")
+                compiled(*inputs)  # the compile (and the autotuning) happen in the first call
+                sync(device)
+        except Exception as err:  # a compile that fails costs this baseline, not the run
+            return _failed("the max-autotune compile failed", err)
+        compile_s = time.monotonic() - began
     hit = fx_graph_cache_hits() > 0
     with torch.no_grad():
         timing = _timed(req, lambda: compiled(*inputs), device)
