@@ -76,6 +76,14 @@ def _limits(parser: argparse.ArgumentParser) -> None:
                                                          f"(default {Context.mem_limit_gb:g})")
 
 
+def _max_autotune(parser: argparse.ArgumentParser, default_on: bool) -> None:
+    flag, words = ("--no-max-autotune", "skip") if default_on else ("--max-autotune-baseline", "also time")
+    parser.add_argument(flag, action="store_true", help=f'{words} torch.compile(mode="max-autotune"), the strongest '
+                        "compiler baseline (compiled once per problem: Inductor's caches stay in the runs folder)")
+    parser.add_argument("--max-autotune-limit-s", type=SECONDS, default=Context.max_autotune_limit_s,
+                        help="time limit of the max-autotune compile; past it that baseline is marked and skipped")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="kernelopt", description="Make Triton kernels fast, to the roofline.",
@@ -99,7 +107,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "aim at H200 and the report draws no GPU roof)")
     opt.add_argument("--out", help="run directory (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
-    opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
+    _max_autotune(opt, default_on=False)
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
@@ -130,7 +139,8 @@ def _parser() -> argparse.ArgumentParser:
     ver = commands.add_parser("verify", help="check one kernel against its problem and time it")
     ver.add_argument("problem")
     ver.add_argument("kernel")
-    ver.add_argument("--compile", action="store_true", help="also time torch.compile as a baseline")
+    ver.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) as a baseline")
+    _max_autotune(ver, default_on=False)
     ver.add_argument("--json", action="store_true", help="print one JSON object")
     _limits(ver)
     sui = commands.add_parser("suite", help="verify (or optimize) every problem of a folder: a table, a plot, fast_p")
@@ -141,7 +151,8 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--model", help="--optimize: chat model name; without it the offline policy runs")
     sui.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
     sui.add_argument("--max-rounds", type=COUNT, help=f"--optimize: rounds per problem (default {Context.max_rounds})")
-    sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines (both modes)")
+    _max_autotune(sui, default_on=True)
     sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
     sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
@@ -227,6 +238,8 @@ def _optimize(args: argparse.Namespace) -> int:
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
+        max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
+        max_autotune_limit_s=args.max_autotune_limit_s,
         candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
@@ -312,9 +325,11 @@ def _verify(args: argparse.Namespace) -> int:
     # optimize; one that runs and is wrong is a rejection (exit 1)
     check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     _prewarm()
+    from kernelopt.baseline_figures import baseline_text, figures
     from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
 
-    settings = HarnessSettings.detect(time_compile=args.compile, **_limit_settings(args))
+    settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,
+                                      max_autotune_limit_s=args.max_autotune_limit_s, **_limit_settings(args))
     say = _Say(quiet=args.json)
     say.warn_if_slow(args.problem, settings.use_cuda)
     with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
@@ -338,16 +353,14 @@ def _verify(args: argparse.Namespace) -> int:
         "is_gpu_time": bool(verdict.timing and verdict.timing.is_gpu_time),
         "log_path": verdict.log_path,  # a rejected kernel's worker log, kept
     }
+    result.update(figures(baselines, result["time_ms"], floor_ms, result["is_gpu_time"]))
     if args.json:
         print(json.dumps(result, indent=2))
     else:
         print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
         if verdict.log_path:
             print(f"log: {verdict.log_path}")
-        if result["eager_ms"] and result["time_ms"] and result["is_gpu_time"]:
-            print(f"eager: {result['eager_ms']:.4f} ms ({result['eager_ms'] / result['time_ms']:.2f}x)")
-        elif result["eager_ms"]:
-            print(f"eager (PyTorch on the CPU, not comparable): {result['eager_ms']:.4f} ms")
+        print(baseline_text(result))
     return 0 if verdict.accepted else 1
 
 
@@ -417,7 +430,9 @@ def _suite(args: argparse.Namespace) -> int:
         given = [flag for flag, value in (
             ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
             ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
-            ("--no-compile", args.no_compile), ("--out", args.out), ("--timeout-s", args.timeout_s),
+            ("--no-compile", args.no_compile), ("--no-max-autotune", args.no_max_autotune),
+            ("--max-autotune-limit-s", args.max_autotune_limit_s != Context.max_autotune_limit_s),
+            ("--out", args.out), ("--timeout-s", args.timeout_s),
             ("--mem-limit-gb", args.mem_limit_gb)) if value]
         if given:
             raise InputError(f"--resume runs the suite as it was started (its {suites.SUITE_FILE}); "
@@ -429,6 +444,7 @@ def _suite(args: argparse.Namespace) -> int:
         settings = suites.SuiteSettings(
             optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
             base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
+            max_autotune=not (args.no_compile or args.no_max_autotune), max_autotune_limit_s=args.max_autotune_limit_s,
             mem_limit_gb=args.mem_limit_gb,
         )
         if args.out and (Path(args.out) / suites.SUITE_FILE).exists():

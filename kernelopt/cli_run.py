@@ -223,17 +223,15 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
 
 
 def final_text(summary: dict[str, Any]) -> str:
+    from kernelopt.baseline_figures import baseline_text
     from kernelopt.report import roofline_notes
 
     lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
     if summary.get("best_kernel_path"):
         lines.append(f"best kernel: {summary['best_kernel_path']} (round {summary['best_round']})")
         lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
-        for name in ("eager", "compile"):
-            if summary.get(f"{name}_ms") and summary["is_gpu_time"]:
-                lines.append(f"  vs {name}: {summary[f'{name}_ms']:.4f} ms ({summary[f'speedup_vs_{name}']:.2f}x)")
-            elif summary.get(f"{name}_ms"):
-                lines.append(f"  {name} (PyTorch on CPU, not comparable): {summary[f'{name}_ms']:.4f} ms")
+        if text := baseline_text(summary):
+            lines.append(text)
     roof = summary.get("roofline")
     if roof and summary.get("is_gpu_time"):
         eff = roof.get("efficiency_pct")

@@ -56,7 +56,8 @@ def test_summary_and_markdown_on_gpu_times(tmp_path):
     text = render_markdown(summary)
     assert "- Problem: `/problems/add.py`" in text and "H200 (NVIDIA H200 SXM 141GB)" in text
     assert "- Stop reason: max_rounds" in text and "(round 1)" in text
-    assert "| PyTorch eager | 0.1000 | | 2x |" in text and "| torch.compile | 0.0800 | | 1.6x |" in text
+    assert "| PyTorch eager | 0.1000 | 0.0200 | 100 | 2x |" in text
+    assert "| torch.compile (default) | 0.0800 | 0.0160 | 100 | 1.6x |" in text
     assert NOT_GPU_NOTE not in text  # CUDA-event times need no caveat
     assert "ridge point 13.96 FLOP/byte" in text and "arithmetic intensity 0.25 FLOP/byte" in text
     assert "- Warning: NCU metric x is missing" in text and "Efficiency: 20%" in text
@@ -74,7 +75,7 @@ def test_interpreter_times_carry_the_caveat_and_no_speedup(tmp_path):
     summary = summarize_run(_state(tmp_path, clock="interpreter"))
     text = render_markdown(summary)
     assert NOT_GPU_NOTE in text
-    assert "| PyTorch eager | 0.1000 | | not comparable |" in text and "2x" not in text
+    assert "| PyTorch eager | 0.1000 | 0.0200 | 100 | not comparable |" in text and "2x" not in text
     # no GPU here and none named: H200 is only the prompts' aim, and no efficiency or floor time is claimed
     assert "Target GPU: none named and none here: the prompts aimed at H200" in text
     assert "ridge point" not in text and "Efficiency:" not in text and "Floor time" not in text

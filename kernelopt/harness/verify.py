@@ -81,6 +81,9 @@ class HarnessSettings:
     mem_limit_gb: float = 16.0
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_compile: bool = True
+    max_autotune: bool = False  # also time torch.compile(mode="max-autotune"), in a job of its own
+    max_autotune_limit_s: float = 600.0  # its compile's limit; past it the baseline is marked and skipped
+    compile_cache_dir: str | None = None  # Inductor's caches (None: the runs folder's .compile-cache)
     sweep_check_processes: int | None = None  # None: chosen by sweep_client.check_processes
     # The one GPU this harness's processes see, as CUDA_VISIBLE_DEVICES names it (a GPU of a
     # candidate spread: nodes/spread.py); None: this process's own (its cuda:0).
@@ -277,16 +280,15 @@ class Verifier:
         return self.reference().cases
 
     def baselines(self) -> Baselines:
-        """Times eager and torch.compile with the candidates' protocol; computes the floor."""
-        result = self.reference().ask(
-            {"op": "baselines", "time_compile": self.settings.time_compile, "timing": self.settings.timing.__dict__}
-        )
-        return Baselines(
-            eager=Timing(**result["eager"]),
-            compile=Timing(**result["compile"]) if result.get("compile") else None,
-            compile_error=result.get("compile_error"),
-            floor=FloorEstimate(**result["floor"]),
-        )
+        """Eager, torch.compile (default; max-autotune when asked) and, for a short problem, a
+        CUDA-graph replay of eager, timed with the candidates' protocol; the floor (baselines.py)."""
+        from kernelopt.harness.sandbox.baseline_client import time_baselines
+
+        return time_baselines(self)
+
+    def job_dir(self, name: str) -> Path:
+        """The folder of one of this harness's own jobs (kept apart from another GPU's harness)."""
+        return self.root / f"{name}{self._tag}"
 
     def run_candidate(
         self,

@@ -121,6 +121,10 @@ def _setup(state: KernelOptState, ctx: Context, baselines: bool = True) -> tuple
         eager_ms=baselines.eager.median_ms if baselines.eager else None,
         compile_ms=baselines.compile.median_ms if baselines.compile else None,
         compile_error=baselines.compile_error,
+        max_autotune_ms=baselines.max_autotune.median_ms if baselines.max_autotune else None,
+        max_autotune_error=baselines.max_autotune_error,
+        cuda_graph_ms=baselines.cuda_graph.median_ms if baselines.cuda_graph else None,
+        wall_s=baselines.wall_s,
     )
     if kernel:
         start = kernel_path(run_dir, 0, 0)
