@@ -9,22 +9,19 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
-import shutil
 import signal
 import sys
-import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
+from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
 from kernelopt.export.command import add_export_parser, export_command
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
-from kernelopt.harness.problem import check_kernel_source, checked_sources, read_source
+from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
 from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
 
@@ -172,7 +169,7 @@ DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inste
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite,
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": verify_command, "suite": _suite,
                 "export": export_command}
     try:
         return commands[args.command](args)
@@ -186,13 +183,6 @@ def main(argv: list[str] | None = None) -> int:
         stop_jobs()
         print("kernelopt: interrupted", file=sys.stderr)
         return 130
-
-
-def _prewarm() -> None:
-    """The fork server starts now, its imports beside this process's own (see runner.prewarm)."""
-    from kernelopt.harness.sandbox.runner import prewarm
-
-    prewarm()
 
 
 def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
@@ -242,7 +232,7 @@ def _optimize(args: argparse.Namespace) -> int:
         max_autotune_limit_s=args.max_autotune_limit_s,
         candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
-        llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
+        llm_timeout_s=args.llm_timeout_s, approve=args.approve, **limit_settings(args),
     )
     if args.gpus:
         _check_gpus(args.gpus)
@@ -263,21 +253,15 @@ def _optimize(args: argparse.Namespace) -> int:
         "run_dir": str(run_dir),
     }
     record = new_run_record(run_dir, inputs, ctx, db)
-    _prewarm()  # every argument is checked: the work starts
+    prewarm()  # every argument is checked: the work starts
     return run_graph_to_end(run_dir, db, record, ctx, args.json)
-
-
-def _limit_settings(args: argparse.Namespace) -> dict[str, float]:
-    """The per-candidate limits given on the command line (the rest keep their defaults)."""
-    given = {"timeout_s": args.timeout_s, "mem_limit_gb": args.mem_limit_gb}
-    return {name: value for name, value in given.items() if value is not None}
 
 
 def _resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     record = read_run_record(run_dir)
     db = check_db_url(args.db) or record.db
-    changed = {**_limit_settings(args), **{k: v for k in ("model", "base_url") if (v := getattr(args, k))}}
+    changed = {**limit_settings(args), **{k: v for k in ("model", "base_url") if (v := getattr(args, k))}}
     if changed:  # kept in run.json, so that a later resume keeps them too
         from kernelopt.checkpoint import write_run_record
 
@@ -317,107 +301,6 @@ def _report(args: argparse.Namespace) -> int:
     for path in write_reports(summary, run_dir):
         print(path)
     return 0
-
-
-def _verify(args: argparse.Namespace) -> int:
-    _checked_sources(args.problem, None)
-    # a kernel that cannot be read, does not parse or has no ModelNew is bad input (exit 2), as in
-    # optimize; one that runs and is wrong is a rejection (exit 1)
-    check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
-    _prewarm()
-    from kernelopt.baseline_figures import baseline_text, figures
-    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
-
-    settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,
-                                      max_autotune_limit_s=args.max_autotune_limit_s, **_limit_settings(args))
-    say = _Say(quiet=args.json)
-    say.warn_if_slow(args.problem, settings.use_cuda)
-    with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
-        try:
-            verifier = Verifier(args.problem, work, settings)
-            say.line("building the reference's cases and timing the baselines")
-            baselines = verifier.baselines()
-            say.line(f"verifying {Path(args.kernel).name}")
-            floor_ms = floor_ms_for(baselines.floor, None)
-            verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms, on_progress=say.progress)
-        except (InputError, HarnessError) as err:
-            raise type(err)(_logs_kept(str(err), Path(work))) from None
-        log_path = _logs_kept(verdict.log_path, Path(work)) if verdict.log_path and not verdict.accepted else None
-        verdict = dataclasses.replace(verdict, reason=_logs_kept(verdict.reason, Path(work)), log_path=log_path)
-    result: dict[str, Any] = {
-        "accepted": verdict.accepted, "reason": verdict.reason, "rule": verdict.rule,
-        "time_ms": verdict.timing.median_ms if verdict.timing else None,
-        "timing": dataclasses.asdict(verdict.timing) if verdict.timing else None,
-        "eager_ms": baselines.eager.median_ms if baselines.eager else None,
-        "compile_ms": baselines.compile.median_ms if baselines.compile else None,
-        "is_gpu_time": bool(verdict.timing and verdict.timing.is_gpu_time),
-        "log_path": verdict.log_path,  # a rejected kernel's worker log, kept
-    }
-    result.update(figures(baselines, result["time_ms"], floor_ms, result["is_gpu_time"]))
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
-        if verdict.log_path:
-            print(f"log: {verdict.log_path}")
-        print(baseline_text(result))
-    return 0 if verdict.accepted else 1
-
-
-class _Say:
-    """What `verify` says on stderr while it works (nothing with --json): its stages, and every few
-    seconds of a long verification where it is ("case 3/7, 80 s")."""
-
-    EVERY_S = 10.0
-
-    def __init__(self, quiet: bool) -> None:
-        self.quiet = quiet
-        self.next_s = self.EVERY_S
-
-    def line(self, text: str) -> None:
-        if not self.quiet:
-            print(f"kernelopt: {text}", file=sys.stderr, flush=True)
-
-    def progress(self, phase: str, elapsed_s: float) -> None:
-        if elapsed_s >= self.next_s:
-            self.next_s = elapsed_s + self.EVERY_S
-            self.line(f"  still verifying: {phase}, {elapsed_s:.0f} s")
-
-    def warn_if_slow(self, problem: str, use_cuda: bool) -> None:
-        """Say up front when a problem sized for a GPU is about to run under Triton's interpreter."""
-        if use_cuda:
-            return
-        from kernelopt.harness.measure.cases import input_bytes
-        from kernelopt.harness.problem import load_problem
-
-        given = input_bytes(load_problem(problem), {"seed": 0})
-        if given is not None and given > INTERPRETER_WARN_BYTES:
-            self.line(
-                f"warning: {Path(problem).name}'s inputs take {given / 2**20:.0f} MiB and no CUDA GPU is here: under "
-                "Triton's interpreter every case runs element by element on the CPU and can take many minutes. "
-                "Run it on a CUDA host, or copy the problem with smaller module-level sizes"
-            )
-
-
-# Inputs above this make a verification under the interpreter slow enough to warn of.
-INTERPRETER_WARN_BYTES = 64 << 20
-
-
-def _logs_kept(text: str, work: Path) -> str:
-    """`text` with every log it names inside the temporary work folder (deleted next) copied to the
-    runs folder's verify-logs/ and named there instead, so that a path said is a path that exists."""
-    from kernelopt.runs import default_runs_dir
-
-    def keep(match: re.Match[str]) -> str:
-        log = Path(match.group(0))
-        if not log.is_file():
-            return match.group(0)
-        kept = default_runs_dir() / "verify-logs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{log.parent.name}-{log.name}"
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(log, kept)
-        return str(kept)
-
-    return re.sub(re.escape(str(work)) + r"/[^\s;:()]+\.log", keep, text)
 
 
 def _suite(args: argparse.Namespace) -> int:

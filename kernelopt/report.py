@@ -11,12 +11,20 @@ from kernelopt.baseline_figures import figures, launch_note, method_lines, share
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
 from kernelopt.records import FloorEstimate, floor_time_ms
+from kernelopt.report_story import (
+    DIFF_FILE,
+    NOT_GPU_NOTE,
+    best_vs_start_diff,
+    diff_section,
+    headline,
+    round_diagnoses,
+    start_time_ms,
+)
 from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 ROOFLINE_PNG = "roofline.png"
-NOT_GPU_NOTE = "interpreter time, not GPU performance"
 ROOFLINE_SOURCES = {
     "ncu": "NCU speed-of-light", "floor": "the measured time against the floor",
     "ncu+floor": "NCU speed-of-light and the floor", "none": "the floor's intensity against the ridge point",
@@ -53,6 +61,8 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
         "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
     }
     summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
+    summary["start_time_ms"] = start_time_ms(summary["attempts"])
+    summary["diagnoses"] = round_diagnoses(run_dir)
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
@@ -96,7 +106,14 @@ def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
     sweep_path = run_dir / SWEEP_PNG
     has_sweep_plot = draw_sweep(summary, sweep_path)
     written += [sweep_path] if has_sweep_plot else []
-    written[1].write_text(render_markdown(summary, has_plot=has_plot, has_sweep_plot=has_sweep_plot))
+    diff = best_vs_start_diff(run_dir, summary)
+    diff_path = run_dir / DIFF_FILE
+    if diff:
+        diff_path.write_text(diff)
+        written.append(diff_path)
+    else:
+        diff_path.unlink(missing_ok=True)
+    written[1].write_text(render_markdown(summary, has_plot=has_plot, has_sweep_plot=has_sweep_plot, diff=diff))
     return written
 
 
@@ -121,13 +138,29 @@ def target_gpu(summary: dict[str, Any], spec: GPUSpec | None) -> str:
     name = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
     if summary.get("is_gpu_time") or summary.get("gpu_named") or not summary.get("clock"):
         return name
-    return f"none named and none here: the prompts aimed at {name} (name one with --gpu / Context.gpu)"
+    return f"no GPU; prompts aim at {name} (name one with --gpu / Context.gpu)"
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any] | None:
-    """RUN_DIR/report.json as written at the end of the run, or None where there is none."""
+    """RUN_DIR/report.json as written at the end of the run, or None where there is none; when the
+    folder was moved since, its paths name where the files are now."""
     path = Path(run_dir) / REPORT_JSON
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    old, new = summary.get("run_dir"), str(Path(run_dir).resolve())
+    return _moved(summary, old, new) if old and old != new else summary
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` with every path under `old` put under `new`."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value == old or value.startswith(old + "/") else value
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    return value
 
 
 def _spec(summary: dict[str, Any]) -> GPUSpec | None:
@@ -145,11 +178,15 @@ def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}{unit}"
 
 
-def render_markdown(summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False) -> str:
+def render_markdown(
+    summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False, diff: str | None = None
+) -> str:
     """report.md: what was optimized, how it ended, the roofline, and every attempt."""
     spec = _spec(summary)
+    top = headline(summary)
     lines = [
         "# kernelopt run report", "",
+        *([f"**{top}**", ""] if top else []),
         f"- Problem: `{summary.get('problem') or '-'}`",
         f"- Target GPU: {target_gpu(summary, spec)}",
         f"- Stop reason: {summary.get('stop_reason') or 'none yet (the run has not finished)'}",
@@ -161,6 +198,7 @@ def render_markdown(summary: dict[str, Any], has_plot: bool = True, has_sweep_pl
     lines += _result_section(summary)
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
+    lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
     lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]
     return "\n".join(lines) + "\n"
@@ -267,8 +305,10 @@ def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: b
                 f"ridge point {_num(ridge, ' FLOP/byte')}"
             )
     if roof:
+        at_size = "" if on_gpu else " at the interpreter's size"
         lines.append(
-            f"- Bottleneck: {roof['bottleneck']} (judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})"
+            f"- Bottleneck: {roof['bottleneck']}-bound{at_size} "
+            f"(judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})"
         )
         if on_gpu:
             lines += [
@@ -297,9 +337,10 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
     if not attempts:
         return [*lines, "None.", ""]
     lines += [
-        "| round | repair | change | outcome | time (ms) | vs best before | kernel | error |",
-        "|---:|---:|---|---|---:|---:|---|---|",
+        "| round | repair | diagnosis | change | outcome | time (ms) | vs best before | kernel | error |",
+        "|---:|---:|---|---|---|---:|---:|---|---|",
     ]
+    diagnoses = summary.get("diagnoses") or {}
     for a in attempts:
         words = outcome_words(a["outcome"], a["round"])
         outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
@@ -309,7 +350,8 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
         error = f"[{a['rule']}] {detail}" if a.get("rule") else detail
         speedup = _num(a["speedup_vs_best"], "x", 3) if a.get("speedup_vs_best") else "-"
         lines.append(
-            f"| {a['round']} | {a['repair']} | {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
+            f"| {a['round']} | {a['repair']} | {_cell(diagnoses.get(str(a['round'])), 60) or '-'} "
+            f"| {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
             f"| {speedup} | {kernel} | {_cell(error)} |"
         )
     return [*lines, ""]

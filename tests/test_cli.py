@@ -258,7 +258,7 @@ def test_verify_says_what_it_is_doing_and_keeps_the_log_it_names(tmp_path):
 
 
 def test_a_job_failure_reads_as_a_sentence():
-    from kernelopt.harness.sandbox.runner import failure_of
+    from kernelopt.harness.sandbox.exits import failure_of
 
     said = failure_of("the candidate", "the process crashed with SIGSEGV")
     assert said == "the candidate's process crashed with SIGSEGV"
@@ -266,7 +266,7 @@ def test_a_job_failure_reads_as_a_sentence():
 
 
 def test_verify_warns_before_a_gpu_sized_problem_runs_under_the_interpreter(tmp_path, capsys):
-    from kernelopt.cli import _Say
+    from kernelopt.cli_verify import _Say
 
     big = _write(tmp_path, "big.py", "import torch\nN = 1 << 25\nclass Model(torch.nn.Module):\n"
                  "    def forward(self, x):\n        return x\ndef get_inputs():\n    return [torch.rand(N)]\n"

@@ -266,5 +266,8 @@ def test_a_run_stopped_as_llm_unavailable_resumes_with_a_corrected_endpoint(tmp_
     report = json.loads((run_dir / "report.json").read_text())
     assert report["stop_reason"] == "max_rounds", report["stop_reason"]
     assert "BLOCK_SIZE = 1024" in Path(report["best_kernel_path"]).read_text()
-    outcomes = [json.loads(line).get("outcome") for line in (run_dir / "events.jsonl").read_text().splitlines()]
-    assert [o for o in outcomes if o] == ["faster", "faster"]  # the start was verified once, not again
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in events if e.get("outcome")] == ["faster", "faster"]  # the start verified once
+    stops = [(e["event"], e.get("stop_reason", "")) for e in events if e["event"] in ("stopped", "resumed")]
+    assert [kind for kind, _ in stops] == ["stopped", "resumed", "stopped"]
+    assert stops[0][1].startswith("llm_unavailable") and stops[2][1] == "max_rounds"

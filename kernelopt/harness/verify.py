@@ -18,13 +18,14 @@ from kernelopt.harness import guards
 from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
+from kernelopt.harness.sandbox.audit import host_memory_cap
+from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
 from kernelopt.harness.sandbox.runner import (
     PhaseLimits,
     Progress,
     WorkerLimits,
     WorkerOutcome,
-    failure_of,
     run_job,
     worker_env,
 )
@@ -109,7 +110,7 @@ class HarnessSettings:
     def limits(self, phases: PhaseLimits | None = None) -> WorkerLimits:
         if self.timeout_s is not None:
             phases = PhaseLimits.uniform(self.timeout_s)
-        mem_limit_bytes = _capped(int(self.mem_limit_gb * 2**30))
+        mem_limit_bytes = host_memory_cap(int(self.mem_limit_gb * 2**30), say=True)
         return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda,
                             self.gpu if self.use_cuda else None)
 
@@ -127,25 +128,6 @@ class HarnessSettings:
         case_s = floor_s + factor * call_s * max(self.repeats, 1)
         timing_s = 2 * floor_s + factor * call_s * 20 + 3 * self.timing.target_total_ms / 1e3
         return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
-
-
-_SAID_CAP: set[int] = set()
-
-
-def _capped(requested_bytes: int) -> int:
-    """The candidates' host memory cap: the one asked for, or the shell's lower hard limit (said once)."""
-    from kernelopt.harness.sandbox.audit import host_memory_cap
-
-    cap = host_memory_cap(requested_bytes)
-    if cap < requested_bytes and cap not in _SAID_CAP:
-        _SAID_CAP.add(cap)
-        print(
-            f"kernelopt: candidates get {cap / 2**30:.1f} GiB of host memory, not the {requested_bytes / 2**30:.1f} "
-            "GiB asked for: this shell's hard limit (ulimit -v) is lower and cannot be raised",
-            file=sys.stderr,
-            flush=True,
-        )
-    return cap
 
 
 def _correct_reason(ran: int, reference: Any) -> str | None:

@@ -182,11 +182,24 @@ def limit_resources(mem_bytes: int | None, cpu_seconds: int | None) -> Callable[
     return apply
 
 
-def host_memory_cap(requested_bytes: int) -> int:
+def host_memory_cap(requested_bytes: int, say: bool = False) -> int:
     """The lower of `requested_bytes` and this process's hard address-space limit (a shell's
-    `ulimit -v`, common on shared and HPC nodes), which no child may raise."""
+    `ulimit -v`, common on shared and HPC nodes), which no child may raise; with `say`, a lower
+    cap is said once on stderr."""
     hard = resource.getrlimit(resource.RLIMIT_AS)[1]
-    return requested_bytes if hard == resource.RLIM_INFINITY else min(requested_bytes, hard)
+    cap = requested_bytes if hard == resource.RLIM_INFINITY else min(requested_bytes, hard)
+    if say and cap < requested_bytes and cap not in _SAID_CAPS:
+        _SAID_CAPS.add(cap)
+        print(
+            f"kernelopt: candidates get {cap / 2**30:.1f} GiB of host memory, not the {requested_bytes / 2**30:.1f} "
+            "GiB asked for: this shell's hard limit (ulimit -v) is lower and cannot be raised",
+            file=sys.stderr,
+            flush=True,
+        )
+    return cap
+
+
+_SAID_CAPS: set[int] = set()
 
 
 def rss_bytes(pid: int) -> int:

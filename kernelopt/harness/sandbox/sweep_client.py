@@ -23,7 +23,8 @@ from typing import Any, Protocol
 
 from kernelopt.harness import guards
 from kernelopt.harness.problem import check_kernel_source, read_source
-from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, failure_of, run_job
+from kernelopt.harness.sandbox.exits import failure_of
+from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, run_job
 from kernelopt.records import HarnessError, InputError, Timing
 
 ROWS_FILE = "rows.jsonl"  # sandbox/sweep.py writes it; read here without importing torch
