@@ -53,8 +53,10 @@ def sum_kernel(c_ptr, p_ptr, M, N, n_chunks, stride_cm, stride_cn, n_tiles_n,
     rn = (pid % n_tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
     mask = (rm[:, None] < M) & (rn[None, :] < N)
     acc = tl.zeros((BLOCK_M, BLOCK_N), tl.float32)
-    for chunk in range(0, n_chunks):
-        acc += tl.load(p_ptr + chunk.to(tl.int64) * M * N + rm[:, None] * N + rn[None, :], mask=mask, other=0.0)
+    partial_ptrs = p_ptr + rm[:, None] * N + rn[None, :]
+    for _ in range(0, n_chunks):
+        acc += tl.load(partial_ptrs, mask=mask, other=0.0)
+        partial_ptrs += M * N
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc, mask=mask)
 
 
