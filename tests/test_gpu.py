@@ -170,7 +170,8 @@ def test_problems_that_break_their_own_derived_cases_or_numerics_verify_on_the_g
     [
         ("cheat_tuple_size_hardcoded", "problem_tuple_rows.py", False, "incorrect"),
         ("cheat_linked_sizes_hardcoded", "problem_hinge.py", False, "incorrect"),
-        ("honest_hinge_linked", "problem_hinge.py", True, "correct on 7 cases"),  # no case dropped
+        # no case dropped; the shifted one (targets shifted too: every loss clamps to 0) is not counted
+        ("honest_hinge_linked", "problem_hinge.py", True, "correct on 6 of 7 cases (not counted"),
         ("cheat_zeros_below_tolerance", "problem_tiny_scale.py", False, "own scale"),
         ("honest_tiny_scale", "problem_tiny_scale.py", True, "own scale"),
     ],

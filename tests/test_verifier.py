@@ -180,3 +180,12 @@ def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.
     # The static guard rejects `import os`; run the candidate directly to see the environment itself.
     outcome, _ = verifier.run_candidate(probe, time=False)
     assert outcome.result is not None and outcome.result["ok"], (outcome.failure, outcome.result)
+
+
+def test_linked_sizes_are_run_together_and_a_case_of_zeros_is_not_counted(work_root: Path) -> None:
+    """HingeLoss's batch size and row length must agree: the sizes are resized together, no case is
+    dropped; shifted by -120 (targets too) every loss clamps to 0: that case is run, not counted."""
+    verdict = _verifier("problem_hinge.py", work_root).verify(CHEATS / "honest_hinge_linked.py", time=False)
+    assert verdict.accepted, verdict.reason
+    assert verdict.reason.startswith("correct on 5 of 6 cases (not counted, its expected outputs all zero: case ")
+    assert "dropped" not in verdict.reason and "own scale" not in verdict.reason

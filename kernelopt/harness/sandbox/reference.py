@@ -185,7 +185,7 @@ class Reference:
             return f"case {position}" + (f" ({label})" if label else "")
 
         return {
-            "own_scale": [named(i) for i in self.checked if self.judging[i].relative],
+            "own_scale": [named(i) for i in self.checked if self.judging[i].relative and self.judging[i].informative],
             "uninformative": [named(i) for i in self.checked if not self.judging[i].informative],
         }
 
