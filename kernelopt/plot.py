@@ -10,6 +10,7 @@ in how long they take, so they differ only in height.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -129,11 +130,28 @@ def _save(figure: Figure, path: str | Path, notes: list[str]) -> bool:
 
 
 def _problem_name(summary: dict[str, Any]) -> str:
-    return Path(str(summary.get("problem") or "the problem")).name
+    """The problem as a person knows it: its file's name, or for a file called problem.py its
+    folder's (examples/swish/problem.py: swish), or, for the run folder's own copy, its docstring."""
+    path = Path(str(summary.get("problem") or "the problem"))
+    if path.stem != "problem":
+        return path.stem
+    if summary.get("run_dir") and path.parent == Path(summary["run_dir"]) and path.is_file():
+        import ast
+
+        try:
+            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+        except SyntaxError:
+            doc = ""
+        first = doc.strip().splitlines()[0] if doc.strip() else ""
+        return first if 0 < len(first) <= 60 else (first[:57] + "..." if first else "the problem")
+    return path.parent.name or path.name
 
 
 def _label(attempt: dict[str, Any]) -> str:
-    return f"r{attempt['round']}" + (f".{attempt['repair']}" if attempt.get("repair") else "")
+    """r3, r3.1 (round 3, repair 1), r3b2 for branch 2: tells a round's parallel candidates apart."""
+    branch = re.search(r"_b(\d+)$", Path(attempt.get("kernel_path") or "").stem)
+    return (f"r{attempt['round']}" + (f".{attempt['repair']}" if attempt.get("repair") else "")
+            + (f"b{branch.group(1)}" if branch else ""))
 
 
 def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
@@ -159,8 +177,8 @@ def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
                 for k, c in ATTEMPT_COLOURS.items() if k in kinds]
     if any(not a.get("time_ms") for a in attempts):
         handles.append(Line2D([], [], marker="x", ls="", color="tab:red", label="failed, incorrect or rejected"))
-    if best is not None:
-        handles.append(ax.scatter([best], [attempts[best]["time_ms"]], marker="*", s=260, color="gold",
+    if best is not None:  # above the bar's value label, so that the number stays readable
+        handles.append(ax.scatter([best], [attempts[best]["time_ms"] + high * 0.08], marker="*", s=200, color="gold",
                                   edgecolor="black", zorder=5,
                                   label=f"best: {_label(attempts[best])}, {attempts[best]['time_ms']:.4g} ms"))
     baselines = (("PyTorch eager", "eager_ms", "tab:purple"), ("torch.compile (default)", "compile_ms", "tab:orange"),
@@ -174,7 +192,7 @@ def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
             handles.append(ax.axhline(value, color=colour, ls="--", lw=1, label=label))
         else:
             handles.append(Line2D([], [], ls="--", color=colour, label=f"{label} (off this scale)"))
-    ax.set_ylim(0, high * 1.15)
+    ax.set_ylim(0, high * 1.2)
     ax.set_xticks(range(len(attempts)), [_label(a) for a in attempts], fontsize=7,
                   rotation=90 if len(attempts) > LABELLED_ATTEMPTS else 0)
     ax.set_xlabel("attempt (round.repair), in the order tried")
