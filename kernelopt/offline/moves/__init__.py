@@ -1,0 +1,154 @@
+"""Structural moves: template instances that change what a kernel does, not only its launch.
+
+`structural_moves` recognises the problem's family from its reference (family.py) and gives,
+for each template written for that family, either an instance (a complete kernel file and the
+knob values its sweep measures, best guesses first) or why it does not apply at this size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelopt.offline.moves import matmul, rows
+from kernelopt.offline.moves.family import Family, trace_family
+
+Config = dict[str, int]
+REGISTER_ROW_MAX = 16384  # values of one row a program holds in registers (64 per thread at 8 warps)
+LOOP_ROW_MIN = 2048  # shorter rows fit in registers: a loop over them buys nothing
+SPLIT_ROW_MIN = 65536  # a row split in pieces needs pieces worth a program each
+SM_COUNT = 132  # an H100/H200: "few programs" is judged against it
+
+
+@dataclass(frozen=True)
+class MoveInstance:
+    """One structural move, instantiated for the problem: its kernel file and its knob grid."""
+
+    name: str  # "softmax.looped_online", "matmul.split_k"
+    why: str  # what the move changes, for the report
+    source: str
+    grid: tuple[Config, ...]  # knob values to sweep, most promising first
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A move that does not apply to this problem, and why."""
+
+    name: str
+    why: str
+
+
+@dataclass(frozen=True)
+class Moves:
+    family: Family | None
+    instances: tuple[MoveInstance, ...]
+    skipped: tuple[Skipped, ...]
+
+
+def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Moves:
+    """The moves that apply to the problem in `problem_path`, and those that do not with why."""
+    from kernelopt.harness.problem import import_file
+
+    try:
+        family = trace_family(import_file(problem_path, "kernelopt_moves_problem"))
+    except Exception as err:  # the reference is the user's code: any failure means "no family"
+        why = f"the reference could not be traced on the meta device ({type(err).__name__}: {err})"
+        return Moves(None, (), (Skipped("all", why),))
+    if family.name in rows.FAMILIES:
+        instances, skipped = _row_moves(family, sm_count)
+    elif family.name == "matmul":
+        instances, skipped = _matmul_moves(family, sm_count)
+    else:
+        ops = ", ".join(family.ops) or "none"
+        why = f"no template for this reference (its operators: {ops}); only the launch is swept"
+        return Moves(family, (), (Skipped("all", why),))
+    return Moves(family, tuple(instances), tuple(skipped))
+
+
+def _pow2_up_to(low: int, high: int) -> list[int]:
+    return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
+
+
+def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    assert family.dim is not None
+    shape = family.shapes[0]
+    n = shape[family.dim]
+    n_rows = math.prod(shape) // max(n, 1)
+    name, dim, params = family.name, family.dim, family.input_names
+    out: list[MoveInstance] = []
+    skipped: list[Skipped] = []
+    if n <= REGISTER_ROW_MAX:
+        block_n = 1 << max(n - 1, 0).bit_length()
+        grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)
+                if 4 <= r * block_n // (32 * w) <= 64]
+        grid.sort(key=lambda c: abs(c["ROWS"] * block_n * 4 - 16384) + c["num_warps"])  # 16 KB per program first
+        out.append(MoveInstance(f"{name}.rows_in_registers",
+                                f"ROWS whole rows of {n} per program in registers: one read, one write",
+                                rows.rows_in_registers(name, dim, params), tuple(grid) or ({"num_warps": 4},)))
+    else:
+        skipped.append(Skipped(f"{name}.rows_in_registers",
+                               f"a row of {n} values is more than the {REGISTER_ROW_MAX} a program holds in registers"))
+    if n >= LOOP_ROW_MIN:
+        grid = [{"BLOCK": b, "num_warps": w} for b in _pow2_up_to(1024, min(16384, 1 << (n - 1).bit_length()))
+                for w in (4, 8, 16) if 4 <= b // (32 * w) <= 32]
+        grid.sort(key=lambda c: abs(c["BLOCK"] - 4096) + abs(c["num_warps"] - 8))
+        out.append(MoveInstance(f"{name}.looped_online",
+                                "one row per program: a single statistics pass, the output pass walking back (L2)",
+                                rows.looped_online(name, dim, params), tuple(grid)))
+    else:
+        skipped.append(Skipped(f"{name}.looped_online", f"rows of {n} fit in registers: a loop over them buys nothing"))
+    if n >= SPLIT_ROW_MIN and n_rows < 2 * sm_count:
+        grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536) for b in (2048, 4096)
+                for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
+        grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
+        out.append(MoveInstance(f"{name}.split_row", f"each of the {n_rows} rows split in pieces: statistics, "
+                                "then merge and write, in two kernels", rows.split_row(name, dim, params), tuple(grid)))
+    else:
+        why = (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= 2 * sm_count
+               else f"rows of {n} are too short to split")
+        skipped.append(Skipped(f"{name}.split_row", why))
+    return out, skipped
+
+
+_MATMUL_TILES = (  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the tiles Hopper kernels start from
+    (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3), (128, 128, 32, 4, 4),
+    (64, 256, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 3),
+)
+_MATMUL_TILES_FP32 = (
+    (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4), (128, 128, 16, 8, 4),
+    (64, 64, 16, 4, 3),
+)
+
+
+def _tiles(family: Family) -> list[Config]:
+    table = _MATMUL_TILES_FP32 if family.dtype == "float32" else _MATMUL_TILES
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    return [dict(zip(keys, t, strict=True)) for t in table]
+
+
+def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    (m, k), n = _mk(family), _n(family)
+    params, ops, flips = family.input_names, family.operands, family.transposed
+    out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
+                        matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
+    tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    if tiles < sm_count and k >= 8 * 128:
+        grid = [{**t, "SPLIT_K": s} for s in (4, 8, 2, 16) for t in _tiles(family)[:3]
+                if k // s >= 2 * t["BLOCK_K"]]
+        out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
+                                "slices, summed by a second kernel", matmul.split_k(params, ops, flips), tuple(grid)))
+        return out, []
+    why = (f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs" if tiles >= sm_count
+           else f"K={k} is too short to split")
+    return out, [Skipped("matmul.split_k", why)]
+
+
+def _mk(family: Family) -> tuple[int, int]:
+    shape = family.shapes[family.operands[0]]
+    return (shape[1], shape[0]) if family.transposed[0] else (shape[0], shape[1])
+
+
+def _n(family: Family) -> int:
+    shape = family.shapes[family.operands[1]]
+    return shape[0] if family.transposed[1] else shape[1]

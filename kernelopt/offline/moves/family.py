@@ -1,0 +1,120 @@
+"""Which family a problem belongs to, read from the reference's own operators on the meta device.
+
+The problem's Model is built and run on meta tensors (no memory, no compute: a 6.4 GB input
+costs nothing) under a dispatch mode that records each ATen operator it reaches. A reference
+whose work is one softmax, one matmul or one row normalisation belongs to that family; the
+template written for the family is then instantiated, with sizes read at run time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
+_VIEWS = frozenset({
+    "t", "transpose", "permute", "view", "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "detach",
+    "alias", "clone", "contiguous", "_to_copy", "lift_fresh", "empty", "empty_strided",
+})
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the reference computes, as far as a template needs to know."""
+
+    name: str  # "softmax", "log_softmax", "matmul", "row_l1_norm", "row_l2_norm", "other"
+    input_names: tuple[str, ...]  # the forward's parameters, in order
+    dim: int | None = None  # the reduced dimension (softmax, normalisations), non-negative
+    ndim: int | None = None  # of the first input
+    transposed: tuple[bool, ...] = ()  # matmul: whether A, B enter transposed views of the inputs
+    operands: tuple[int, ...] = ()  # matmul: which inputs are A and B
+    dtype: str = "float32"
+    shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
+    ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
+
+
+class _Recorder(TorchDispatchMode):
+    """Records each operator and, for views of the inputs, which input and whether transposed."""
+
+    def __init__(self, inputs: list[torch.Tensor]) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        self.calls.append((name, args))
+        if name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin:
+            index, flipped = self.origin[id(args[0])]
+            self.origin[id(out)] = (index, not flipped)
+        return out
+
+
+def _meta_call(make: Callable[[], Any]) -> Any:
+    with torch.device("meta"):
+        return make()
+
+
+def trace_family(problem: ModuleType) -> Family:
+    """The family of a loaded problem module; raises what building or running it on meta raised."""
+    torch.manual_seed(0)
+    model = _meta_call(lambda: problem.Model(*problem.get_init_inputs()))
+    inputs = list(_meta_call(problem.get_inputs))
+    names = tuple(list(inspect.signature(model.forward).parameters)[: len(inputs)])
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    recorder = _Recorder(tensors)
+    with recorder, torch.no_grad():
+        model(*inputs)
+    ops = tuple(name for name, _ in recorder.calls if name not in _VIEWS)
+    first = tensors[0] if tensors else None
+    base = {
+        "input_names": names, "ops": ops, "ndim": first.dim() if first is not None else None,
+        "dtype": str(first.dtype).removeprefix("torch.") if first is not None else "float32",
+        "shapes": tuple(tuple(t.shape) for t in tensors),
+    }
+    return _classify(recorder, ops, base, len(tensors))
+
+
+def _dim(value: int, ndim: int | None) -> int:
+    return value % ndim if ndim else value
+
+
+def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int) -> Family:
+    calls = [(name, args) for name, args in recorder.calls if name not in _VIEWS]
+    ndim = base["ndim"]
+    if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
+        return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
+    if n_inputs == 2 and ops == ("mm",) and ndim == 2:
+        a, b = calls[0][1][:2]
+        known = [recorder.origin.get(id(a)), recorder.origin.get(id(b))]
+        if all(known):
+            pairs = [k for k in known if k is not None]
+            return Family(name="matmul", operands=tuple(p[0] for p in pairs),
+                          transposed=tuple(p[1] for p in pairs), **base)
+    if n_inputs == 1 and ndim == 2:
+        norm = _row_norm(calls, ndim)
+        if norm:
+            return Family(name=norm[0], dim=norm[1], **base)
+    return Family(name="other", **base)
+
+
+def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int] | None:
+    """x / mean(|x|) or x / norm(x, 2) over one dim, kept: the family and the dim."""
+    names = [name for name, _ in calls]
+    if names == ["abs", "mean", "div"]:
+        dims = calls[1][1][1]
+        if len(dims) == 1:
+            return "row_l1_norm", _dim(dims[0], ndim)
+    if names in (["linalg_vector_norm", "div"], ["norm", "div"]):
+        args = calls[0][1]
+        dims = args[2] if len(args) > 2 else None
+        if args[1] == 2 and dims is not None and len(dims) == 1:
+            return "row_l2_norm", _dim(dims[0], ndim)
+    return None
