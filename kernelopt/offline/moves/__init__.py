@@ -30,6 +30,10 @@ class MoveInstance:
     source: str
     grid: tuple[Config, ...]  # knob values to sweep, most promising first
 
+    def __post_init__(self) -> None:
+        if not self.grid:  # the template's own values: a move is always measured at least once
+            object.__setattr__(self, "grid", ({},))
+
 
 @dataclass(frozen=True)
 class Skipped:
