@@ -51,12 +51,17 @@ def test_a_transposed_operand_is_seen_as_one() -> None:
 
 def test_moves_that_do_not_apply_say_why() -> None:
     softmax = structural_moves(PROBLEMS / "23_Softmax.py")  # 4096 rows of 393,216
-    assert [m.name for m in softmax.instances] == ["softmax.looped_online"]
+    assert [m.name for m in softmax.instances] == ["softmax.looped_online", "softmax.one_read"]
+    assert all(-(-393216 // c["CHUNK"]) <= 64 for c in softmax.instances[1].grid)  # every piece resident at once
     why = {s.name: s.why for s in softmax.skipped}
     assert "393216 values is more than" in why["softmax.rows_in_registers"]
     assert "4096 rows already give" in why["softmax.split_row"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k"}
+    assert "outside the imports the verifier admits" in large_k.skipped[0].why
+    square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    assert [m.name for m in square.instances] == ["matmul.grouped"]
+    assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
     relu = structural_moves(PROBLEMS / "19_ReLU.py")
     assert not relu.instances and "no template for this reference (its operators: relu)" in relu.skipped[0].why
 
@@ -74,7 +79,7 @@ ROW_CASES = [
     (problem, template, config)
     for problem in ("softmax3d.py", "log_softmax.py", "l1norm.py", "l2norm.py")
     for template, config in (("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
-                             ("split_row", {"CHUNK": 32, "BLOCK": 16}))
+                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32, "BLOCK": 16}))
 ]
 
 
@@ -101,12 +106,15 @@ def test_each_row_template_passes_the_verifier(
     assert accepted, reason
 
 
-@pytest.mark.parametrize("template", ["grouped", "split_k"])
-def test_each_matmul_template_passes_the_verifier(template: str, tmp_path: Path, settings: HarnessSettings) -> None:
-    family = _family(MOVES / "matmul_bt.py")
+@pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
+                                                  ("grouped", "matmul.py")])
+def test_each_matmul_template_passes_the_verifier(
+    template: str, problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    family = _family(MOVES / problem)
     source = getattr(matmul, template)(family.input_names, family.operands, family.transposed)
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
-    accepted, reason = _verify(MOVES / "matmul_bt.py", with_config(source, config), tmp_path, settings)
+    accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
 
 

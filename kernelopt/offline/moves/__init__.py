@@ -51,7 +51,8 @@ class Moves:
 
 
 def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Moves:
-    """The moves that apply to the problem in `problem_path`, and those that do not with why."""
+    """The moves that apply to the problem in `problem_path` on a GPU of `sm_count` SMs, and those
+    that do not with why."""
     from kernelopt.harness.problem import import_file
 
     try:
@@ -102,6 +103,9 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
                                 rows.looped_online(name, dim, params), tuple(grid)))
     else:
         skipped.append(Skipped(f"{name}.looped_online", f"rows of {n} fit in registers: a loop over them buys nothing"))
+    out_one, skip_one = _one_read(family, n)
+    out += out_one
+    skipped += skip_one
     if n >= SPLIT_ROW_MIN and n_rows < 2 * sm_count:
         grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536) for b in (2048, 4096)
                 for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
@@ -113,6 +117,24 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
                else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
     return out, skipped
+
+
+ONE_READ_PIECES = 64  # the template's max_pieces: a row's pieces must all be resident at once
+
+
+def _one_read(family: Family, n: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The one-read move for rows too long for registers and short enough for 64 pieces."""
+    name = f"{family.name}.one_read"
+    if n <= REGISTER_ROW_MAX:
+        return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
+    if n > ONE_READ_PIECES * REGISTER_ROW_MAX:
+        return [], [Skipped(name, f"a row of {n} needs more than {ONE_READ_PIECES} pieces of {REGISTER_ROW_MAX}")]
+    grid = [{"CHUNK": c, "num_warps": w} for c in (8192, 16384, 4096) for w in (8, 16, 4)
+            if 8 <= c // (32 * w) <= 64 and -(-n // c) <= ONE_READ_PIECES]
+    assert family.dim is not None
+    return [MoveInstance(name, "a row's pieces in registers, statistics merged through a per-row counter: "
+                         "one read and one write (a GPU move: the interpreter takes the looped kernel)",
+                         rows.one_read(family.name, family.dim, family.input_names), tuple(grid))], []
 
 
 _MATMUL_TILES = (  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the tiles Hopper kernels start from
@@ -136,16 +158,19 @@ def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], li
     params, ops, flips = family.input_names, family.operands, family.transposed
     out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
                         matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
+    # Host-side tensor descriptors live in triton.tools, which the verifier's import rules do not admit.
+    skipped = [Skipped("matmul.tma", "host-side tensor descriptors (triton.tools.tensor_descriptor) are outside the "
+                       "imports the verifier admits")]
     tiles = math.ceil(m / 128) * math.ceil(n / 128)
     if tiles < sm_count and k >= 8 * 128:
         grid = [{**t, "SPLIT_K": s} for s in (4, 8, 2, 16) for t in _tiles(family)[:3]
                 if k // s >= 2 * t["BLOCK_K"]]
         out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
                                 "slices, summed by a second kernel", matmul.split_k(params, ops, flips), tuple(grid)))
-        return out, []
+        return out, skipped
     why = (f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs" if tiles >= sm_count
            else f"K={k} is too short to split")
-    return out, [Skipped("matmul.split_k", why)]
+    return out, [*skipped, Skipped("matmul.split_k", why)]
 
 
 def _mk(family: Family) -> tuple[int, int]:

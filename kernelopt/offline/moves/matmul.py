@@ -161,3 +161,4 @@ def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="split-K over SPLIT_K slices of K") + _TILE + body
+

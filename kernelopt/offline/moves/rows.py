@@ -14,6 +14,13 @@ structures, each fitting a range of row lengths:
   CHUNK-long pieces, a first kernel takes each piece's statistics, a second merges the row's
   pieces and writes its own piece (a split reduction in two stages).
 
+- `one_read`: on a GPU, a row's pieces run at once, each holding its piece in registers; they
+  publish their statistics, wait on a per-row counter until every piece of the row has, merge
+  and write from registers: one read and one write, where the others read a long row twice.
+  Pieces of a row are consecutive programs, so with at most max_pieces pieces per row (far below
+  the programs a GPU holds at once) every piece a program waits on is resident or done. Rows
+  with more pieces, and the interpreter (which runs programs one at a time), take `looped_online`.
+
 All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
 """
 
@@ -203,6 +210,63 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                                            PIECES=triton.next_power_of_2(chunks), num_warps=8)"""
     return _file(family, "split_row: each row split in CHUNK pieces, statistics then writing in two stages",
                  "CHUNK = 65536\nBLOCK = 4096", kernel, launch, dim, params)
+
+
+def one_read(family: str, dim: int, params: tuple[str, ...]) -> str:
+    """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
+    stats, out = _STATS[family], _OUTPUT[family]
+    if stats == "online":
+        own = "m = tl.max(x, axis=0)\n    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)"
+        merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
+    ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
+    m = tl.max(pm, axis=0)
+    s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"""
+    else:
+        own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=0)"
+        merge = """    m = 0.0
+    s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
+    loop = looped_online(family, dim, params)
+    loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
+    kernel = f'''
+@triton.jit
+def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr):
+    # Program row * chunks + piece: CHUNK values of one row held in registers from the read to the
+    # write; a row's pieces are consecutive programs, so they are dispatched together.
+    pid = tl.program_id(0).to(tl.int64)
+    row = pid // chunks
+    piece = pid % chunks
+    base = (row // inner) * n * inner + row % inner
+    offs = piece * CHUNK + tl.arange(0, CHUNK)
+    mask = offs < n
+    x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other={_other(stats)}).to(tl.float32)
+    {own}
+    tl.store(m_ptr + row * chunks + piece, m)
+    tl.store(s_ptr + row * chunks + piece, s)
+    # Publish (release: the statistics above are seen first), then wait for the row's other pieces.
+    seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+    while seen < chunks:
+        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+    idx = tl.arange(0, PIECES)
+    live = idx < chunks
+{merge}
+    y = {out}
+    tl.store(out_ptr + base + offs.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+{loop_kernel}'''
+    launch = """        chunks = triton.cdiv(n, CHUNK)
+        if x_in.is_cuda and chunks <= max_pieces:
+            m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
+            s = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
+            count = torch.zeros((rows,), device=x_in.device, dtype=torch.int32)
+            one_read_kernel[(chunks * rows,)](out, x_in, m, s, count, n, inner, chunks, CHUNK=CHUNK,
+                                              PIECES=triton.next_power_of_2(chunks), num_warps=8)
+        else:
+            row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=BLOCK, num_warps=8)"""
+    constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
+    return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
+                 constants + "max_pieces = 64", kernel, launch, dim, params)
 
 
 def _file(family: str, what: str, constants: str, kernel: str, launch: str, dim: int, params: tuple[str, ...]) -> str:
