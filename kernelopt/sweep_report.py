@@ -51,6 +51,8 @@ def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
     lines = ["", "## Structural moves", "",
              f"Family of the reference: {note.get('family') or 'not recognised'}; "
              f"the best kernel's structure: {note.get('best_structure')}.", ""]
+    if note.get("first"):
+        lines += [f"The diagnosis ({note.get('diagnosis')}) put first: {', '.join(note['first'])}.", ""]
     for move in note.get("applied", []):
         swept = f"best swept {best_ms[move['name']]:.4g} ms" if move["name"] in best_ms else "not timed"
         lines.append(f"- **{move['name']}** (applies; {swept}): {move['why']}")

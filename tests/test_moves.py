@@ -91,7 +91,7 @@ def settings() -> HarnessSettings:
 def _verify(problem: Path, source: str, tmp_path: Path, settings: HarnessSettings) -> tuple[bool, str]:
     kernel = tmp_path / "kernel.py"
     kernel.write_text(source)
-    verdict = Verifier(problem, tmp_path / "harness", settings).verify(kernel)
+    verdict = Verifier(problem, tmp_path / "harness", settings).verify(kernel, time=False)
     return verdict.accepted, verdict.reason
 
 
@@ -166,3 +166,18 @@ def test_the_offline_optimizer_takes_a_move_and_accepts_it_when_faster(tmp_path:
     report = (run_dir / "report.md").read_text()
     assert "## Structural moves" in report and "log_softmax.looped_online does not apply" in report
     assert "move log_softmax.rows_in_registers" in report  # the attempt and its sweep row name the move
+
+
+def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
+    from kernelopt.offline.moves import by_diagnosis
+
+    moves = structural_moves(PROBLEMS / "24_LogSoftmax.py", sm_count=132)
+    assert [m.name for m in by_diagnosis(moves.instances, "memory")][0] in ("log_softmax.one_read",
+                                                                          "log_softmax.looped_online")
+    few_rows = structural_moves(MOVES / "softmax_long.py", sm_count=132)  # 3 rows of 300 on the CPU
+    assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
+    large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
+    assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == ["matmul.split_k", "matmul.grouped"]
+    assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == ["matmul.grouped", "matmul.split_k"]
+    planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=7)
+    assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare one

@@ -21,7 +21,7 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.sandbox.sweep_client import Measured
 from kernelopt.nodes.common import emit, verifier_for
-from kernelopt.offline.moves import Moves, structural_moves
+from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, plan
 from kernelopt.offline.structures import (
     Planned,
@@ -69,9 +69,12 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     best = task["best"]
     best_move = structure_of(best.source_hash, tables) if best else ""
     seed = 100 * task["round"] + task["repair"]
-    planned = move_plans(moves.instances, measured_moves(tables), moves_budget(budget, _untried(moves, tables)))
+    category = task["idea"][0].category if task["idea"] else None
+    ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first
+    planned = move_plans(ordered, measured_moves(tables), moves_budget(budget, _untried(moves, tables)))
     planned += alive_plans(tables, best_move, seed)[: max(0, budget - len(planned) - 1)]
-    basis: dict[str, Any] = {"moves": _moves_note(moves, best_move)}
+    basis: dict[str, Any] = {"moves": {**_moves_note(moves, best_move), "diagnosis": category,
+                                       "first": [m.name for m in ordered if category in m.cures]}}
     frozen = autotune_variants(source)
     if frozen:  # the kernel's own autotune configs, each frozen: measured here, not at run time
         planned += [Planned(config, f"autotune config {i}", text) for i, (config, text) in enumerate(frozen)]

@@ -59,12 +59,19 @@ def structure_of(best_hash: str, tables: Iterable[dict[str, Any]]) -> str:
 
 
 def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -> list[Planned]:
-    """The first configurations of each move never measured, sharing `budget` (at least one each)."""
+    """The first configurations of each move never measured, sharing `budget` (at least one each;
+    what is left over after an even share goes to the moves first in order: the diagnosis's)."""
     todo = [m for m in instances if m.name not in done]
     if not todo:
         return []
     each = max(1, budget // len(todo))
-    return [Planned(dict(c), m.name, with_config(m.source, c), m.name) for m in todo for c in m.grid[:each]]
+    spare = max(0, budget - each * len(todo))
+    out: list[Planned] = []
+    for move in todo:
+        extra = min(spare, max(0, len(move.grid) - each))
+        spare -= extra
+        out += [Planned(dict(c), move.name, with_config(move.source, c), move.name) for c in move.grid[: each + extra]]
+    return out
 
 
 def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int) -> list[Planned]:

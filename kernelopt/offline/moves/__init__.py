@@ -30,9 +30,32 @@ class MoveInstance:
     source: str
     grid: tuple[Config, ...]  # knob values to sweep, most promising first
 
+    @property
+    def cures(self) -> tuple[str, ...]:
+        """The judger's categories this move answers (offline/judge.py): its diagnosis puts it first."""
+        return CURES.get(self.name.split(".", 1)[1], ())
+
     def __post_init__(self) -> None:
         if not self.grid:  # the template's own values: a move is always measured at least once
             object.__setattr__(self, "grid", ({},))
+
+
+# What each structure answers, in the judger's categories: a kernel that reads its data more than
+# once ("memory": DRAM traffic over the minimum) wants the moves that read once; too few programs
+# ("occupancy": waves under one) wants the moves that split the work.
+CURES: dict[str, tuple[str, ...]] = {
+    "rows_in_registers": ("memory", "latency"),
+    "one_read": ("memory",),
+    "looped_online": ("memory", "latency"),
+    "split_row": ("occupancy",),
+    "grouped": ("memory", "other"),
+    "split_k": ("occupancy",),
+}
+
+
+def by_diagnosis(instances: tuple[MoveInstance, ...], category: str | None) -> list[MoveInstance]:
+    """The moves, those that answer the diagnosis's category first (a stable order otherwise)."""
+    return sorted(instances, key=lambda m: category not in m.cures)
 
 
 @dataclass(frozen=True)

@@ -243,10 +243,13 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     {own}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
-    # Publish (release: the statistics above are seen first), then wait for the row's other pieces.
+    # Publish (the barrier and the release order the statistics above first), then wait for the
+    # row's other pieces; their statistics are read through L2 (.cg), never a stale L1 line.
+    tl.debug_barrier()
     seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
     while seen < chunks:
         seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+    tl.debug_barrier()
     idx = tl.arange(0, PIECES)
     live = idx < chunks
 {merge}
