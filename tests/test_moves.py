@@ -60,7 +60,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k"}
     assert "outside the imports the verifier admits" in large_k.skipped[0].why
     square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
-    assert [m.name for m in square.instances] == ["matmul.grouped"]
+    assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent"]
+    assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
     relu = structural_moves(PROBLEMS / "19_ReLU.py")
     assert not relu.instances and "no template for this reference (its operators: relu)" in relu.skipped[0].why
@@ -107,13 +108,15 @@ def test_each_row_template_passes_the_verifier(
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
-                                                  ("grouped", "matmul.py")])
+                                                  ("grouped", "matmul.py"), ("persistent", "matmul.py")])
 def test_each_matmul_template_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     family = _family(MOVES / problem)
-    source = getattr(matmul, template)(family.input_names, family.operands, family.transposed)
-    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
+    args = (family.input_names, family.operands, family.transposed) + ((3,) if template == "persistent" else ())
+    source = getattr(matmul, template)(*args)
+    # 3 programs for 6 output tiles: each program walks two
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3, "PROGRAMS": 3}
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
 

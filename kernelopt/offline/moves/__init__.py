@@ -50,6 +50,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "split_row": ("occupancy",),
     "grouped": ("memory", "other"),
     "split_k": ("occupancy",),
+    "persistent": ("occupancy", "latency", "other"),
 }
 
 
@@ -185,6 +186,13 @@ def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], li
     skipped = [Skipped("matmul.tma", "host-side tensor descriptors (triton.tools.tensor_descriptor) are outside the "
                        "imports the verifier admits")]
     tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    if tiles > sm_count:
+        out.append(MoveInstance("matmul.persistent", f"one program per SM walking the {tiles} output tiles "
+                                "in GROUP_M order", matmul.persistent(params, ops, flips, sm_count),
+                                tuple({**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in _tiles(family)[:3])))
+    else:
+        skipped.append(Skipped("matmul.persistent", f"{tiles} output tiles of 128 x 128 are not more than the "
+                               f"{sm_count} SMs: a program per tile is already one wave"))
     if tiles < sm_count and k >= 8 * 128:
         grid = [{**t, "SPLIT_K": s} for s in (4, 8, 2, 16) for t in _tiles(family)[:3]
                 if k // s >= 2 * t["BLOCK_K"]]

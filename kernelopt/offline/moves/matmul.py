@@ -2,6 +2,8 @@
 
 - `grouped`: output tiles in GROUP_M-tall column groups, so that the programs running at once
   share their A rows and B columns in L2 (the order cuBLAS-class kernels use).
+- `persistent`: PROGRAMS programs (one per SM) walk the output tiles in GROUP_M order, so no
+  program is launched per tile and the last wave is spread over every SM.
 - `split_k`: a long K with few output tiles leaves SMs idle; SPLIT_K programs per tile each take
   a slice of K into an fp32 partial, and a second kernel sums the slices (deterministic: no
   atomics) and casts.
@@ -145,6 +147,43 @@ class ModelNew(nn.Module):
 '''
 
 
+_PERSISTENT = '''
+
+@triton.jit
+def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr, PRECISION: tl.constexpr):
+    # Program p computes tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in GROUP_M order.
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), tiles, PROGRAMS):
+        pid_m, pid_n = _tile_ids(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, 0, K,
+                         BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+        rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+        tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        precision = "ieee" if a.dtype == torch.float32 else "tf32"
+        tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        matmul_persistent_kernel[(min(PROGRAMS, tiles),)](
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PROGRAMS=PROGRAMS,
+            PRECISION=precision, num_warps=8, num_stages=3)
+        return c
+'''
+
+
 def _operand(params: tuple[str, ...], index: int, transposed: bool) -> str:
     return f"{params[index]}.T" if transposed else params[index]
 
@@ -162,3 +201,11 @@ def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="split-K over SPLIT_K slices of K") + _TILE + body
 
+
+
+def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int) -> str:
+    """A persistent matmul: `programs` programs (the GPU's SM count) walk the tiles in GROUP_M order."""
+    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
+    header = Template(_HEADER).substitute(what=f"persistent over {programs} programs")
+    return header.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
