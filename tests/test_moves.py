@@ -36,6 +36,9 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (MOVES / "softmax3d.py", "softmax", 1),
         (PROBLEMS / "19_ReLU.py", "other", None),
         (PROBLEMS / "36_RMSNorm_.py", "other", None),
+        (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
+        (MOVES / "instance_norm.py", "standardize", 2),
+        (PROBLEMS / "40_LayerNorm.py", "other", None),  # with a weight and a bias: no template
     ],
 )
 def test_the_family_is_read_from_the_reference_on_meta(problem: Path, name: str, dim: int | None) -> None:
@@ -104,6 +107,20 @@ def test_each_row_template_passes_the_verifier(
     source = getattr(rows, template)(family.name, family.dim, family.input_names)
     assert set(config) <= set(knob_values(source))  # the sweep can turn the template's knobs
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
+                                                 ("one_read", {"CHUNK": 16, "BLOCK": 16})])
+def test_each_standardize_template_passes_the_verifier(
+    template: str, config: dict[str, int], tmp_path: Path, settings: HarnessSettings
+) -> None:
+    from kernelopt.offline.moves import standardize
+
+    family = _family(MOVES / "instance_norm.py")
+    assert family.eps == 1e-5
+    source = getattr(standardize, template)(family.dim, family.eps, family.input_names)
+    accepted, reason = _verify(MOVES / "instance_norm.py", with_config(source, config), tmp_path, settings)
     assert accepted, reason
 
 

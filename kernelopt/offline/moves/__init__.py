@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelopt.offline.moves import matmul, rows
+from kernelopt.offline.moves import matmul, rows, standardize
 from kernelopt.offline.moves.family import Family, trace_family
 
 Config = dict[str, int]
@@ -86,6 +86,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Move
         return Moves(None, (), (Skipped("all", why),))
     if family.name in rows.FAMILIES:
         instances, skipped = _row_moves(family, sm_count)
+    elif family.name == "standardize":
+        instances, skipped = _standardize_moves(family)
     elif family.name == "matmul":
         instances, skipped = _matmul_moves(family, sm_count)
     else:
@@ -140,6 +142,31 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
         why = (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= 2 * sm_count
                else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
+    return out, skipped
+
+
+def _standardize_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    assert family.dim is not None and family.eps is not None
+    n = math.prod(family.shapes[0][family.dim:])
+    first, eps, params = family.dim, family.eps, family.input_names
+    if n <= REGISTER_ROW_MAX:
+        block_n = 1 << max(n - 1, 0).bit_length()
+        grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8) for w in (4, 8) if 4 <= r * block_n // (32 * w) <= 64]
+        return [MoveInstance("standardize.rows_in_registers", f"ROWS whole rows of {n} per program: one read",
+                             standardize.rows_in_registers(first, eps, params), tuple(grid))], [
+            Skipped("standardize.one_read", f"rows of {n} fit in one program's registers")]
+    out = [MoveInstance("standardize.looped_online", "one Welford-exact statistics pass, the output pass walking "
+                        "back (L2)", standardize.looped_online(first, eps, params),
+                        tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
+    skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
+    if n <= ONE_READ_PIECES * REGISTER_ROW_MAX:
+        grid = tuple({"CHUNK": c, "num_warps": w} for c in (8192, 16384, 4096) for w in (8, 16, 4)
+                     if 8 <= c // (32 * w) <= 64 and -(-n // c) <= ONE_READ_PIECES)
+        out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
+                                "per-row counter: one read (a GPU move)", standardize.one_read(first, eps, params),
+                                grid))
+    else:
+        skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more than {ONE_READ_PIECES} pieces"))
     return out, skipped
 
 

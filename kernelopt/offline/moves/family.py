@@ -28,9 +28,10 @@ _VIEWS = frozenset({
 class Family:
     """What the reference computes, as far as a template needs to know."""
 
-    name: str  # "softmax", "log_softmax", "matmul", "row_l1_norm", "row_l2_norm", "other"
+    name: str  # "softmax", "log_softmax", "matmul", "row_l1_norm", "row_l2_norm", "standardize", "other"
     input_names: tuple[str, ...]  # the forward's parameters, in order
-    dim: int | None = None  # the reduced dimension (softmax, normalisations), non-negative
+    dim: int | None = None  # the reduced dimension (softmax, norms), non-negative; standardize: the first of the row's
+    eps: float | None = None  # standardize: the reference's epsilon
     ndim: int | None = None  # of the first input
     transposed: tuple[bool, ...] = ()  # matmul: whether A, B enter transposed views of the inputs
     operands: tuple[int, ...] = ()  # matmul: which inputs are A and B
@@ -98,6 +99,10 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
             pairs = [k for k in known if k is not None]
             return Family(name="matmul", operands=tuple(p[0] for p in pairs),
                           transposed=tuple(p[1] for p in pairs), **base)
+    if n_inputs == 1 and len(calls) == 1:
+        standard = _standardize(calls[0], ndim)
+        if standard:
+            return Family(name="standardize", dim=standard[0], eps=standard[1], **base)
     if n_inputs == 1 and ndim == 2:
         norm = _row_norm(calls, ndim)
         if norm:
@@ -117,4 +122,16 @@ def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str,
         dims = args[2] if len(args) > 2 else None
         if args[1] == 2 and dims is not None and len(dims) == 1:
             return "row_l2_norm", _dim(dims[0], ndim)
+    return None
+
+
+def _standardize(call: tuple[str, tuple[Any, ...]], ndim: int | None) -> tuple[int, float] | None:
+    """InstanceNorm or LayerNorm without weight and bias: the first dim of each row, and eps."""
+    name, args = call
+    if name == "native_batch_norm" and ndim and ndim >= 3 and len(args) >= 8:
+        # instance norm: batch norm over the input seen as (1, batch * channels, ...), batch statistics
+        if args[1] is None and args[2] is None and args[5] is True and args[0].shape[0] == 1:
+            return 2, float(args[7])
+    if name == "native_layer_norm" and ndim and len(args) >= 5 and args[2] is None and args[3] is None:
+        return ndim - len(args[1]), float(args[4])
     return None
