@@ -35,7 +35,8 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (PROBLEMS / "39_L2Norm_.py", "row_l2_norm", 1),
         (MOVES / "softmax3d.py", "softmax", 1),
         (PROBLEMS / "19_ReLU.py", "other", None),
-        (PROBLEMS / "36_RMSNorm_.py", "other", None),
+        (PROBLEMS / "36_RMSNorm_.py", "row_rms_norm", 1),
+        (PROBLEMS / "37_FrobeniusNorm_.py", "other", None),  # a norm over every dim: no row
         (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
         (MOVES / "instance_norm.py", "standardize", 2),
         (PROBLEMS / "40_LayerNorm.py", "other", None),  # with a weight and a bias: no template
@@ -108,6 +109,23 @@ def test_each_row_template_passes_the_verifier(
     assert set(config) <= set(knob_values(source))  # the sweep can turn the template's knobs
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
+
+
+@pytest.mark.parametrize("problem", ["rms_norm.py", "softmax3d.py", "log_softmax.py"])
+def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    family = _family(MOVES / problem)
+    source = rows.columns(family.name, family.dim, family.input_names, family.eps)
+    # 4-row steps down the reduced dim, 4 positions a program: several steps and masked edges everywhere
+    accepted, reason = _verify(MOVES / problem, with_config(source, {"BLOCK_N": 4, "BLOCK_I": 4}), tmp_path, settings)
+    assert accepted, reason
+
+
+def test_a_strided_reduction_takes_the_columns_move() -> None:
+    moves = structural_moves(PROBLEMS / "36_RMSNorm_.py")  # (112, 64, 512, 512), features strided by 262144
+    assert [m.name for m in moves.instances] == ["row_rms_norm.columns"]
+    assert moves.family is not None and moves.family.eps == 1e-5
+    assert moves.instances[0].grid[0]["BLOCK_N"] == 64  # all 64 features in one tile first
+    assert "strided by 262144" in moves.skipped[0].why
 
 
 @pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),

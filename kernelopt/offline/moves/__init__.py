@@ -51,6 +51,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "grouped": ("memory", "other"),
     "split_k": ("occupancy",),
     "persistent": ("occupancy", "latency", "other"),
+    "columns": ("memory", "latency", "occupancy"),
 }
 
 
@@ -106,7 +107,10 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
     shape = family.shapes[0]
     n = shape[family.dim]
     n_rows = math.prod(shape) // max(n, 1)
-    name, dim, params = family.name, family.dim, family.input_names
+    name, dim, params, eps = family.name, family.dim, family.input_names, family.eps
+    inner = math.prod(shape[dim + 1:])
+    if inner > 1:
+        return _column_moves(family, n, inner)
     out: list[MoveInstance] = []
     skipped: list[Skipped] = []
     if n <= REGISTER_ROW_MAX:
@@ -116,7 +120,7 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
         grid.sort(key=lambda c: abs(c["ROWS"] * block_n * 4 - 16384) + c["num_warps"])  # 16 KB per program first
         out.append(MoveInstance(f"{name}.rows_in_registers",
                                 f"ROWS whole rows of {n} per program in registers: one read, one write",
-                                rows.rows_in_registers(name, dim, params), tuple(grid) or ({"num_warps": 4},)))
+                                rows.rows_in_registers(name, dim, params, eps), tuple(grid) or ({"num_warps": 4},)))
     else:
         skipped.append(Skipped(f"{name}.rows_in_registers",
                                f"a row of {n} values is more than the {REGISTER_ROW_MAX} a program holds in registers"))
@@ -126,7 +130,7 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
         grid.sort(key=lambda c: abs(c["BLOCK"] - 4096) + abs(c["num_warps"] - 8))
         out.append(MoveInstance(f"{name}.looped_online",
                                 "one row per program: a single statistics pass, the output pass walking back (L2)",
-                                rows.looped_online(name, dim, params), tuple(grid)))
+                                rows.looped_online(name, dim, params, eps), tuple(grid)))
     else:
         skipped.append(Skipped(f"{name}.looped_online", f"rows of {n} fit in registers: a loop over them buys nothing"))
     out_one, skip_one = _one_read(family, n)
@@ -137,12 +141,27 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
                 for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
         grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
         out.append(MoveInstance(f"{name}.split_row", f"each of the {n_rows} rows split in pieces: statistics, "
-                                "then merge and write, in two kernels", rows.split_row(name, dim, params), tuple(grid)))
+                                "then merge and write, in two kernels", rows.split_row(name, dim, params, eps),
+                                tuple(grid)))
     else:
         why = (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= 2 * sm_count
                else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
     return out, skipped
+
+
+def _column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    """A reduction down a strided dim: programs take contiguous positions after it, not rows."""
+    assert family.dim is not None
+    top = 1 << max(n - 1, 0).bit_length()
+    grid = sorted(({"BLOCK_N": b, "BLOCK_I": i, "num_warps": w} for b in (16, 32, 64) for i in (128, 256, 64)
+                   for w in (4, 8) if b <= max(top, 16) and 4 <= b * i // (32 * w) <= 64),
+                  key=lambda c: abs(c["BLOCK_N"] - min(top, 64)))  # the whole reduced dim in one tile first
+    why = f"rows strided by {inner}: a program per row would read one value every {inner}"
+    return [MoveInstance(f"{family.name}.columns", f"the reduced dim ({n}) is strided by {inner}: each program "
+                         "reduces BLOCK_I contiguous positions at once",
+                         rows.columns(family.name, family.dim, family.input_names, family.eps), tuple(grid))], [
+        Skipped(f"{family.name}.{m}", why) for m in ("rows_in_registers", "looped_online", "one_read", "split_row")]
 
 
 def _standardize_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
@@ -185,7 +204,7 @@ def _one_read(family: Family, n: int) -> tuple[list[MoveInstance], list[Skipped]
     assert family.dim is not None
     return [MoveInstance(name, "a row's pieces in registers, statistics merged through a per-row counter: "
                          "one read and one write (a GPU move: the interpreter takes the looped kernel)",
-                         rows.one_read(family.name, family.dim, family.input_names), tuple(grid))], []
+                         rows.one_read(family.name, family.dim, family.input_names, family.eps), tuple(grid))], []
 
 
 _MATMUL_TILES = (  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the tiles Hopper kernels start from

@@ -103,25 +103,30 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         standard = _standardize(calls[0], ndim)
         if standard:
             return Family(name="standardize", dim=standard[0], eps=standard[1], **base)
-    if n_inputs == 1 and ndim == 2:
+    if n_inputs == 1 and ndim:
         norm = _row_norm(calls, ndim)
         if norm:
-            return Family(name=norm[0], dim=norm[1], **base)
+            return Family(name=norm[0], dim=norm[1], eps=norm[2], **base)
     return Family(name="other", **base)
 
 
-def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int] | None:
-    """x / mean(|x|) or x / norm(x, 2) over one dim, kept: the family and the dim."""
+def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, float | None] | None:
+    """x / mean(|x|), x / norm(x, 2) or x / sqrt(mean(x^2) + eps) over one dim, kept: the family, the dim, eps."""
     names = [name for name, _ in calls]
     if names == ["abs", "mean", "div"]:
         dims = calls[1][1][1]
         if len(dims) == 1:
-            return "row_l1_norm", _dim(dims[0], ndim)
+            return "row_l1_norm", _dim(dims[0], ndim), None
     if names in (["linalg_vector_norm", "div"], ["norm", "div"]):
         args = calls[0][1]
-        dims = args[2] if len(args) > 2 else None
-        if args[1] == 2 and dims is not None and len(dims) == 1:
-            return "row_l2_norm", _dim(dims[0], ndim)
+        order = args[1] if len(args) > 1 else 2
+        dims = args[2] if len(args) > 2 else None  # None: over every dim, not a row
+        if order == 2 and dims is not None and len(dims) == 1:
+            return "row_l2_norm", _dim(dims[0], ndim), None
+    if names == ["pow", "mean", "add", "sqrt", "div"] and calls[0][1][1] == 2:
+        dims, eps = calls[1][1][1], calls[2][1][1]
+        if len(dims) == 1 and isinstance(eps, float):
+            return "row_rms_norm", _dim(dims[0], ndim), eps
     return None
 
 

@@ -35,13 +35,19 @@ _STATS = {
     "log_softmax": "online",
     "row_l1_norm": "sum_abs",
     "row_l2_norm": "sum_sq",
+    "row_rms_norm": "sum_sq",
 }
 _OUTPUT = {
     "softmax": "tl.exp(x - m) / s",
     "log_softmax": "x - m - tl.log(s)",
     "row_l1_norm": "x / (s / n)",
     "row_l2_norm": "x / tl.sqrt(s)",
+    "row_rms_norm": "x / tl.sqrt(s / n + EPS)",  # EPS: the reference's epsilon, written in as a literal
 }
+
+
+def _out(family: str, eps: float | None) -> str:
+    return _OUTPUT[family].replace("EPS", repr(float(eps or 0.0)))
 _TERM = {"sum_abs": "tl.abs(x)", "sum_sq": "x * x"}
 
 FAMILIES = tuple(_STATS)
@@ -96,9 +102,9 @@ def _other(stats: str) -> str:
     return "float('-inf')" if stats == "online" else "0.0"
 
 
-def rows_in_registers(family: str, dim: int, params: tuple[str, ...]) -> str:
+def rows_in_registers(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """ROWS whole rows per program, held in registers: one read, one write."""
-    stats, out = _STATS[family], _OUTPUT[family]
+    stats, out = _STATS[family], _out(family, eps)
     reduce_ = (
         "m = tl.max(x, axis=1)[:, None]\n    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=1)[:, None]"
         if stats == "online"
@@ -125,9 +131,9 @@ def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: t
                  "ROWS = 4", kernel, launch, dim, params)
 
 
-def looped_online(family: str, dim: int, params: tuple[str, ...]) -> str:
+def looped_online(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """One program per row: one statistics pass in blocks, then a writing pass walking back."""
-    stats, out = _STATS[family], _OUTPUT[family]
+    stats, out = _STATS[family], _out(family, eps)
     kernel = f'''
 @triton.jit
 def row_loop_kernel(out_ptr, x_ptr, n, inner, BLOCK: tl.constexpr):
@@ -155,9 +161,9 @@ def row_loop_kernel(out_ptr, x_ptr, n, inner, BLOCK: tl.constexpr):
                  "BLOCK = 4096", kernel, launch, dim, params)
 
 
-def split_row(family: str, dim: int, params: tuple[str, ...]) -> str:
+def split_row(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Each row split into CHUNK pieces: piece statistics, then each piece merges its row's and writes."""
-    stats, out = _STATS[family], _OUTPUT[family]
+    stats, out = _STATS[family], _out(family, eps)
     if stats == "online":
         merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'))
     ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0)
@@ -212,9 +218,9 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                  "CHUNK = 65536\nBLOCK = 4096", kernel, launch, dim, params)
 
 
-def one_read(family: str, dim: int, params: tuple[str, ...]) -> str:
+def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
-    stats, out = _STATS[family], _OUTPUT[family]
+    stats, out = _STATS[family], _out(family, eps)
     if stats == "online":
         own = "m = tl.max(x, axis=0)\n    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)"
         merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
@@ -225,7 +231,7 @@ def one_read(family: str, dim: int, params: tuple[str, ...]) -> str:
         own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=0)"
         merge = """    m = 0.0
     s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
-    loop = looped_online(family, dim, params)
+    loop = looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
     kernel = f'''
 @triton.jit
@@ -270,6 +276,42 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
                  constants + "max_pieces = 64", kernel, launch, dim, params)
+
+
+def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
+    """A reduction down a strided dim: each program takes BLOCK_I contiguous positions after it, all at once."""
+    stats, out = _STATS[family], _out(family, eps)
+    kernel = f'''
+@triton.jit
+def columns_kernel(out_ptr, x_ptr, n, inner, BLOCK_N: tl.constexpr, BLOCK_I: tl.constexpr):
+    # Program (outer, block): BLOCK_I contiguous positions of the (outer, n, inner) view, reduced down
+    # n in steps of BLOCK_N rows; every load is BLOCK_I contiguous values, where a program per row
+    # would read one value every `inner`. The output pass re-reads the tiles just read (in L2).
+    o = tl.program_id(0).to(tl.int64)
+    cols = (tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)).to(tl.int64)
+    base = o * n * inner
+    steps = tl.arange(0, BLOCK_N)
+    {_init(stats, "(BLOCK_I,)")}
+    for start in range(0, n, BLOCK_N):
+        r = start + steps
+        mask = (r[:, None] < n) & (cols[None, :] < inner)
+        x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * inner + cols[None, :], mask=mask,
+                    other={_other(stats)}).to(tl.float32)
+{_stats_loop(stats)}
+    for start in range(0, n, BLOCK_N):
+        r = start + steps
+        mask = (r[:, None] < n) & (cols[None, :] < inner)
+        x = tl.load(x_ptr + base + r[:, None].to(tl.int64) * inner + cols[None, :], mask=mask, other=0.0)
+        x = x.to(tl.float32)
+        y = {out}
+        tl.store(out_ptr + base + r[:, None].to(tl.int64) * inner + cols[None, :],
+                 y.to(out_ptr.dtype.element_ty), mask=mask)
+'''
+    launch = """        outer = x_in.numel() // max(n * inner, 1)
+        columns_kernel[(outer, triton.cdiv(inner, BLOCK_I))](out, x_in, n, inner, BLOCK_N=BLOCK_N, BLOCK_I=BLOCK_I,
+                                                             num_warps=4)"""
+    return _file(family, "columns: BLOCK_I contiguous positions per program, reduced down the strided dim",
+                 "BLOCK_N = 16\nBLOCK_I = 128", kernel, launch, dim, params)
 
 
 def _file(family: str, what: str, constants: str, kernel: str, launch: str, dim: int, params: tuple[str, ...]) -> str:
