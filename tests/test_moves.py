@@ -34,7 +34,8 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (PROBLEMS / "38_L1Norm_.py", "row_l1_norm", 1),
         (PROBLEMS / "39_L2Norm_.py", "row_l2_norm", 1),
         (MOVES / "softmax3d.py", "softmax", 1),
-        (PROBLEMS / "19_ReLU.py", "other", None),
+        (PROBLEMS / "19_ReLU.py", "elementwise", None),
+        (PROBLEMS / "27_SELU_.py", "other", None),  # no formula written for it
         (PROBLEMS / "36_RMSNorm_.py", "row_rms_norm", 1),
         (PROBLEMS / "37_FrobeniusNorm_.py", "other", None),  # a norm over every dim: no row
         (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
@@ -67,8 +68,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
-    relu = structural_moves(PROBLEMS / "19_ReLU.py")
-    assert not relu.instances and "no template for this reference (its operators: relu)" in relu.skipped[0].why
+    selu = structural_moves(PROBLEMS / "27_SELU_.py")
+    assert not selu.instances and "no template for this reference (its operators: elu)" in selu.skipped[0].why
 
 
 def test_fp32_matmul_never_runs_on_tf32() -> None:
@@ -108,6 +109,18 @@ def test_each_row_template_passes_the_verifier(
     source = getattr(rows, template)(family.name, family.dim, family.input_names)
     assert set(config) <= set(knob_values(source))  # the sweep can turn the template's knobs
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize("problem", ["leaky_relu.py", "gelu.py", "swish.py", "tanh.py"])
+def test_the_streaming_elementwise_template_passes_the_verifier(
+    problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    moves = structural_moves(MOVES / problem)
+    assert [m.name for m in moves.instances] == ["elementwise.streaming"]
+    source = with_config(moves.instances[0].source, {"BLOCK": 256})  # 3000 values: 12 programs, the last masked
+    assert 'eviction_policy="evict_first"' in source
+    accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
     assert accepted, reason
 
 

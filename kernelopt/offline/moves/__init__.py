@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelopt.offline.moves import matmul, rows, standardize
+from kernelopt.offline.moves import elementwise, matmul, rows, standardize
 from kernelopt.offline.moves.family import Family, trace_family
 
 Config = dict[str, int]
@@ -52,6 +52,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "split_k": ("occupancy",),
     "persistent": ("occupancy", "latency", "other"),
     "columns": ("memory", "latency", "occupancy"),
+    "streaming": ("memory", "latency", "other"),
 }
 
 
@@ -87,6 +88,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Move
         return Moves(None, (), (Skipped("all", why),))
     if family.name in rows.FAMILIES:
         instances, skipped = _row_moves(family, sm_count)
+    elif family.name == "elementwise":
+        instances, skipped = _elementwise_moves(family)
     elif family.name == "standardize":
         instances, skipped = _standardize_moves(family)
     elif family.name == "matmul":
@@ -148,6 +151,16 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
                else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
     return out, skipped
+
+
+def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    source = elementwise.streaming(family.ops, family.scalars, family.input_names[0])
+    if source is None:
+        return [], [Skipped("elementwise.streaming", f"no formula written for {', '.join(family.ops)}")]
+    grid = tuple({"BLOCK": b, "num_warps": w} for b in (4096, 8192, 2048, 16384) for w in (8, 4, 16)
+                 if 4 <= b // (32 * w) <= 64)
+    return [MoveInstance("elementwise.streaming", "BLOCK contiguous values per program, vectorised, evict_first: "
+                         "one streaming pass", source, grid)], []
 
 
 def _column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance], list[Skipped]]:

@@ -24,11 +24,16 @@ _VIEWS = frozenset({
 })
 
 
+# One-input activations a template is written for (elementwise.EXPRESSIONS has their formulas).
+_ELEMENTWISE = frozenset({("relu",), ("sigmoid",), ("tanh",), ("sigmoid", "mul"), ("hardsigmoid",), ("leaky_relu",),
+                          ("gelu",)})
+
+
 @dataclass(frozen=True)
 class Family:
     """What the reference computes, as far as a template needs to know."""
 
-    name: str  # "softmax", "log_softmax", "matmul", "row_l1_norm", "row_l2_norm", "standardize", "other"
+    name: str  # "softmax", "log_softmax", "matmul", row norms, "standardize", "elementwise", "other"
     input_names: tuple[str, ...]  # the forward's parameters, in order
     dim: int | None = None  # the reduced dimension (softmax, norms), non-negative; standardize: the first of the row's
     eps: float | None = None  # standardize: the reference's epsilon
@@ -38,6 +43,7 @@ class Family:
     dtype: str = "float32"
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
+    scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
 
 
 class _Recorder(TorchDispatchMode):
@@ -90,6 +96,10 @@ def _dim(value: int, ndim: int | None) -> int:
 def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int) -> Family:
     calls = [(name, args) for name, args in recorder.calls if name not in _VIEWS]
     ndim = base["ndim"]
+    if calls:
+        base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1])}
+    if n_inputs == 1 and ops in _ELEMENTWISE:
+        return Family(name="elementwise", **base)
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     if n_inputs == 2 and ops == ("mm",) and ndim == 2:
