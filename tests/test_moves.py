@@ -124,6 +124,17 @@ def test_the_streaming_elementwise_template_passes_the_verifier(
     assert accepted, reason
 
 
+@pytest.mark.parametrize("problem", ["max_pool2d.py", "avg_pool1d.py"])
+def test_the_tiled_pooling_template_passes_the_verifier(
+    problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    moves = structural_moves(MOVES / problem)
+    assert [m.name for m in moves.instances] == ["pooling.tiled"]
+    source = with_config(moves.instances[0].source, {"BLOCK_H": 2, "BLOCK_W": 4})  # masked tiles on both axes
+    accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
+    assert accepted, reason
+
+
 @pytest.mark.parametrize("problem", ["rms_norm.py", "softmax3d.py", "log_softmax.py"])
 def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
     family = _family(MOVES / problem)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelopt.offline.moves import elementwise, matmul, rows, standardize
+from kernelopt.offline.moves import elementwise, matmul, pooling, rows, standardize
 from kernelopt.offline.moves.family import Family, trace_family
 
 Config = dict[str, int]
@@ -53,6 +53,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "persistent": ("occupancy", "latency", "other"),
     "columns": ("memory", "latency", "occupancy"),
     "streaming": ("memory", "latency", "other"),
+    "tiled": ("memory", "latency", "occupancy", "other"),
 }
 
 
@@ -88,6 +89,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Move
         return Moves(None, (), (Skipped("all", why),))
     if family.name in rows.FAMILIES:
         instances, skipped = _row_moves(family, sm_count)
+    elif family.name == "pooling":
+        instances, skipped = _pooling_moves(family)
     elif family.name == "elementwise":
         instances, skipped = _elementwise_moves(family)
     elif family.name == "standardize":
@@ -151,6 +154,17 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
                else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
     return out, skipped
+
+
+def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    source = pooling.tiled(family.ops[0], family.scalars, family.input_names[0])
+    if source is None:
+        return [], [Skipped("pooling.tiled", "ceil_mode or a divisor override: not written in the template")]
+    rows_ = (1,) if family.ndim == 3 else (4, 2, 8, 1)
+    grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in rows_ for w in (128, 256, 64) for n in (4, 8)
+                 if 2 <= h * w // (32 * n) <= 32)
+    return [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
+                         "window loads are contiguous and overlap in L1", source, grid)], []
 
 
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

@@ -100,6 +100,8 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1])}
     if n_inputs == 1 and ops in _ELEMENTWISE:
         return Family(name="elementwise", **base)
+    if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4):
+        return Family(name="pooling", **base)
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     if n_inputs == 2 and ops == ("mm",) and ndim == 2:
