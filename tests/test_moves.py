@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import fast_context, run_graph
@@ -243,3 +244,39 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == ["matmul.grouped", "matmul.split_k"]
     planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=7)
     assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare one
+
+
+def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The template's module with its kernels under the interpreter (the flag is read at decoration)."""
+    import types
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module = types.ModuleType("kernelopt_test_template")
+    exec(compile(source, "template.py", "exec"), module.__dict__)  # noqa: S102 - our own template
+    return module
+
+
+@pytest.mark.parametrize("family", ["softmax", "log_softmax", "row_l1_norm", "row_rms_norm", "standardize"])
+def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The interpreter runs programs one at a time, so a program cannot wait for its row's later
+    # pieces. The counter is set past the wait instead, and the kernel runs twice: the first run
+    # leaves every piece's statistics in the buffers, the second merges all five of them.
+    import torch
+
+    from kernelopt.offline.moves import standardize
+
+    x = torch.randn(3, 150) * 4 - 2
+    if family == "standardize":
+        source, extra = standardize.one_read(1, 1e-5, ("x",)), (1e-5,)
+        expected = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)
+    else:
+        source, extra = rows.one_read(family, 1, ("x",), 1e-5), (1,)
+        expected = {"softmax": torch.softmax(x, 1), "log_softmax": torch.log_softmax(x, 1),
+                    "row_l1_norm": x / x.abs().mean(1, keepdim=True),
+                    "row_rms_norm": x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]
+    module = _jit_module(source, monkeypatch)
+    out, first, second = torch.empty_like(x), torch.empty(3, 5), torch.empty(3, 5)
+    for _ in range(2):
+        count = torch.full((3,), 100, dtype=torch.int32)
+        module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
