@@ -48,17 +48,19 @@ def _tile_ids(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: 
 def _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, k_lo, k_hi,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
     # The fp32 product of A's rows of tile pid_m and B's columns of tile pid_n over K in [k_lo, k_hi).
-    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    # Offsets are int64 and computed once; the loop only steps the pointers by BLOCK_K.
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * sam + (k_lo + rk)[None, :].to(tl.int64) * sak
+    b_ptrs = b_ptr + (k_lo + rk)[:, None].to(tl.int64) * sbk + rn[None, :].to(tl.int64) * sbn
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(k_lo, k_hi, BLOCK_K):
-        kk = (k + rk).to(tl.int64)
-        a = tl.load(a_ptr + rm[:, None] * sam + kk[None, :] * sak,
-                    mask=(rm[:, None] < M) & (kk[None, :] < k_hi), other=0.0)
-        b = tl.load(b_ptr + kk[:, None] * sbk + rn[None, :] * sbn,
-                    mask=(kk[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & ((k + rk)[None, :] < k_hi), other=0.0)
+        b = tl.load(b_ptrs, mask=((k + rk)[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * sak
+        b_ptrs += BLOCK_K * sbk
     return acc
 '''
 
