@@ -55,3 +55,29 @@ def test_the_grouped_matmul_is_correct_and_near_torch(tmp_path: Path) -> None:
     torch_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms
     print(f"torch.matmul: {torch_ms:.4f} ms")
     assert best_ms <= 1.15 * torch_ms
+
+
+SMALL = sorted(p.name for p in MOVES.glob("*.py") if p.name not in ("log_softmax_kernel.py", "softmax_long.py"))
+
+
+@pytest.mark.parametrize("problem", SMALL)
+def test_every_move_compiles_and_passes_on_the_gpu(problem: str, tmp_path: Path) -> None:
+    # The interpreter runs no GPU compiler: each move's first configuration is compiled and verified here.
+    from kernelopt.offline.moves import structural_moves
+
+    moves = structural_moves(MOVES / problem)
+    assert moves.instances, [s.why for s in moves.skipped]
+    for move in moves.instances:
+        _time_ms(MOVES / problem, with_config(move.source, move.grid[0]), tmp_path, move.name)
+
+
+def test_the_templates_tiny_problems_do_not_reach_compile_on_the_gpu(tmp_path: Path) -> None:
+    # Split-K, persistent and split rows apply only at sizes the tiny problems do not have.
+    bt = trace_family(import_file(MOVES / "matmul_bt.py", "kernelopt_gpu_bt"))
+    args = (bt.input_names, bt.operands, bt.transposed)
+    tile = {"BLOCK_M": 32, "BLOCK_N": 32, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}
+    _time_ms(MOVES / "matmul_bt.py", with_config(matmul.split_k(*args), {**tile, "SPLIT_K": 3}), tmp_path, "split_k")
+    _time_ms(MOVES / "matmul_bt.py", with_config(matmul.persistent(*args, 132), tile), tmp_path, "persistent")
+    soft = trace_family(import_file(MOVES / "softmax3d.py", "kernelopt_gpu_soft"))
+    source = rows.split_row(soft.name, soft.dim, soft.input_names)
+    _time_ms(MOVES / "softmax3d.py", with_config(source, {"CHUNK": 16, "BLOCK": 16}), tmp_path, "split_row")
