@@ -71,7 +71,7 @@ def test_every_move_compiles_and_passes_on_the_gpu(problem: str, tmp_path: Path)
         _time_ms(MOVES / problem, with_config(move.source, move.grid[0]), tmp_path, move.name)
 
 
-def test_the_templates_tiny_problems_do_not_reach_compile_on_the_gpu(tmp_path: Path) -> None:
+def test_the_splitting_templates_compile_and_pass_on_the_gpu(tmp_path: Path) -> None:
     # Split-K, persistent and split rows apply only at sizes the tiny problems do not have.
     bt = trace_family(import_file(MOVES / "matmul_bt.py", "kernelopt_gpu_bt"))
     args = (bt.input_names, bt.operands, bt.transposed)
