@@ -34,7 +34,31 @@ def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[di
 
 def _config(row: dict[str, Any]) -> str:
     text = ", ".join(f"{k}={v}" for k, v in row["config"].items())
-    return f"{row['label']}: {text}" if row.get("label") else text
+    label = f"move {row['move']}" if row.get("move") else row.get("label")
+    return f"{label}: {text}" if label else text
+
+
+def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
+    """The structural moves: the problem's family, each move that applies with its best swept time,
+    each that does not with why."""
+    notes = [t["moves"] for t in tables if t.get("moves")]
+    if not notes:
+        return []
+    note = notes[-1]
+    best_ms: dict[str, float] = {}
+    for row in (r for t in tables for r in t["rows"] if r.get("move") and r["time_ms"] is not None):
+        best_ms[row["move"]] = min(best_ms.get(row["move"], row["time_ms"]), row["time_ms"])
+    lines = ["", "## Structural moves", "",
+             f"Family of the reference: {note.get('family') or 'not recognised'}; "
+             f"the best kernel's structure: {note.get('best_structure')}.", ""]
+    if note.get("first"):
+        lines += [f"The diagnosis ({note.get('diagnosis')}) put first: {', '.join(note['first'])}.", ""]
+    for move in note.get("applied", []):
+        swept = f"best swept {best_ms[move['name']]:.4g} ms" if move["name"] in best_ms else "not timed"
+        lines.append(f"- **{move['name']}** (applies; {swept}): {move['why']}")
+    for move in note.get("skipped", []):
+        lines.append(f"- {move['name']} does not apply: {move['why']}")
+    return lines
 
 
 def sweep_markdown(summary: dict[str, Any], has_plot: bool) -> list[str]:
@@ -42,7 +66,7 @@ def sweep_markdown(summary: dict[str, Any], has_plot: bool) -> list[str]:
     tables = summary.get("sweeps") or []
     if not tables:
         return []
-    lines = ["", "## Configurations swept", ""]
+    lines = [*moves_markdown(tables), "", "## Configurations swept", ""]
     if has_plot:
         lines += [f"![time against the swept parameter]({SWEEP_PNG})", ""]
     for table in tables:

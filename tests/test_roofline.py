@@ -185,3 +185,49 @@ def test_roofline_is_json_native() -> None:
 )
 def test_dtype_name(dtype: object, name: str) -> None:
     assert dtype_name(dtype) == name
+
+
+# The measured case: fp16 matmul 4096^3 on the H200, a ceiling of 675 TFLOP/s measured on 8192^3,
+# cuBLAS at 0.1929 ms on this very problem, the best kernel at 0.2253 ms.
+MATMUL_4096 = floor_from_counts(3 * 4096 * 4096 * 2, 2.0 * 4096**3, torch.float16)
+
+
+def test_a_baseline_faster_than_the_ceiling_allows_raises_the_ceiling() -> None:
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4000.0, peak_tflops={"fp16": 675.0})
+    plain = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.2253)
+    assert plain.floor_time_ms == pytest.approx(2.0 * 4096**3 / 675e12 * 1e3)
+    honest = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.2253, baselines_ms={"PyTorch eager": 0.1929})
+    assert honest.floor_time_ms == pytest.approx(0.1929)
+    assert honest.peak_tflops == pytest.approx(2.0 * 4096**3 / 0.1929e-3 / 1e12)  # about 712
+    assert honest.bandwidth_gbs == 4000.0  # the memory roof was not beaten: left where it was
+    assert any("ceilings were raised" in w and "PyTorch eager" in w for w in honest.warnings)
+
+
+def test_a_slower_baseline_leaves_the_ceilings_alone() -> None:
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4000.0, peak_tflops={"fp16": 675.0})
+    roofline = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.21, baselines_ms={"torch.compile": 0.25})
+    assert roofline.peak_tflops == 675.0
+    assert not any("raised" in w for w in roofline.warnings)
+
+
+def test_a_kernel_a_baseline_beats_is_never_at_the_roofline() -> None:
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4000.0, peak_tflops={"fp16": 675.0})
+    alone = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.2253)
+    assert alone.at_roofline  # 90.4% of the floor on the measured ceiling: the false stop of the measured run
+    beaten = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.2253, baselines_ms={"PyTorch eager": 0.1929})
+    assert not beaten.at_roofline
+    assert any("faster than the kernel's 0.2253 ms" in w for w in beaten.warnings)
+    level = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.195, baselines_ms={"PyTorch eager": 0.1929})
+    assert not level.at_roofline  # still a hair slower than cuBLAS
+    ahead = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.190, baselines_ms={"PyTorch eager": 0.1929})
+    assert ahead.at_roofline and ahead.efficiency_pct == pytest.approx(0.1929 / 0.190 * 100)
+
+
+def test_only_gpu_times_of_the_baselines_count() -> None:
+    from kernelopt.hardware.roofline import baseline_times_ms
+    from kernelopt.records import Baselines, Timing
+
+    gpu = Timing(0.1929, 0.19, 0.2, 0.19, 0.2, 50, "cuda_events")
+    cpu = Timing(0.01, 0.01, 0.01, 0.01, 0.01, 5, "cpu")
+    assert baseline_times_ms(Baselines(eager=gpu, compile=cpu)) == {"PyTorch eager": 0.1929}
+    assert baseline_times_ms(None) == {}

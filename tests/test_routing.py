@@ -16,10 +16,20 @@ from kernelopt.nodes.judger import make_judger
 from kernelopt.nodes.step import conclude
 from kernelopt.nodes.stop import NO_CANDIDATE, Step, should_stop
 from kernelopt.nodes.verifier import verify
-from kernelopt.records import Attempt, Candidate, KernelRecord
+from kernelopt.records import Attempt, Baselines, Candidate, KernelRecord
 
 TIMING = Timing(1.0, 0.9, 1.1, 0.9, 1.2, 10, "cpu")
 BEST = KernelRecord("best.py", "h0", TIMING, 0)
+
+
+GPU_BEST = KernelRecord("best.py", "h0", Timing(0.2253, 0.22, 0.23, 0.22, 0.23, 50, "cuda_events"), 0)
+
+
+def baselines(eager_ms: float = 1.0, compile_ms: float | None = None) -> Baselines:
+    def gpu(ms: float) -> Timing:
+        return Timing(ms, ms, ms, ms, ms, 50, "cuda_events")
+
+    return Baselines(eager=gpu(eager_ms), compile=gpu(compile_ms) if compile_ms else None)
 
 
 def roofline(at: bool) -> Roofline:
@@ -64,6 +74,13 @@ def failed(round_: int = 1, repair: int = 0, path: str = "k.py") -> Attempt:
         ({"rounds_without_gain": 1}, {"patience": 2}, Step(round_over=True), None),
         ({"roofline": roofline(True)}, {}, Step(profiled=True), "at_roofline"),
         ({"roofline": roofline(False)}, {}, Step(profiled=True), None),
+        # at_roofline never ends a run while a baseline runs faster than the best kernel
+        ({"roofline": roofline(True), "best": GPU_BEST, "baselines": baselines(eager_ms=0.1929)}, {},
+         Step(profiled=True), None),
+        ({"roofline": roofline(True), "best": GPU_BEST, "baselines": baselines(eager_ms=0.25)}, {},
+         Step(profiled=True), "at_roofline"),
+        ({"roofline": roofline(True), "best": GPU_BEST, "baselines": baselines(compile_ms=0.20)}, {},
+         Step(profiled=True), None),
     ],
 )
 def test_should_stop(fields: dict[str, Any], context: dict[str, Any], step: Step, reason: str | None) -> None:

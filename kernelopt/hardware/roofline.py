@@ -18,7 +18,7 @@ from kernelopt.hardware.ncu import (
     TENSOR_HMMA_ACTIVE_PCT,
 )
 from kernelopt.hardware.specs import GPUSpec
-from kernelopt.records import Bound, FloorEstimate, Roofline, floor_time_ms
+from kernelopt.records import Baselines, Bound, FloorEstimate, Roofline, floor_time_ms
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,71 @@ _DTYPE_NAMES = {
 def floor_from_counts(min_bytes: int, flops: float, dtype: object) -> FloorEstimate:
     """A FloorEstimate from counted bytes and FLOPs; dtype may be a torch dtype or a name."""
     return FloorEstimate(min_bytes=int(min_bytes), flops=float(flops), dtype=dtype_name(dtype))
+
+
+def baseline_times_ms(baselines: Baselines | None) -> dict[str, float]:
+    """The baselines timed on the GPU, by name ("PyTorch eager", "torch.compile"), in ms.
+
+    Interpreter and CPU times say nothing of what the GPU sustains, so they are left out.
+    """
+    if baselines is None:
+        return {}
+    pairs = (("PyTorch eager", baselines.eager), ("torch.compile", baselines.compile))
+    return {name: t.median_ms for name, t in pairs if t is not None and t.is_gpu_time and t.median_ms > 0}
+
+
+@dataclass(frozen=True)
+class HonestCeilings:
+    """The ceilings a floor is computed on, raised to what a measured baseline achieves."""
+
+    bandwidth_gbs: float
+    peak_tflops: float | None
+    note: str | None  # what was raised and why; None when no baseline beat the ceilings
+
+
+def raise_to_baselines(
+    floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None, baselines_ms: Mapping[str, float]
+) -> HonestCeilings:
+    """Ceilings no slower than the fastest baseline: a roof some code is seen to break is not the roof.
+
+    A baseline that runs the problem in less than the floor time shows the GPU sustains more
+    than the ceiling measured on other shapes (cuBLAS at 712 TFLOP/s on a problem whose floor
+    took a 675 TFLOP/s ceiling): each roof it beats is raised to what it achieves.
+    """
+    if not baselines_ms:
+        return HonestCeilings(bandwidth_gbs, peak_tflops, None)
+    name, fastest_ms = min(baselines_ms.items(), key=lambda item: item[1])
+    floor_ms = floor_time_ms(floor, bandwidth_gbs, peak_tflops)
+    if fastest_ms >= floor_ms:
+        return HonestCeilings(bandwidth_gbs, peak_tflops, None)
+    seconds = fastest_ms / 1e3
+    raised: list[str] = []
+    bandwidth = bandwidth_gbs
+    if floor.min_bytes / (bandwidth_gbs * 1e9) > seconds:
+        bandwidth = floor.min_bytes / seconds / 1e9
+        raised.append(f"bandwidth {bandwidth_gbs:.4g} -> {bandwidth:.4g} GB/s")
+    peak = peak_tflops
+    if peak_tflops and floor.flops / (peak_tflops * 1e12) > seconds:
+        peak = floor.flops / seconds / 1e12
+        raised.append(f"{floor.dtype} peak {peak_tflops:.4g} -> {peak:.4g} TFLOP/s")
+    note = (
+        f"{name} ran in {fastest_ms:.4g} ms, under the floor of {floor_ms:.4g} ms on the measured ceilings: "
+        f"the ceilings were raised to what it achieves ({', '.join(raised)})"
+    )
+    return HonestCeilings(bandwidth, peak, note)
+
+
+def baseline_faster(baselines_ms: Mapping[str, float], time_ms: float | None) -> str | None:
+    """Why a kernel is not at the roofline while a baseline beats it, or None."""
+    if time_ms is None or not baselines_ms:
+        return None
+    name, fastest_ms = min(baselines_ms.items(), key=lambda item: item[1])
+    if fastest_ms >= time_ms:
+        return None
+    return (
+        f"{name} runs the problem in {fastest_ms:.4g} ms, faster than the kernel's {time_ms:.4g} ms: "
+        "a kernel a baseline beats is not at the roofline"
+    )
 
 
 @dataclass(frozen=True)
@@ -113,14 +178,21 @@ class RooflineAnalyzer:
         ncu_metrics: Mapping[str, float] | None,
         floor: FloorEstimate | None = None,
         measured_time_ms: float | None = None,
+        baselines_ms: Mapping[str, float] | None = None,
     ) -> Roofline:
-        """Where the kernel sits: bottleneck, SOL%, efficiency against the floor, headroom."""
+        """Where the kernel sits: bottleneck, SOL%, efficiency against the floor, headroom.
+
+        `baselines_ms` are the baselines' GPU times on the same problem (`baseline_times_ms`):
+        the floor's ceilings are raised to what they achieve, and a kernel one of them beats is
+        never at the roofline.
+        """
+        baselines_ms = dict(baselines_ms or {})
         warnings: list[str] = []
         sol = self._ncu_view(ncu_metrics, warnings) if ncu_metrics is not None else None
         if measured_time_ms is None and sol is not None and sol.time_ms is not None:
             # NCU's duration runs without an L2 flush, so it flatters a little; better than none.
             measured_time_ms = sol.time_ms
-        view = self._floor_view(floor, warnings) if floor is not None else None
+        view = self._floor_view(floor, warnings, baselines_ms) if floor is not None else None
         floor_time_ms = view.floor_time_ms if view else None
 
         pair = (sol.compute_sol_pct, sol.memory_sol_pct) if sol else (None, None)
@@ -142,6 +214,10 @@ class RooflineAnalyzer:
             at_roofline = floor_eff >= self.config.at_roofline_efficiency_pct
         else:
             at_roofline = max_sol is not None and max_sol >= self.config.at_roofline_sol_pct
+        beaten = baseline_faster(baselines_ms, measured_time_ms)
+        if beaten:
+            warnings.append(beaten)
+            at_roofline = False
         source: Literal["ncu", "floor", "ncu+floor", "none"]
         source = {(True, True): "ncu+floor", (True, False): "ncu", (False, True): "floor", (False, False): "none"}[
             (bool(sols), floor_eff is not None)
@@ -196,13 +272,18 @@ class RooflineAnalyzer:
             time_ms=time_ns / 1e6 if time_ns else None,
         )
 
-    def _floor_view(self, floor: FloorEstimate, warnings: list[str]) -> _FloorView:
+    def _floor_view(self, floor: FloorEstimate, warnings: list[str], baselines_ms: Mapping[str, float]) -> _FloorView:
         bandwidth = self._bandwidth()
         peak = self._peak(floor.dtype)
         if bandwidth is None:
             warnings.append("No GPU spec and no measured bandwidth: the floor time cannot be computed.")
-        elif peak is None and floor.flops > 0:
-            warnings.append(f"No peak for dtype {floor.dtype!r}: the floor counts memory time only.")
+        else:
+            if peak is None and floor.flops > 0:
+                warnings.append(f"No peak for dtype {floor.dtype!r}: the floor counts memory time only.")
+            honest = raise_to_baselines(floor, bandwidth, peak, baselines_ms)
+            bandwidth, peak = honest.bandwidth_gbs, honest.peak_tflops
+            if honest.note:
+                warnings.append(honest.note)
         return _FloorView(
             floor_time_ms=floor_time_ms(floor, bandwidth, peak) if bandwidth else None,
             arithmetic_intensity=floor.flops / floor.min_bytes if floor.min_bytes > 0 else None,

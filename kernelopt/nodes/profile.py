@@ -11,7 +11,7 @@ from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.hardware import ncu, ncu_runner
-from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig
+from kernelopt.hardware.roofline import Roofline, RooflineAnalyzer, RooflineConfig, baseline_times_ms
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
 from kernelopt.nodes.common import after, context_of, emit, verifier_for
@@ -61,7 +61,7 @@ def profile(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal
     baselines = state.get("baselines")
     measured_ms = best.time_ms if best.timing.is_gpu_time else None
     roofline: Roofline = analyzer_for(state["gpu_key"], ctx).analyze(
-        metrics, baselines.floor if baselines else None, measured_ms
+        metrics, baselines.floor if baselines else None, measured_ms, baseline_times_ms(baselines)
     )
     notes = tuple(n for n in (skipped, None if best.timing.is_gpu_time else INTERPRETER_WARNING) if n)
     roofline = dataclasses.replace(roofline, warnings=roofline.warnings + notes)

@@ -14,6 +14,7 @@ from typing import Any
 
 from kernelopt.budget import check_budget
 from kernelopt.context import Context
+from kernelopt.hardware.roofline import baseline_faster, baseline_times_ms
 
 # "nothing left to try" ends the run only when no branch wrote anything; every other reason a
 # branch gives (the LLM is down, a budget is spent) ends it even when other branches wrote.
@@ -61,6 +62,14 @@ def should_stop(state: Mapping[str, Any], context: Context, step: Step = Step())
             return "no_gain"
     if step.profiled:
         roofline = state.get("roofline")
-        if roofline is not None and roofline.at_roofline:
+        if roofline is not None and roofline.at_roofline and not _beaten_by_a_baseline(state):
             return "at_roofline"
     return None
+
+
+def _beaten_by_a_baseline(state: Mapping[str, Any]) -> bool:
+    """Whether eager or torch.compile ran faster than the best kernel, on the same clock."""
+    best = state.get("best")
+    if best is None or not best.timing.is_gpu_time:
+        return False
+    return baseline_faster(baseline_times_ms(state.get("baselines")), best.time_ms) is not None

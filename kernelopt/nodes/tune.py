@@ -17,10 +17,22 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernelopt.context import Context
+from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.sandbox.sweep_client import Measured
 from kernelopt.nodes.common import emit, verifier_for
+from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, plan
+from kernelopt.offline.structures import (
+    Planned,
+    alive_plans,
+    measured_moves,
+    move_plans,
+    moves_budget,
+    own_rows,
+    row_of,
+    structure_of,
+)
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
 from kernelopt.records import Candidate, SweepRow, Timing
 from kernelopt.runs import kernel_path
@@ -46,57 +58,102 @@ def load_tables(run_dir: str | Path) -> list[dict[str, Any]]:
 
 
 def rows_of(table: dict[str, Any]) -> list[SweepRow]:
-    return [SweepRow(**{k: v for k, v in row.items() if k != "path"}) for row in table["rows"]]
+    return [row_of(row) for row in table["rows"]]
 
 
-def _plan(source: str, task: Branch, budget: int) -> tuple[list[tuple[Config, str, str]], dict[str, Any]]:
-    """This round's configurations (values, label, source) and what the plan rested on."""
+def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[str, Any]]:
+    """This round's configurations and what the plan rested on: structural moves never measured
+    first, a few around each live structure, then the best kernel's own knobs."""
+    tables = load_tables(task["run_dir"])
+    moves = _moves(task)
+    best = task["best"]
+    best_move = structure_of(best.source_hash, tables) if best else ""
+    seed = 100 * task["round"] + task["repair"]
+    category = task["idea"][0].category if task["idea"] else None
+    ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first
+    planned = move_plans(ordered, measured_moves(tables), moves_budget(budget, _untried(moves, tables)))
+    planned += alive_plans(tables, best_move, seed)[: max(0, budget - len(planned) - 1)]
+    basis: dict[str, Any] = {"moves": {**_moves_note(moves, best_move), "diagnosis": category,
+                                       "first": [m.name for m in ordered if category in m.cures]}}
     frozen = autotune_variants(source)
     if frozen:  # the kernel's own autotune configs, each frozen: measured here, not at run time
-        return [(config, f"autotune config {i}", text) for i, (config, text) in enumerate(frozen)], {
-            "basis": "the kernel's own triton.autotune configs"}
+        planned += [Planned(config, f"autotune config {i}", text) for i, (config, text) in enumerate(frozen)]
+        return planned, {**basis, "basis": "the kernel's own triton.autotune configs"}
     centre = knob_values(source)
     fix = task["idea"][2] if task["idea"] else ""
     direction = direction_of(fix)
-    measured = [row for table in load_tables(task["run_dir"]) for row in rows_of(table)]
-    configs = plan(centre, direction, measured, budget, seed=100 * task["round"] + task["repair"])
-    return [(c, "", with_config(source, c)) for c in configs], {
-        "basis": fix, "centre": centre, "direction": asdict(direction)}
+    configs = plan(centre, direction, own_rows(tables, best_move), max(1, budget - len(planned)), seed=seed)
+    planned += [Planned(c, best_move, with_config(source, c), best_move) for c in configs]
+    return planned, {**basis, "basis": fix, "centre": centre, "direction": asdict(direction)}
+
+
+def _moves(task: Branch) -> Moves:
+    """The structural moves for the run's problem on the run's GPU (its SM count)."""
+    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count)
+
+
+def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:
+    done = measured_moves(tables)
+    return sum(1 for m in moves.instances if m.name not in done)
+
+
+def _moves_note(moves: Moves, best_move: str) -> dict[str, Any]:
+    """What the report says of the moves: the family, each move that applies, each that does not and why."""
+    return {
+        "family": moves.family.name if moves.family else None,
+        "best_structure": best_move or "the starting kernel's",
+        "applied": [{"name": m.name, "why": m.why, "configs": len(m.grid)} for m in moves.instances],
+        "skipped": [{"name": m.name, "why": m.why} for m in moves.skipped],
+    }
 
 
 def _budget(ctx: Context, on_gpu: bool) -> int:
     return ctx.sweep_configs or (GPU_SWEEP_CONFIGS if on_gpu else INTERPRETER_SWEEP_CONFIGS)
 
 
-def _row(config: Config, label: str, round_: int, measured: Measured, path: Path) -> dict[str, Any]:
+def _row(planned: Planned, round_: int, measured: Measured, path: Path) -> dict[str, Any]:
     timing: Timing | None = measured.timing
     row = SweepRow(
-        config=config, round=round_, time_ms=timing.median_ms if timing else None,
+        config=planned.config, round=round_, time_ms=timing.median_ms if timing else None,
         trials=timing.trials if timing else 0, stage=measured.stage,
-        error=measured.reason if timing is None else None, rule=measured.rule if timing is None else None, label=label,
+        error=measured.reason if timing is None else None, rule=measured.rule if timing is None else None,
+        label=planned.label,
     )
-    return {**asdict(row), "path": str(path)}
+    return {**asdict(row), "path": str(path), "move": planned.move}
 
 
 def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     """Measure this round's configurations; the table, also written to sweeps/round-NNN.json."""
     verifier = verifier_for(cast(KernelOptState, task), ctx)
     planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda))
-    folder = sweep_dir(task["run_dir"]) / table_path(task["run_dir"], task["round"], task["repair"]).stem
+    target = _free_table_path(task)
+    folder = sweep_dir(task["run_dir"]) / target.stem
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
-    for number, (_, _, text) in enumerate(planned):
+    for number, item in enumerate(planned):
         paths.append(folder / f"config{number:02d}.py")
-        paths[-1].write_text(text)
+        paths[-1].write_text(item.source)
     emit(task, "sweep_started", round=task["round"], configs=len(planned), basis=basis.get("basis"))
     measured = verifier.sweep(paths, folder / "work") if paths else []
-    rows = [_row(c, label, task["round"], m, p) for (c, label, _), m, p in zip(planned, measured, paths, strict=True)]
-    table = {"round": task["round"], **basis, "knobs": sorted({k for c, _, _ in planned for k in c}), "rows": rows}
-    table_path(task["run_dir"], task["round"], task["repair"]).write_text(json.dumps(table, indent=1))
+    rows = [_row(item, task["round"], m, p) for item, m, p in zip(planned, measured, paths, strict=True)]
+    table = {"round": task["round"], **basis, "knobs": sorted({k for item in planned for k in item.config}),
+             "rows": rows}
+    target.write_text(json.dumps(table, indent=1))
     timed = [r for r in rows if r["time_ms"] is not None]
     emit(task, "sweep", round=task["round"], configs=len(rows), timed=len(timed),
          best_ms=min((r["time_ms"] for r in timed), default=None))
     return table
+
+
+def _free_table_path(task: Branch) -> Path:
+    """The round's table file; a further sweep of the same step (moves still unmeasured) gets -b1, -b2, ..."""
+    first = table_path(task["run_dir"], task["round"], task["repair"])
+    extra = 0
+    path = first
+    while path.exists():
+        extra += 1
+        path = first.with_name(f"{first.stem}-b{extra}.json")
+    return path
 
 
 def ranked(table: dict[str, Any]) -> list[dict[str, Any]]:
@@ -105,15 +162,30 @@ def ranked(table: dict[str, Any]) -> list[dict[str, Any]]:
     return sorted(timed, key=lambda r: (-r["stage"], r["time_ms"]))
 
 
-def _change(row: dict[str, Any], centre: Config) -> str:
+def _change(row: dict[str, Any], centre: Config, best_move: str) -> str:
+    """The change in words: the move and its knobs for another structure, else the knobs moved."""
+    if row.get("move") and row["move"] != best_move:
+        knobs = ", ".join(f"{k}={v}" for k, v in row["config"].items())
+        return f"move {row['move']}: {knobs} (swept: {row['time_ms']:.4g} ms)"
     moved = [f"{k} {centre[k]} -> {v}" for k, v in row["config"].items() if k in centre and centre[k] != v]
-    what = row["label"] or ", ".join(moved) or "the same configuration"
+    what = row["label"] if row["label"] and not row.get("move") else ", ".join(moved) or "the same configuration"
     return f"{what} (swept: {row['time_ms']:.4g} ms)"
 
 
+def _distinct_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The best row of each structure first (best few structures stay alive), then the rest, in order."""
+    seen: set[str] = set()
+    first, rest = [], []
+    for row in rows:
+        (rest if row.get("move", "") in seen else first).append(row)
+        seen.add(row.get("move", ""))
+    return first + rest
+
+
 def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: Config) -> list[Candidate]:
-    """The best configurations of these tables not yet verified, written as candidates."""
-    rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
+    """The best configurations of these tables not yet verified, one per structure first, written as candidates."""
+    rows = _distinct_first(sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"])))
+    best_move = structure_of(task["best"].source_hash, load_tables(task["run_dir"])) if task["best"] else ""
     candidates: list[Candidate] = []
     for row in rows:
         text = Path(row["path"]).read_text()
@@ -122,7 +194,7 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
         tried.add(source_hash(text))
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
         out.write_text(text)
-        change = _change(row, centre)
+        change = _change(row, centre, best_move)
         emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates), change=change,
              path=str(out))
         candidates.append(Candidate(str(out), change, len(candidates)))
@@ -147,9 +219,17 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     centre = knob_values(source)
     tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
     candidates = _pick(tables, tried, task, centre)
-    if not candidates and not table_path(task["run_dir"], task["round"], task["repair"]).exists():
+    swept = table_path(task["run_dir"], task["round"], task["repair"]).exists()
+    untried = _untried(_moves(task), load_tables(task["run_dir"]))
+    # A sweep measures at least one configuration of every move never measured: each pass ends one.
+    for _ in range(1 + untried):
+        if candidates or (swept and not untried):
+            break
         candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
+        swept = True
+        untried = _untried(_moves(task), load_tables(task["run_dir"]))
     if not candidates:
-        why = "search_exhausted: every configuration the sweep measured was tried"
+        why = ("search_exhausted: every configuration the sweep measured was tried, "
+               "and every structural move that applies was measured")
         return {"candidates": [Candidate(None, "", 0, stop=why)]}
     return {"candidates": candidates}

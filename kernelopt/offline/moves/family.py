@@ -1,0 +1,154 @@
+"""Which family a problem belongs to, read from the reference's own operators on the meta device.
+
+The problem's Model is built and run on meta tensors (no memory, no compute: a 6.4 GB input
+costs nothing) under a dispatch mode that records each ATen operator it reaches. A reference
+whose work is one softmax, one matmul or one row normalisation belongs to that family; the
+template written for the family is then instantiated, with sizes read at run time.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+# Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
+_VIEWS = frozenset({
+    "t", "transpose", "permute", "view", "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "detach",
+    "alias", "clone", "contiguous", "_to_copy", "lift_fresh", "empty", "empty_strided",
+})
+
+
+# One-input activations a template is written for (elementwise.EXPRESSIONS has their formulas).
+_ELEMENTWISE = frozenset({("relu",), ("sigmoid",), ("tanh",), ("sigmoid", "mul"), ("hardsigmoid",), ("leaky_relu",),
+                          ("gelu",)})
+
+
+@dataclass(frozen=True)
+class Family:
+    """What the reference computes, as far as a template needs to know."""
+
+    name: str  # "softmax", "log_softmax", "matmul", row norms, "standardize", "elementwise", "other"
+    input_names: tuple[str, ...]  # the forward's parameters, in order
+    dim: int | None = None  # the reduced dimension (softmax, norms), non-negative; standardize: the first of the row's
+    eps: float | None = None  # standardize: the reference's epsilon
+    ndim: int | None = None  # of the first input
+    transposed: tuple[bool, ...] = ()  # matmul: whether A, B enter transposed views of the inputs
+    operands: tuple[int, ...] = ()  # matmul: which inputs are A and B
+    dtype: str = "float32"
+    shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
+    ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
+    scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
+
+
+class _Recorder(TorchDispatchMode):
+    """Records each operator and, for views of the inputs, which input and whether transposed."""
+
+    def __init__(self, inputs: list[torch.Tensor]) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        out = func(*args, **(kwargs or {}))
+        name = func.overloadpacket.__name__
+        self.calls.append((name, args))
+        if name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin:
+            index, flipped = self.origin[id(args[0])]
+            self.origin[id(out)] = (index, not flipped)
+        return out
+
+
+def _meta_call(make: Callable[[], Any]) -> Any:
+    with torch.device("meta"):
+        return make()
+
+
+def trace_family(problem: ModuleType) -> Family:
+    """The family of a loaded problem module; raises what building or running it on meta raised."""
+    torch.manual_seed(0)
+    model = _meta_call(lambda: problem.Model(*problem.get_init_inputs()))
+    inputs = list(_meta_call(problem.get_inputs))
+    names = tuple(list(inspect.signature(model.forward).parameters)[: len(inputs)])
+    tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
+    recorder = _Recorder(tensors)
+    with recorder, torch.no_grad():
+        model(*inputs)
+    ops = tuple(name for name, _ in recorder.calls if name not in _VIEWS)
+    first = tensors[0] if tensors else None
+    base = {
+        "input_names": names, "ops": ops, "ndim": first.dim() if first is not None else None,
+        "dtype": str(first.dtype).removeprefix("torch.") if first is not None else "float32",
+        "shapes": tuple(tuple(t.shape) for t in tensors),
+    }
+    return _classify(recorder, ops, base, len(tensors))
+
+
+def _dim(value: int, ndim: int | None) -> int:
+    return value % ndim if ndim else value
+
+
+def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int) -> Family:
+    calls = [(name, args) for name, args in recorder.calls if name not in _VIEWS]
+    ndim = base["ndim"]
+    if calls:
+        base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1])}
+    if n_inputs == 1 and ops in _ELEMENTWISE:
+        return Family(name="elementwise", **base)
+    if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4):
+        return Family(name="pooling", **base)
+    if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
+        return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
+    if n_inputs == 2 and ops == ("mm",) and ndim == 2:
+        a, b = calls[0][1][:2]
+        known = [recorder.origin.get(id(a)), recorder.origin.get(id(b))]
+        if all(known):
+            pairs = [k for k in known if k is not None]
+            return Family(name="matmul", operands=tuple(p[0] for p in pairs),
+                          transposed=tuple(p[1] for p in pairs), **base)
+    if n_inputs == 1 and len(calls) == 1:
+        standard = _standardize(calls[0], ndim)
+        if standard:
+            return Family(name="standardize", dim=standard[0], eps=standard[1], **base)
+    if n_inputs == 1 and ndim:
+        norm = _row_norm(calls, ndim)
+        if norm:
+            return Family(name=norm[0], dim=norm[1], eps=norm[2], **base)
+    return Family(name="other", **base)
+
+
+def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, float | None] | None:
+    """x / mean(|x|), x / norm(x, 2) or x / sqrt(mean(x^2) + eps) over one dim, kept: the family, the dim, eps."""
+    names = [name for name, _ in calls]
+    if names == ["abs", "mean", "div"]:
+        dims = calls[1][1][1]
+        if len(dims) == 1:
+            return "row_l1_norm", _dim(dims[0], ndim), None
+    if names in (["linalg_vector_norm", "div"], ["norm", "div"]):
+        args = calls[0][1]
+        order = args[1] if len(args) > 1 else 2
+        dims = args[2] if len(args) > 2 else None  # None: over every dim, not a row
+        if order == 2 and dims is not None and len(dims) == 1:
+            return "row_l2_norm", _dim(dims[0], ndim), None
+    if names == ["pow", "mean", "add", "sqrt", "div"] and calls[0][1][1] == 2:
+        dims, eps = calls[1][1][1], calls[2][1][1]
+        if len(dims) == 1 and isinstance(eps, float):
+            return "row_rms_norm", _dim(dims[0], ndim), eps
+    return None
+
+
+def _standardize(call: tuple[str, tuple[Any, ...]], ndim: int | None) -> tuple[int, float] | None:
+    """InstanceNorm or LayerNorm without weight and bias: the first dim of each row, and eps."""
+    name, args = call
+    if name == "native_batch_norm" and ndim and ndim >= 3 and len(args) >= 8:
+        # instance norm: batch norm over the input seen as (1, batch * channels, ...), batch statistics
+        if args[1] is None and args[2] is None and args[5] is True and args[0].shape[0] == 1:
+            return 2, float(args[7])
+    if name == "native_layer_norm" and ndim and len(args) >= 5 and args[2] is None and args[3] is None:
+        return ndim - len(args[1]), float(args[4])
+    return None

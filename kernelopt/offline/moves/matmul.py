@@ -1,0 +1,213 @@
+"""Templates for the matmul family: C = A @ B with A, B any 2-D views (strides read at run time).
+
+- `grouped`: output tiles in GROUP_M-tall column groups, so that the programs running at once
+  share their A rows and B columns in L2 (the order cuBLAS-class kernels use).
+- `persistent`: PROGRAMS programs (one per SM) walk the output tiles in GROUP_M order, so no
+  program is launched per tile and the last wave is spread over every SM.
+- `split_k`: a long K with few output tiles leaves SMs idle; SPLIT_K programs per tile each take
+  a slice of K into an fp32 partial, and a second kernel sums the slices (deterministic: no
+  atomics) and casts.
+
+fp32 inputs multiply with input_precision="ieee": no silent TF32 where the problem's tolerance
+is fp32's. Offsets are int64, masks cover every edge, so any M, N, K works.
+"""
+
+from __future__ import annotations
+
+from string import Template
+
+_HEADER = '''"""matmul, $what (a structural move of the offline optimizer)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK_M = 128
+BLOCK_N = 128
+BLOCK_K = 32
+GROUP_M = 8
+'''
+
+_TILE = '''
+
+@triton.jit
+def _tile_ids(pid, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    # Tiles in groups of GROUP_M rows of tiles, column after column inside a group.
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    in_group = GROUP_M * grid_n
+    first_m = (pid // in_group) * GROUP_M
+    size_m = tl.minimum(grid_m - first_m, GROUP_M)
+    pid_m = first_m + (pid % in_group) % size_m
+    pid_n = (pid % in_group) // size_m
+    return pid_m, pid_n
+
+
+@triton.jit
+def _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, k_lo, k_hi,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+    # The fp32 product of A's rows of tile pid_m and B's columns of tile pid_n over K in [k_lo, k_hi).
+    # Offsets are int64 and computed once; the loop only steps the pointers by BLOCK_K.
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rm[:, None].to(tl.int64) * sam + (k_lo + rk)[None, :].to(tl.int64) * sak
+    b_ptrs = b_ptr + (k_lo + rk)[:, None].to(tl.int64) * sbk + rn[None, :].to(tl.int64) * sbn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(k_lo, k_hi, BLOCK_K):
+        a = tl.load(a_ptrs, mask=(rm[:, None] < M) & ((k + rk)[None, :] < k_hi), other=0.0)
+        b = tl.load(b_ptrs, mask=((k + rk)[:, None] < k_hi) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PRECISION)
+        a_ptrs += BLOCK_K * sak
+        b_ptrs += BLOCK_K * sbk
+    return acc
+'''
+
+_GROUPED = '''
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                  PRECISION: tl.constexpr):
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, 0, K,
+                     BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        precision = "ieee" if a.dtype == torch.float32 else "tf32"
+        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                            GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
+        return c
+'''
+
+_SPLIT_K = '''
+SPLIT_K = 4
+
+
+@triton.jit
+def partial_kernel(a_ptr, b_ptr, p_ptr, M, N, K, sam, sak, sbk, sbn, k_per_split,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                   PRECISION: tl.constexpr):
+    # Program (tile, split): the tile's product over one slice of K, into partial[split].
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    split = tl.program_id(1)
+    k_lo = split * k_per_split
+    k_hi = tl.minimum(k_lo + k_per_split, K)
+    acc = _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, k_lo, k_hi,
+                     BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    tl.store(p_ptr + split.to(tl.int64) * M * N + rm[:, None] * N + rn[None, :], acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
+    # Sum the SPLIT_K partials of BLOCK outputs (c is contiguous, like the partials).
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(0, splits):
+        acc += tl.load(p_ptr + s * total + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
+        precision = "ieee" if a.dtype == torch.float32 else "tf32"
+        k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
+        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)
+        partial_kernel[grid](a, b, partial, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                             k_per_split, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+                             PRECISION=precision, num_warps=8, num_stages=3)
+        sum_splits_kernel[(triton.cdiv(M * N, 1024),)](partial, c, M * N, SPLIT_K, BLOCK=1024, num_warps=4)
+        return c
+'''
+
+
+_PERSISTENT = '''
+
+@triton.jit
+def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+                             BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                             GROUP_M: tl.constexpr, PROGRAMS: tl.constexpr, PRECISION: tl.constexpr):
+    # Program p computes tiles p, p + PROGRAMS, p + 2 * PROGRAMS, ... in GROUP_M order.
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), tiles, PROGRAMS):
+        pid_m, pid_n = _tile_ids(tile, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, 0, K,
+                         BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+        rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+        tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        M, K = a.shape
+        N = b.shape[1]
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        precision = "ieee" if a.dtype == torch.float32 else "tf32"
+        tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        matmul_persistent_kernel[(min(PROGRAMS, tiles),)](
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PROGRAMS=PROGRAMS,
+            PRECISION=precision, num_warps=8, num_stages=3)
+        return c
+'''
+
+
+def _operand(params: tuple[str, ...], index: int, transposed: bool) -> str:
+    return f"{params[index]}.T" if transposed else params[index]
+
+
+def grouped(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
+    """A GROUP_M-ordered tiled matmul."""
+    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_GROUPED).substitute(params=", ".join(params), a=a, b=b)
+    return Template(_HEADER).substitute(what="grouped (GROUP_M) program order") + _TILE + body
+
+
+def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
+    """A split-K matmul: SPLIT_K slices of K per output tile, summed by a second kernel."""
+    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
+    return Template(_HEADER).substitute(what="split-K over SPLIT_K slices of K") + _TILE + body
+
+
+
+def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int) -> str:
+    """A persistent matmul: `programs` programs (the GPU's SM count) walk the tiles in GROUP_M order."""
+    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
+    header = Template(_HEADER).substitute(what=f"persistent over {programs} programs")
+    return header.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body

@@ -1,0 +1,104 @@
+"""Which structures a round's sweep measures besides the best kernel's knobs.
+
+A structure is what a kernel does: the starting kernel's own ("" below), or a structural move's
+template. The sweep tables mark each row with the move it came from ("move"), so a round can
+see which moves were never measured (they come first: a run is not exhausted while one is
+left), and which structures measured best so far (the best few stay alive: each gets a few
+configurations around its own best, not only the structure that happened to win first).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelopt.harness.problem import source_hash
+from kernelopt.offline.moves import MoveInstance
+from kernelopt.offline.space import Config, plan
+from kernelopt.offline.tuner import Direction, knob_values, with_config
+from kernelopt.records import SweepRow
+
+MOVE_SHARE = 0.6  # of a round's budget, for moves never measured (at least one configuration each)
+ALIVE = 3  # structures kept alive: the best few by their best swept time
+ALIVE_CONFIGS = 2  # configurations around each live structure that is not the best's
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One configuration to measure: its values, its label, its source and the move it instantiates."""
+
+    config: Config
+    label: str
+    source: str
+    move: str = ""  # "" for the best kernel's own structure
+
+
+def row_of(row: dict[str, Any]) -> SweepRow:
+    return SweepRow(**{k: v for k, v in row.items() if k not in ("path", "move")})
+
+
+def _rows(tables: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [row for table in tables for row in table["rows"]]
+
+
+def measured_moves(tables: Iterable[dict[str, Any]]) -> set[str]:
+    """The moves some sweep measured (timed or failed: a move whose every configuration failed was tried)."""
+    return {row["move"] for row in _rows(tables) if row.get("move")}
+
+
+def structure_of(best_hash: str, tables: Iterable[dict[str, Any]]) -> str:
+    """The move the best kernel came from, or "" when it is the starting kernel's structure."""
+    for row in _rows(tables):
+        path = Path(row.get("path") or "")
+        if row.get("move") and path.is_file() and source_hash(path.read_text()) == best_hash:
+            return str(row["move"])
+    return ""
+
+
+def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -> list[Planned]:
+    """The first configurations of each move never measured, sharing `budget` (at least one each;
+    what is left over after an even share goes to the moves first in order: the diagnosis's)."""
+    todo = [m for m in instances if m.name not in done]
+    if not todo:
+        return []
+    each = max(1, budget // len(todo))
+    spare = max(0, budget - each * len(todo))
+    out: list[Planned] = []
+    for move in todo:
+        extra = min(spare, max(0, len(move.grid) - each))
+        spare -= extra
+        out += [Planned(dict(c), move.name, with_config(move.source, c), move.name) for c in move.grid[: each + extra]]
+    return out
+
+
+def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int) -> list[Planned]:
+    """A few configurations around the best row of each live structure other than the best's."""
+    by_move: dict[str, list[dict[str, Any]]] = {}
+    for row in _rows(tables):
+        if row.get("move") and row["time_ms"] is not None:
+            by_move.setdefault(row["move"], []).append(row)
+    fastest = sorted(by_move, key=lambda m: min(r["time_ms"] for r in by_move[m]))[:ALIVE]
+    out: list[Planned] = []
+    for move in (m for m in fastest if m != best_move):
+        rows = by_move[move]
+        top = min(rows, key=lambda r: (-r["stage"], r["time_ms"]))
+        path = Path(top.get("path") or "")
+        if not path.is_file():
+            continue
+        source = path.read_text()
+        measured = [row_of(r) for r in _rows(tables) if r.get("move") == move]
+        for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed):
+            out.append(Planned(config, move, with_config(source, config), move))
+    return out
+
+
+def own_rows(tables: Iterable[dict[str, Any]], best_move: str) -> list[SweepRow]:
+    """The rows measured on the best kernel's own structure: what its knob plan must not repeat."""
+    return [row_of(r) for r in _rows(tables) if (r.get("move") or "") == best_move]
+
+
+def moves_budget(budget: int, untried: int) -> int:
+    return max(untried, math.ceil(budget * MOVE_SHARE)) if untried else 0

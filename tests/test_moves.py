@@ -1,0 +1,282 @@
+"""Structural moves: the family read from the reference, each template verified on a tiny problem,
+and the offline optimizer measuring, choosing and accepting a move in a whole run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import fast_context, run_graph
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import matmul, rows, structural_moves
+from kernelopt.offline.moves.family import trace_family
+from kernelopt.offline.structures import alive_plans, measured_moves, move_plans
+from kernelopt.offline.tuner import knob_values, with_config
+
+ROOT = Path(__file__).parents[1]
+MOVES = Path(__file__).parent / "data" / "moves"
+PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
+
+
+def _family(path: Path):  # noqa: ANN202 - a Family
+    from kernelopt.harness.problem import import_file
+
+    return trace_family(import_file(path, "kernelopt_test_family"))
+
+
+@pytest.mark.parametrize(
+    ("problem", "name", "dim"),
+    [
+        (PROBLEMS / "23_Softmax.py", "softmax", 1),
+        (PROBLEMS / "24_LogSoftmax.py", "log_softmax", 1),
+        (PROBLEMS / "38_L1Norm_.py", "row_l1_norm", 1),
+        (PROBLEMS / "39_L2Norm_.py", "row_l2_norm", 1),
+        (MOVES / "softmax3d.py", "softmax", 1),
+        (PROBLEMS / "19_ReLU.py", "elementwise", None),
+        (PROBLEMS / "27_SELU_.py", "other", None),  # no formula written for it
+        (PROBLEMS / "36_RMSNorm_.py", "row_rms_norm", 1),
+        (PROBLEMS / "37_FrobeniusNorm_.py", "other", None),  # a norm over every dim: no row
+        (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
+        (MOVES / "instance_norm.py", "standardize", 2),
+        (PROBLEMS / "40_LayerNorm.py", "other", None),  # with a weight and a bias: no template
+    ],
+)
+def test_the_family_is_read_from_the_reference_on_meta(problem: Path, name: str, dim: int | None) -> None:
+    family = _family(problem)
+    assert (family.name, family.dim) == (name, dim)
+
+
+def test_a_transposed_operand_is_seen_as_one() -> None:
+    family = _family(PROBLEMS / "17_Matmul_with_transposed_B.py")
+    assert family.name == "matmul" and family.operands == (0, 1) and family.transposed == (False, True)
+    assert _family(MOVES / "matmul_bt.py").transposed == (False, True)
+
+
+def test_moves_that_do_not_apply_say_why() -> None:
+    softmax = structural_moves(PROBLEMS / "23_Softmax.py")  # 4096 rows of 393,216
+    assert [m.name for m in softmax.instances] == ["softmax.looped_online", "softmax.one_read"]
+    assert all(-(-393216 // c["CHUNK"]) <= 64 for c in softmax.instances[1].grid)  # every piece resident at once
+    why = {s.name: s.why for s in softmax.skipped}
+    assert "393216 values is more than" in why["softmax.rows_in_registers"]
+    assert "4096 rows already give" in why["softmax.split_row"]
+    large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
+    assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k"}
+    assert "outside the imports the verifier admits" in large_k.skipped[0].why
+    square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent"]
+    assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
+    assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
+    selu = structural_moves(PROBLEMS / "27_SELU_.py")
+    assert not selu.instances and "no template for this reference (its operators: elu)" in selu.skipped[0].why
+
+
+def test_fp32_matmul_never_runs_on_tf32() -> None:
+    family = _family(MOVES / "matmul_bt.py")
+    for source in (matmul.grouped(family.input_names, family.operands, family.transposed),
+                   matmul.split_k(family.input_names, family.operands, family.transposed)):
+        assert 'precision = "ieee" if a.dtype == torch.float32' in source
+        assert "input_precision=PRECISION" in source
+
+
+# Small knob values so that every loop runs several blocks and every edge is masked.
+ROW_CASES = [
+    (problem, template, config)
+    for problem in ("softmax3d.py", "log_softmax.py", "l1norm.py", "l2norm.py")
+    for template, config in (("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
+                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32, "BLOCK": 16}))
+]
+
+
+@pytest.fixture(scope="module")
+def settings() -> HarnessSettings:
+    return HarnessSettings.detect(seeds=1, time_compile=False)
+
+
+def _verify(problem: Path, source: str, tmp_path: Path, settings: HarnessSettings) -> tuple[bool, str]:
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(source)
+    verdict = Verifier(problem, tmp_path / "harness", settings).verify(kernel, time=False)
+    return verdict.accepted, verdict.reason
+
+
+@pytest.mark.parametrize(("problem", "template", "config"), ROW_CASES)
+def test_each_row_template_passes_the_verifier(
+    problem: str, template: str, config: dict[str, int], tmp_path: Path, settings: HarnessSettings
+) -> None:
+    family = _family(MOVES / problem)
+    source = getattr(rows, template)(family.name, family.dim, family.input_names)
+    assert set(config) <= set(knob_values(source))  # the sweep can turn the template's knobs
+    accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize("problem", ["leaky_relu.py", "gelu.py", "swish.py", "tanh.py"])
+def test_the_streaming_elementwise_template_passes_the_verifier(
+    problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    moves = structural_moves(MOVES / problem)
+    assert [m.name for m in moves.instances] == ["elementwise.streaming"]
+    source = with_config(moves.instances[0].source, {"BLOCK": 256})  # 3000 values: 12 programs, the last masked
+    assert 'eviction_policy="evict_first"' in source
+    accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize("problem", ["max_pool2d.py", "avg_pool1d.py"])
+def test_the_tiled_pooling_template_passes_the_verifier(
+    problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    moves = structural_moves(MOVES / problem)
+    assert [m.name for m in moves.instances] == ["pooling.tiled"]
+    source = with_config(moves.instances[0].source, {"BLOCK_H": 2, "BLOCK_W": 4})  # masked tiles on both axes
+    accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize("problem", ["rms_norm.py", "softmax3d.py", "log_softmax.py"])
+def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    family = _family(MOVES / problem)
+    source = rows.columns(family.name, family.dim, family.input_names, family.eps)
+    # 4-row steps down the reduced dim, 4 positions a program: several steps and masked edges everywhere
+    accepted, reason = _verify(MOVES / problem, with_config(source, {"BLOCK_N": 4, "BLOCK_I": 4}), tmp_path, settings)
+    assert accepted, reason
+
+
+def test_a_strided_reduction_takes_the_columns_move() -> None:
+    moves = structural_moves(PROBLEMS / "36_RMSNorm_.py")  # (112, 64, 512, 512), features strided by 262144
+    assert [m.name for m in moves.instances] == ["row_rms_norm.columns"]
+    assert moves.family is not None and moves.family.eps == 1e-5
+    assert moves.instances[0].grid[0]["BLOCK_N"] == 64  # all 64 features in one tile first
+    assert "strided by 262144" in moves.skipped[0].why
+
+
+@pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
+                                                 ("one_read", {"CHUNK": 16, "BLOCK": 16})])
+def test_each_standardize_template_passes_the_verifier(
+    template: str, config: dict[str, int], tmp_path: Path, settings: HarnessSettings
+) -> None:
+    from kernelopt.offline.moves import standardize
+
+    family = _family(MOVES / "instance_norm.py")
+    assert family.eps == 1e-5
+    source = getattr(standardize, template)(family.dim, family.eps, family.input_names)
+    accepted, reason = _verify(MOVES / "instance_norm.py", with_config(source, config), tmp_path, settings)
+    assert accepted, reason
+
+
+@pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
+                                                  ("grouped", "matmul.py"), ("persistent", "matmul.py")])
+def test_each_matmul_template_passes_the_verifier(
+    template: str, problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    family = _family(MOVES / problem)
+    args = (family.input_names, family.operands, family.transposed) + ((3,) if template == "persistent" else ())
+    source = getattr(matmul, template)(*args)
+    # 3 programs for 6 output tiles: each program walks two
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3, "PROGRAMS": 3}
+    accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
+    assert accepted, reason
+
+
+def test_a_wrong_template_is_turned_down(tmp_path: Path, settings: HarnessSettings) -> None:
+    # The verifier is what stands between a template and a run: a softmax template on a log-softmax problem fails.
+    family = _family(MOVES / "log_softmax.py")
+    source = rows.rows_in_registers("softmax", family.dim, family.input_names)
+    accepted, reason = _verify(MOVES / "log_softmax.py", source, tmp_path, settings)
+    assert not accepted and "incorrect" in reason.lower()
+
+
+def _row(move: str, time_ms: float | None, path: Path, config: dict[str, int] | None = None) -> dict:
+    return {"config": config or {"BLOCK": 64, "num_warps": 4}, "round": 1, "time_ms": time_ms, "trials": 5,
+            "stage": 1, "error": None, "rule": None, "label": move, "verified": None, "path": str(path), "move": move}
+
+
+def test_moves_never_measured_come_first_and_the_best_few_structures_stay_alive(tmp_path: Path) -> None:
+    moves = structural_moves(MOVES / "log_softmax.py")
+    planned = move_plans(moves.instances, set(), budget=4)
+    assert {p.move for p in planned} == {"log_softmax.rows_in_registers"} and len(planned) == 4
+    assert move_plans(moves.instances, {"log_softmax.rows_in_registers"}, budget=4) == []
+    source = with_config(moves.instances[0].source, {"ROWS": 4, "num_warps": 4})
+    (tmp_path / "a.py").write_text(source)
+    tables = [{"round": 1, "rows": [_row("a.move", 1.0, tmp_path / "a.py", {"num_warps": 4}),
+                                    _row("b.move", 2.0, tmp_path / "a.py", {"num_warps": 8}),
+                                    _row("", 0.5, tmp_path / "a.py"), _row("c.move", None, tmp_path / "a.py")]}]
+    assert measured_moves(tables) == {"a.move", "b.move", "c.move"}  # a move that only failed was tried
+    alive = alive_plans(tables, best_move="a.move", seed=0)
+    assert alive and {p.move for p in alive} == {"b.move"}  # the runner-up lives on; the best's own is planned apart
+    assert all(p.config != {"num_warps": 8} for p in alive)  # nothing measured is measured again
+
+
+def test_the_offline_optimizer_takes_a_move_and_accepts_it_when_faster(tmp_path: Path) -> None:
+    # A three-pass kernel over 16-value blocks against whole rows in registers: under the interpreter
+    # the move runs a fraction of the program steps, far outside the timing noise.
+    inputs = {"problem_source": (MOVES / "log_softmax.py").read_text(),
+              "kernel_source": (MOVES / "log_softmax_kernel.py").read_text()}
+    final, events = run_graph(inputs, fast_context(tmp_path, max_rounds=1, sweep_configs=4))
+    run_dir = Path(final["run_dir"])
+    table = json.loads((run_dir / "sweeps" / "round-001.json").read_text())
+    assert {r["move"] for r in table["rows"]} == {"log_softmax.rows_in_registers", ""}
+    assert table["moves"]["family"] == "log_softmax"
+    skipped = {s["name"]: s["why"] for s in table["moves"]["skipped"]}
+    assert skipped["log_softmax.looped_online"] == "rows of 100 fit in registers: a loop over them buys nothing"
+    verdicts = [e for e in events if e["event"] == "verdict" and e["round"] == 1]
+    assert verdicts[0]["change"].startswith("move log_softmax.rows_in_registers: ROWS=")
+    assert verdicts[0]["outcome"] == "faster"
+    assert "rows_kernel" in Path(final["best"].path).read_text()
+    report = (run_dir / "report.md").read_text()
+    assert "## Structural moves" in report and "log_softmax.looped_online does not apply" in report
+    assert "move log_softmax.rows_in_registers" in report  # the attempt and its sweep row name the move
+
+
+def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
+    from kernelopt.offline.moves import by_diagnosis
+
+    moves = structural_moves(PROBLEMS / "24_LogSoftmax.py", sm_count=132)
+    assert [m.name for m in by_diagnosis(moves.instances, "memory")][0] in ("log_softmax.one_read",
+                                                                          "log_softmax.looped_online")
+    few_rows = structural_moves(MOVES / "softmax_long.py", sm_count=132)  # 3 rows of 300 on the CPU
+    assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
+    large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
+    assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == ["matmul.split_k", "matmul.grouped"]
+    assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == ["matmul.grouped", "matmul.split_k"]
+    planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=7)
+    assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare one
+
+
+def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """The template's module with its kernels under the interpreter (the flag is read at decoration)."""
+    import types
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module = types.ModuleType("kernelopt_test_template")
+    exec(compile(source, "template.py", "exec"), module.__dict__)  # noqa: S102 - our own template
+    return module
+
+
+@pytest.mark.parametrize("family", ["softmax", "log_softmax", "row_l1_norm", "row_rms_norm", "standardize"])
+def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The interpreter runs programs one at a time, so a program cannot wait for its row's later
+    # pieces. The counter is set past the wait instead, and the kernel runs twice: the first run
+    # leaves every piece's statistics in the buffers, the second merges all five of them.
+    import torch
+
+    from kernelopt.offline.moves import standardize
+
+    x = torch.randn(3, 150) * 4 - 2
+    if family == "standardize":
+        source, extra = standardize.one_read(1, 1e-5, ("x",)), (1e-5,)
+        expected = (x - x.mean(1, keepdim=True)) / torch.sqrt(x.var(1, unbiased=False, keepdim=True) + 1e-5)
+    else:
+        source, extra = rows.one_read(family, 1, ("x",), 1e-5), (1,)
+        expected = {"softmax": torch.softmax(x, 1), "log_softmax": torch.log_softmax(x, 1),
+                    "row_l1_norm": x / x.abs().mean(1, keepdim=True),
+                    "row_rms_norm": x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]
+    module = _jit_module(source, monkeypatch)
+    out, first, second = torch.empty_like(x), torch.empty(3, 5), torch.empty(3, 5)
+    for _ in range(2):
+        count = torch.full((3,), 100, dtype=torch.int32)
+        module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
