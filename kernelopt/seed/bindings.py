@@ -7,6 +7,7 @@ the forward's input tensors and the module's parameters are handed over as they 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -17,8 +18,8 @@ from kernelopt.seed.writer import Binding
 def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
     """One Binding per graph input, matched by identity (or storage) to inputs and the module's state.
 
-    A placeholder that is none of these (a Python float the tracer lifted into a tensor) is
-    specialized away before the compiler writes `call`, so it is left out here too.
+    A Python number of the module that the tracer lifted into a tensor (`self.eps`) is a
+    "scalar": some compiler versions keep it as an argument of `call`, others specialize it away.
     """
     import torch
 
@@ -46,7 +47,20 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
             found.append(Binding("input", index=index))
         elif id(example) in state:
             found.append(Binding("state", name=state[id(example)]))
+        elif (path := _attribute_path(graph_arg)) is not None:
+            found.append(Binding("scalar", name=path))
     return found
+
+
+def _attribute_path(graph_arg: Any) -> str | None:
+    """`ln.eps` for a number the tracer lifted from `L['self']._modules['ln'].eps`; None for anything else."""
+    source = getattr(graph_arg, "source", None)
+    name = getattr(source, "name", None)
+    text = name() if callable(name) else name
+    if not isinstance(text, str) or not text.startswith("L['self']"):
+        return None
+    path = re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", text[len("L['self']") :])
+    return path.lstrip(".") if re.fullmatch(r"(\.\w+)+", path) else None
 
 
 def _same_storage(a: Any, b: Any) -> bool:

@@ -41,6 +41,7 @@ class ForwardInputs:
     kernels: Mapping[str, StandaloneKernel]
     configs: Mapping[str, LaunchConfig]
     bindings: Mapping[str, str]  # call's tensor argument -> its expression in forward (`x`, `self.linear.weight`)
+    scalars: Mapping[str, str]  # call's lifted Python numbers -> the module attribute they are (`self.eps`)
     device_expr: str  # where buffers go: the first input's device
     outputs: int  # how many of call's results the reference returns
     returns_tuple: bool
@@ -87,8 +88,17 @@ def size_symbols(body: list[ast.stmt], bindings: Mapping[str, str]) -> dict[str,
 
 
 class _Rename(ast.NodeTransformer):
-    def __init__(self, names: Mapping[str, str]) -> None:
+    def __init__(self, names: Mapping[str, str], scalars: Mapping[str, str] | None = None) -> None:
         self.names = names
+        self.scalars = scalars or {}
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == "item" and isinstance(func.value, ast.Name):
+            if func.value.id in self.scalars:  # a lifted Python number, read back: the attribute itself
+                return ast.copy_location(ast.parse(self.scalars[func.value.id], mode="eval").body, node)
+        self.generic_visit(node)
+        return node
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.names:
@@ -96,7 +106,7 @@ class _Rename(ast.NodeTransformer):
         return node
 
 
-def _grid(kernel: InductorKernel, standalone: StandaloneKernel, args: Mapping[str, str]) -> str:
+def _grid(kernel: InductorKernel, standalone: StandaloneKernel, args: Mapping[str, str], fixed: list[str]) -> str:
     """The launch grid as a function of the launch's constexprs, so swept block sizes keep it right."""
 
     def cdiv(numel: str, block: str) -> str:
@@ -111,11 +121,12 @@ def _grid(kernel: InductorKernel, standalone: StandaloneKernel, args: Mapping[st
         return f"lambda meta: ({cdiv('xnumel', 'XBLOCK')}, {cdiv('ynumel', 'YBLOCK')}, {cdiv('znumel', 'ZBLOCK')})"
     if grid_type == "Grid2DWithYZOverflow":
         return f"lambda meta: grid_y_overflow({cdiv('xnumel', 'XBLOCK')}, {cdiv('ynumel', 'YBLOCK')})"
-    if grid_type == "FixedGrid" and standalone.grid_sizes:
+    if grid_type == "FixedGrid" and standalone.grid_sizes and fixed:
+        # tiles over (M, N) along x, as the template's program ids read them; y and z (a batch) kept
         sizes = {k: _Rename(args).visit(ast.parse(v, mode="eval")).body for k, v in standalone.grid_sizes.items()}
         m, n = ast.unparse(sizes["M"]), ast.unparse(sizes["N"])
-        batch = ast.unparse(sizes["BATCH"]) if "BATCH" in sizes else "1"
-        return f"lambda meta: (triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N']), {batch}, 1)"
+        tiles = f"triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N'])"
+        return f"lambda meta: ({tiles}, {fixed[1]}, {fixed[2]})"
     raise unknown(f"grid type {grid_type} of kernel {kernel.name}")
 
 
@@ -129,6 +140,8 @@ def _launch(call: ast.Call, source: ForwardInputs) -> str:
         raise unknown(f"{name}.run with {len(passed)} arguments for {len(standalone.params)} parameters", call)
     args = dict(zip(standalone.params, passed, strict=False))
     config = source.configs.get(name)
+    if config is None and kernel.kind == "template":  # a template's launch settings are its decorator's
+        config = LaunchConfig({}, kernel.template_warps or 4, kernel.template_stages or 1)
     if config is None:
         raise SeedError(f"no launch configuration recorded for kernel {name}; generate the seed again")
     knobs = {**standalone.tile_values, **config.kwargs}
@@ -141,7 +154,8 @@ def _launch(call: ast.Call, source: ForwardInputs) -> str:
         if k in kernel.constexprs or k in standalone.tile_values
     ]
     settings += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
-    return f"{name}[{_grid(kernel, standalone, args)}]({', '.join([*passed[: len(passed) - extra], *settings])})"
+    grid = _grid(kernel, standalone, args, passed[len(passed) - extra :] if extra else [])
+    return f"{name}[{grid}]({', '.join([*passed[: len(passed) - extra], *settings])})"
 
 
 def _knob_value(kernel: InductorKernel, knob: str, value: int, args: Mapping[str, str]) -> str:
@@ -212,22 +226,23 @@ def forward_lines(source: ForwardInputs) -> list[str]:
     symbols = size_symbols(body, source.bindings)
     names = dict(source.bindings)
     lines: list[str] = []
+    known = {*source.bindings, *source.scalars}
     for stmt in body:
         value = stmt.value if isinstance(stmt, ast.Assign) else None
-        if isinstance(value, ast.Name) and value.id in source.module.arg_names and value.id not in source.bindings:
+        if isinstance(value, ast.Name) and value.id in source.module.arg_names and value.id not in known:
             target = ast.unparse(stmt.targets[0])  # type: ignore[union-attr]
             if target not in symbols:
                 raise SeedError(f"size {target} is not the size or stride of any input; the seed cannot read it")
             lines.append(f"{target} = {symbols[target]}")
             names[value.id] = target
-    rename = _Rename(names)
+    rename = _Rename(names, source.scalars)
     for stmt in body:
         if (
             isinstance(stmt, ast.Assign)
             and isinstance(stmt.value, ast.Name)
             and stmt.value.id in source.module.arg_names
         ):
-            if stmt.value.id not in source.bindings:
+            if stmt.value.id not in known:
                 continue  # a size, read above
         lines += _statement(rename.visit(copy.deepcopy(stmt)), source)
     return lines

@@ -203,6 +203,17 @@ def helper_prod(a, dim):
 """,
             (),
         ),
+        "select_one": (
+            """
+@triton.jit
+def helper_select_one(x, mask, dim, keep_dims=False):
+    # the one element per row where mask holds, moved as raw bits so any dtype comes through unchanged
+    bits = tl.core.get_int_dtype(x.dtype.primitive_bitwidth, signed=False)
+    picked = tl.sum(x.to(bits, bitcast=True) * mask, dim, keep_dims=keep_dims)
+    return picked.to(x.dtype, bitcast=True)
+""",
+            (),
+        ),
         "exp": (
             """
 @triton.jit

@@ -33,7 +33,7 @@ class StandaloneKernel:
     source: str
     helpers: frozenset[str]
     tile_values: dict[str, int] = field(default_factory=dict)  # a template's lifted knobs
-    grid_sizes: dict[str, str] = field(default_factory=dict)  # a template's M, N (, BATCH) in its parameters
+    grid_sizes: dict[str, str] = field(default_factory=dict)  # a template's M and N, in its parameters
     params: tuple[str, ...] = ()  # the parameters a launch passes positionally
 
 
@@ -91,7 +91,7 @@ def _template_grid_sizes(fn: ast.FunctionDef) -> dict[str, str]:
     sizes = {}
     for stmt in fn.body:
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            if stmt.targets[0].id in ("M", "N", "BATCH"):
+            if stmt.targets[0].id in ("M", "N"):
                 sizes[stmt.targets[0].id] = ast.unparse(stmt.value)
     text = ast.unparse(fn)
     if "M" not in sizes or "N" not in sizes or "grid_m" not in text or "NUM_SMS" in text:

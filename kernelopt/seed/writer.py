@@ -46,9 +46,9 @@ def grid_y_overflow(x_blocks, y_blocks):
 class Binding:
     """What one graph input of the compiled reference is: a forward input, a parameter or buffer, a size."""
 
-    kind: str  # "input" | "state" | "size"
+    kind: str  # "input" | "state" | "size" | "scalar"
     index: int = -1  # the forward input's position
-    name: str = ""  # the parameter's or buffer's state_dict name
+    name: str = ""  # the parameter's or buffer's state_dict name; a scalar's attribute path (`ln.eps`)
 
 
 @dataclass(frozen=True)
@@ -107,17 +107,21 @@ def forward_parameters(problem_source: str) -> list[str]:
 def write_seed(source: SeedSource) -> str:
     """The seed file's text."""
     module = parse_output(source.code)
-    if len(source.bindings) != len(module.arg_names):
-        raise SeedError(
-            f"the compiled graph takes {len(module.arg_names)} arguments but {len(source.bindings)} were traced"
-        )
+    traced = list(source.bindings)
+    if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
+        traced = [b for b in traced if b.kind != "scalar"]
+    if len(traced) != len(module.arg_names):
+        raise SeedError(f"the compiled graph takes {len(module.arg_names)} arguments but {len(traced)} were traced")
     names = forward_parameters(source.problem_source)
     bindings: dict[str, str] = {}
-    for arg, binding in zip(module.arg_names, source.bindings, strict=True):
+    scalars: dict[str, str] = {}
+    for arg, binding in zip(module.arg_names, traced, strict=True):
         if binding.kind == "input":
             bindings[arg] = names[binding.index]
         elif binding.kind == "state":
             bindings[arg] = state_expression(binding.name)
+        elif binding.kind == "scalar":
+            scalars[arg] = state_expression(binding.name)
     if not names:
         raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
     kernels = {name: standalone(kernel) for name, kernel in module.kernels.items()}
@@ -127,6 +131,7 @@ def write_seed(source: SeedSource) -> str:
             kernels=kernels,
             configs=source.configs,
             bindings=bindings,
+            scalars=scalars,
             device_expr=f"{names[0]}.device",
             outputs=source.outputs,
             returns_tuple=source.returns_tuple,
