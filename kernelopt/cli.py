@@ -89,6 +89,8 @@ def _parser() -> argparse.ArgumentParser:
                                    "else ~/.cache/kernelopt/runs)")
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
+    opt.add_argument("--no-compiler-seed", action="store_true",
+                     help="do not start from (or race against) the Triton kernels torch.compile writes")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
     opt.add_argument("--gpus", type=gpu_list, help="GPUs that verify a round's candidates side by side, e.g. 0,1; "
@@ -127,6 +129,8 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
     sui.add_argument("--max-rounds", type=COUNT, help=f"--optimize: rounds per problem (default {Context.max_rounds})")
     sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    sui.add_argument("--no-compiler-seed", action="store_true",
+                     help="--optimize: do not start from (or race against) the Triton torch.compile writes")
     sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
     sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
@@ -203,7 +207,7 @@ def _out_dir(out: str) -> Path:
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     if kernel_source is None and not args.model:
-        raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
+        _check_compiler_seed_possible(args.no_compiler_seed)
     if args.gpu:
         get_gpu_spec(args.gpu)  # an unknown name is bad input, said before anything loads
     db = check_db_url(args.db)
@@ -212,7 +216,8 @@ def _optimize(args: argparse.Namespace) -> int:
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
-        llm_timeout_s=args.llm_timeout_s, approve=args.approve, **_limit_settings(args),
+        llm_timeout_s=args.llm_timeout_s, approve=args.approve, compiler_seed=not args.no_compiler_seed,
+        **_limit_settings(args),
     )
     if args.gpus:
         _check_gpus(args.gpus)
@@ -234,6 +239,19 @@ def _optimize(args: argparse.Namespace) -> int:
     record = new_run_record(run_dir, inputs, ctx, db)
     _prewarm()  # every argument is checked: the work starts
     return run_graph_to_end(run_dir, db, record, ctx, args.json)
+
+
+def _check_compiler_seed_possible(turned_off: bool) -> None:
+    """With neither kernel nor model the run starts from the compiler seed: say at once (before torch
+    loads) when none can be made here."""
+    from kernelopt.seed.obtain import no_gpu_reason
+
+    if turned_off:
+        raise InputError("no --kernel, no --model and --no-compiler-seed: nothing to start from; "
+                         "pass a starting kernel, name a model, or drop --no-compiler-seed")
+    reason = no_gpu_reason()
+    if reason:
+        raise InputError(f"no --kernel given and no --model, and {reason}")
 
 
 def _limit_settings(args: argparse.Namespace) -> dict[str, float]:
@@ -327,7 +345,8 @@ def _suite(args: argparse.Namespace) -> int:
         given = [flag for flag, value in (
             ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
             ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
-            ("--no-compile", args.no_compile), ("--out", args.out), ("--timeout-s", args.timeout_s),
+            ("--no-compile", args.no_compile), ("--no-compiler-seed", args.no_compiler_seed),
+            ("--out", args.out), ("--timeout-s", args.timeout_s),
             ("--mem-limit-gb", args.mem_limit_gb)) if value]
         if given:
             raise InputError(f"--resume runs the suite as it was started (its {suites.SUITE_FILE}); "
@@ -339,7 +358,7 @@ def _suite(args: argparse.Namespace) -> int:
         settings = suites.SuiteSettings(
             optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
             base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
-            mem_limit_gb=args.mem_limit_gb,
+            mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed,
         )
         if args.out and (Path(args.out) / suites.SUITE_FILE).exists():
             raise InputError(f"{args.out} already holds a suite; continue it with `kernelopt suite --resume "

@@ -50,6 +50,7 @@ class SuiteSettings:
     time_compile: bool = True
     timeout_s: float | None = None  # per candidate phase; None: limits that follow the reference
     mem_limit_gb: float | None = None  # per candidate; None: the harness default
+    compiler_seed: bool = True  # optimize: start from (or race against) the Triton torch.compile writes
 
 
 @dataclass(frozen=True)
@@ -150,9 +151,9 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
     problem_files(problems_dir)
     if kernels_dir and not Path(kernels_dir).expanduser().is_dir():
         raise InputError(f"--kernels {kernels_dir} is not a folder; pass the folder of kernels named as the problems")
-    if not kernels_dir and not (settings.optimize and settings.model):
-        raise InputError("no --kernels folder: pass one (kernels named as the problems), "
-                         "or --optimize --model NAME to have a model write them")
+    if not kernels_dir and not (settings.optimize and (settings.model or settings.compiler_seed)):
+        raise InputError("no --kernels folder: pass one (kernels named as the problems), --optimize to start "
+                         "from the compiler seed, or --optimize --model NAME to have a model write them")
     if out_dir is None:
         from kernelopt.runs import new_run_dir
 
@@ -185,12 +186,13 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
         kernel = spec.kernel_path if spec.kernel_path and Path(spec.kernel_path).is_file() else None
         if kernel is not None and not spec.settings.optimize:
             result = _verified(spec, kernel)
-        elif spec.settings.optimize and (kernel or spec.settings.model):  # a model writes a missing kernel
+        elif spec.settings.optimize and (kernel or spec.settings.model or spec.settings.compiler_seed):
+            # a model writes a missing kernel; or the run starts from the compiler seed
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
             if spec.settings.optimize:
-                where += "; no --model to write one"
+                where += "; no --model to write one and the compiler seed is off"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
@@ -237,7 +239,7 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
 
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
-                  **_limits(s))
+                  compiler_seed=s.compiler_seed, **_limits(s))
     inputs = {"problem_source": read_source(spec.problem_path, "problem"), "problem_path": spec.problem_path,
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
               "run_dir": spec.run_dir}

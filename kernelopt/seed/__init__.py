@@ -3,4 +3,7 @@ standalone kernelopt kernel file that the offline optimizer starts from, or race
 
 from kernelopt.seed.errors import SeedError
 
-__all__ = ["SeedError"]
+# How round 0 names the compiler seed's candidate (the report's attempts, the optimizer's prompt).
+COMPILER_SEED = "the compiler seed: torch.compile's own Triton kernels as a kernel file"
+
+__all__ = ["COMPILER_SEED", "SeedError"]
