@@ -6,6 +6,7 @@ interpreter on small sizes of the same problem."""
 from __future__ import annotations
 
 import ast
+import functools
 import importlib.util
 import json
 from pathlib import Path
@@ -15,7 +16,8 @@ import pytest
 import torch
 
 from kernelopt.harness.guards import check_kernel_source
-from kernelopt.offline.tuner import knob_values, with_config
+from kernelopt.offline.space import plan
+from kernelopt.offline.tuner import Direction, knob_values, with_config
 from kernelopt.seed.bindings import trace_bindings
 from kernelopt.seed.configs import from_record
 from kernelopt.seed.errors import SeedError
@@ -58,6 +60,7 @@ def _load(path: Path, name: str = "problem_under_test") -> Any:
     return module
 
 
+@functools.lru_cache(maxsize=None)
 def seed_text(mode: str, name: str) -> str:
     """The seed file for a recorded problem: the graph's inputs traced on the meta device at the recorded
     shapes, with and without duck shaping (the recording's setting is not in the record)."""
@@ -197,3 +200,16 @@ def test_sizes_are_read_from_the_inputs_never_baked() -> None:
     for size in record["inputs"][0]["shape"]:
         assert str(size) not in forward.replace("num_", ""), f"size {size} baked into forward"
     assert ".shape[0]" in forward and ".shape[1]" in forward
+
+
+def test_the_sweep_turns_the_compiler_seeds_knobs_from_where_the_autotuner_stopped() -> None:
+    gemm = knob_values(seed_text("max_autotune_triton", "matmul"))
+    planned = plan(gemm, Direction(), [], budget=200)
+    assert planned[0] == gemm  # the autotuner's pick is measured first
+    assert {c["GROUP_M"] for c in planned} >= {gemm["GROUP_M"] // 2, gemm["GROUP_M"] * 2}
+    assert all(16 <= c[k] <= 256 for c in planned for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    assert len({c["BLOCK_K"] for c in planned}) > 1
+    reduction = knob_values(seed_text("default", "23_Softmax"))
+    assert reduction["XBLOCK"] == 1  # one row per program, as the autotuner picked
+    rows = {c["XBLOCK"] for c in plan(reduction, Direction(size=1), [], budget=60)}
+    assert rows > {1}  # more rows per program is a move the sweep makes
