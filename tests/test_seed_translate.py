@@ -60,7 +60,7 @@ def _load(path: Path, name: str = "problem_under_test") -> Any:
     return module
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def seed_text(mode: str, name: str) -> str:
     """The seed file for a recorded problem: the graph's inputs traced on the meta device at the recorded
     shapes, with and without duck shaping (the recording's setting is not in the record)."""
