@@ -27,6 +27,7 @@ from typing import Any, Literal, Protocol
 from kernelopt.context import Context
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import InputError
+from kernelopt.seed.obtain import no_gpu_reason
 from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
@@ -154,6 +155,8 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
     if not kernels_dir and not (settings.optimize and (settings.model or settings.compiler_seed)):
         raise InputError("no --kernels folder: pass one (kernels named as the problems), --optimize to start "
                          "from the compiler seed, or --optimize --model NAME to have a model write them")
+    if not kernels_dir and not settings.model and (reason := no_gpu_reason()):
+        raise InputError(f"no --kernels folder and no --model, and {reason}")
     if out_dir is None:
         from kernelopt.runs import new_run_dir
 
@@ -176,6 +179,11 @@ def read_suite(out_dir: str | Path) -> Suite:
 # ── one problem ──────────────────────────────────────────────────────────────────────
 
 
+def _seed_possible(settings: SuiteSettings) -> bool:
+    """Whether a problem without a kernel can start from its compiler seed here."""
+    return settings.compiler_seed and no_gpu_reason() is None
+
+
 def run_problem(spec: ProblemSpec) -> ProblemResult:
     """The problem's result; never raises (but on Ctrl-C): whatever went wrong is its reason."""
     started = time.monotonic()
@@ -186,13 +194,14 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
         kernel = spec.kernel_path if spec.kernel_path and Path(spec.kernel_path).is_file() else None
         if kernel is not None and not spec.settings.optimize:
             result = _verified(spec, kernel)
-        elif spec.settings.optimize and (kernel or spec.settings.model or spec.settings.compiler_seed):
+        elif spec.settings.optimize and (kernel or spec.settings.model or _seed_possible(spec.settings)):
             # a model writes a missing kernel; or the run starts from the compiler seed
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
             if spec.settings.optimize:
-                where += "; no --model to write one and the compiler seed is off"
+                seed = "turned off" if not spec.settings.compiler_seed else "no CUDA GPU here"
+                where += f"; no compiler seed ({seed}); no --model to write one"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))

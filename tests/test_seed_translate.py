@@ -50,6 +50,12 @@ def recorded() -> list[tuple[str, str]]:
 
 
 TRANSLATED = [r for r in recorded() if r not in NOT_TRITON]
+# Right under the interpreter but too slow for CI (466 s: the Welford reduction over 64 groups of channels).
+INTERPRETER_TOO_SLOW = {("default", "35_GroupNorm_")}
+INTERPRETED = [
+    pytest.param(*r, marks=pytest.mark.skip(reason="466 s under the interpreter")) if r in INTERPRETER_TOO_SLOW else r
+    for r in TRANSLATED
+]
 
 
 def _load(path: Path, name: str = "problem_under_test") -> Any:
@@ -127,7 +133,7 @@ def test_each_recorded_problem_becomes_a_kernel_file_the_guards_accept(mode: str
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("mode", "name"), TRANSLATED)
+@pytest.mark.parametrize(("mode", "name"), INTERPRETED)
 def test_translated_kernels_compute_the_reference_under_the_interpreter(mode: str, name: str, tmp_path: Path) -> None:
     text = seed_text(mode, name)
     interpreter_sized = {k: min(v, 32) for k, v in knob_values(text).items() if k.endswith("BLOCK") or "BLOCK_" in k}
