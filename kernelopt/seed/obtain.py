@@ -101,12 +101,14 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     extra = {"PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     if gpu is not None:
         extra["CUDA_VISIBLE_DEVICES"] = gpu
+    env = scrubbed_env(extra=extra)
+    env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
     child = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.seed", str(problem), str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=scrubbed_env(extra=extra),
+        env=env,
         start_new_session=True,
     )
     try:
