@@ -19,7 +19,7 @@ from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.space import plan
 from kernelopt.offline.tuner import Direction, knob_values, with_config
 from kernelopt.seed.bindings import trace_bindings
-from kernelopt.seed.configs import from_record
+from kernelopt.seed.configs import from_record, untuned
 from kernelopt.seed.errors import SeedError
 from kernelopt.seed.output_code import parse_output
 from kernelopt.seed.writer import SeedSource, write_seed
@@ -219,3 +219,54 @@ def test_the_sweep_turns_the_compiler_seeds_knobs_from_where_the_autotuner_stopp
     assert reduction["XBLOCK"] == 1  # one row per program, as the autotuner picked
     rows = {c["XBLOCK"] for c in plan(reduction, Direction(size=1), [], budget=60)}
     assert rows > {1}  # more rows per program is a move the sweep makes
+
+
+# ── output of the torch installed here (CPU-made: Inductor's Triton backend for CPU tensors) ──
+
+CPU_MADE = FIXTURES / "cpu_made"
+
+
+def cpu_made_seed(name: str) -> str:
+    """The seed of a CPU-made recording: another torch version's output, no autotuner picks (small blocks)."""
+    record = json.loads((CPU_MADE / f"{name}.json").read_text())
+    path = problem_path(name)
+    problem = _load(path)
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs())
+    code = record["codes"][0]
+    bindings = trace_bindings(model, problem.get_inputs(), duck_shape=record["duck_shape"])
+    return write_seed(SeedSource(name, path.read_text(), code, untuned(parse_output(code)), bindings, 1, False))
+
+
+@pytest.mark.parametrize("name", ["softmax", "swish"])
+def test_another_torch_versions_output_translates_and_runs(name: str, tmp_path: Path) -> None:
+    record = json.loads((CPU_MADE / f"{name}.json").read_text())
+    assert record["mode"] == "cpu_made" and record["configs"] == {}  # code only: small blocks stand in for picks
+    text = cpu_made_seed(name)
+    assert check_kernel_source(text) == []
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    expected, got = _run_both(problem_path(name), seed_file)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_cublas_matmul_in_another_torch_versions_output_is_refused_naming_it() -> None:
+    with pytest.raises(SeedError, match=r"calls extern_kernels\.mm, .*--kernel.*--model"):
+        cpu_made_seed("matmul")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("source", "name"), [("h200", "softmax"), ("h200", "swish"), ("cpu_made", "softmax")])
+def test_the_seed_passes_kernelopts_verifier_every_derived_case_included(source: str, name: str, tmp_path: Path):
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    text = seed_text("default", name) if source == "h200" else cpu_made_seed(name)
+    blocks = {k: min(v, 64) for k, v in knob_values(text).items() if k.endswith("BLOCK")}
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(with_config(text, blocks))  # interpreter-sized blocks, as the sweep would set them
+    verifier = Verifier(problem_path(name), tmp_path / "work", HarnessSettings.detect(seeds=2, time_compile=False))
+    try:
+        verdict = verifier.verify(seed_file, time=False)
+    finally:
+        verifier.close()
+    assert verdict.accepted, verdict.reason

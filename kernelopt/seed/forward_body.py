@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -21,6 +22,7 @@ ALLOCATORS = frozenset({"empty_strided_cuda", "empty_strided_cpu", "empty_stride
 SKIPPED_CALLS = frozenset(
     {"args.clear", "assert_size_stride", "assert_alignment", "get_raw_stream", "torch.cuda.set_device"}
 )
+METADATA_METHODS = frozenset({"size", "stride", "storage_offset", "numel", "dim"})
 NOT_TRITON_PREFIXES = ("extern_kernels.", "aten.", "torch.ops.", "torch._ops.", "inductor_ops.", "_quantized.")
 
 
@@ -202,6 +204,8 @@ def _assignment(target: str, value: ast.expr, source: ForwardInputs) -> list[str
             return [f"{target} = {base}.as_strided({size}, {stride}, {base}.storage_offset() + {offset})"]
         if func == "get_raw_stream":
             return []
+        if isinstance(value.func, ast.Attribute) and value.func.attr in METADATA_METHODS:
+            return [f"{target} = {ast.unparse(value)}"]  # an input's sizes, read as the compiler reads them
         if func.startswith(NOT_TRITON_PREFIXES) or "." in func:
             raise not_triton(value)
         if func not in ("max", "min"):
@@ -226,14 +230,16 @@ def forward_lines(source: ForwardInputs) -> list[str]:
     symbols = size_symbols(body, source.bindings)
     names = dict(source.bindings)
     lines: list[str] = []
+    unread: list[str] = []
     known = {*source.bindings, *source.scalars}
     for stmt in body:
         value = stmt.value if isinstance(stmt, ast.Assign) else None
         if isinstance(value, ast.Name) and value.id in source.module.arg_names and value.id not in known:
             target = ast.unparse(stmt.targets[0])  # type: ignore[union-attr]
-            if target not in symbols:
-                raise SeedError(f"size {target} is not the size or stride of any input; the seed cannot read it")
-            lines.append(f"{target} = {symbols[target]}")
+            if target in symbols:
+                lines.append(f"{target} = {symbols[target]}")
+            else:
+                unread.append(target)  # read another way below, or not needed at all
             names[value.id] = target
     rename = _Rename(names, source.scalars)
     for stmt in body:
@@ -245,4 +251,8 @@ def forward_lines(source: ForwardInputs) -> list[str]:
             if stmt.value.id not in known:
                 continue  # a size, read above
         lines += _statement(rename.visit(copy.deepcopy(stmt)), source)
+    for size in unread:
+        uses = [line for line in lines if re.search(rf"\b{size}\b", line)]
+        if uses and not any(re.match(rf"{size} = ", line) for line in lines):
+            raise SeedError(f"size {size} is not the size or stride of any input; the seed cannot read it")
     return lines
