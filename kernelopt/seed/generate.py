@@ -161,6 +161,9 @@ def main(argv: list[str]) -> int:
     import json
     from dataclasses import asdict
 
+    if len(argv) != 2:
+        print("usage: python -m kernelopt.seed PROBLEM.py OUT.py", file=sys.stderr)
+        return 2
     problem, out = Path(argv[0]), Path(argv[1])
     try:
         made = generate(problem)
