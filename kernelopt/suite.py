@@ -179,11 +179,6 @@ def read_suite(out_dir: str | Path) -> Suite:
 # ── one problem ──────────────────────────────────────────────────────────────────────
 
 
-def _seed_possible(settings: SuiteSettings) -> bool:
-    """Whether a problem without a kernel can start from its compiler seed here."""
-    return settings.compiler_seed and no_gpu_reason() is None
-
-
 def run_problem(spec: ProblemSpec) -> ProblemResult:
     """The problem's result; never raises (but on Ctrl-C): whatever went wrong is its reason."""
     started = time.monotonic()
@@ -192,16 +187,16 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
     try:
         check_problem_source(read_source(spec.problem_path, "problem"), Path(spec.problem_path).name)
         kernel = spec.kernel_path if spec.kernel_path and Path(spec.kernel_path).is_file() else None
+        seed = spec.settings.compiler_seed and no_gpu_reason() is None  # where a problem without a kernel starts
         if kernel is not None and not spec.settings.optimize:
             result = _verified(spec, kernel)
-        elif spec.settings.optimize and (kernel or spec.settings.model or _seed_possible(spec.settings)):
-            # a model writes a missing kernel; or the run starts from the compiler seed
+        elif spec.settings.optimize and (kernel or spec.settings.model or seed):  # or a model writes a kernel
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
             if spec.settings.optimize:
-                seed = "turned off" if not spec.settings.compiler_seed else "no CUDA GPU here"
-                where += f"; no compiler seed ({seed}); no --model to write one"
+                off = "turned off" if not spec.settings.compiler_seed else "no CUDA GPU here"
+                where += f"; no compiler seed ({off}); no --model to write one"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
