@@ -148,7 +148,7 @@ def build_subgraph_parent(chat_model: BaseChatModel | None = None) -> StateGraph
     return builder
 
 
-def main(runs_dir: str = "kernelopt_runs") -> int:
+def main(runs_dir: str | None = None) -> int:
     """Optimize examples/swish for one round with the offline policy, both ways; print the reports."""
     swish = Path(__file__).parent / "swish"
     request: KernelRequest = {"problem_path": str(swish / "problem.py"), "kernel_path": str(swish / "kernel.py")}

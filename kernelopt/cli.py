@@ -11,14 +11,15 @@ import dataclasses
 import json
 import signal
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
+from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
+from kernelopt.export.command import add_export_parser, export_command
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.records import HarnessError, InputError
@@ -72,8 +73,22 @@ def _limits(parser: argparse.ArgumentParser) -> None:
                                                          f"(default {Context.mem_limit_gb:g})")
 
 
+def _max_autotune(parser: argparse.ArgumentParser, default_on: bool) -> None:
+    flag, words = ("--no-max-autotune", "skip") if default_on else ("--max-autotune-baseline", "also time")
+    parser.add_argument(flag, action="store_true", help=f'{words} torch.compile(mode="max-autotune"), the strongest '
+                        "compiler baseline (compiled once per problem: Inductor's caches stay in the runs folder)")
+    parser.add_argument("--max-autotune-limit-s", type=SECONDS, default=Context.max_autotune_limit_s,
+                        help="time limit of the max-autotune compile; past it that baseline is marked and skipped")
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="kernelopt", description="Make Triton kernels fast, to the roofline.")
+    parser = _Parser(
+        prog="kernelopt", description="Make Triton kernels fast, to the roofline.",
+        epilog="exit status: 0 done (a best kernel; an accepted kernel; every suite problem correct), "
+               "1 a negative verdict (kernel rejected, no correct kernel, a suite problem wrong, the model "
+               "unreachable mid-run), 2 bad input (arguments, files, a problem that does not run), "
+               "3 waiting for an --approve answer, 130 interrupted",
+    )
     parser.add_argument("--version", action="version", version=_version())
     commands = parser.add_subparsers(dest="command", required=True)
     opt = commands.add_parser("optimize", help="run the judge-optimize-verify loop on a problem")
@@ -81,13 +96,16 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--kernel", help="starting kernel file (ModelNew); without it the LLM writes one")
     opt.add_argument("--model", help="chat model name; without it the offline policy runs")
     opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
-    opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds)
-    opt.add_argument("--patience", type=COUNT, default=Context.patience)
+    opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds,
+                     help=f"most judge-optimize-verify rounds (default {Context.max_rounds})")
+    opt.add_argument("--patience", type=COUNT, default=Context.patience,
+                     help=f"stop after this many rounds in a row without a new best (default {Context.patience})")
     opt.add_argument("--gpu", help="target GPU key or name (default: the GPU present; without one the prompts "
                                    "aim at H200 and the report draws no GPU roof)")
     opt.add_argument("--out", help="run directory (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
-    opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
+    _max_autotune(opt, default_on=False)
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
     opt.add_argument("--no-compiler-seed", action="store_true",
                      help="do not start from (or race against) the Triton kernels torch.compile writes")
@@ -111,13 +129,17 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     res.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     _limits(res)  # a run stopped on a hanging kernel can go on with a shorter limit
+    res.add_argument("--model", help="the chat model from here on (a run stopped as llm_unavailable goes on "
+                                     "from before the failed call)")
+    res.add_argument("--base-url", help="the model's endpoint from here on (to correct a typo, say)")
     rep = commands.add_parser("report", help="re-render report.md and roofline.png of a run")
     rep.add_argument("run_dir", help="the run directory (it holds report.json or run.json)")
     rep.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     ver = commands.add_parser("verify", help="check one kernel against its problem and time it")
     ver.add_argument("problem")
     ver.add_argument("kernel")
-    ver.add_argument("--compile", action="store_true", help="also time torch.compile as a baseline")
+    ver.add_argument("--compile", action="store_true", help="also time torch.compile (default mode) as a baseline")
+    _max_autotune(ver, default_on=False)
     ver.add_argument("--json", action="store_true", help="print one JSON object")
     _limits(ver)
     sui = commands.add_parser("suite", help="verify (or optimize) every problem of a folder: a table, a plot, fast_p")
@@ -128,7 +150,8 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--model", help="--optimize: chat model name; without it the offline policy runs")
     sui.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
     sui.add_argument("--max-rounds", type=COUNT, help=f"--optimize: rounds per problem (default {Context.max_rounds})")
-    sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines (both modes)")
+    _max_autotune(sui, default_on=True)
     sui.add_argument("--no-compiler-seed", action="store_true",
                      help="--optimize: do not start from (or race against) the Triton torch.compile writes")
     sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
@@ -141,6 +164,7 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--workers", type=COUNT, help="on a host without a GPU: run this many problems at once")
     sui.add_argument("--ray", metavar="ADDRESS", help="run each problem as a task holding one GPU on the Ray "
                                                       f"cluster at ADDRESS (or auto); needs `{RAY_INSTALL}`")
+    add_export_parser(commands)
     return parser
 
 
@@ -149,7 +173,8 @@ DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inste
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": _verify, "suite": _suite}
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": verify_command, "suite": _suite,
+                "export": export_command}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
@@ -162,13 +187,6 @@ def main(argv: list[str] | None = None) -> int:
         stop_jobs()
         print("kernelopt: interrupted", file=sys.stderr)
         return 130
-
-
-def _prewarm() -> None:
-    """The fork server starts now, its imports beside this process's own (see runner.prewarm)."""
-    from kernelopt.harness.sandbox.runner import prewarm
-
-    prewarm()
 
 
 def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]:
@@ -214,17 +232,20 @@ def _optimize(args: argparse.Namespace) -> int:
     ctx = Context(
         model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
+        max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
+        max_autotune_limit_s=args.max_autotune_limit_s,
         candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, compiler_seed=not args.no_compiler_seed,
-        **_limit_settings(args),
+        **limit_settings(args),
     )
     if args.gpus:
         _check_gpus(args.gpus)
     if args.model:
-        from kernelopt.llm import make_chat_model
+        from kernelopt.llm import check_endpoint, make_chat_model
 
         make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+        check_endpoint(ctx)  # so is an endpoint where nothing listens (a typo in --base-url)
     from kernelopt.checkpoint import new_run_record
     from kernelopt.runs import new_run_dir
 
@@ -237,7 +258,7 @@ def _optimize(args: argparse.Namespace) -> int:
         "run_dir": str(run_dir),
     }
     record = new_run_record(run_dir, inputs, ctx, db)
-    _prewarm()  # every argument is checked: the work starts
+    prewarm()  # every argument is checked: the work starts
     return run_graph_to_end(run_dir, db, record, ctx, args.json)
 
 
@@ -254,27 +275,22 @@ def _check_compiler_seed_possible(turned_off: bool) -> None:
         raise InputError(f"no --kernel given and no --model, and {reason}")
 
 
-def _limit_settings(args: argparse.Namespace) -> dict[str, float]:
-    """The per-candidate limits given on the command line (the rest keep their defaults)."""
-    given = {"timeout_s": args.timeout_s, "mem_limit_gb": args.mem_limit_gb}
-    return {name: value for name, value in given.items() if value is not None}
-
-
 def _resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     record = read_run_record(run_dir)
     db = check_db_url(args.db) or record.db
-    limits = _limit_settings(args)
-    if limits:  # kept in run.json, so that a later resume keeps them too
+    changed = {**limit_settings(args), **{k: v for k in ("model", "base_url") if (v := getattr(args, k))}}
+    if changed:  # kept in run.json, so that a later resume keeps them too
         from kernelopt.checkpoint import write_run_record
 
-        record = dataclasses.replace(record, context={**record.context, **limits})
+        record = dataclasses.replace(record, context={**record.context, **changed})
         write_run_record(run_dir, record)
     ctx = record.run_context()
     if ctx.model:
-        from kernelopt.llm import make_chat_model
+        from kernelopt.llm import check_endpoint, make_chat_model
 
         make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
+        check_endpoint(ctx)
     return run_graph_to_end(run_dir, db, record, ctx, args.json, resume=True)
 
 
@@ -305,36 +321,6 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _verify(args: argparse.Namespace) -> int:
-    _checked_sources(args.problem, None)
-    read_source(args.kernel, "kernel")  # a missing kernel file is bad input; a bad kernel is a rejection
-    _prewarm()
-    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
-
-    settings = HarnessSettings.detect(time_compile=args.compile, **_limit_settings(args))
-    with tempfile.TemporaryDirectory(prefix="kernelopt-verify-") as work:
-        verifier = Verifier(args.problem, work, settings)
-        baselines = verifier.baselines()
-        verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms_for(baselines.floor, None))
-    result: dict[str, Any] = {
-        "accepted": verdict.accepted, "reason": verdict.reason, "rule": verdict.rule,
-        "time_ms": verdict.timing.median_ms if verdict.timing else None,
-        "timing": dataclasses.asdict(verdict.timing) if verdict.timing else None,
-        "eager_ms": baselines.eager.median_ms if baselines.eager else None,
-        "compile_ms": baselines.compile.median_ms if baselines.compile else None,
-        "is_gpu_time": bool(verdict.timing and verdict.timing.is_gpu_time),
-    }
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        print(("ACCEPTED: " if verdict.accepted else f"REJECTED [{verdict.rule}]: ") + verdict.reason)
-        if result["eager_ms"] and result["time_ms"] and result["is_gpu_time"]:
-            print(f"eager: {result['eager_ms']:.4f} ms ({result['eager_ms'] / result['time_ms']:.2f}x)")
-        elif result["eager_ms"]:
-            print(f"eager (PyTorch on the CPU, not comparable): {result['eager_ms']:.4f} ms")
-    return 0 if verdict.accepted else 1
-
-
 def _suite(args: argparse.Namespace) -> int:
     """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
     from kernelopt import suite as suites
@@ -345,7 +331,9 @@ def _suite(args: argparse.Namespace) -> int:
         given = [flag for flag, value in (
             ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
             ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
-            ("--no-compile", args.no_compile), ("--no-compiler-seed", args.no_compiler_seed),
+            ("--no-compile", args.no_compile), ("--no-max-autotune", args.no_max_autotune),
+            ("--max-autotune-limit-s", args.max_autotune_limit_s != Context.max_autotune_limit_s),
+            ("--no-compiler-seed", args.no_compiler_seed),
             ("--out", args.out), ("--timeout-s", args.timeout_s),
             ("--mem-limit-gb", args.mem_limit_gb)) if value]
         if given:
@@ -358,6 +346,7 @@ def _suite(args: argparse.Namespace) -> int:
         settings = suites.SuiteSettings(
             optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
             base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
+            max_autotune=not (args.no_compile or args.no_max_autotune), max_autotune_limit_s=args.max_autotune_limit_s,
             mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed,
         )
         if args.out and (Path(args.out) / suites.SUITE_FILE).exists():

@@ -15,6 +15,12 @@ from kernelopt.context import Context
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord
 
+# Exit codes, one meaning each across commands (README "Exit codes"; cli.py's --help):
+# 0 done (a best kernel, an accepted kernel, every suite problem correct); 1 the work's verdict is
+# negative (a rejected kernel, no correct kernel, a suite problem wrong, the model unreachable
+# mid-run: resumable); 2 bad input (arguments, files, a problem that does not run); 3 waiting for
+# an --approve answer; 130 interrupted.
+BAD_INPUT = 2
 NO_ANSWER = 3  # --approve and stdin ended before a question was answered: the run waits, resumable
 
 
@@ -50,6 +56,20 @@ def run_graph_to_end(
         # Not `next`: a node that finished after the last checkpoint (its writes saved) leaves
         # `next` empty although the run goes on after it. A finished run has no task left at all.
         finished = started and not snapshot.tasks
+        stream_config = config
+        if resume and finished and _llm_stopped(snapshot.values):
+            # the endpoint failed: go on from the checkpoint before the failed call (a fork of it)
+            before = _before_the_llm_failure(graph, config)
+            if before is not None:
+                snapshot, stream_config, finished = before, before.config, False
+                if not as_json:
+                    print("the run stopped as its model was unavailable; going on with "
+                          f"{ctx.model} at {ctx.base_url or 'its endpoint'}", flush=True)
+        if resume and not finished:
+            from kernelopt.runs import log_event
+
+            log_event(run_dir, {"event": "resumed", "where": _where(snapshot) if started else "from the start",
+                                "model": ctx.model, "base_url": ctx.base_url})
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
@@ -60,11 +80,12 @@ def run_graph_to_end(
             try:
                 while True:
                     if not waiting:
-                        for chunk in graph.stream(stream_input, config, context=ctx,
+                        for chunk in graph.stream(stream_input, stream_config, context=ctx,
                                                   stream_mode="custom", durability="sync"):
                             line = None if as_json else render_event(chunk)
                             if line:
                                 print(line, flush=True)
+                        stream_config = config  # from here on, the thread's newest checkpoint
                         waiting = list(graph.get_state(config).interrupts)
                         if not waiting:
                             break
@@ -84,6 +105,19 @@ def run_graph_to_end(
                 return 130
         final = graph.get_state(config).values
     return _finish(final, ctx, as_json, already_finished=resume and finished)
+
+
+def _llm_stopped(values: dict[str, Any]) -> bool:
+    return str(values.get("stop_reason") or "").startswith(("llm_unavailable", "llm_error"))
+
+
+def _before_the_llm_failure(graph: Any, config: dict[str, Any]) -> Any:
+    """The newest checkpoint with work still to do and no stop reason: the one before the node
+    whose LLM call failed. None when there is none (the failure came first thing)."""
+    for snapshot in graph.get_state_history(config):
+        if snapshot.next and "report" not in snapshot.next and not snapshot.values.get("stop_reason"):
+            return snapshot
+    return None
 
 
 def _where(snapshot: Any) -> str:
@@ -185,21 +219,24 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
     else:
         note = "this run had already finished; nothing was redone\n" if already_finished else ""
         print(note + final_text(summary))
-    return 0 if summary.get("best_kernel_path") else 1
+        if _llm_stopped(final) and run_dir:
+            print(f"kernelopt: the model could not be reached; continue with `kernelopt resume {run_dir}` "
+                  "(--base-url/--model to change them)", file=sys.stderr)
+    if str(final.get("stop_reason") or "").startswith("bad input"):
+        return BAD_INPUT  # a problem that does not run, as `verify` says it: the input, not the kernel
+    return 0 if summary.get("best_kernel_path") and not _llm_stopped(final) else 1
 
 
 def final_text(summary: dict[str, Any]) -> str:
+    from kernelopt.baseline_figures import baseline_text
     from kernelopt.report import roofline_notes
 
     lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
     if summary.get("best_kernel_path"):
         lines.append(f"best kernel: {summary['best_kernel_path']} (round {summary['best_round']})")
         lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
-        for name in ("eager", "compile"):
-            if summary.get(f"{name}_ms") and summary["is_gpu_time"]:
-                lines.append(f"  vs {name}: {summary[f'{name}_ms']:.4f} ms ({summary[f'speedup_vs_{name}']:.2f}x)")
-            elif summary.get(f"{name}_ms"):
-                lines.append(f"  {name} (PyTorch on CPU, not comparable): {summary[f'{name}_ms']:.4f} ms")
+        if text := baseline_text(summary):
+            lines.append(text)
     roof = summary.get("roofline")
     if roof and summary.get("is_gpu_time"):
         eff = roof.get("efficiency_pct")

@@ -107,6 +107,17 @@ class Context:
     timing_min_trials: int = field(default=10, metadata=_doc("Fewest timed trials per measurement."))
     timing_max_trials: int = field(default=1000, metadata=_doc("Most timed trials per measurement."))
     time_compile: bool = field(default=True, metadata=_doc("Also time torch.compile of the reference as a baseline."))
+    max_autotune_baseline: bool = field(
+        default=False,
+        metadata=_doc(
+            'Also time torch.compile(mode="max-autotune") of the reference, the strongest compiler baseline '
+            "(compiled once per problem: Inductor's caches live in the runs folder)."
+        ),
+    )
+    max_autotune_limit_s: float = field(
+        default=600.0,
+        metadata=_doc("Time limit of the max-autotune compile, seconds; past it that baseline is marked and skipped."),
+    )
     profile: bool = field(default=True, metadata=_doc(
         "Profile the best kernel with "
         "Nsight Compute where ncu and a GPU exist."

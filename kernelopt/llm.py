@@ -54,6 +54,38 @@ def make_chat_model(ctx: Context) -> BaseChatModel | None:
     )
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+
+
+def endpoint_url(ctx: Context) -> str:
+    """The URL the run's model is reached at: --base-url, else $OPENAI_BASE_URL, else OpenAI's."""
+    return ctx.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+
+
+def check_endpoint(ctx: Context, timeout_s: float = 5.0) -> None:
+    """InputError, naming the URL, when nothing answers at the model's endpoint.
+
+    Only a connection is opened (no request, no tokens): a refused or unroutable endpoint (a typo
+    in --base-url, a server not started) is known in milliseconds, before any baseline is timed,
+    rather than after a minute of retries."""
+    import socket
+    from urllib.parse import urlsplit
+
+    url = endpoint_url(ctx)
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f"--base-url {url!r} is not an http(s) URL; give one like http://localhost:8000/v1")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout_s).close()
+    except OSError as err:
+        why = err.strerror or type(err).__name__
+        raise InputError(
+            f"cannot reach the model endpoint {url} ({why}); check --base-url and that the server runs, "
+            "or leave --model out to run the offline policy"
+        ) from None
+
+
 def supports_json_schema(model: BaseChatModel) -> bool:
     """Whether the model takes OpenAI's `response_format` (an OpenAI-compatible client)."""
     from langchain_openai.chat_models.base import BaseChatOpenAI

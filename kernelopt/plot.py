@@ -163,7 +163,8 @@ def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
         handles.append(ax.scatter([best], [attempts[best]["time_ms"]], marker="*", s=260, color="gold",
                                   edgecolor="black", zorder=5,
                                   label=f"best: {_label(attempts[best])}, {attempts[best]['time_ms']:.4g} ms"))
-    baselines = (("PyTorch eager", "eager_ms", "tab:purple"), ("torch.compile", "compile_ms", "tab:orange"))
+    baselines = (("PyTorch eager", "eager_ms", "tab:purple"), ("torch.compile (default)", "compile_ms", "tab:orange"),
+                 ("torch.compile (max-autotune)", "max_autotune_ms", "tab:red"))
     for name, key, colour in baselines:
         value = summary.get(key)
         if not value:
@@ -191,9 +192,18 @@ def _roof_notes(geo: RooflineGeometry) -> list[str]:
     return notes
 
 
+BASELINE_MARKERS = (("PyTorch eager", "eager_ms", "D", "tab:purple"),
+                    ("torch.compile (default)", "compile_ms", "s", "tab:orange"),
+                    ("torch.compile (max-autotune)", "max_autotune_ms", "^", "tab:red"),
+                    ("CUDA graph of eager", "cuda_graph_ms", "v", "tab:cyan"))
+
+
 def _draw_roof(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, with_points: bool) -> None:
     """The GPU's roofline at the problem's floor intensity; with the run's timed kernels when they are GPU times."""
-    heights = [p.flops_per_s for p in geo.attempts] + [v for v in (geo.eager_flops_per_s, geo.compile_flops_per_s) if v]
+    flops = summary["floor"]["flops"]
+    baselines = [(name, key, flops / (summary[key] / 1e3) if summary.get(key) else None, marker, colour)
+                 for name, key, marker, colour in BASELINE_MARKERS]
+    heights = [p.flops_per_s for p in geo.attempts] + [v for _, _, v, _, _ in baselines if v]
     ridge, peak, bandwidth = geo.ridge_flops_per_byte, geo.peak_flops_per_s, geo.bandwidth_bytes_per_s
     x_low = min(geo.intensity_flops_per_byte, ridge) / 30
     x_high = max(geo.intensity_flops_per_byte, ridge) * 30
@@ -216,8 +226,6 @@ def _draw_roof(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, with_po
     if with_points:
         _measured_ceilings(ax, summary, geo, x_low, x_high)
         _attempts(ax, geo)
-        baselines = (("PyTorch eager", "eager_ms", geo.eager_flops_per_s, "D", "tab:purple"),
-                     ("torch.compile", "compile_ms", geo.compile_flops_per_s, "s", "tab:orange"))
         for name, key, value, marker, colour in baselines:
             if value:
                 ax.scatter([intensity], [value], marker=marker, s=60, color=colour, edgecolor="black", zorder=4,

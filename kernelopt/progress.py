@@ -47,7 +47,13 @@ def render_event(event: dict[str, Any]) -> str | None:
     if kind == "baselines":
         error = event.get("compile_error")
         compile_note = f"failed: {error}" if error else _ms(event.get("compile_ms"))
-        return f"baselines: eager {_ms(event.get('eager_ms'))}, torch.compile {compile_note}"
+        line = f"baselines: eager {_ms(event.get('eager_ms'))}, torch.compile (default) {compile_note}"
+        if event.get("max_autotune_ms") or event.get("max_autotune_error"):
+            error = event.get("max_autotune_error")
+            line += f", torch.compile (max-autotune) {f'failed: {error}' if error else _ms(event['max_autotune_ms'])}"
+        if event.get("cuda_graph_ms"):
+            line += f", CUDA graph of eager {_ms(event['cuda_graph_ms'])}"
+        return line + (f" ({event['wall_s']:.0f} s)" if event.get("wall_s") else "")
     if kind == "round_started":
         return f"── round {event['round']} ──"
     if kind == "diagnosis":

@@ -104,13 +104,64 @@ class Verdict:
 
 
 @dataclass(frozen=True)
+class TimingMethod:
+    """How a run's times were taken: the protocol's settings as they were used (report.md's method)."""
+
+    timer: str  # "CUDA events", or the host clock where there is no GPU
+    flush_l2_bytes: int  # written, then as many bytes read, before each trial; 0: no flush (host clock)
+    warmup_ms: float  # at least this much work run before timing (0: one untimed call on the host)
+    min_warmup_runs: int
+    target_total_ms: float  # the trial count follows the kernel's length to reach this much timed work
+    min_trials: int
+    max_trials: int
+    statistic: str = "median"
+    spread: str = "interquartile range (p75 - p25)"
+
+
+@dataclass(frozen=True)
 class Baselines:
-    """Eager and torch.compile times of the reference, and the problem's floor."""
+    """The reference's times under the candidates' protocol (eager, torch.compile in its default
+    and max-autotune modes, a CUDA-graph replay of eager), what they cost, and the problem's floor.
+
+    A baseline that was not asked for is None with no error; one that failed or ran past its
+    limit is None with its error, and the run goes on without it.
+    """
 
     eager: Timing | None
-    compile: Timing | None
+    compile: Timing | None  # torch.compile(model), the default mode
     compile_error: str | None = None
     floor: FloorEstimate | None = None
+    max_autotune: Timing | None = None  # torch.compile(model, mode="max-autotune")
+    max_autotune_error: str | None = None  # failed, or over its time limit
+    max_autotune_cache_hit: bool | None = None  # Inductor's FX graph cache answered (no compile paid again)
+    cuda_graph: Timing | None = None  # eager captured once in a CUDA graph, then replayed
+    cuda_graph_error: str | None = None
+    compile_s: float | None = None  # seconds the default-mode compile took (its first call)
+    max_autotune_compile_s: float | None = None
+    wall_s: float | None = None  # wall time of every baseline together, the floor and compiles included
+    max_autotune_limit_s: float | None = None  # the max-autotune compile's time limit, when it was asked for
+    method: TimingMethod | None = None
+
+    def compiled(self) -> dict[str, Timing]:
+        """The torch.compile baselines that were timed, by mode ("default", "max-autotune")."""
+        modes = {"default": self.compile, "max-autotune": self.max_autotune}
+        return {mode: timing for mode, timing in modes.items() if timing is not None}
+
+    def strongest_compile(self) -> tuple[str, Timing] | None:
+        """The fastest torch.compile mode timed, and its time (None: none was)."""
+        compiled = self.compiled()
+        return min(compiled.items(), key=lambda item: item[1].median_ms) if compiled else None
+
+    def every(self) -> dict[str, Timing]:
+        """Every baseline timed, by the name a report gives it."""
+        named = {"PyTorch eager": self.eager, "CUDA graph of eager": self.cuda_graph}
+        named.update({f"torch.compile ({mode})": timing for mode, timing in self.compiled().items()})
+        return {name: timing for name, timing in named.items() if timing is not None}
+
+    def best(self) -> tuple[str, Timing] | None:
+        """The fastest baseline of all (the one a kernel has to beat), and its time."""
+        every = self.every()
+        return min(every.items(), key=lambda item: item[1].median_ms) if every else None
 
 
 @dataclass(frozen=True)

@@ -7,14 +7,24 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelopt.baseline_figures import figures, launch_note, method_lines, share_words, times
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
+from kernelopt.records import FloorEstimate, floor_time_ms
+from kernelopt.report_story import (
+    DIFF_FILE,
+    NOT_GPU_NOTE,
+    best_vs_start_diff,
+    diff_section,
+    headline,
+    round_diagnoses,
+    start_time_ms,
+)
 from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 ROOFLINE_PNG = "roofline.png"
-NOT_GPU_NOTE = "interpreter time, not GPU performance"
 ROOFLINE_SOURCES = {
     "ncu": "NCU speed-of-light", "floor": "the measured time against the floor",
     "ncu+floor": "NCU speed-of-light and the floor", "none": "the floor's intensity against the ridge point",
@@ -51,13 +61,32 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
         "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
     }
     summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
+    summary["start_time_ms"] = start_time_ms(summary["attempts"])
+    summary["diagnoses"] = round_diagnoses(run_dir)
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
             summary[f"{name}_ms"] = timing.median_ms
             if best:
                 summary[f"speedup_vs_{name}"] = timing.median_ms / best.time_ms
+    on_gpu = summary["is_gpu_time"]
+    summary.update(figures(baselines, best.time_ms if best else None, _floor_ms(floor, summary["gpu"]), on_gpu))
     return summary
+
+
+def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
+    """The floor on the GPU's datasheet ceilings (the lenient floor the verifier judges by)."""
+    try:
+        spec = get_gpu_spec(gpu_key) if gpu_key else None
+    except UnknownGPUError:
+        spec = None
+    if floor is None or spec is None:
+        return None
+    try:
+        peak_tflops = spec.peak_tflops(floor.dtype)
+    except ValueError:
+        peak_tflops = spec.peak_fp32_tflops
+    return floor_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
 
 
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
@@ -77,7 +106,14 @@ def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
     sweep_path = run_dir / SWEEP_PNG
     has_sweep_plot = draw_sweep(summary, sweep_path)
     written += [sweep_path] if has_sweep_plot else []
-    written[1].write_text(render_markdown(summary, has_plot=has_plot, has_sweep_plot=has_sweep_plot))
+    diff = best_vs_start_diff(run_dir, summary)
+    diff_path = run_dir / DIFF_FILE
+    if diff:
+        diff_path.write_text(diff)
+        written.append(diff_path)
+    else:
+        diff_path.unlink(missing_ok=True)
+    written[1].write_text(render_markdown(summary, has_plot=has_plot, has_sweep_plot=has_sweep_plot, diff=diff))
     return written
 
 
@@ -102,13 +138,29 @@ def target_gpu(summary: dict[str, Any], spec: GPUSpec | None) -> str:
     name = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
     if summary.get("is_gpu_time") or summary.get("gpu_named") or not summary.get("clock"):
         return name
-    return f"none named and none here: the prompts aimed at {name} (name one with --gpu / Context.gpu)"
+    return f"no GPU; prompts aim at {name} (name one with --gpu / Context.gpu)"
 
 
 def load_summary(run_dir: str | Path) -> dict[str, Any] | None:
-    """RUN_DIR/report.json as written at the end of the run, or None where there is none."""
+    """RUN_DIR/report.json as written at the end of the run, or None where there is none; when the
+    folder was moved since, its paths name where the files are now."""
     path = Path(run_dir) / REPORT_JSON
-    return json.loads(path.read_text()) if path.is_file() else None
+    if not path.is_file():
+        return None
+    summary = json.loads(path.read_text())
+    old, new = summary.get("run_dir"), str(Path(run_dir).resolve())
+    return _moved(summary, old, new) if old and old != new else summary
+
+
+def _moved(value: Any, old: str, new: str) -> Any:
+    """`value` with every path under `old` put under `new`."""
+    if isinstance(value, str):
+        return new + value[len(old):] if value == old or value.startswith(old + "/") else value
+    if isinstance(value, dict):
+        return {k: _moved(v, old, new) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_moved(v, old, new) for v in value]
+    return value
 
 
 def _spec(summary: dict[str, Any]) -> GPUSpec | None:
@@ -126,11 +178,15 @@ def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
     return "n/a" if value is None else f"{value:.{digits}g}{unit}"
 
 
-def render_markdown(summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False) -> str:
+def render_markdown(
+    summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False, diff: str | None = None
+) -> str:
     """report.md: what was optimized, how it ended, the roofline, and every attempt."""
     spec = _spec(summary)
+    top = headline(summary)
     lines = [
         "# kernelopt run report", "",
+        *([f"**{top}**", ""] if top else []),
         f"- Problem: `{summary.get('problem') or '-'}`",
         f"- Target GPU: {target_gpu(summary, spec)}",
         f"- Stop reason: {summary.get('stop_reason') or 'none yet (the run has not finished)'}",
@@ -142,31 +198,88 @@ def render_markdown(summary: dict[str, Any], has_plot: bool = True, has_sweep_pl
     lines += _result_section(summary)
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
+    lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
+    lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]
     return "\n".join(lines) + "\n"
 
 
+BASELINE_ROWS = (  # (summary key, row name, the name Baselines.every() gives it)
+    ("eager", "PyTorch eager", "PyTorch eager"),
+    ("compile", "torch.compile (default)", "torch.compile (default)"),
+    ("max_autotune", "torch.compile (max-autotune)", "torch.compile (max-autotune)"),
+    ("cuda_graph", "CUDA graph of eager", "CUDA graph of eager"),
+)
+
+
 def _result_section(summary: dict[str, Any]) -> list[str]:
-    lines = ["## Best vs PyTorch", ""]
-    if not summary.get("is_gpu_time") and summary.get("clock"):
+    lines = ["## Best vs the baselines", ""]
+    on_gpu = bool(summary.get("is_gpu_time"))
+    if not on_gpu and summary.get("clock"):
         lines += [
             f"> **{NOT_GPU_NOTE}.** The kernels ran in Triton's interpreter on the CPU ({summary['clock']} clock) "
             "and PyTorch ran on the CPU: these times show the run worked, not how fast the kernel is on a GPU, "
             "and best vs PyTorch is not a speedup.", "",
         ]
-    lines += ["| | median (ms) | IQR (ms) | best is faster by |", "|---|---:|---:|---:|"]
+    lines += ["| | median (ms) | IQR (ms) | n | best is faster by |", "|---|---:|---:|---:|---:|"]
     timing = summary.get("best_timing")
     if timing:
-        lines.append(f"| best kernel | {_ms(timing['median_ms'])} | {_ms(timing['p75_ms'] - timing['p25_ms'])} | |")
-    for name, label in (("eager", "PyTorch eager"), ("compile", "torch.compile")):
-        speedup = summary.get(f"speedup_vs_{name}")
-        if summary.get(f"{name}_ms") is not None:
-            ratio = _num(speedup, "x", 3) if summary.get("is_gpu_time") else "not comparable"
-            lines.append(f"| {label} | {_ms(summary[f'{name}_ms'])} | | {ratio} |")
-        elif name == "compile":
-            failed = summary.get("compile_error")
-            lines.append(f"| {label} | {'failed: ' + _cell(failed) if failed else 'not timed'} | | |")
-    return [*lines, ""]
+        lines.append(f"| best kernel | {_ms(timing['median_ms'])} | {_ms(timing['p75_ms'] - timing['p25_ms'])} "
+                     f"| {timing['trials']} | |")
+    timings = summary.get("baseline_timings") or {}
+    best_ms = summary.get("best_time_ms")
+    for key, label, name in BASELINE_ROWS:
+        median = summary.get(f"{key}_ms")
+        if median is not None:
+            ratio = _num(median / best_ms, "x", 3) if on_gpu and best_ms else "not comparable" if best_ms else ""
+            spread = timings.get(name)
+            iqr = _ms(spread["p75_ms"] - spread["p25_ms"]) if spread else ""
+            lines.append(f"| {label} | {_ms(median)} | {iqr} | {spread['trials'] if spread else ''} | {ratio} |")
+        elif summary.get(f"{key}_error"):
+            lines.append(f"| {label} | failed: {_cell(summary[f'{key}_error'])} | | | |")
+        elif key == "compile":
+            lines.append(f"| {label} | not timed | | | |")
+    return [*lines, "", *_claims(summary, on_gpu), ""]
+
+
+def _claims(summary: dict[str, Any], on_gpu: bool) -> list[str]:
+    """The headline figures, each naming what it is against, and what the baselines cost."""
+    lines = []
+    if on_gpu and summary.get("best_time_ms"):
+        if summary.get("strongest_compile"):
+            modes = "the faster of the modes timed" if summary.get("max_autotune_ms") else "the only mode timed"
+            against = f"torch.compile ({summary['strongest_compile']})"
+            lines.append(f"- Against the strongest torch.compile ({modes}): "
+                         f"{times(summary['speedup_vs_strongest_compile'], against)}")
+        if summary.get("best_baseline"):
+            lines.append(f"- Against the best baseline of all: "
+                         f"{times(summary['speedup_vs_best_baseline'], summary['best_baseline'])}")
+        floor = summary.get("floor_ms")
+        lines.append(
+            f"- Gap closed: {share_words(summary.get('gap_closed'), summary.get('gap_closed_note') or '')} of the "
+            f"distance from the best baseline ({_num(summary.get('best_baseline_ms'), ' ms')}) to the floor "
+            f"({_num(floor, ' ms')}): (t_baseline - t_kernel) / (t_baseline - t_floor), the floor at the datasheet's "
+            "bandwidth and peak"
+        )
+    note = summary.get("launch_note") or (launch_note(summary.get("eager_ms"), summary.get("cuda_graph_ms"), None)
+                                          if on_gpu else None)
+    if note:
+        lines.append(f"- Launch overhead: {note}")
+    lines += _cost(summary)
+    return lines
+
+
+def _cost(summary: dict[str, Any]) -> list[str]:
+    if summary.get("baselines_wall_s") is None:
+        return []
+    parts = []
+    if summary.get("compile_s") is not None:
+        parts.append(f"torch.compile (default) compiled in {summary['compile_s']:.1f} s")
+    if summary.get("max_autotune_compile_s") is not None:
+        cached = "taken from Inductor's cache" if summary.get("max_autotune_cache_hit") else "compiled afresh"
+        parts.append(f"max-autotune in {summary['max_autotune_compile_s']:.1f} s ({cached})")
+    detail = f" ({'; '.join(parts)})" if parts else ""
+    return [f"- Setup cost: the baselines took {summary['baselines_wall_s']:.1f} s of wall time{detail}"]
 
 
 def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: bool) -> list[str]:
@@ -192,8 +305,10 @@ def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: b
                 f"ridge point {_num(ridge, ' FLOP/byte')}"
             )
     if roof:
+        at_size = "" if on_gpu else " at the interpreter's size"
         lines.append(
-            f"- Bottleneck: {roof['bottleneck']} (judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})"
+            f"- Bottleneck: {roof['bottleneck']}-bound{at_size} "
+            f"(judged from {ROOFLINE_SOURCES.get(roof['source'], roof['source'])})"
         )
         if on_gpu:
             lines += [
@@ -222,9 +337,10 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
     if not attempts:
         return [*lines, "None.", ""]
     lines += [
-        "| round | repair | change | outcome | time (ms) | vs best before | kernel | error |",
-        "|---:|---:|---|---|---:|---:|---|---|",
+        "| round | repair | diagnosis | change | outcome | time (ms) | vs best before | kernel | error |",
+        "|---:|---:|---|---|---|---:|---:|---|---|",
     ]
+    diagnoses = summary.get("diagnoses") or {}
     for a in attempts:
         words = outcome_words(a["outcome"], a["round"])
         outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
@@ -234,7 +350,8 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
         error = f"[{a['rule']}] {detail}" if a.get("rule") else detail
         speedup = _num(a["speedup_vs_best"], "x", 3) if a.get("speedup_vs_best") else "-"
         lines.append(
-            f"| {a['round']} | {a['repair']} | {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
+            f"| {a['round']} | {a['repair']} | {_cell(diagnoses.get(str(a['round'])), 60) or '-'} "
+            f"| {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
             f"| {speedup} | {kernel} | {_cell(error)} |"
         )
     return [*lines, ""]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,30 @@ def new_run_dir(runs_dir: str | Path | None, problem_source: str) -> Path:
     while path.exists():
         path, n = base.with_name(f"{base.name}-{n}"), n + 1
     path.mkdir(parents=True)
+    warn_if_watched(path)
     return path.resolve()
+
+
+def watched_by_langgraph(path: Path) -> Path | None:
+    """The nearest folder above `path` holding a langgraph.json (a folder `langgraph dev` serves
+    and watches), or None."""
+    for folder in Path(path).resolve().parents:
+        if (folder / "langgraph.json").is_file():
+            return folder
+    return None
+
+
+def warn_if_watched(run_dir: Path) -> None:
+    """Say once on stderr when a run folder lies where `langgraph dev` would see every file it writes."""
+    served = watched_by_langgraph(run_dir)
+    if served is not None:
+        print(
+            f"kernelopt: warning: the run folder {run_dir} lies under {served}, which holds langgraph.json; "
+            "`langgraph dev` serving it restarts (and cancels studio runs) on every file a run writes. "
+            f"Leave runs_dir empty (runs go to {default_runs_dir()}) or name a folder outside it",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def artifact_name(round_: int, repair: int, branch: int = 0) -> str:

@@ -13,27 +13,26 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+from kernelopt.baseline_figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.context import Context
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import InputError
-from kernelopt.seed.obtain import no_gpu_reason
+from kernelopt.seed.obtain import seed_possible
 from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each
 RUNS = "runs"  # OUT/runs/NAME/: one problem's harness work, or its optimize run
-FAST_P = (0.0, 1.0, 1.5, 2.0)  # KernelBench's fast_p thresholds: speedup over eager above p
 
 # correct; rejected by the verifier (wrong, crashed, hung, cheated); no kernel to judge; a
 # problem that does not load or whose reference does not run; anything else that went wrong
@@ -49,6 +48,8 @@ class SuiteSettings:
     model: str | None = None  # optimize: the chat model; None: the offline policy
     base_url: str | None = None
     time_compile: bool = True
+    max_autotune: bool = True  # also torch.compile(mode="max-autotune"): the strongest compiler baseline
+    max_autotune_limit_s: float = Context.max_autotune_limit_s
     timeout_s: float | None = None  # per candidate phase; None: limits that follow the reference
     mem_limit_gb: float | None = None  # per candidate; None: the harness default
     compiler_seed: bool = True  # optimize: start from (or race against) the Triton torch.compile writes
@@ -93,6 +94,9 @@ class ProblemResult:
     log_path: str | None = None
     where: str | None = None  # the GPU (and node) that judged it; None: this process's one device
     tries: int = 1  # 2: the first try's worker or node was lost, and the problem was run again
+    # the stronger baselines, the speedups over them with the mode named, the gap closed, the
+    # method (baseline_figures.figures); None in a result written before they were recorded
+    figures: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -153,10 +157,7 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
     if kernels_dir and not Path(kernels_dir).expanduser().is_dir():
         raise InputError(f"--kernels {kernels_dir} is not a folder; pass the folder of kernels named as the problems")
     if not kernels_dir and not (settings.optimize and (settings.model or settings.compiler_seed)):
-        raise InputError("no --kernels folder: pass one (kernels named as the problems), --optimize to start "
-                         "from the compiler seed, or --optimize --model NAME to have a model write them")
-    if not kernels_dir and not settings.model and (reason := no_gpu_reason()):
-        raise InputError(f"no --kernels folder and no --model, and {reason}")
+        raise InputError("no --kernels folder: pass one, or --optimize (from the compiler seed, or --model NAME)")
     if out_dir is None:
         from kernelopt.runs import new_run_dir
 
@@ -187,16 +188,14 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
     try:
         check_problem_source(read_source(spec.problem_path, "problem"), Path(spec.problem_path).name)
         kernel = spec.kernel_path if spec.kernel_path and Path(spec.kernel_path).is_file() else None
-        seed = spec.settings.compiler_seed and no_gpu_reason() is None  # where a problem without a kernel starts
         if kernel is not None and not spec.settings.optimize:
             result = _verified(spec, kernel)
-        elif spec.settings.optimize and (kernel or spec.settings.model or seed):  # or a model writes a kernel
+        elif spec.settings.optimize and (kernel or spec.settings.model or seed_possible(spec.settings.compiler_seed)):
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
             if spec.settings.optimize:
-                off = "turned off" if not spec.settings.compiler_seed else "no CUDA GPU here"
-                where += f"; no compiler seed ({off}); no --model to write one"
+                where += "; no compiler seed (no CUDA GPU, or turned off); no --model to write one"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
@@ -214,7 +213,8 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
     """The given kernel checked and timed, as `kernelopt verify` does."""
     from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
 
-    settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, **_limits(spec.settings))
+    settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, max_autotune=spec.settings.max_autotune,
+                                      max_autotune_limit_s=spec.settings.max_autotune_limit_s, **_limits(spec.settings))
     verifier = Verifier(spec.problem_path, Path(spec.run_dir) / "harness", settings)
     try:
         baselines = verifier.baselines()
@@ -223,7 +223,8 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
     finally:  # its expected outputs leave the device before the next problem's arrive
         verifier.close()
     time_ms = verdict.timing.median_ms if verdict.accepted and verdict.timing else None
-    return _measured(
+    on_gpu = bool(verdict.timing and verdict.timing.is_gpu_time)
+    return _with_figures(_measured(
         ProblemResult(spec.name, "correct" if verdict.accepted else "rejected", verdict.reason, verdict.rule,
                       is_gpu_time=bool(verdict.timing and verdict.timing.is_gpu_time), start_ms=time_ms,
                       best_ms=time_ms, log_path=verdict.log_path,
@@ -231,7 +232,12 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
         baselines.eager.median_ms if baselines.eager else None,
         baselines.compile.median_ms if baselines.compile else None,
         floor_ms,
-    )
+    ), figures(baselines, time_ms, floor_ms, on_gpu))
+
+
+def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult:
+    """The result with the stronger baselines' figures (from `figures`, or a run's report.json)."""
+    return dataclasses.replace(result, figures={name: found.get(name) for name in FIGURE_KEYS})
 
 
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
@@ -243,6 +249,7 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
 
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
+                  max_autotune_baseline=s.max_autotune, max_autotune_limit_s=s.max_autotune_limit_s,
                   compiler_seed=s.compiler_seed, **_limits(s))
     inputs = {"problem_source": read_source(spec.problem_path, "problem"), "problem_path": spec.problem_path,
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
@@ -264,7 +271,7 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
         is_gpu_time=bool(summary.get("is_gpu_time")), start_ms=first.get("time_ms"), best_ms=best_ms,
         rounds=summary.get("rounds", 0), stop_reason=stop, best_kernel_path=summary.get("best_kernel_path"),
     )
-    return _measured(result, summary.get("eager_ms"), summary.get("compile_ms"), floor_ms)
+    return _with_figures(_measured(result, summary.get("eager_ms"), summary.get("compile_ms"), floor_ms), summary)
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:
@@ -348,12 +355,6 @@ def write_results(suite: Suite, specs: Sequence[ProblemSpec], done: dict[str, Pr
     return data
 
 
-def geomean(values: Iterable[float | None]) -> float | None:
-    """The geometric mean of the values given (None ones left out), or None without any."""
-    logs = [math.log(v) for v in values if v]
-    return math.exp(sum(logs) / len(logs)) if logs else None
-
-
 def summarize(results: Sequence[ProblemResult], total: int) -> dict[str, Any]:
     """fast_p over all `total` problems; geomeans over the correct ones that have the figure."""
     correct = [r for r in results if r.status == "correct"]
@@ -367,6 +368,7 @@ def summarize(results: Sequence[ProblemResult], total: int) -> dict[str, Any]:
         "geomean_pct_of_floor": geomean(r.pct_of_floor for r in correct),
         "is_gpu_time": any(r.is_gpu_time for r in results),
         "wall_s": round(sum(r.wall_s for r in results), 2),
+        **suite_figures(results, total),
     }
 
 

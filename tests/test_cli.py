@@ -217,3 +217,62 @@ def test_modules_the_cli_needs_for_checking_load_no_torch_or_langgraph():
             "print(sorted(m for m in ('torch', 'langgraph', 'langchain_core', 'matplotlib') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", _show(proc)
+
+
+# ── one exit code per meaning, across commands ──────────────────────────────────────────
+
+PROBLEM_INPUTS_RAISE = (
+    "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+    "    def forward(self, x):\n        return x + x\n\n"
+    "def get_inputs():\n    raise RuntimeError('no data here')\n\ndef get_init_inputs():\n    return []\n"
+)
+
+
+@pytest.mark.parametrize("case", ["kernel_syntax_error", "get_inputs_raises", "folder_as_problem"])
+def test_the_same_bad_input_is_exit_2_in_verify_and_in_optimize(tmp_path, case):
+    problem, kernel = ADD / "problem.py", ADD / "kernel_base.py"
+    if case == "kernel_syntax_error":
+        kernel = ADD / "kernel_syntax.py"
+    elif case == "get_inputs_raises":
+        problem = _write(tmp_path, "problem.py", PROBLEM_INPUTS_RAISE)
+    else:
+        problem = ADD
+    said = {"kernel_syntax_error": "syntax error", "get_inputs_raises": "no data here",
+            "folder_as_problem": "is a folder"}[case]
+    verify = kernelopt("verify", problem, kernel, cwd=tmp_path)
+    optimize = kernelopt("optimize", problem, "--kernel", kernel, "--no-compile", "--no-profile",
+                         "--max-rounds", "1", "--out", tmp_path / "run", cwd=tmp_path)
+    for proc in (verify, optimize):
+        assert proc.returncode == 2, _show(proc)
+        assert said in proc.stdout + proc.stderr, _show(proc)
+
+
+def test_verify_says_what_it_is_doing_and_keeps_the_log_it_names(tmp_path):
+    proc = kernelopt("verify", ADD / "problem.py", ADD / "kernel_wrong.py", cwd=tmp_path)
+    assert proc.returncode == 1, _show(proc)
+    assert "kernelopt: building the reference's cases and timing the baselines" in proc.stderr
+    assert "kernelopt: verifying kernel_wrong.py" in proc.stderr
+    logs = re.findall(r"^log: (\S+)$", proc.stdout, re.MULTILINE)
+    assert logs and Path(logs[0]).is_file(), _show(proc)  # not in the deleted temporary folder
+    assert Path(logs[0]).is_relative_to(tmp_path / "kernelopt_runs" / "verify-logs")
+
+
+def test_a_job_failure_reads_as_a_sentence():
+    from kernelopt.harness.sandbox.exits import failure_of
+
+    said = failure_of("the candidate", "the process crashed with SIGSEGV")
+    assert said == "the candidate's process crashed with SIGSEGV"
+    assert failure_of("the sweep", "timed out in case 1/7 after 9 s") == "the sweep timed out in case 1/7 after 9 s"
+
+
+def test_verify_warns_before_a_gpu_sized_problem_runs_under_the_interpreter(tmp_path, capsys):
+    from kernelopt.cli_verify import _Say
+
+    big = _write(tmp_path, "big.py", "import torch\nN = 1 << 25\nclass Model(torch.nn.Module):\n"
+                 "    def forward(self, x):\n        return x\ndef get_inputs():\n    return [torch.rand(N)]\n"
+                 "def get_init_inputs():\n    return []\n")
+    _Say(quiet=False).warn_if_slow(str(big), use_cuda=False)
+    assert "big.py's inputs take 128 MiB and no CUDA GPU is here" in capsys.readouterr().err
+    _Say(quiet=False).warn_if_slow(str(big), use_cuda=True)
+    _Say(quiet=False).warn_if_slow(str(ADD / "problem.py"), use_cuda=False)
+    assert capsys.readouterr().err == ""

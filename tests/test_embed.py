@@ -98,3 +98,28 @@ def test_kernelopt_as_a_subgraph_keeps_its_attempts_to_itself(embed, tmp_path):
     assert [v["outcome"] for v in verdicts] == ["faster"]  # kernelopt did record an attempt inside
     assert final["stop_reason"] == "max_rounds" and final["best"] is not None
     assert final["attempts"] == ["the parent's own"]
+
+
+def test_a_run_folder_under_a_served_langgraph_project_is_warned_about(tmp_path, capsys):
+    """`langgraph dev` restarts on every file written under the folder it serves (the one holding
+    langgraph.json): a run folder there is said to be a problem; elsewhere nothing is said."""
+    from kernelopt.runs import new_run_dir
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "langgraph.json").write_text("{}")
+    elsewhere = new_run_dir(tmp_path / "runs", "problem text")
+    assert elsewhere.is_dir() and capsys.readouterr().err == ""
+    served = new_run_dir(project / "kernelopt_runs", "problem text")
+    err = capsys.readouterr().err
+    assert served.is_dir() and f"lies under {project}, which holds langgraph.json" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_the_embedding_example_writes_its_runs_to_the_cache_folder_by_default():
+    import inspect
+
+    spec = importlib.util.spec_from_file_location("embed_agent", EXAMPLES / "embed_agent.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert inspect.signature(module.main).parameters["runs_dir"].default is None  # Context: the cache folder

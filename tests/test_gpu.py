@@ -165,6 +165,47 @@ def test_problems_that_break_their_own_derived_cases_or_numerics_verify_on_the_g
         assert "dropped: other sizes" in verdict.reason
 
 
+@pytest.mark.parametrize(
+    ("kernel", "problem", "accepted", "said"),
+    [
+        ("cheat_tuple_size_hardcoded", "problem_tuple_rows.py", False, "incorrect"),
+        ("cheat_linked_sizes_hardcoded", "problem_hinge.py", False, "incorrect"),
+        ("honest_hinge_linked", "problem_hinge.py", True, "correct on 7 cases"),  # no case dropped
+        ("cheat_zeros_below_tolerance", "problem_tiny_scale.py", False, "own scale"),
+        ("honest_tiny_scale", "problem_tiny_scale.py", True, "own scale"),
+    ],
+)
+def test_cases_that_could_not_fail_now_can_on_the_gpu(
+    kernel: str, problem: str, accepted: bool, said: str, tmp_path: Path
+) -> None:
+    """Sizes inside tuples, linked sizes and outputs within the tolerance of zero, at GPU sizes."""
+    verifier = Verifier(CHEATS / problem, tmp_path, HarnessSettings.detect(seeds=3, time_compile=False))
+    verdict = verifier.verify(CHEATS / f"{kernel}.py", time=accepted)
+    assert verdict.accepted == accepted and said in verdict.reason, verdict.reason
+
+
+def test_the_float64_room_is_the_same_for_every_case_order_on_the_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference process's room for the float64 truth is read once, with the cache returned:
+    the cases get the same yardsticks forwards and backwards."""
+    from kernelopt.harness.measure.cases import case_label, plan_cases
+    from kernelopt.harness.sandbox import reference
+
+    def backwards(problem: object, seeds: list[int]) -> list[dict]:
+        cases = plan_cases(problem, seeds)
+        return cases[-2::-1] + cases[-1:]  # the timed inputs stay last
+
+    kinds = []
+    for planner in (plan_cases, backwards):
+        monkeypatch.setattr(reference, "plan_cases", planner)
+        ref = reference.Reference(
+            {"device": "cuda", "problem_path": str(CHEATS / "problem_layernorm.py"), "init_seed": 1, "seeds": [3, 4]}
+        )
+        kinds.append(sorted((case_label(c), ref.expected(i).slack[0] is None) for i, c in enumerate(ref.cases)))
+        del ref
+        torch.cuda.empty_cache()
+    assert kinds[0] == kinds[1]
+
+
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_a_round_s_candidates_are_verified_one_per_gpu_and_the_best_timed_on_the_run_s_own(tmp_path: Path) -> None:
     import importlib.util

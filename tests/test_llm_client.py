@@ -213,3 +213,61 @@ def test_client_errors_are_not_retried():
         with pytest.raises(openai.AuthenticationError):
             invoke_with_retries(_model(server.url), "hi", RetryPolicy(3, backoff_s=0.01))
     assert len(server.requests) == 1
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]  # closed again at once: nothing listens there
+
+
+def test_an_unreachable_endpoint_is_one_line_naming_it_before_any_work(tmp_path, add_problem):
+    import subprocess
+    import sys
+
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    began = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", "optimize", str(add_problem), "--kernel",
+         str(DATA / "add" / "kernel_base.py"), "--model", "gpt-4o", "--base-url", url, "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"cannot reach the model endpoint {url}" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - began < 30  # argument checks only: no torch, no baselines
+
+
+def test_an_unreachable_endpoint_stops_a_graph_run_in_setup(tmp_path, add_problem):
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    context = fast_context(tmp_path, model="fake-model", base_url=url, api_key="test")
+    final, events = run_graph(_inputs(add_problem), context)
+    assert final["stop_reason"].startswith(f"llm_unavailable: cannot reach the model endpoint {url}")
+    assert final["baselines"] is None and not _outcomes(events)  # nothing timed, nothing verified
+
+
+def test_a_run_stopped_as_llm_unavailable_resumes_with_a_corrected_endpoint(tmp_path, add_problem):
+    """The endpoint fails mid-run (exit 1, not 0); `resume --base-url` goes on from before the
+    failed call, keeping the verified start, and finishes the round with the new endpoint."""
+    from kernelopt.checkpoint import new_run_record
+    from kernelopt.cli import main
+    from kernelopt.cli_run import run_graph_to_end
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with FakeOpenAI(default=error(503, "upstream model server is down")) as down:
+        context = _context(tmp_path, down, llm_max_retries=1)
+        inputs = {**_inputs(add_problem), "run_dir": str(run_dir)}
+        record = new_run_record(run_dir, inputs, context, None)
+        assert run_graph_to_end(run_dir, None, record, context, as_json=True) == 1
+    script = [completion(structured_diagnosis(), 1200, 80), completion(kernel_reply("kernel_fast.py"), 2000, 400)]
+    with FakeOpenAI(script) as up:
+        assert main(["resume", str(run_dir), "--base-url", up.url, "--json"]) == 0
+        assert len(up.requests) == 2 and up.unscripted == 0
+    report = json.loads((run_dir / "report.json").read_text())
+    assert report["stop_reason"] == "max_rounds", report["stop_reason"]
+    assert "BLOCK_SIZE = 1024" in Path(report["best_kernel_path"]).read_text()
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [e["outcome"] for e in events if e.get("outcome")] == ["faster", "faster"]  # the start verified once
+    stops = [(e["event"], e.get("stop_reason", "")) for e in events if e["event"] in ("stopped", "resumed")]
+    assert [kind for kind, _ in stops] == ["stopped", "resumed", "stopped"]
+    assert stops[0][1].startswith("llm_unavailable") and stops[2][1] == "max_rounds"

@@ -56,7 +56,8 @@ def test_summary_and_markdown_on_gpu_times(tmp_path):
     text = render_markdown(summary)
     assert "- Problem: `/problems/add.py`" in text and "H200 (NVIDIA H200 SXM 141GB)" in text
     assert "- Stop reason: max_rounds" in text and "(round 1)" in text
-    assert "| PyTorch eager | 0.1000 | | 2x |" in text and "| torch.compile | 0.0800 | | 1.6x |" in text
+    assert "| PyTorch eager | 0.1000 | 0.0200 | 100 | 2x |" in text
+    assert "| torch.compile (default) | 0.0800 | 0.0160 | 100 | 1.6x |" in text
     assert NOT_GPU_NOTE not in text  # CUDA-event times need no caveat
     assert "ridge point 13.96 FLOP/byte" in text and "arithmetic intensity 0.25 FLOP/byte" in text
     assert "- Warning: NCU metric x is missing" in text and "Efficiency: 20%" in text
@@ -74,9 +75,10 @@ def test_interpreter_times_carry_the_caveat_and_no_speedup(tmp_path):
     summary = summarize_run(_state(tmp_path, clock="interpreter"))
     text = render_markdown(summary)
     assert NOT_GPU_NOTE in text
-    assert "| PyTorch eager | 0.1000 | | not comparable |" in text and "2x" not in text
+    assert "| PyTorch eager | 0.1000 | 0.0200 | 100 | not comparable |" in text and "2x" not in text
     # no GPU here and none named: H200 is only the prompts' aim, and no efficiency or floor time is claimed
-    assert "Target GPU: none named and none here: the prompts aimed at H200" in text
+    assert "Target GPU: no GPU; prompts aim at H200" in text
+    assert "Bottleneck: memory-bound at the interpreter's size" in text
     assert "ridge point" not in text and "Efficiency:" not in text and "Floor time" not in text
     assert "efficiency against the floor is not computed" in text and "No measured time" not in text
 
@@ -168,3 +170,37 @@ def test_verdicts_taken_on_another_gpu_say_where(tmp_path):
             if line.startswith("| 2 |")]
     assert "faster than the best, not the step's fastest (on gpu 1)" in rows[1] and "1.1x" in rows[1]
     assert "| slower (on gpu 1) |" in rows[2] and "(on gpu" not in rows[0]  # the run's own GPU goes unsaid
+
+
+def test_the_report_leads_with_start_to_best_and_shows_diagnoses_and_the_diff(tmp_path):
+    """The headline says start -> best with the factor; each attempt has its round's diagnosis
+    (from events.jsonl); the best kernel is shown against the start, also after the run folder moved."""
+    run = tmp_path / "run"
+    (run / "kernels").mkdir(parents=True)
+    (run / "kernels" / "r000_a0.py").write_text("BLOCK_SIZE = 64\nx = 1\n")
+    (run / "best_kernel.py").write_text("BLOCK_SIZE = 1024\nx = 1\n")
+    (run / "events.jsonl").write_text(
+        json.dumps({"event": "diagnosis", "round": 1, "category": "latency", "root_cause": "64-element programs"})
+        + "\n{cut by a kill\n"
+    )
+    moved = tmp_path / "moved"
+    run.rename(moved)  # the state's paths still name the old folder
+    summary = summarize_run({**_state(run), "run_dir": str(moved)})
+    write_reports(summary, moved)
+    text = (moved / "report.md").read_text()
+    assert "**start -> best: 0.2000 ms -> 0.0500 ms (4.00x)**" in text
+    assert "| 1 | 0 | latency: 64-element programs |" in text and "| 2 | 0 | - |" in text
+    assert "-BLOCK_SIZE = 64\n+BLOCK_SIZE = 1024" in text
+    assert (moved / "best_vs_start.diff").read_text().startswith("--- start/r000_a0.py")
+
+
+def test_report_re_renders_a_moved_run_folder_with_its_new_paths(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    write_reports(summarize_run(_state(run, clock="interpreter")), run)
+    moved = tmp_path / "elsewhere"
+    run.rename(moved)
+    proc = kernelopt("report", moved, cwd=tmp_path)
+    assert proc.returncode == 0, _show(proc)
+    text = (moved / "report.md").read_text()
+    assert f"`{moved / 'best_kernel.py'}`" in text and str(run) + "/" not in text

@@ -198,5 +198,5 @@ def test_gpu_summary_progress_and_report(tmp_path):
     markdown = render_markdown(data, has_plot=True)
     assert "Finished: 4 of 5 (continue with `kernelopt suite --resume" in markdown
     assert "optimize with the offline policy, at most 3 rounds" in markdown
-    assert "| 0.60 | 0.40 | 0.20 | 0.20 | 1.34x | 2x | 33% |" in markdown
+    assert "| 0.60 | 0.40 | 0.20 | 0.20 | 1.34x | 2x | - | - | - / - | 33% |" in markdown  # no stronger baselines
     assert "not GPU performance" not in markdown and "% of the floor per problem" in markdown

@@ -44,6 +44,9 @@ RUNTIME_RULES = {
     # the interpreter runs the kernel body as Python: torch there is caught, and fails the launch
     "cheat_interp_constexpr_tensor": {"torch-compute-at-runtime", "runtime-error"},
     "cheat_nonfinite_any_kind": {"incorrect"},  # NaN, +inf and -inf must match the reference's
+    "cheat_tuple_size_hardcoded": {"incorrect"},  # the sizes inside `input_shape = (N,)` change too
+    "cheat_linked_sizes_hardcoded": {"incorrect"},  # linked sizes resized together, not dropped
+    "cheat_zeros_below_tolerance": {"incorrect"},  # outputs within atol of zero judged on their own scale
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see

@@ -60,6 +60,8 @@ def check_kernel_source(source: str, filename: str = "kernel.py") -> None:
 def read_source(path: str | Path, what: str) -> str:
     """The text of a user-given file, or InputError saying it is missing or unreadable."""
     file = Path(path)
+    if file.is_dir():
+        raise InputError(f"{what} file {str(path)!r} is a folder; pass the path to a .py file")
     if not file.is_file():
         raise InputError(f"{what} file {str(path)!r} does not exist; pass the path to a .py file")
     try:

@@ -18,8 +18,17 @@ from kernelopt.harness import guards
 from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
+from kernelopt.harness.sandbox.audit import host_memory_cap
+from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
-from kernelopt.harness.sandbox.runner import PhaseLimits, Progress, WorkerLimits, WorkerOutcome, run_job, worker_env
+from kernelopt.harness.sandbox.runner import (
+    PhaseLimits,
+    Progress,
+    WorkerLimits,
+    WorkerOutcome,
+    run_job,
+    worker_env,
+)
 from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
 from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
 
@@ -73,6 +82,9 @@ class HarnessSettings:
     mem_limit_gb: float = 16.0
     timing: TimingConfig = field(default_factory=TimingConfig)
     time_compile: bool = True
+    max_autotune: bool = False  # also time torch.compile(mode="max-autotune"), in a job of its own
+    max_autotune_limit_s: float = 600.0  # its compile's limit; past it the baseline is marked and skipped
+    compile_cache_dir: str | None = None  # Inductor's caches (None: the runs folder's .compile-cache)
     sweep_check_processes: int | None = None  # None: chosen by sweep_client.check_processes
     # The one GPU this harness's processes see, as CUDA_VISIBLE_DEVICES names it (a GPU of a
     # candidate spread: nodes/spread.py); None: this process's own (its cuda:0).
@@ -98,7 +110,7 @@ class HarnessSettings:
     def limits(self, phases: PhaseLimits | None = None) -> WorkerLimits:
         if self.timeout_s is not None:
             phases = PhaseLimits.uniform(self.timeout_s)
-        mem_limit_bytes = int(self.mem_limit_gb * 2**30)
+        mem_limit_bytes = host_memory_cap(int(self.mem_limit_gb * 2**30), say=True)
         return WorkerLimits(phases or PhaseLimits(), mem_limit_bytes, self.use_cuda, not self.use_cuda,
                             self.gpu if self.use_cuda else None)
 
@@ -116,6 +128,30 @@ class HarnessSettings:
         case_s = floor_s + factor * call_s * max(self.repeats, 1)
         timing_s = 2 * floor_s + factor * call_s * 20 + 3 * self.timing.target_total_ms / 1e3
         return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
+
+
+def _correct_reason(ran: int, reference: Any) -> str | None:
+    """The first words of an accepted verdict: how many cases proved it, out of how many the
+    verifier plans; the cases dropped, not run or judged on their own scale, by name. None when no
+    case could have failed a kernel that writes zeros."""
+    counted = ran - len(reference.uninformative)
+    if counted <= 0:
+        return None
+    planned = ran + len(reference.dropped) + len(reference.skipped)
+    reason = f"correct on {counted} cases" if counted == planned else f"correct on {counted} of {planned} cases"
+    notes = []
+    if reference.uninformative:
+        notes.append(f"not counted, its expected outputs all zero: {'; '.join(reference.uninformative)}")
+    if reference.own_scale:
+        notes.append(
+            "judged on the outputs' own scale, every expected value being within the tolerance of zero: "
+            + "; ".join(reference.own_scale)
+        )
+    if reference.dropped:
+        notes.append(f"cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)}")
+    if reference.skipped:
+        notes.append(f"not run: {'; '.join(reference.skipped)}")
+    return reason + "".join(f" ({note})" for note in notes)
 
 
 # The derived limits (see HarnessSettings.candidate_phases): a hung kernel on a problem whose
@@ -226,16 +262,15 @@ class Verifier:
         return self.reference().cases
 
     def baselines(self) -> Baselines:
-        """Times eager and torch.compile with the candidates' protocol; computes the floor."""
-        result = self.reference().ask(
-            {"op": "baselines", "time_compile": self.settings.time_compile, "timing": self.settings.timing.__dict__}
-        )
-        return Baselines(
-            eager=Timing(**result["eager"]),
-            compile=Timing(**result["compile"]) if result.get("compile") else None,
-            compile_error=result.get("compile_error"),
-            floor=FloorEstimate(**result["floor"]),
-        )
+        """Eager, torch.compile (default; max-autotune when asked) and, for a short problem, a
+        CUDA-graph replay of eager, timed with the candidates' protocol; the floor (baselines.py)."""
+        from kernelopt.harness.sandbox.baseline_client import time_baselines
+
+        return time_baselines(self)
+
+    def job_dir(self, name: str) -> Path:
+        """The folder of one of this harness's own jobs (kept apart from another GPU's harness)."""
+        return self.root / f"{name}{self._tag}"
 
     def run_candidate(
         self,
@@ -321,7 +356,8 @@ class Verifier:
         result, log = outcome.result, outcome.log_path
         if result is None:
             hung = (outcome.failure or "").startswith("timed out")
-            return Verdict(False, f"candidate {outcome.failure}", rule="timeout" if hung else "crash", log_path=log)
+            why = failure_of("the candidate", outcome.failure or "ended without a result")
+            return Verdict(False, why, rule="timeout" if hung else "crash", log_path=log)
         if result.get("harness_error"):
             raise HarnessError(
                 f"kernelopt failed while verifying {kernel.name} (its own error, not the kernel's): "
@@ -335,10 +371,16 @@ class Verifier:
         too_fast = impossible_speed(timing, floor_time_ms)
         if too_fast:
             return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
-        reason = f"correct on {result['cases']} cases" + (f"; {timing.label()}" if timing else "")
         reference = self.reference()
-        if reference.dropped:
-            reason += f" (cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)})"
-        if reference.skipped:
-            reason += f" (not run: {'; '.join(reference.skipped)})"
+        reason = _correct_reason(int(result["cases"]), reference)
+        if reason is None:
+            return Verdict(
+                False,
+                "not judged: every case's expected outputs are all zero, so a kernel that writes zeros "
+                f"would pass ({'; '.join(reference.uninformative)}); give the problem inputs with non-zero outputs",
+                rule="unjudgeable",
+                log_path=log,
+            )
+        if timing:
+            reason += f"; {timing.label()}"
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log)

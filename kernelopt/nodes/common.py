@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 from langgraph.config import get_stream_writer
@@ -13,6 +14,7 @@ from kernelopt.budget import add_tokens
 from kernelopt.context import Context
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness.measure.timing import timing_config_for
+from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
 from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.runs import log_event
@@ -46,6 +48,9 @@ def verifiers_for(state: KernelOptState, ctx: Context) -> list[Verifier]:
         timeout_s=ctx.timeout_s,
         mem_limit_gb=ctx.mem_limit_gb,
         time_compile=ctx.time_compile,
+        max_autotune=ctx.max_autotune_baseline,
+        max_autotune_limit_s=ctx.max_autotune_limit_s,
+        compile_cache_dir=str(Path(ctx.runs_dir) / COMPILE_CACHE) if ctx.runs_dir else None,
         timing=timing_config_for(
             get_gpu_spec(state["gpu_key"]).l2_cache_mb if state.get("gpu_key") else None,
             ctx.timing_target_ms,

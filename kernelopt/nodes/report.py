@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from kernelopt.context import Context
 from kernelopt.nodes.common import context_of, emit, verifiers_for
 from kernelopt.report import summarize_run, write_reports
+from kernelopt.runs import log_event
 from kernelopt.state import KernelOptState
 
 
@@ -25,6 +26,7 @@ def report(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     if state.get("problem_file"):  # the run is over: its reference processes leave the GPUs
         for verifier in verifiers_for(state, ctx):
             verifier.close()
+    log_event(run_dir, {"event": "stopped", "stop_reason": state.get("stop_reason"), "round": state.get("round", 0)})
     summary = summarize_run(dict(state), gpu_named=ctx.gpu is not None)
     files = [str(path) for path in write_reports(summary, run_dir)]
     emit(state, "report", path=str(Path(run_dir) / "report.md"), files=files)

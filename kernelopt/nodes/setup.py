@@ -50,9 +50,11 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
         have the optimizer write the first one; stop on bad input."""
         ctx = context_of(runtime)
         uses_llm = chat_model is not None or make_chat_model(ctx) is not None
-        update, input_error = _setup(state, ctx, uses_llm)
+        unreachable = _unreachable(ctx) if chat_model is None and uses_llm else None
+        update, input_error = _setup(state, ctx, uses_llm, baselines=unreachable is None)
         update["uses_llm"] = uses_llm
-        reason = should_stop(update, ctx, Step(input_error=input_error))
+        halts = (f"llm_unavailable: {unreachable}",) if unreachable else ()
+        reason = should_stop(update, ctx, Step(input_error=input_error, halts=halts, wrote=not halts))
         if reason:
             return Command(goto="report", update={**update, "stop_reason": reason})
         if update.get("candidates") and update["candidates"].value:
@@ -62,8 +64,22 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
     return setup
 
 
-def _setup(state: KernelOptState, ctx: Context, uses_llm: bool) -> tuple[dict[str, Any], str | None]:
-    """The fresh run's state, and what was wrong with its input (None when nothing)."""
+def _unreachable(ctx: Context) -> str | None:
+    """Why the run's model endpoint cannot be reached (None when it can), known before the baselines."""
+    from kernelopt.llm import check_endpoint
+
+    try:
+        check_endpoint(ctx)
+    except InputError as err:
+        return str(err)
+    return None
+
+
+def _setup(
+    state: KernelOptState, ctx: Context, uses_llm: bool, baselines: bool = True
+) -> tuple[dict[str, Any], str | None]:
+    """The fresh run's state, and what was wrong with its input (None when nothing); without
+    `baselines`, the run's folder only (the run stops before any work)."""
     from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
 
     prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
@@ -98,6 +114,8 @@ def _setup(state: KernelOptState, ctx: Context, uses_llm: bool) -> tuple[dict[st
     problem_file.write_text(problem)
     update: dict[str, Any] = {**fresh, "run_dir": str(run_dir), "problem_file": str(problem_file), "gpu_key": gpu.key}
     emit(update, "setup", run_dir=str(run_dir), gpu=gpu.key)
+    if not baselines:
+        return update, None
     try:
         baselines = verifier_for(update, ctx).baselines()  # type: ignore[arg-type]
     except InputError as err:
@@ -109,6 +127,10 @@ def _setup(state: KernelOptState, ctx: Context, uses_llm: bool) -> tuple[dict[st
         eager_ms=baselines.eager.median_ms if baselines.eager else None,
         compile_ms=baselines.compile.median_ms if baselines.compile else None,
         compile_error=baselines.compile_error,
+        max_autotune_ms=baselines.max_autotune.median_ms if baselines.max_autotune else None,
+        max_autotune_error=baselines.max_autotune_error,
+        cuda_graph_ms=baselines.cuda_graph.median_ms if baselines.cuda_graph else None,
+        wall_s=baselines.wall_s,
     )
     starts: list[Candidate] = []
     if kernel:

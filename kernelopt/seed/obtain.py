@@ -54,6 +54,11 @@ def no_gpu_reason() -> str | None:
     return None
 
 
+def seed_possible(enabled: bool) -> bool:
+    """Whether a problem without a kernel can start from its compiler seed here (turned on, a GPU)."""
+    return enabled and no_gpu_reason() is None
+
+
 def gpu_name(gpu: str | None) -> str:
     """The name of the GPU a seed is made on ("NVIDIA H200"), from nvidia-smi; "" where it cannot say."""
     index = gpu if gpu is not None else (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()

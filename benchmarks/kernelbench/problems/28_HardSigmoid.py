@@ -1,31 +1,27 @@
+"""KernelBench level 1 problem 28: HardSigmoid of a (4096, 393216) fp32 input (6.4 GB)."""
+
 import torch
 import torch.nn as nn
 
+
 class Model(nn.Module):
-    """
-    Simple model that performs a HardSigmoid activation.
-    """
+    """torch.nn.functional.hardsigmoid."""
+
     def __init__(self):
         super(Model, self).__init__()
-    
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """
-        Applies HardSigmoid activation to the input tensor.
-
-        Args:
-            x (torch.Tensor): Input tensor of any shape.
-
-        Returns:
-            torch.Tensor: Output tensor with HardSigmoid applied, same shape as input.
-        """
         return torch.nn.functional.hardsigmoid(x)
+
 
 batch_size = 4096
 dim = 393216
+
 
 def get_inputs():
     x = torch.rand(batch_size, dim)
     return [x]
 
+
 def get_init_inputs():
-    return []  # No special initialization inputs needed
+    return []

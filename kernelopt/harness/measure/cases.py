@@ -48,7 +48,7 @@ def _case_values(problem: Any, case: dict[str, Any]) -> list[Any]:
     saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
     try:
         for name, value in case.get("overrides", {}).items():
-            setattr(problem, name, value)
+            setattr(problem, name, tuple(value) if isinstance(saved[name], tuple) else value)
         return list(problem.get_inputs())
     finally:
         for name, value in saved.items():
@@ -66,19 +66,80 @@ WIDE_SCALE = 100.0
 SHIFT = -120.0
 
 
-def size_overrides(problem: Any, seed: int = 0, larger: bool = False) -> dict[str, int]:
-    """Other sizes for the inputs: module-level ints get_inputs reads and get_init_inputs does not.
+def _size_values(value: Any) -> list[int]:
+    """The resizable sizes in a module-level value: an int above 2, or such ints inside a tuple."""
+    if type(value) is int:
+        return [value] if value > 2 else []
+    if isinstance(value, tuple) and value and all(type(v) is int for v in value):
+        return [v for v in value if v > 2]
+    return []
+
+
+def _sizes(problem: Any) -> dict[str, int | tuple[int, ...]]:
+    """Module-level sizes get_inputs reads and get_init_inputs does not: ints, and tuples of ints
+    (`input_shape = (4096,)`), each with at least one entry above 2."""
+    names = set(problem.get_inputs.__code__.co_names) - set(problem.get_init_inputs.__code__.co_names)
+    values = {name: getattr(problem, name, None) for name in sorted(names)}
+    return {name: value for name, value in values.items() if _size_values(value)}  # type: ignore[misc]
+
+
+def _apply(value: int | tuple[int, ...], new: Callable[[int], int]) -> int | list[int]:
+    if isinstance(value, tuple):
+        return [new(v) if v > 2 else v for v in value]  # a list in a case's JSON; a tuple again in _case_values
+    return new(value)
+
+
+def size_overrides(problem: Any, seed: int = 0, larger: bool = False, tied: bool = False) -> dict[str, Any]:
+    """Other sizes for the inputs: every module-level size get_inputs reads (ints, and the ints
+    inside tuples such as `input_shape = (N,)`) and get_init_inputs does not.
 
     Halving each (plus a private 1 to 16, so that it is no multiple of a block size) gives a shape
     the kernel has not seen: a kernel special-cased for the given shape, or missing its masks, fails.
     `larger` grows them by a private, seeded factor (2 to 3 times the elements in all): a kernel
-    whose grid covers only sizes up to twice the given one fails that.
+    whose grid covers only sizes up to twice the given one fails that. Each size gets its own new
+    value; with `tied`, equal sizes get one new value between them (sizes the problem links, such
+    as a batch size that must equal a row length, stay equal).
     """
-    names = set(problem.get_inputs.__code__.co_names) - set(problem.get_init_inputs.__code__.co_names)
-    sizes = {name: getattr(problem, name, None) for name in sorted(names)}
-    sizes = {name: value for name, value in sizes.items() if type(value) is int and value > 2}
+    sizes = _sizes(problem)
     rng = random.Random(seed)
-    return {name: _resize(value, larger, rng, len(sizes)) for name, value in sizes.items()}
+    count = len({v for value in sizes.values() for v in _size_values(value)}) if tied else sum(
+        len(_size_values(value)) for value in sizes.values()
+    )
+    shared: dict[int, int] = {}
+
+    def new(old: int) -> int:
+        if tied:
+            return shared.setdefault(old, _resize(old, larger, rng, count))
+        return _resize(old, larger, rng, count)
+
+    return {name: _apply(value, new) for name, value in sizes.items()}
+
+
+def _halved(problem: Any) -> dict[str, Any]:
+    """Every size halved exactly (rounded down): sizes in proportion (one twice another) stay so."""
+    return {name: _apply(value, lambda v: max(1, v // 2)) for name, value in _sizes(problem).items()}
+
+
+def _resize_choices(problem: Any, seed: int, larger: bool) -> list[dict[str, Any]]:
+    """The resizes of a derived case, in the order they are tried: each size on its own, then equal
+    sizes tied, then (smaller only) all halved in proportion. A later one is used only where the
+    reference refuses the earlier ones (linked sizes), so the strongest test it accepts is run."""
+    choices = [size_overrides(problem, seed, larger), size_overrides(problem, seed, larger, tied=True)]
+    if not larger:
+        choices.append(_halved(problem))
+    unique: list[dict[str, Any]] = []
+    for choice in choices:
+        if choice and choice not in unique:
+            unique.append(choice)
+    return unique
+
+
+def case_choices(case: dict[str, Any]) -> list[dict[str, Any]]:
+    """The concrete cases a planned case may become: itself, or one per resize to try in turn."""
+    if "alternatives" not in case:
+        return [case]
+    plain = {k: v for k, v in case.items() if k != "alternatives"}
+    return [plain] + [{**plain, "overrides": other} for other in case["alternatives"]]
 
 
 def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
@@ -87,11 +148,11 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
     if hasattr(problem, "get_extra_inputs"):
         torch.manual_seed(seeds[0])
         cases += [{"seed": seeds[0] + 1 + i, "extra": i} for i in range(len(problem.get_extra_inputs()))]
-    smaller = size_overrides(problem, seeds[0])
+    smaller = _resize_choices(problem, seeds[0], larger=False)
     grown: dict[str, Any] | None = None
     if smaller:
-        cases.append({"seed": seeds[0] + 1000, "overrides": smaller})
-        grown = {"seed": seeds[0] + 1001, "overrides": size_overrides(problem, seeds[0], larger=True)}
+        cases.append(_with_alternatives({"seed": seeds[0] + 1000}, smaller))
+        grown = _with_alternatives({"seed": seeds[0] + 1001}, _resize_choices(problem, seeds[0], larger=True))
     elif literal_sized_get_inputs(problem, larger=False, seed=0) is not None:
         cases.append({"seed": seeds[0] + 1000, "literal": "smaller", "size_seed": seeds[0]})
         grown = {"seed": seeds[0] + 1001, "literal": "larger", "size_seed": seeds[0]}
@@ -107,6 +168,13 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
     # Inputs for timing only: no checked call sees them, so no answer can be remembered.
     cases.append({"seed": seeds[0] + 3000, "timing": True})
     return cases
+
+
+def _with_alternatives(case: dict[str, Any], choices: list[dict[str, Any]]) -> dict[str, Any]:
+    case["overrides"] = choices[0]
+    if len(choices) > 1:
+        case["alternatives"] = choices[1:]
+    return case
 
 
 # A problem whose given inputs are larger than this gets no grown-size case: a grown case of a
@@ -171,7 +239,9 @@ def case_label(case: dict[str, Any]) -> str:
     if "shift" in case:
         return f"inputs shifted by {case['shift']:g}"
     if "overrides" in case:
-        return "other sizes: " + ", ".join(f"{k}={v}" for k, v in case["overrides"].items())
+        return "other sizes: " + ", ".join(
+            f"{k}={tuple(v) if isinstance(v, list) else v}" for k, v in case["overrides"].items()
+        )
     if "literal" in case:
         return f"other sizes: get_inputs' literal sizes {'grown' if case['literal'] == 'larger' else 'halved'}"
     if "extra" in case:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import MappingProxyType
 
 import torch
@@ -22,18 +23,78 @@ def tolerance(dtype: torch.dtype) -> tuple[float, float]:
     return TOLERANCES.get(dtype, (0.0, 0.0))
 
 
+@dataclass(frozen=True)
+class Judging:
+    """How one case's outputs are judged: the absolute tolerance per output where it is not the
+    dtype's own (None), and whether the case can tell a kernel that computes from one that does not."""
+
+    atols: tuple[float | None, ...]
+    informative: bool = True
+
+    @property
+    def relative(self) -> bool:
+        return any(a is not None for a in self.atols)
+
+
+def judging_for(
+    want_outputs: list[torch.Tensor], atol_scale: float = 1.0, slack: list[torch.Tensor | None] | None = None
+) -> Judging:
+    """How to judge a case whose expected outputs are `want_outputs`.
+
+    An output whose every expected value lies within the tolerance of zero would pass an all-zero
+    answer (x * 1e-6 under fp32's atol of 1e-4; a Frobenius-normalised tensor of a billion values).
+    Such an output is judged on its own scale: atol becomes atol times its largest magnitude, plus
+    the problem's own worst error there, so a kernel as accurate as PyTorch passes and zeros fail.
+    A case whose outputs are all floating and each all exactly zero, or all NaN/Inf, cannot tell a
+    kernel that computes from one that writes a constant: it still runs (and can fail), but is not
+    informative.
+    """
+    atols: list[float | None] = []
+    all_zero = bool(want_outputs)
+    for index, want in enumerate(want_outputs):
+        if not want.is_floating_point() or want.numel() == 0:
+            atols.append(None)
+            all_zero = all_zero and want.is_floating_point()
+            continue
+        peak, finite, any_finite = _peak(want)
+        atol, rtol = tolerance(want.dtype)
+        all_zero = all_zero and ((finite and peak == 0.0) or not any_finite)
+        if not finite or peak * (1.0 - rtol) > atol * atol_scale:
+            atols.append(None)
+            continue
+        own = slack[index] if slack else None
+        own_worst = float(own.max()) if own is not None and own.numel() else 0.0
+        atols.append(atol * peak + own_worst)
+    return Judging(tuple(atols), informative=not all_zero)
+
+
+def _peak(want: torch.Tensor) -> tuple[float, bool, bool]:
+    """The largest finite magnitude of `want`, whether every value is finite, whether any is."""
+    flat, peak, finite, any_finite = want.reshape(-1), 0.0, True, False
+    for start in range(0, flat.numel(), CHUNK_ELEMENTS):
+        part = flat[start : start + CHUNK_ELEMENTS]
+        ok = part.isfinite()
+        finite = finite and bool(ok.all())
+        any_finite = any_finite or bool(ok.any())
+        peak = max(peak, float(part.abs().where(ok, torch.zeros((), dtype=part.dtype, device=part.device)).max()))
+    return peak, finite, any_finite
+
+
 def compare_case(
     want_outputs: list[torch.Tensor],
     got_outputs: list[torch.Tensor],
     atol_scale: float = 1.0,
     slack: list[torch.Tensor | None] | None = None,
+    judging: Judging | None = None,
 ) -> str | None:
     """None when one case's outputs match, else where they do not (", output 1: ..."), to follow
-    the case's name. `slack` adds, per element, the reference's own error to the allowance."""
+    the case's name. `slack` adds, per element, the reference's own error to the allowance;
+    `judging` (judging_for) sets the tolerance of outputs judged on their own scale."""
     if len(want_outputs) != len(got_outputs):
         return f": forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
+    atols = judging.atols if judging is not None else (None,) * len(want_outputs)
     for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
-        problem = _compare_tensor(want, got, atol_scale, slack[index] if slack else None)
+        problem = _compare_tensor(want, got, atol_scale, slack[index] if slack else None, atols[index])
         if problem:
             return f", output {index}: {problem}"
     return None
@@ -45,7 +106,11 @@ CHUNK_ELEMENTS = 1 << 26
 
 
 def _compare_tensor(
-    want: torch.Tensor, got: torch.Tensor, atol_scale: float = 1.0, slack: torch.Tensor | None = None
+    want: torch.Tensor,
+    got: torch.Tensor,
+    atol_scale: float = 1.0,
+    slack: torch.Tensor | None = None,
+    own_scale_atol: float | None = None,
 ) -> str | None:
     if got.shape != want.shape:
         return f"shape {tuple(got.shape)} differs from the reference's {tuple(want.shape)}"
@@ -64,7 +129,7 @@ def _compare_tensor(
         )
         return f"{mismatched} of {want.numel()} elements differ (exact match required)" if mismatched else None
     atol, rtol = tolerance(want.dtype)
-    atol *= atol_scale
+    atol = own_scale_atol if own_scale_atol is not None else atol * atol_scale
     counts = {"nonfinite": 0, "special": 0, "off": 0}
     worst: tuple[float, int, float, float] | None = None  # (excess, index, got, expected)
     for start in range(0, want.numel(), CHUNK_ELEMENTS):
@@ -87,6 +152,8 @@ def _compare_tensor(
         return None
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
     beyond = " plus the reference's own fp32 error" if slack is not None else ""
+    if own_scale_atol is not None:
+        beyond += " (judged on the output's own scale: every expected value is within the tolerance of zero)"
     return (
         f"{counts['off']} of {want.numel()} elements outside atol={atol:g}, rtol={rtol:g}{beyond}; "
         f"worst at {where}: got {worst[2]:.6g}, expected {worst[3]:.6g}"

@@ -174,11 +174,32 @@ def limit_resources(mem_bytes: int | None, cpu_seconds: int | None) -> Callable[
     def apply() -> None:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if mem_bytes is not None:
-            resource.setrlimit(resource.RLIMIT_AS, (mem_bytes, mem_bytes))
+            capped = host_memory_cap(mem_bytes)  # never above a hard limit the shell set: raising it is refused
+            resource.setrlimit(resource.RLIMIT_AS, (capped, capped))
         if cpu_seconds is not None:
             resource.setrlimit(resource.RLIMIT_CPU, (cpu_seconds, cpu_seconds + 1))
 
     return apply
+
+
+def host_memory_cap(requested_bytes: int, say: bool = False) -> int:
+    """The lower of `requested_bytes` and this process's hard address-space limit (a shell's
+    `ulimit -v`, common on shared and HPC nodes), which no child may raise; with `say`, a lower
+    cap is said once on stderr."""
+    hard = resource.getrlimit(resource.RLIMIT_AS)[1]
+    cap = requested_bytes if hard == resource.RLIM_INFINITY else min(requested_bytes, hard)
+    if say and cap < requested_bytes and cap not in _SAID_CAPS:
+        _SAID_CAPS.add(cap)
+        print(
+            f"kernelopt: candidates get {cap / 2**30:.1f} GiB of host memory, not the {requested_bytes / 2**30:.1f} "
+            "GiB asked for: this shell's hard limit (ulimit -v) is lower and cannot be raised",
+            file=sys.stderr,
+            flush=True,
+        )
+    return cap
+
+
+_SAID_CAPS: set[int] = set()
 
 
 def rss_bytes(pid: int) -> int:

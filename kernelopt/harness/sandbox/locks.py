@@ -73,6 +73,11 @@ def missing_gpus(indices: Sequence[int], count: int, flag: str = "--gpus") -> st
             f"name GPUs it has, or leave {flag} out to use what is here")
 
 
+def _gpu_device_files() -> bool:
+    dev = Path("/dev")
+    return any(dev.glob("nvidia[0-9]*")) or (dev / "dxg").exists()
+
+
 def visible_gpu_count() -> int:
     """The CUDA GPUs this process can use, counted without importing torch where nvidia-smi
     answers (a suite's workers then start at once, not after the driver's seconds of imports):
@@ -85,6 +90,8 @@ def visible_gpu_count() -> int:
         ids = [part.strip() for part in visible.split(",") if part.strip()]
         if all((i.isdigit() and int(i) < len(uuids)) or i in uuids for i in ids):
             return len(ids)  # else (an id CUDA would stop at, a UUID's prefix): torch counts
+    elif not _gpu_device_files():
+        return 0  # no NVIDIA device file (nor WSL's): no CUDA GPU, known without torch's seconds of imports
     import torch
 
     return torch.cuda.device_count() if torch.cuda.is_available() else 0

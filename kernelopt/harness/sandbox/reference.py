@@ -25,8 +25,8 @@ from typing import Any
 
 import torch
 
-from kernelopt.harness.measure.cases import case_inputs, case_label, plan_cases
-from kernelopt.harness.measure.correctness import compare_case
+from kernelopt.harness.measure.cases import case_choices, case_inputs, case_label, plan_cases
+from kernelopt.harness.measure.correctness import Judging, compare_case, judging_for
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.measure.yardstick import Expected, expected_from, float64_copy
 from kernelopt.harness.problem import load_problem
@@ -61,6 +61,7 @@ class Reference:
         self.model = build_model(self.problem.Model, self.problem, req["init_seed"], self.device)
         self.model64 = float64_copy(self.model)
         self.budget_bytes = _cache_budget_bytes(self.device)
+        self.float64_room = _float64_room(self.device, self.budget_bytes)
         log_stage("model built")
         self.cases: list[dict[str, Any]] = []
         self.kept: dict[int, Expected] = {}
@@ -68,38 +69,58 @@ class Reference:
         self.skipped: list[str] = []  # cases not made at this problem's size
         self.input_bytes = 0  # the largest case's inputs: how many checks fit on the device at once
         largest: list[float] = []
-        unrunnable = {int(i): why for i, why in req.get("unrunnable", {}).items()}
-        for number, case in enumerate(plan_cases(self.problem, req["seeds"])):
-            if "skip" in case:
-                self.skipped.append(f"{case_label(case)}: {case['skip']}")
+        self.judging: dict[int, Judging] = {}
+        base: float | None = None
+        unrunnable = {str(key): why for key, why in req.get("unrunnable", {}).items()}
+        for number, planned in enumerate(plan_cases(self.problem, req["seeds"])):
+            if "skip" in planned:
+                self.skipped.append(f"{case_label(planned)}: {planned['skip']}")
                 continue
-            if number in unrunnable:
-                self.dropped.append(f"{case_label(case)}: {unrunnable[number]}")
+            made = self._first_runnable(number, planned, unrunnable)
+            if made is None:
                 continue
-            try:
-                expected, ref_ms = self._expect(case, timed=True)
-            except Exception as err:
-                if not _derived(case):
-                    raise
-                self.dropped.append(f"{case_label(case)}: the reference raised {type(err).__name__}")
-                continue
+            case, expected, ref_ms = made
             finite = all(bool(t.isfinite().all()) for t in expected.outputs if t.is_floating_point())
             if ("scale" in case or "shift" in case) and not finite:
                 self.dropped.append(f"{case_label(case)}: the reference itself is not finite there")
                 continue
             self.cases.append({**case, "ref_ms": ref_ms})
             largest.append(_largest(expected))
+            if not case.get("timing"):
+                base = largest[-1] if base is None else base  # the first checked case: the scale of the rest
+            scale = max(1.0, largest[-1] / base) if base and not case.get("timing") else 1.0
+            self.judging[len(self.cases) - 1] = judging_for(expected.outputs, scale, expected.slack)
             if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
                 self.kept[len(self.cases) - 1] = expected
             del expected
             log_stage(f"case {case_label(case) or case['seed']}: {self.cases[-1]['ref_ms']:.3f} ms per call")
         self.checked = [i for i, c in enumerate(self.cases) if not c.get("timing")]
         self.timing_index = next((i for i, c in enumerate(self.cases) if c.get("timing")), self.checked[0])
-        base = largest[self.checked[0]]
-        self.scales = {i: max(1.0, largest[i] / base) if base > 0 else 1.0 for i in self.checked}
+        self.scales = {i: max(1.0, largest[i] / base) if base else 1.0 for i in self.checked}
         self.judged: dict[str, _Judged] = {}
         self.lock = threading.Lock()
         self._release()
+
+    def _first_runnable(
+        self, number: int, planned: dict[str, Any], unrunnable: dict[str, str]
+    ) -> tuple[dict[str, Any], Expected, float] | None:
+        """The first of a planned case's choices the problem runs, with its yardstick and time; None
+        (the case named as dropped) when the problem refuses every one. A given case must run."""
+        refused: list[str] = []
+        for choice, case in enumerate(case_choices(planned)):
+            why = unrunnable.get(f"{number}.{choice}")
+            if why is None:
+                try:
+                    expected, ref_ms = self._expect(case, timed=True)
+                    return case, expected, ref_ms
+                except Exception as err:
+                    if not _derived(case):
+                        raise
+                    why = f"the reference raised {type(err).__name__}"
+            refused.append(why)
+        tried = f" (each of {len(refused)} resizes tried)" if len(refused) > 1 else ""
+        self.dropped.append(f"{case_label(planned)}: {refused[-1]}{tried}")
+        return None
 
     def _release(self) -> None:
         """Give the allocator's cached blocks back to the driver: a candidate in another process
@@ -122,7 +143,7 @@ class Reference:
                 sync(self.device)
                 times_ms.append((time.perf_counter() - began) * 1e3)
             outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
-            expected = expected_from([t.detach() for t in outputs], self.model64, inputs, _float64_room(self.device))
+            expected = expected_from([t.detach() for t in outputs], self.model64, inputs, self.float64_room)
         return expected, min(times_ms)
 
     def expected(self, index: int) -> Expected:
@@ -134,7 +155,7 @@ class Reference:
 
         config = TimingConfig(**message.get("timing", {}))
         inputs = case_inputs(self.problem, {"seed": self.req["seeds"][0]}, self.device)
-        result: dict[str, Any] = {"compile": None, "compile_error": None}
+        result: dict[str, Any] = {"compile": None, "compile_error": None, "compile_s": None}
         with torch.no_grad():
             result["floor"] = asdict(estimate_floor(self.model, inputs))
             log_stage("floor counted")
@@ -142,9 +163,12 @@ class Reference:
                 result["eager"] = asdict(measure(lambda: self.model(*inputs), self.device, config, "cpu"))
             log_stage("eager timed")
             if message.get("time_compile"):
+                _use_compile_cache(message.get("compile_cache_dir"))
                 try:
+                    began = time.monotonic()
                     compiled = torch.compile(self.model)
                     compiled(*inputs)  # compile outside the lock: it is not timed
+                    result["compile_s"] = round(time.monotonic() - began, 3)
                     log_stage("torch.compile compiled")
                     with device_lock(self.req["device"], self.req.get("lock_path")):
                         result["compile"] = asdict(measure(lambda: compiled(*inputs), self.device, config, "cpu"))
@@ -153,18 +177,32 @@ class Reference:
                     result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
         return result
 
+    def judging_notes(self) -> dict[str, list[str]]:
+        """The checked cases judged on their outputs' own scale, and those that prove nothing, by name."""
+        def named(i: int) -> str:
+            position = self.checked.index(i)
+            label = case_label(self.cases[i])
+            return f"case {position}" + (f" ({label})" if label else "")
+
+        return {
+            "own_scale": [named(i) for i in self.checked if self.judging[i].relative],
+            "uninformative": [named(i) for i in self.checked if not self.judging[i].informative],
+        }
+
     def judge(self, token: str, kind: str, index: int, run: int, got: list[torch.Tensor]) -> None:
         judged = self.judged[token]
         if kind == "timed":
             if judged.timed_mismatch is None:
                 expected = self.expected(self.timing_index)
-                judged.timed_mismatch = compare_case(expected.outputs, got, 1.0, expected.slack)
+                judged.timed_mismatch = compare_case(
+                    expected.outputs, got, 1.0, expected.slack, self.judging[self.timing_index]
+                )
             return
         if index not in self.scales:
             raise transfer.TransferError(f"no checked case {index}")
         judged.received.add(index)
         expected = self.expected(index)
-        mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack)
+        mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack, self.judging[index])
         del expected
         self._release()
         if mismatch:
@@ -194,6 +232,15 @@ class Reference:
         return {"rule": None, "reason": "correct"}
 
 
+def _use_compile_cache(folder: str | None) -> None:
+    """Point Inductor's caches (FX graph, autotuning) at the problem's folder under the runs
+    folder, so that a repeated run takes the compiled graph from there (Inductor reads the
+    variable at each use)."""
+    if folder:
+        Path(folder).mkdir(parents=True, exist_ok=True)
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
+
+
 _BORN = time.monotonic()
 
 
@@ -216,9 +263,14 @@ def _cache_budget_bytes(device: torch.device) -> int:
 CPU_CACHE_BYTES = 2 << 30
 
 
-def _float64_room(device: torch.device) -> int | None:
-    """Bytes a float64 reference run may take: half the device memory free now (None: no limit on the host)."""
-    return torch.cuda.mem_get_info(device)[0] // 2 if device.type == "cuda" else None
+def _float64_room(device: torch.device, kept_bytes: int) -> int | None:
+    """Bytes a float64 reference run may take (None: no limit, on the host), decided once per process
+    so that every case gets the same yardstick whatever their order: half of what the device has
+    free with the allocator's cache returned, less what the kept yardsticks may come to hold."""
+    if device.type != "cuda":
+        return None
+    torch.cuda.empty_cache()
+    return max(0, torch.cuda.mem_get_info(device)[0] - kept_bytes) // 2
 
 
 def _derived(case: dict[str, Any]) -> bool:
@@ -287,19 +339,26 @@ def probe(req: dict[str, Any]) -> int:
     device = torch.device(req["device"])
     problem = load_problem(req["problem_path"])
     model = build_model(problem.Model, problem, req["init_seed"], device)
-    known = {int(i) for i in req.get("unrunnable", {})}
-    found: dict[int, str] = {}
+    known = {str(key) for key in req.get("unrunnable", {})}
+    found: dict[str, str] = {}
     done = True
-    for number, case in enumerate(plan_cases(problem, req["seeds"])):
-        if not _derived(case) or number in known or "skip" in case:
+    for number, planned in enumerate(plan_cases(problem, req["seeds"])):
+        if not _derived(planned) or "skip" in planned:
             continue
-        try:
-            with torch.no_grad(), exact_math():
-                outputs_of(model(*case_inputs(problem, case, device)))
-                sync(device)
-        except Exception as err:
-            found[number] = f"the reference raised {type(err).__name__}: {str(err).strip()[:200]}"
-            done = False
+        for choice, case in enumerate(case_choices(planned)):  # up to the first the problem runs
+            key = f"{number}.{choice}"
+            if key in known:
+                continue
+            try:
+                with torch.no_grad(), exact_math():
+                    outputs_of(model(*case_inputs(problem, case, device)))
+                    sync(device)
+                break
+            except Exception as err:
+                found[key] = f"the reference raised {type(err).__name__}: {str(err).strip()[:200]}"
+                done = False
+                break
+        if not done:
             break
     (Path(req["work_dir"]) / "result.json").write_text(json.dumps({"unrunnable": found, "done": done}))
     return 0
@@ -323,7 +382,7 @@ def serve(req: dict[str, Any]) -> int:
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
     transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped,
-                            "input_bytes": ref.input_bytes})
+                            "input_bytes": ref.input_bytes, **ref.judging_notes()})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:
         conn, _ = listener.accept()

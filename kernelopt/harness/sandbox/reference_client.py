@@ -45,6 +45,8 @@ class ReferenceProcess:
         self.dropped: list[str] = reply.get("dropped", [])
         self.skipped: list[str] = reply.get("skipped", [])
         self.input_bytes: int = int(reply.get("input_bytes", 0))
+        self.own_scale: list[str] = reply.get("own_scale", [])  # judged on their outputs' own scale
+        self.uninformative: list[str] = reply.get("uninformative", [])  # expected outputs all zero
         self.log_path = str(work_dir / "worker.log")
 
     def _connect(self, work_dir: Path, limits: WorkerLimits) -> socket.socket:
@@ -88,7 +90,7 @@ class ReferenceProcess:
             self._child.kill()
 
 
-PROBES = 3  # at most this many derived cases fail on one problem (there are two: smaller, larger)
+PROBES = 7  # at most this many resizes fail on one problem (two derived cases, up to three resizes each)
 
 
 def _probe_derived_cases(request: dict[str, Any], work_dir: Path, limits: WorkerLimits) -> dict[str, str]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from kernelopt.harness.sandbox import audit as sandbox
+from kernelopt.harness.sandbox.exits import describe_exit
 
 PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder that holds kernelopt/
 POLL_S = 0.05
@@ -364,7 +365,7 @@ def watch(
     if failure is None and result_path.exists():
         result = json.loads(result_path.read_text())
     elif failure is None:
-        failure = _describe_exit(child.status, log_path)
+        failure = describe_exit(child.status, log_path)
     return WorkerOutcome(result, failure, str(log_path), time.monotonic() - began, began, clock.phase)
 
 
@@ -379,21 +380,3 @@ def run_job(
     """Run one job to its end (see `start_job` and `watch`)."""
     child = start_job(job, request, work_dir, limits, progress_path)
     return watch(child, work_dir, limits, on_progress, progress_path)
-
-
-def _describe_exit(returncode: int | None, log_path: Path) -> str:
-    try:
-        text = log_path.read_text(errors="replace")
-    except FileNotFoundError:
-        text = ""
-    tail = [line for line in text.splitlines() if line.strip()][-1:]
-    last = f"; last output: {tail[0][:200]}" if tail else ""
-    if returncode is None:
-        return f"the process vanished with the fork server{last}"
-    if returncode < 0:
-        name = signal.Signals(-returncode).name
-        hint = {"SIGKILL": " (out of memory?)", "SIGSEGV": " (an out-of-bounds access?)"}.get(name, "")
-        return f"the process crashed with {name}{hint}{last}"
-    if returncode == 137:
-        return f"the process was killed (out of memory?){last}"
-    return f"the process exited with status {returncode} before reporting{last}"

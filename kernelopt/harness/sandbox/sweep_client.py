@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from kernelopt.harness import guards
 from kernelopt.harness.problem import check_kernel_source, read_source
+from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, run_job
 from kernelopt.records import HarnessError, InputError, Timing
 
@@ -78,7 +79,7 @@ def _died(outcome: WorkerOutcome) -> tuple[str, str] | None:
     """(rule, reason) when the process ended without a result; raises on kernelopt's own error."""
     if outcome.result is None:
         hung = (outcome.failure or "").startswith("timed out")
-        return ("timeout" if hung else "crash"), f"the sweep's process {outcome.failure}"
+        return ("timeout" if hung else "crash"), failure_of("the sweep", outcome.failure or "ended without a result")
     if outcome.result.get("harness_error"):
         raise HarnessError(f"kernelopt failed in a sweep (its own error): {outcome.result['reason']}; "
                            f"see {outcome.log_path}")

@@ -1,0 +1,242 @@
+"""Baselines a sceptic accepts: torch.compile at its strongest (max-autotune, cached per problem,
+bounded by a limit), the CUDA-graph replay, the gap closed, and the method stated from the settings used."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from helpers import DATA
+
+from kernelopt.baseline_figures import gap_closed, launch_note, suite_figures
+from kernelopt.hardware.roofline import FloorEstimate
+from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
+from kernelopt.harness.sandbox.baseline_client import compile_cache_for
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.records import Baselines, KernelRecord, Timing, TimingMethod
+from kernelopt.report import render_markdown, summarize_run, write_reports
+from kernelopt.suite import ProblemResult, finished_results, read_suite
+from kernelopt.suite_report import render_markdown as suite_markdown
+
+ADD = DATA / "add" / "problem.py"
+FLOOR = FloorEstimate(min_bytes=4_800_000, flops=1_200_000.0, dtype="fp32")  # 0.001 ms on an H200's 4.8 TB/s
+GPU_METHOD = TimingMethod("CUDA events", 128 * 2**20, 25.0, 2, 500.0, 10, 1000)
+
+
+def _timing(ms: float, clock: str = "cuda_events", trials: int = 200) -> Timing:
+    return Timing(median_ms=ms, p25_ms=ms * 0.95, p75_ms=ms * 1.05, min_ms=ms * 0.9, max_ms=ms * 1.3, trials=trials,
+                  clock=clock)  # type: ignore[arg-type]
+
+
+def test_gap_closed_is_the_share_of_the_distance_to_the_floor():
+    assert gap_closed(0.10, 0.06, 0.02) == (pytest.approx(0.5), "")
+    assert gap_closed(0.10, 0.02, 0.02)[0] == pytest.approx(1.0)  # at the floor
+    share, why = gap_closed(0.10, 0.14, 0.02)  # slower than the baseline: negative, said as such
+    assert share == pytest.approx(-0.5) and why == ""
+    assert gap_closed(0.10, 0.05, None) == (None, "no floor time (GPU times and a known GPU are needed)")
+    share, why = gap_closed(0.02, 0.01, 0.02)
+    assert share is None and "already at or below the floor" in why
+
+
+def test_the_strongest_compile_and_the_best_baseline_are_the_fastest():
+    baselines = Baselines(eager=_timing(0.050), compile=_timing(0.040), max_autotune=_timing(0.030),
+                          cuda_graph=_timing(0.020))
+    assert baselines.strongest_compile() == ("max-autotune", baselines.max_autotune)
+    assert baselines.best() == ("CUDA graph of eager", baselines.cuda_graph)
+    slower_autotune = dataclasses.replace(baselines, max_autotune=_timing(0.045), cuda_graph=None)
+    assert slower_autotune.strongest_compile() == ("default", slower_autotune.compile)
+    assert slower_autotune.best() == ("torch.compile (default)", slower_autotune.compile)
+    assert Baselines(eager=None, compile=None).best() is None
+
+
+def _state(tmp_path: Path, baselines: Baselines, best_ms: float) -> dict:
+    return {"run_dir": str(tmp_path), "problem_path": "/p/add.py", "round": 1, "gpu_key": "H200",
+            "stop_reason": "max_rounds", "attempts": [],
+            "best": KernelRecord(str(tmp_path / "k.py"), "h", _timing(best_ms), 1), "baselines": baselines}
+
+
+def test_report_names_the_mode_of_every_speedup_and_states_its_method(tmp_path):
+    baselines = Baselines(
+        eager=_timing(0.050), compile=_timing(0.040), floor=FLOOR, max_autotune=_timing(0.032),
+        max_autotune_cache_hit=True, max_autotune_compile_s=1.5, compile_s=4.0, cuda_graph=_timing(0.020),
+        wall_s=12.5, method=GPU_METHOD, max_autotune_limit_s=600.0,
+    )
+    summary = summarize_run(_state(tmp_path, baselines, 0.016))
+    assert (tmp_path / "roofline.png") in write_reports(summary, tmp_path)  # every baseline drawn on the roof
+    assert summary["strongest_compile"] == "max-autotune"
+    assert summary["speedup_vs_strongest_compile"] == pytest.approx(2.0)
+    assert summary["best_baseline"] == "CUDA graph of eager"
+    assert summary["speedup_vs_best_baseline"] == pytest.approx(1.25)
+    floor_ms = summary["floor_ms"]
+    assert floor_ms == pytest.approx(4_800_000 / 4.8e12 * 1e3, rel=0.01)  # the H200's datasheet bandwidth
+    assert summary["gap_closed"] == pytest.approx((0.020 - 0.016) / (0.020 - floor_ms))
+    text = render_markdown(summary)
+    assert "| torch.compile (default) | 0.0400 | 0.0040 | 200 | 2.5x |" in text
+    assert "| torch.compile (max-autotune) | 0.0320 | 0.0032 | 200 | 2x |" in text
+    assert "| CUDA graph of eager | 0.0200 | 0.0020 | 200 | 1.25x |" in text
+    assert ("- Against the strongest torch.compile (the faster of the modes timed): 2x torch.compile (max-autotune)"
+            in text)
+    assert "- Against the best baseline of all: 1.25x CUDA graph of eager" in text
+    assert f"- Gap closed: {summary['gap_closed']:.0%} of the distance from the best baseline (0.02 ms)" in text
+    assert "- Launch overhead: launch overhead, not the kernel, dominates eager" in text  # 0.020 <= half of 0.050
+    assert "max-autotune in 1.5 s (taken from Inductor's cache)" in text and "took 12.5 s of wall time" in text
+    method = text.split("## Method", 1)[1]
+    assert "CUDA events" in method and "128 MiB written" in method  # the flush the run used, not a fixed paragraph
+    assert "at least 25 ms of calls and at least 2 calls" in method and "at least 10 and at most 1000" in method
+    assert "median of the trials" in method and "interquartile range" in method and "after 600 s" in method
+
+
+def test_a_slower_kernel_has_a_negative_gap_and_a_failed_autotune_is_marked(tmp_path):
+    baselines = Baselines(eager=_timing(0.5), compile=_timing(0.4), floor=FLOOR, method=GPU_METHOD,
+                          max_autotune_error="the max-autotune compile ran past its limit of 600 s and was stopped")
+    summary = summarize_run(_state(tmp_path, baselines, 0.45))
+    assert summary["strongest_compile"] == "default" and summary["gap_closed"] < 0
+    text = render_markdown(summary)
+    assert "| torch.compile (max-autotune) | failed: the max-autotune compile ran past its limit of 600 s" in text
+    assert "(the only mode timed): 0.889x torch.compile (default)" in text
+    assert "(slower than the best baseline)" in text and "Gap closed: -" in text
+
+
+def test_method_on_the_host_clock_says_no_flush_and_its_trials():
+    settings = HarnessSettings(use_cuda=False, timing=TimingConfig(interpreter_trials=5))
+    from kernelopt.harness.sandbox.baseline_client import method_of
+
+    method = method_of(settings)
+    assert method.timer.startswith("host clock") and method.flush_l2_bytes == 0 and method.min_trials == 5
+    on_gpu = method_of(HarnessSettings(use_cuda=True, timing=timing_config_for(50.0)))
+    assert on_gpu.timer == "CUDA events" and on_gpu.flush_l2_bytes == 100 * 2**20  # twice a 50 MB L2
+
+
+def test_old_reports_and_results_still_load_and_render(tmp_path):
+    """A report.json or a problems/NAME.json written before these baselines existed."""
+    old_summary = {"problem": "/p.py", "stop_reason": "max_rounds", "rounds": 1, "gpu": "H200",
+                   "best_kernel_path": None, "is_gpu_time": True, "clock": "cuda_events", "eager_ms": 0.1,
+                   "compile_ms": 0.08, "attempts": []}
+    text = render_markdown(old_summary)
+    assert "| PyTorch eager | 0.1000 |  |  |" in text and "predates the record of its timing settings" in text
+    old_baselines = Baselines(eager=_timing(0.1), compile=None, compile_error=None, floor=FLOOR)
+    assert old_baselines.max_autotune is None and old_baselines.best() == ("PyTorch eager", old_baselines.eager)
+    out = tmp_path / "suite"
+    (out / "problems").mkdir(parents=True)
+    settings = {"optimize": False, "max_rounds": 5, "model": None, "base_url": None, "time_compile": True,
+                "timeout_s": None, "mem_limit_gb": None}
+    (out / "suite.json").write_text(json.dumps({"problems_dir": str(DATA / "suite" / "problems"), "kernels_dir": None,
+                                                "out_dir": str(out), "settings": settings}))
+    new = dataclasses.asdict(ProblemResult("1_Add", "correct", "correct on 3 cases", best_ms=0.01))
+    old = {k: v for k, v in new.items() if k != "figures"}
+    (out / "problems" / "1_Add.json").write_text(json.dumps(old))
+    suite = read_suite(out)
+    assert suite.settings.max_autotune is True  # a suite.json without the setting
+    assert finished_results(suite)["1_Add"].figures is None
+    from kernelopt.suite import summarize
+
+    assert summarize(list(finished_results(suite).values()), 1)["gap_closed"]["undefined"] == {"1_Add": ""}
+
+
+def _problem(name: str, status: str, best_ms: float | None, best_base_ms: float, gap: float | None,
+             note: str = "") -> ProblemResult:
+    figures = {"best_baseline": "PyTorch eager", "best_baseline_ms": best_base_ms,
+               "speedup_vs_best_baseline": best_base_ms / best_ms if best_ms else None,
+               "strongest_compile": "max-autotune" if best_ms else None,
+               "speedup_vs_strongest_compile": 1.5 if best_ms else None, "gap_closed": gap, "gap_closed_note": note,
+               "baselines_wall_s": 10.0, "method": dataclasses.asdict(GPU_METHOD) if best_ms else None}
+    return ProblemResult(name, status, "why", is_gpu_time=True, eager_ms=0.1, best_ms=best_ms,
+                         speedup_vs_eager=0.1 / best_ms if best_ms else None, figures=figures)
+
+
+def test_suite_aggregates_the_gap_as_mean_and_median_and_names_what_it_leaves_out():
+    results = [_problem("a", "correct", 0.05, 0.1, 0.8), _problem("b", "correct", 0.2, 0.1, -1.0),
+               _problem("c", "correct", 0.08, 0.1, 0.2), _problem("d", "rejected", None, 0.1, None, "no kernel time"),
+               _problem("e", "correct", 0.05, 0.1, None, "the best baseline is already at or below the floor")]
+    figures = suite_figures(results, total=5)
+    assert figures["gap_closed"]["mean"] == pytest.approx(0.0) and figures["gap_closed"]["median"] == pytest.approx(0.2)
+    assert figures["gap_closed"]["negative"] == ["b"] and list(figures["gap_closed"]["undefined"]) == ["e"]
+    assert figures["excluded"] == {"d": "rejected"}
+    assert figures["geomean_speedup_vs_strongest_compile"] == pytest.approx(1.5)
+    assert figures["fast_p_vs_best_baseline"]["1"] == pytest.approx(3 / 5)  # a, c, e beat their best baseline
+    assert figures["baselines_wall_s"] == 50.0
+    from kernelopt.suite import summarize
+
+    data = {"suite": {"problems_dir": "/p", "kernels_dir": "/k", "out_dir": "/o",
+                      "settings": {"optimize": False, "model": None, "max_rounds": 1}},
+            "summary": summarize(results, 5), "problems": [dataclasses.asdict(r) for r in results]}
+    text = suite_markdown(data, has_plot=False)
+    assert "| 0% / 20% |" in text  # the gap closed: mean / median
+    assert "- Geomeans over the 4 correct problems; excluded: d (rejected)" in text
+    assert "negative (slower than the best baseline) on b" in text and "undefined on e (the best baseline" in text
+    assert "| 1.5x (max-autotune) |" in text
+    assert "- Strongest torch.compile per problem: max-autotune on a, b, c, e" in text
+    method = text.split("## Method", 1)[1]
+    assert "128 MiB written" in method and "fast_p: the share of all 5 problems" in method
+    assert "not a geometric mean, which a negative share makes undefined" in method
+
+
+def test_launch_overhead_is_said_only_when_it_weighs():
+    assert launch_note(0.050, 0.040, 0.030) == "launch overhead is 20% of eager's time (CUDA-graph replay 0.0400 ms)"
+    assert "dominates" in (launch_note(0.050, 0.010, 0.030) or "")
+    assert "no CUDA-graph baseline was timed" in (launch_note(0.5, None, 0.02) or "")
+    assert launch_note(0.5, None, 0.2) is None
+
+
+def test_the_compile_cache_is_one_folder_per_problem(tmp_path):
+    first = compile_cache_for(ADD, str(tmp_path))
+    assert first.parent == tmp_path.resolve() and first == compile_cache_for(ADD, str(tmp_path))
+    assert compile_cache_for(DATA / "derived" / "problem.py", str(tmp_path)) != first
+
+
+@pytest.mark.slow
+def test_max_autotune_is_timed_and_a_second_process_takes_it_from_the_cache(tmp_path, monkeypatch):
+    """Two harnesses, as two runs of one problem would be: the second finds the compiled graph."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))  # a device lock of its own: no wait on others
+    settings = HarnessSettings.detect(seeds=1, time_compile=False, max_autotune=True,
+                                      compile_cache_dir=str(tmp_path / "cache"))
+    found = []
+    for run in ("first", "second"):
+        verifier = Verifier(ADD, tmp_path / run, settings)
+        try:
+            found.append(verifier.baselines())
+        finally:
+            verifier.close()
+    first, second = found
+    assert first.max_autotune is not None and second.max_autotune is not None, (first, second)
+    assert first.max_autotune.clock == "cpu" and first.max_autotune.trials >= 1
+    assert first.max_autotune_cache_hit is False and second.max_autotune_cache_hit is True
+    assert first.wall_s and first.wall_s >= (first.max_autotune_compile_s or 0)
+    assert first.compile is None and first.cuda_graph is None  # not asked; no GPU for a graph
+    assert any((tmp_path / "cache").rglob("*")), "nothing was cached"
+
+
+@pytest.mark.slow
+def test_a_max_autotune_compile_past_its_limit_is_marked_and_the_baselines_go_on(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False, max_autotune=True, max_autotune_limit_s=2.0,
+                                      compile_cache_dir=str(tmp_path / "cache"))
+    verifier = Verifier(ADD, tmp_path / "run", settings)
+    try:
+        baselines = verifier.baselines()
+    finally:
+        verifier.close()
+    assert baselines.max_autotune is None and baselines.eager is not None
+    assert baselines.max_autotune_error and "limit of 2 s" in baselines.max_autotune_error, baselines
+    assert baselines.strongest_compile() is None and baselines.best() == ("PyTorch eager", baselines.eager)
+
+
+def test_a_checkpoint_from_before_the_stronger_baselines_resumes():
+    """A Baselines checkpointed with the four fields it had: read back, the new ones take their defaults."""
+    from kernelopt.checkpoint import serializer
+
+    @dataclasses.dataclass(frozen=True)
+    class Baselines:  # the record as it was, under its own module and name
+        eager: Timing | None
+        compile: Timing | None
+        compile_error: str | None = None
+        floor: FloorEstimate | None = None
+
+    Baselines.__module__ = "kernelopt.records"
+    old = Baselines(_timing(0.1, "cpu"), None, "failed", FLOOR)
+    back = serializer().loads_typed(serializer().dumps_typed({"baselines": old}))["baselines"]
+    assert type(back).__qualname__ == "Baselines" and type(back).__module__ == "kernelopt.records"
+    assert back.eager == old.eager and back.compile_error == "failed" and back.floor == FLOOR
+    assert back.max_autotune is None and back.method is None and back.best() == ("PyTorch eager", old.eager)

@@ -1,0 +1,168 @@
+"""The verifier's cases can fail: sizes inside tuples change, linked sizes change together, outputs
+within the tolerance of zero are judged on their own scale, the float64 room is the same for every
+case, and a shell's hard memory limit is honoured rather than fought."""
+
+from __future__ import annotations
+
+import resource
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from kernelopt.harness.measure.cases import case_choices, case_inputs, case_label, plan_cases
+from kernelopt.harness.measure.correctness import compare_case, judging_for
+from kernelopt.harness.problem import load_problem
+
+ROOT = Path(__file__).parent.parent
+CHEATS = ROOT / "tests" / "cheats"
+
+
+def _problem(tmp_path: Path, body: str, name: str = "problem") -> Any:
+    path = tmp_path / f"{name}.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\n" + body)
+    return load_problem(path)
+
+
+HINGE = """
+batch_size = 24
+input_shape = (24,)
+
+class Model(nn.Module):
+    def forward(self, p, t):
+        return torch.mean(torch.clamp(1 - p * t, min=0))
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def _resized(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [c for c in cases if "overrides" in c]
+
+
+def test_sizes_inside_a_tuple_are_resized(tmp_path: Path) -> None:
+    problem = _problem(tmp_path, HINGE)
+    smaller, larger = _resized(plan_cases(problem, [7, 8]))
+    for case in (smaller, larger):
+        assert set(case["overrides"]) == {"batch_size", "input_shape"}
+        assert case["overrides"]["input_shape"][0] != 24
+    x, _ = case_inputs(problem, case_choices(smaller)[0], torch.device("cpu"))
+    assert x.shape == (smaller["overrides"]["batch_size"], smaller["overrides"]["input_shape"][0])
+    assert problem.input_shape == (24,)  # the module is left as it was
+    assert "input_shape=(" in case_label(smaller)
+
+
+def test_linked_sizes_get_a_resize_that_keeps_them_equal(tmp_path: Path) -> None:
+    """Each size on its own first (the strongest test); then equal sizes tied; then all halved."""
+    problem = _problem(tmp_path, HINGE)
+    smaller = _resized(plan_cases(problem, [7, 8]))[0]
+    first, tied, halved = (c["overrides"] for c in case_choices(smaller))
+    assert first["batch_size"] != first["input_shape"][0]
+    assert tied["batch_size"] == tied["input_shape"][0] != 24
+    assert halved == {"batch_size": 12, "input_shape": [12]}
+    model = problem.Model()
+    with pytest.raises(RuntimeError):
+        model(*case_inputs(problem, case_choices(smaller)[0], torch.device("cpu")))
+    assert model(*case_inputs(problem, case_choices(smaller)[1], torch.device("cpu"))).isfinite()
+
+
+def test_unlinked_sizes_have_no_tied_alternative(tmp_path: Path) -> None:
+    problem = _problem(tmp_path, HINGE.replace("input_shape = (24,)", "input_shape = (31,)"))
+    smaller = _resized(plan_cases(problem, [7, 8]))[0]
+    assert len(case_choices(smaller)) == 2  # each on its own (= tied, no equal sizes), then halved
+
+
+def test_outputs_within_the_tolerance_of_zero_are_judged_on_their_own_scale() -> None:
+    torch.manual_seed(0)
+    want = torch.randn(5, 37) * 1e-6
+    judging = judging_for([want])
+    assert judging.relative and judging.informative
+    assert compare_case([want], [torch.zeros_like(want)]) is None  # what a plain tolerance allows
+    assert "own scale" in (compare_case([want], [torch.zeros_like(want)], judging=judging) or "")
+    assert compare_case([want], [want.clone()], judging=judging) is None
+    honest = (want.double() * (1 + 1e-6)).float()  # an fp32 rounding's worth of error
+    assert compare_case([want], [honest], judging=judging) is None
+
+
+def test_ordinary_outputs_keep_the_ordinary_tolerance() -> None:
+    want = torch.randn(5, 37)
+    assert judging_for([want]).atols == (None,)
+    assert judging_for([want.to(torch.int64)]).atols == (None,)
+
+
+def test_a_case_whose_outputs_are_all_zero_or_all_nan_is_not_informative() -> None:
+    assert not judging_for([torch.zeros(4, 4)]).informative
+    assert judging_for([torch.zeros(4, 4), torch.ones(2, dtype=torch.int64)]).informative  # an exact output
+    assert not judging_for([torch.full((2,), float("nan"))]).informative  # a NaN everywhere passes anything NaN
+    assert judging_for([torch.tensor([float("nan"), 1.0])]).informative
+
+
+def _reference(**fields: list[str]) -> SimpleNamespace:
+    return SimpleNamespace(**{"dropped": [], "skipped": [], "own_scale": [], "uninformative": [], **fields})
+
+
+def test_the_verdict_counts_only_cases_that_could_fail() -> None:
+    from kernelopt.harness.verify import _correct_reason
+
+    assert _correct_reason(7, _reference()) == "correct on 7 cases"
+    reason = _correct_reason(6, _reference(dropped=["other sizes: n=3: the reference raised"]))
+    assert reason is not None and reason.startswith("correct on 6 of 7 cases (")
+    reason = _correct_reason(7, _reference(uninformative=["case 5 (inputs shifted by -120)"]))
+    assert reason is not None and reason.startswith("correct on 6 of 7 cases (not counted")
+    assert _correct_reason(2, _reference(uninformative=["case 0", "case 1"])) is None
+
+
+def test_the_float64_room_is_decided_once_whatever_the_case_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The room is read once, before any case, with the allocator's cache returned: a case late in
+    the order sees the same room as the first (it once saw the room the earlier cases' cache left)."""
+    from kernelopt.harness.sandbox import reference
+
+    reads: list[int] = []
+
+    def room(device: torch.device, kept_bytes: int) -> int:
+        reads.append(kept_bytes)
+        return 1 << 40 if not reads[:-1] else 0  # a second read would find no room at all
+
+    monkeypatch.setattr(reference, "_float64_room", room)
+    def backwards(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
+        cases = plan_cases(problem, seeds)
+        return cases[-2::-1] + cases[-1:]  # the timed inputs stay last
+
+    yardsticks = []
+    for planner in (plan_cases, backwards):
+        monkeypatch.setattr(reference, "plan_cases", planner)
+        reads.clear()
+        ref = reference.Reference(
+            {"device": "cpu", "problem_path": str(CHEATS / "problem_layernorm.py"), "init_seed": 1, "seeds": [3, 4]}
+        )
+        assert len(reads) == 1
+        yardsticks.append(sorted((case_label(c), ref.expected(i).slack[0] is None) for i, c in enumerate(ref.cases)))
+    assert yardsticks[0] == yardsticks[1]
+    assert not any(fp32 for _, fp32 in yardsticks[0])  # every case had the float64 truth
+
+
+@pytest.mark.slow
+def test_a_hard_memory_limit_below_the_cap_is_honoured(tmp_path: Path) -> None:
+    """Under a shell's `ulimit -v` of 12 GiB (below the 16 GiB default cap) a verification runs,
+    capped at the shell's limit, and says so once; raising the limit used to fail every case."""
+    hard = 12 << 30
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (hard, hard))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "kernelopt.cli", "verify", str(CHEATS / "problem_add.py"),
+         str(CHEATS / "honest_add.py"), "--timeout-s", "120"],
+        capture_output=True, text=True, preexec_fn=limit, timeout=300, cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "correct on" in done.stdout
+    assert done.stderr.count("this shell's hard limit (ulimit -v) is lower") == 1, done.stderr

@@ -1,0 +1,63 @@
+"""The stronger baselines on a real GPU: run with `python3 -m pytest -m gpu tests/test_gpu_baselines.py` on a CUDA host.
+
+Setup on a small launch-bound problem must time torch.compile in both modes and a CUDA-graph
+replay of eager with CUDA events, take max-autotune from Inductor's cache on a second run, and
+write a report that names the mode of every speedup and says what launch overhead does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from helpers import DATA
+
+from kernelopt.context import Context
+from kernelopt.nodes.setup import _setup
+from kernelopt.records import Baselines, KernelRecord
+from kernelopt.report import render_markdown, summarize_run
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+LAUNCH = DATA / "launch" / "problem.py"
+
+
+def _baselines(runs: Path, name: str) -> tuple[Baselines, dict[str, Any]]:
+    ctx = Context(runs_dir=str(runs), seeds=1, max_autotune_baseline=True, max_autotune_limit_s=300.0)
+    state = {"problem_path": str(LAUNCH), "run_dir": str(runs / name)}
+    update, error = _setup(state, ctx)  # type: ignore[arg-type]
+    assert error is None, error
+    return update["baselines"], update
+
+
+def test_setup_times_max_autotune_and_a_cuda_graph_on_a_launch_bound_problem(tmp_path):
+    first, update = _baselines(tmp_path / "runs", "first")
+    print(f"\neager {first.eager}\ncompile {first.compile}\nmax-autotune {first.max_autotune} "
+          f"(compile {first.max_autotune_compile_s} s, cache hit {first.max_autotune_cache_hit})\n"
+          f"cuda graph {first.cuda_graph}\nwall {first.wall_s} s")
+    assert first.compile_error is None and first.max_autotune_error is None and first.cuda_graph_error is None
+    for timing in (first.eager, first.compile, first.max_autotune, first.cuda_graph):
+        assert timing is not None and timing.clock == "cuda_events" and timing.trials >= 10
+    assert first.max_autotune is not None and first.compile is not None and first.cuda_graph is not None
+    assert 0.2 < first.max_autotune.median_ms / first.compile.median_ms < 5  # the same fused work, tuned or not
+    assert first.cuda_graph.median_ms < first.eager.median_ms  # 72 launches at once beat 72 launched one by one
+    assert first.max_autotune.median_ms < first.eager.median_ms  # one fused kernel beats 72
+    assert first.method is not None and first.method.timer == "CUDA events" and first.method.flush_l2_bytes > 0
+    assert first.wall_s and first.max_autotune_compile_s and first.wall_s > first.max_autotune_compile_s
+
+    second, _ = _baselines(tmp_path / "runs", "second")  # a repeated run: the compile comes from the cache
+    assert second.max_autotune is not None and second.max_autotune_cache_hit is True
+    assert second.max_autotune_compile_s is not None and second.max_autotune_compile_s < first.max_autotune_compile_s
+    print(f"second run: max-autotune compile {second.max_autotune_compile_s} s (cache hit), wall {second.wall_s} s")
+
+    best = KernelRecord(str(tmp_path / "k.py"), "h", first.compile, 1)  # a kernel as fast as the default compile
+    state = {**update, "round": 1, "stop_reason": "max_rounds", "attempts": [], "best": best}
+    text = render_markdown(summarize_run(state))
+    print(text.split("## Roofline", 1)[0])
+    assert "| torch.compile (max-autotune) |" in text and "| CUDA graph of eager |" in text
+    assert "- Against the strongest torch.compile (the faster of the modes timed):" in text
+    assert "- Launch overhead: " in text and "- Gap closed: " in text and "CUDA events" in text
