@@ -107,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines")
     _max_autotune(opt, default_on=False)
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
+    opt.add_argument("--no-compiler-seed", action="store_true",
+                     help="do not start from (or race against) the Triton kernels torch.compile writes")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
     opt.add_argument("--gpus", type=gpu_list, help="GPUs that verify a round's candidates side by side, e.g. 0,1; "
@@ -150,6 +152,8 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--max-rounds", type=COUNT, help=f"--optimize: rounds per problem (default {Context.max_rounds})")
     sui.add_argument("--no-compile", action="store_true", help="skip the torch.compile baselines (both modes)")
     _max_autotune(sui, default_on=True)
+    sui.add_argument("--no-compiler-seed", action="store_true",
+                     help="--optimize: do not start from (or race against) the Triton torch.compile writes")
     sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
     sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
@@ -221,7 +225,7 @@ def _out_dir(out: str) -> Path:
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     if kernel_source is None and not args.model:
-        raise InputError("no --kernel given and no --model to write one; pass a starting kernel or name a model")
+        _check_compiler_seed_possible(args.no_compiler_seed)
     if args.gpu:
         get_gpu_spec(args.gpu)  # an unknown name is bad input, said before anything loads
     db = check_db_url(args.db)
@@ -232,7 +236,8 @@ def _optimize(args: argparse.Namespace) -> int:
         max_autotune_limit_s=args.max_autotune_limit_s,
         candidates_per_round=args.candidates, gpus=args.gpus,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
-        llm_timeout_s=args.llm_timeout_s, approve=args.approve, **limit_settings(args),
+        llm_timeout_s=args.llm_timeout_s, approve=args.approve, compiler_seed=not args.no_compiler_seed,
+        **limit_settings(args),
     )
     if args.gpus:
         _check_gpus(args.gpus)
@@ -255,6 +260,19 @@ def _optimize(args: argparse.Namespace) -> int:
     record = new_run_record(run_dir, inputs, ctx, db)
     prewarm()  # every argument is checked: the work starts
     return run_graph_to_end(run_dir, db, record, ctx, args.json)
+
+
+def _check_compiler_seed_possible(turned_off: bool) -> None:
+    """With neither kernel nor model the run starts from the compiler seed: say at once (before torch
+    loads) when none can be made here."""
+    from kernelopt.seed.obtain import no_gpu_reason
+
+    if turned_off:
+        raise InputError("no --kernel, no --model and --no-compiler-seed: nothing to start from; "
+                         "pass a starting kernel, name a model, or drop --no-compiler-seed")
+    reason = no_gpu_reason()
+    if reason:
+        raise InputError(f"no --kernel given and no --model, and {reason}")
 
 
 def _resume(args: argparse.Namespace) -> int:
@@ -315,6 +333,7 @@ def _suite(args: argparse.Namespace) -> int:
             ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
             ("--no-compile", args.no_compile), ("--no-max-autotune", args.no_max_autotune),
             ("--max-autotune-limit-s", args.max_autotune_limit_s != Context.max_autotune_limit_s),
+            ("--no-compiler-seed", args.no_compiler_seed),
             ("--out", args.out), ("--timeout-s", args.timeout_s),
             ("--mem-limit-gb", args.mem_limit_gb)) if value]
         if given:
@@ -328,7 +347,7 @@ def _suite(args: argparse.Namespace) -> int:
             optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
             base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
             max_autotune=not (args.no_compile or args.no_max_autotune), max_autotune_limit_s=args.max_autotune_limit_s,
-            mem_limit_gb=args.mem_limit_gb,
+            mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed,
         )
         if args.out and (Path(args.out) / suites.SUITE_FILE).exists():
             raise InputError(f"{args.out} already holds a suite; continue it with `kernelopt suite --resume "

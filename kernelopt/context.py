@@ -153,6 +153,14 @@ class Context:
             "num_stages) before verifying the best two in full. 0: 48 on a GPU, 6 under the interpreter."
         ),
     )
+    compiler_seed: bool = field(
+        default=True,
+        metadata=_doc(
+            "Also start from the compiler seed: the Triton kernels torch.compile writes for the reference, "
+            "made a kernel file (a CUDA GPU makes it). No kernel and no model: the run starts from it; with a "
+            "kernel, round 0 verifies both and goes on from the faster; with a model, it is the bar to beat."
+        ),
+    )
     approve: bool = field(
         default=False,
         metadata=_doc(

@@ -27,6 +27,7 @@ from kernelopt.baseline_figures import FAST_P, FIGURE_KEYS, figures, geomean, su
 from kernelopt.context import Context
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import InputError
+from kernelopt.seed.obtain import seed_possible
 from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
@@ -51,6 +52,7 @@ class SuiteSettings:
     max_autotune_limit_s: float = Context.max_autotune_limit_s
     timeout_s: float | None = None  # per candidate phase; None: limits that follow the reference
     mem_limit_gb: float | None = None  # per candidate; None: the harness default
+    compiler_seed: bool = True  # optimize: start from (or race against) the Triton torch.compile writes
 
 
 @dataclass(frozen=True)
@@ -154,9 +156,8 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
     problem_files(problems_dir)
     if kernels_dir and not Path(kernels_dir).expanduser().is_dir():
         raise InputError(f"--kernels {kernels_dir} is not a folder; pass the folder of kernels named as the problems")
-    if not kernels_dir and not (settings.optimize and settings.model):
-        raise InputError("no --kernels folder: pass one (kernels named as the problems), "
-                         "or --optimize --model NAME to have a model write them")
+    if not kernels_dir and not (settings.optimize and (settings.model or settings.compiler_seed)):
+        raise InputError("no --kernels folder: pass one, or --optimize (from the compiler seed, or --model NAME)")
     if out_dir is None:
         from kernelopt.runs import new_run_dir
 
@@ -189,12 +190,12 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
         kernel = spec.kernel_path if spec.kernel_path and Path(spec.kernel_path).is_file() else None
         if kernel is not None and not spec.settings.optimize:
             result = _verified(spec, kernel)
-        elif spec.settings.optimize and (kernel or spec.settings.model):  # a model writes a missing kernel
+        elif spec.settings.optimize and (kernel or spec.settings.model or seed_possible(spec.settings.compiler_seed)):
             result = _optimized(spec, kernel)
         else:
             where = f"{spec.kernel_path} does not exist" if spec.kernel_path else "no kernels folder given"
             if spec.settings.optimize:
-                where += "; no --model to write one"
+                where += "; no compiler seed (no CUDA GPU, or turned off); no --model to write one"
             result = ProblemResult(spec.name, "no_kernel", where)
     except InputError as err:
         result = ProblemResult(spec.name, "bad_problem", str(err))
@@ -248,7 +249,8 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
 
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
-                  max_autotune_baseline=s.max_autotune, max_autotune_limit_s=s.max_autotune_limit_s, **_limits(s))
+                  max_autotune_baseline=s.max_autotune, max_autotune_limit_s=s.max_autotune_limit_s,
+                  compiler_seed=s.compiler_seed, **_limits(s))
     inputs = {"problem_source": read_source(spec.problem_path, "problem"), "problem_path": spec.problem_path,
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
               "run_dir": spec.run_dir}

@@ -16,12 +16,16 @@ from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import InputError, checked_sources, read_source
 from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.llm import make_chat_model
+from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Candidate
-from kernelopt.runs import kernel_path, new_run_dir
+from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir
+from kernelopt.seed import COMPILER_SEED
+from kernelopt.seed.errors import WHAT_TO_DO, SeedError
+from kernelopt.seed.obtain import compiler_seed, no_gpu_reason
 from kernelopt.state import KernelOptState
 
 
@@ -47,7 +51,7 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
         ctx = context_of(runtime)
         uses_llm = chat_model is not None or make_chat_model(ctx) is not None
         unreachable = _unreachable(ctx) if chat_model is None and uses_llm else None
-        update, input_error = _setup(state, ctx, baselines=unreachable is None)
+        update, input_error = _setup(state, ctx, uses_llm, baselines=unreachable is None)
         update["uses_llm"] = uses_llm
         halts = (f"llm_unavailable: {unreachable}",) if unreachable else ()
         reason = should_stop(update, ctx, Step(input_error=input_error, halts=halts, wrote=not halts))
@@ -71,7 +75,9 @@ def _unreachable(ctx: Context) -> str | None:
     return None
 
 
-def _setup(state: KernelOptState, ctx: Context, baselines: bool = True) -> tuple[dict[str, Any], str | None]:
+def _setup(
+    state: KernelOptState, ctx: Context, uses_llm: bool, baselines: bool = True
+) -> tuple[dict[str, Any], str | None]:
     """The fresh run's state, and what was wrong with its input (None when nothing); without
     `baselines`, the run's folder only (the run stops before any work)."""
     from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
@@ -126,8 +132,32 @@ def _setup(state: KernelOptState, ctx: Context, baselines: bool = True) -> tuple
         cuda_graph_ms=baselines.cuda_graph.median_ms if baselines.cuda_graph else None,
         wall_s=baselines.wall_s,
     )
+    starts: list[Candidate] = []
     if kernel:
         start = kernel_path(run_dir, 0, 0)
         start.write_text(kernel)
-        update["candidates"] = Overwrite([Candidate(str(start), "the starting kernel")])
+        starts.append(Candidate(str(start), STARTING_KERNEL))
+    seed, no_seed = _compiler_seed(update, ctx, len(starts))
+    starts += [seed] if seed else []
+    if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
+        return update, f"nothing to start from: no kernel, no model, and {no_seed}"
+    if starts:
+        update["candidates"] = Overwrite(starts)
     return update, None
+
+
+def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[Candidate | None, str]:
+    """Round 0's compiler seed as a candidate beside the user's kernel (or alone), or why there is none."""
+    if not ctx.compiler_seed:
+        return None, f"the compiler seed is turned off; {WHAT_TO_DO}"
+    if reason := no_gpu_reason():
+        return None, reason
+    try:
+        seed = compiler_seed(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
+    except (SeedError, InputError) as err:
+        emit(update, "compiler_seed", error=str(err))
+        return None, f"no compiler seed: {err}"
+    path = kernel_path(update["run_dir"], 0, 0, branch)
+    path.write_text(Path(seed.path).read_text())
+    emit(update, "compiler_seed", path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels)
+    return Candidate(str(path), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})", branch), ""

@@ -16,7 +16,7 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kernelopt.offline.tuner import SIZE_MAX, SIZE_MIN, STAGES, WARPS, Direction, kind_of
+from kernelopt.offline.tuner import SIZE_MAX, SIZE_MIN, STAGES, WARPS, Direction, kind_of, size_range
 from kernelopt.records import SweepRow
 
 Config = dict[str, int]
@@ -35,16 +35,16 @@ class SpaceLimits:
     hopeless_ratio: float = 2.0  # a value never within this of the best is not measured again
 
 
-def _size_values(centre: int, direction: int, several: bool) -> list[int]:
-    if centre < SIZE_MIN or centre & (centre - 1):
-        return [centre]  # not a power-of-two block size (a group count, a fixed width): left alone
+def _size_values(centre: int, direction: int, several: bool, low: int = SIZE_MIN, high: int = SIZE_MAX) -> list[int]:
+    if centre < low or centre & (centre - 1):
+        return [centre]  # not a power-of-two block size (a fixed width): left alone
     reach = (-1, 3) if several else (-1, 5)
     if direction < 0:
         reach = (-3, 1)
     elif direction == 0:
         reach = (-2, 2) if several else (-2, 4)
     shifted = (centre << k if k >= 0 else centre >> -k for k in range(reach[0], reach[1] + 1))
-    return [v for v in shifted if SIZE_MIN <= v <= SIZE_MAX]
+    return [v for v in shifted if low <= v <= high]
 
 
 def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> list[int]:
@@ -54,7 +54,10 @@ def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> li
         return sorted({*WARPS, centre})
     if kind == "stages":
         return sorted({*STAGES, centre})
-    return _size_values(centre, direction, several_sizes)
+    low, high = size_range(name)
+    if kind == "group":
+        return sorted({v for v in (centre // 2, centre, centre * 2) if low <= v <= high} | {centre})
+    return _size_values(centre, direction, several_sizes, low, high)
 
 
 def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:

@@ -13,10 +13,20 @@ from __future__ import annotations
 import ast
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 SIZE_MIN, SIZE_MAX = 16, 16384
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
+# The compiler seed's knobs (the names torch.compile's kernels use) and the range each block size
+# sweeps: a reduction's rows per program (XBLOCK) start at 1. A persistent reduction's row block
+# is no knob: the seed derives it from the row length, so the sweep never shrinks it below a row.
+COMPILER_BLOCKS: Mapping[str, tuple[int, int]] = MappingProxyType(
+    {name: (1, 4096) for name in ("XBLOCK", "YBLOCK", "ZBLOCK")}
+    | {name: (2, 4096) for name in ("RBLOCK", "R0_BLOCK", "R1_BLOCK")}
+    | {name: (16, 256) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+)
+GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32), "GROUP_SIZE_M": (1, 32)})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
 FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"
@@ -38,8 +48,15 @@ class LaunchParam:
 
 
 def kind_of(name: str) -> str:
-    """"warps", "stages" or "size": how a knob's values step."""
+    """"warps", "stages", "group" (programs grouped along M for L2 reuse) or "size": how a knob's values step."""
+    if name in GROUP_KNOBS:
+        return "group"
     return {"num_warps": "warps", "num_stages": "stages"}.get(name, "size")
+
+
+def size_range(name: str) -> tuple[int, int]:
+    """The smallest and largest value a block-size knob (or a group count) is swept over."""
+    return COMPILER_BLOCKS.get(name) or GROUP_KNOBS.get(name) or (SIZE_MIN, SIZE_MAX)
 
 
 def _is_launch(call: ast.Call) -> bool:
@@ -167,7 +184,7 @@ class Direction:
     stages: int = 0
 
     def of(self, name: str) -> int:
-        return int(getattr(self, kind_of(name)))
+        return int(getattr(self, kind_of(name), 0))  # a group count has no direction of its own
 
 
 def direction_of(fix: str) -> Direction:

@@ -1,0 +1,95 @@
+"""Which graph input of the compiled reference is which: a forward input, a parameter or buffer, or a size.
+
+Inductor's `call(args)` takes the graph's inputs in the order the tracer met them, parameters
+and sizes mixed with the forward's inputs. The tracer's own example values say which is which:
+the forward's input tensors and the module's parameters are handed over as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from kernelopt.seed.errors import SeedError
+from kernelopt.seed.writer import Binding
+
+
+def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
+    """One Binding per graph input, matched by identity (or storage) to inputs and the module's state.
+
+    A Python number of the module that the tracer lifted into a tensor (`self.eps`) is a
+    "scalar": some compiler versions keep it as an argument of `call`, others specialize it away.
+    """
+    import torch
+
+    state = {
+        id(t): name
+        for name, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
+    }
+    found: list[Binding] = []
+    for node in graph_module.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        graph_arg = node.meta.get("grapharg")
+        example = getattr(graph_arg, "example", None)
+        if isinstance(example, int | torch.SymInt):
+            found.append(Binding("size"))
+            continue
+        if not isinstance(example, torch.Tensor):
+            continue
+        index = next((i for i, x in enumerate(inputs) if x is example), None)
+        if index is None:
+            index = next(
+                (i for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and _same_storage(x, example)), None
+            )
+        if index is not None:
+            found.append(Binding("input", index=index))
+        elif id(example) in state:
+            found.append(Binding("state", name=state[id(example)]))
+        elif (path := _attribute_path(graph_arg)) is not None:
+            found.append(Binding("scalar", name=path))
+    return found
+
+
+def _attribute_path(graph_arg: Any) -> str | None:
+    """`ln.eps` for a number the tracer lifted from `L['self']._modules['ln'].eps`; None for anything else."""
+    source = getattr(graph_arg, "source", None)
+    name = getattr(source, "name", None)
+    text = name() if callable(name) else name
+    if not isinstance(text, str) or not text.startswith("L['self']"):
+        return None
+    path = re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", text[len("L['self']") :])
+    return path.lstrip(".") if re.fullmatch(r"(\.\w+)+", path) else None
+
+
+def _same_storage(a: Any, b: Any) -> bool:
+    return bool(a.data_ptr() == b.data_ptr() and a.shape == b.shape and a.dtype == b.dtype)
+
+
+def recording_backend(model: Any, inputs: Sequence[Any], inner: Callable[..., Any] | None, out: list[list[Binding]]):
+    """A torch.compile backend that records each graph's bindings, then compiles it with `inner`."""
+
+    def backend(gm: Any, example_inputs: Sequence[Any]) -> Any:
+        out.append(bind(model, inputs, gm))
+        return inner(gm, example_inputs) if inner else gm.forward
+
+    return backend
+
+
+def trace_bindings(model: Any, inputs: Sequence[Any], duck_shape: bool = False) -> list[Binding]:
+    """The bindings of the single graph torch.compile (dynamic shapes) makes of `model` (no compiling).
+
+    `duck_shape` must be the compiler's own setting: with it, equal sizes share one symbol.
+    """
+    import torch
+    import torch.fx.experimental._config as shape_config
+
+    recorded: list[list[Binding]] = []
+    torch._dynamo.reset()
+    with torch.no_grad(), shape_config.patch(use_duck_shape=duck_shape):
+        torch.compile(model, backend=recording_backend(model, inputs, None, recorded), dynamic=True)(*inputs)
+    torch._dynamo.reset()
+    if len(recorded) != 1:
+        raise SeedError(f"the reference compiles to {len(recorded)} graphs; the seed needs one (a graph break?)")
+    return recorded[0]

@@ -1,0 +1,9 @@
+"""The one error the compiler seed raises: a sentence a person reads, saying what to do."""
+
+from __future__ import annotations
+
+WHAT_TO_DO = "give a starting kernel with --kernel, or a model with --model so the LLM writes one"
+
+
+class SeedError(Exception):
+    """The compiler seed could not be made; the message says why, in one line."""

@@ -1,0 +1,179 @@
+"""Make the compiler seed on a CUDA host: compile the reference with torch.compile, translate the
+Triton it writes, and check the translation against the reference once.
+
+This runs in a trusted child process of its own (`python -m kernelopt.seed`), never in the graph
+process and never beside a candidate: the reference's own code runs here, under the compiler.
+The compiler runs with dynamic shapes and no duck shaping (equal sizes keep symbols of their own,
+so the seed reads each size from its own input), max-autotune with Triton as the only GEMM
+backend (so no cuBLAS call remains), and without autograd (one inference graph).
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelopt.harness.problem import load_problem, read_source
+from kernelopt.seed.bindings import recording_backend
+from kernelopt.seed.errors import WHAT_TO_DO, SeedError
+from kernelopt.seed.forward_body import LaunchConfig
+from kernelopt.seed.output_code import parse_output
+from kernelopt.seed.writer import Binding, SeedSource, write_seed
+
+COMPILER_SETTINGS = {
+    "max_autotune": True,
+    "coordinate_descent_tuning": True,
+    "max_autotune_gemm_backends": "TRITON",
+    "max_autotune_conv_backends": "TRITON",
+    "force_disable_caches": True,  # a cached graph may skip writing its code out; the seed has its own cache
+}
+CHECK_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
+
+
+@dataclass(frozen=True)
+class Generated:
+    """A seed file's text and what it was made with."""
+
+    text: str
+    torch_version: str
+    triton_version: str
+    gpu: str
+    kernels: int
+    compile_s: float
+
+
+def picked_configs(names: set[str]) -> dict[str, LaunchConfig]:
+    """The launch configuration the autotuner settled on for each named kernel (its first launcher)."""
+    from torch._inductor.runtime.triton_heuristics import CachingAutotuner
+
+    found: dict[str, LaunchConfig] = {}
+    for obj in gc.get_objects():
+        try:
+            if not isinstance(obj, CachingAutotuner):
+                continue
+        except ReferenceError:  # a dead weak proxy on the heap
+            continue
+        name = (getattr(obj, "inductor_meta", None) or {}).get("kernel_name") or getattr(obj.fn, "__name__", "")
+        configs = [launcher.config for launcher in getattr(obj, "launchers", None) or []]
+        if name in names and configs:
+            config = configs[0]
+            kwargs = {k: int(v) for k, v in config.kwargs.items() if type(v) is int}
+            found[name] = LaunchConfig(kwargs, int(config.num_warps), int(config.num_stages))
+    return found
+
+
+def _compile(model: Any, inputs: list[Any]) -> tuple[str, list[Binding]]:
+    import torch
+    import torch.fx.experimental._config as shape_config
+    from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch._inductor.utils import run_and_get_code
+
+    recorded: list[list[Binding]] = []
+    torch._dynamo.reset()
+    with torch.no_grad(), shape_config.patch(use_duck_shape=False), inductor_config.patch(COMPILER_SETTINGS):
+        compiled = torch.compile(model, backend=recording_backend(model, inputs, compile_fx, recorded), dynamic=True)
+        try:
+            _, codes = run_and_get_code(compiled, *inputs)
+        except Exception as err:
+            first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+            raise SeedError(f"torch.compile could not compile the reference: {first[:300]}; {WHAT_TO_DO}") from err
+    if len(codes) != 1 or len(recorded) != 1:
+        raise SeedError(
+            f"the reference compiles to {max(len(codes), len(recorded))} graphs (a graph break); {WHAT_TO_DO}"
+        )
+    return codes[0], recorded[0]
+
+
+def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> None:
+    """Raise SeedError unless the seed computes the reference's output on the reference's inputs."""
+    import tempfile
+
+    import torch
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "compiler_seed.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location("compiler_seed_check", path)
+        assert spec and spec.loader
+        seed = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(seed)
+        torch.manual_seed(0)
+        with torch.device("cuda"):
+            model = seed.ModelNew(*problem.get_init_inputs()).cuda()
+        with torch.no_grad():
+            got = model(*inputs)
+    expected = reference_out if isinstance(reference_out, tuple | list) else (reference_out,)
+    got = got if isinstance(got, tuple | list) else (got,)
+    for want, have in zip(expected, got, strict=True):
+        tolerance = CHECK_TOLERANCE.get(str(want.dtype).removeprefix("torch."), 1e-3)
+        if want.shape != have.shape or not torch.allclose(have.double(), want.double(), rtol=tolerance, atol=tolerance):
+            raise SeedError("the translated compiler seed does not compute the reference's output; " + WHAT_TO_DO)
+
+
+def generate(problem_path: Path) -> Generated:
+    """The compiler seed for the problem at `problem_path` (on this process's cuda:0)."""
+    import torch
+    import triton
+
+    if not torch.cuda.is_available():
+        raise SeedError(
+            f"no CUDA GPU here: the compiler seed needs one (torch.compile writes Triton for GPUs); {WHAT_TO_DO}"
+        )
+    source = read_source(problem_path, "problem")
+    problem = load_problem(problem_path)
+    torch.manual_seed(0)
+    with torch.device("cuda"):
+        model = problem.Model(*problem.get_init_inputs()).cuda()
+    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    with torch.no_grad():
+        reference_out = model(*inputs)
+    started = time.perf_counter()
+    code, bindings = _compile(model, inputs)
+    compile_s = time.perf_counter() - started
+    names = set(parse_output(code).kernels)
+    configs = picked_configs(names)
+    outputs = len(reference_out) if isinstance(reference_out, tuple | list) else 1
+    seed = SeedSource(
+        problem_name=Path(problem_path).name,
+        problem_source=source,
+        code=code,
+        configs=configs,
+        bindings=bindings,
+        outputs=outputs,
+        returns_tuple=isinstance(reference_out, tuple | list),
+        torch_version=torch.__version__,
+        triton_version=triton.__version__,
+        gpu=torch.cuda.get_device_name(0),
+    )
+    text = write_seed(seed)
+    _check(text, problem, reference_out, inputs)
+    return Generated(text, seed.torch_version, seed.triton_version, seed.gpu, len(names), round(compile_s, 2))
+
+
+def main(argv: list[str]) -> int:
+    """`python -m kernelopt.seed PROBLEM OUT`: write the seed to OUT; print one JSON line either way."""
+    import json
+    from dataclasses import asdict
+
+    if len(argv) != 2:
+        print("usage: python -m kernelopt.seed PROBLEM.py OUT.py", file=sys.stderr)
+        return 2
+    problem, out = Path(argv[0]), Path(argv[1])
+    try:
+        made = generate(problem)
+    except SeedError as err:
+        print(json.dumps({"error": str(err)}), flush=True)
+        return 2
+    out.write_text(made.text)
+    print(json.dumps({k: v for k, v in asdict(made).items() if k != "text"}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

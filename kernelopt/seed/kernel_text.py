@@ -1,0 +1,132 @@
+"""One compiler-written kernel made standalone: only `@triton.jit`, helpers written out, and a
+GEMM template's tile sizes lifted into constexpr parameters so a launch can set them."""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from kernelopt.seed import helpers
+from kernelopt.seed.output_code import InductorKernel, unknown
+
+# A GEMM template's tile knobs: the template sets them inside the body; the seed passes them at the launch.
+TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
+# Module names a kernel module imports from the compiler's runtime, and what they become in the seed file.
+_RUNTIME_PREFIX = re.compile(r"\btriton_helpers\.(\w+)")
+# libdevice functions Triton's own math module has: written as tl.math so the file also runs under
+# the interpreter (which knows no libdevice); sqrt keeps its round-to-nearest precision.
+_LIBDEVICE_AS_TL_MATH = MappingProxyType(
+    {name: name for name in ("exp", "exp2", "log", "log2", "erf", "rsqrt", "sin", "cos", "floor", "ceil")}
+    | {"sqrt": "sqrt_rn"}
+)
+_LIBDEVICE_CALL = re.compile(r"\blibdevice\.(\w+)")
+_FORBIDDEN = re.compile(r"\b(triton_heuristics|torch\._inductor|async_compile)\b")
+
+
+@dataclass(frozen=True)
+class StandaloneKernel:
+    """A kernel's seed-file source and what its launch needs to know."""
+
+    name: str
+    source: str
+    helpers: frozenset[str]
+    tile_values: dict[str, int] = field(default_factory=dict)  # a template's lifted knobs
+    grid_sizes: dict[str, str] = field(default_factory=dict)  # a template's M and N, in its parameters
+    params: tuple[str, ...] = ()  # the parameters a launch passes positionally
+
+
+def _jit_function(tree: ast.Module, name: str) -> ast.FunctionDef:
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name)
+    if not any(ast.unparse(d) in ("triton.jit", "jit") for d in fn.decorator_list):
+        raise unknown(f"kernel {name} is not a @triton.jit function")
+    return fn
+
+
+def _other_top_level(tree: ast.Module, name: str, source: str) -> list[str]:
+    """Other @triton.jit functions in the kernel's module (a scan's combine function); nothing else."""
+    kept = []
+    for node in tree.body:
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            continue
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            called = ast.unparse(node.value.func).rsplit(".", 1)[-1]
+            if called in helpers.NOT_NEEDED:
+                continue
+        if isinstance(node, ast.FunctionDef) and node.name != name:
+            _jit_function(tree, node.name)
+            kept.append(_segment(source, node))
+            continue
+        if isinstance(node, ast.FunctionDef):
+            continue
+        raise unknown(f"a statement beside kernel {name} in its module", node)
+    return kept
+
+
+def _segment(source: str, fn: ast.FunctionDef) -> str:
+    lines = source.splitlines()
+    start = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+    assert fn.end_lineno is not None
+    return "\n".join(lines[start - 1 : fn.end_lineno])
+
+
+def _lift_template_knobs(fn: ast.FunctionDef, lines: list[str]) -> tuple[dict[str, int], list[int]]:
+    """The tile knobs a template assigns in its body (`BLOCK_M : tl.constexpr = 64`), and their lines."""
+    values: dict[str, int] = {}
+    drop: list[int] = []
+    for stmt in fn.body:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.value is not None:
+            name = stmt.target.id
+            if name in TEMPLATE_KNOBS and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is int:
+                values[name] = stmt.value.value
+                drop.append(stmt.lineno)
+            elif name == "EVEN_K":
+                # K divisible by BLOCK_K was decided for the compiled BLOCK_K; a swept BLOCK_K must mask
+                lines[stmt.lineno - 1] = re.sub(r"=\s*True\b", "= False", lines[stmt.lineno - 1])
+    return values, drop
+
+
+def _template_grid_sizes(fn: ast.FunctionDef) -> dict[str, str]:
+    sizes = {}
+    for stmt in fn.body:
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
+            if stmt.targets[0].id in ("M", "N"):
+                sizes[stmt.targets[0].id] = ast.unparse(stmt.value)
+    text = ast.unparse(fn)
+    if "M" not in sizes or "N" not in sizes or "grid_m" not in text or "NUM_SMS" in text:
+        raise unknown(f"template {fn.name} is not a tiled GEMM the seed knows (mm, addmm, bmm)")
+    return sizes
+
+
+def standalone(kernel: InductorKernel) -> StandaloneKernel:
+    """The kernel as a seed file holds it."""
+    tree = ast.parse(kernel.source)
+    fn = _jit_function(tree, kernel.name)
+    lines = kernel.source.splitlines()
+    tile_values: dict[str, int] = {}
+    grid_sizes: dict[str, str] = {}
+    drop: list[int] = []
+    if kernel.kind == "template":
+        tile_values, drop = _lift_template_knobs(fn, lines)
+        grid_sizes = _template_grid_sizes(fn)
+    params = [ast.unparse(a) for a in fn.args.args]
+    params += [f"{name}: tl.constexpr" for name in tile_values]
+    signature = f"def {fn.name}({', '.join(params)}):"
+    first, last = fn.body[0].lineno, fn.end_lineno or fn.body[-1].lineno
+    body = [lines[number - 1] for number in range(first, last + 1) if number not in drop]
+    text = "\n".join(["@triton.jit", signature, *body])
+    text = "\n\n\n".join([*_other_top_level(tree, kernel.name, kernel.source), text])
+    used = set(_RUNTIME_PREFIX.findall(text))
+    strange = sorted(n for n in used if not helpers.known(n))
+    if strange:
+        raise unknown(f"triton_helpers.{strange[0]} in kernel {kernel.name}, a helper the seed cannot write out")
+    text = _RUNTIME_PREFIX.sub(lambda m: helpers.PREFIX + m.group(1), text)
+    text = _LIBDEVICE_CALL.sub(
+        lambda m: f"tl.math.{_LIBDEVICE_AS_TL_MATH[m.group(1)]}" if m.group(1) in _LIBDEVICE_AS_TL_MATH else m.group(0),
+        text,
+    )
+    if found := _FORBIDDEN.search(text):
+        raise unknown(f"{found.group(0)} inside kernel {kernel.name}")
+    positional = tuple(p for p in kernel.params if p not in kernel.constexprs)
+    return StandaloneKernel(kernel.name, text, frozenset(used), tile_values, grid_sizes, positional)

@@ -1,0 +1,158 @@
+"""The compiler seed as a run asks for it: from the cache when this problem, torch and GPU made one
+before, else made in a child process with a time limit (`python -m kernelopt.seed`).
+
+Nothing here imports torch: a host without a GPU is told so from the driver's tools alone, and
+the graph process stays light. A failure is cached like a seed (the same compiler fails the same
+way), a time-out is not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+from kernelopt.harness.problem import read_source, source_hash
+from kernelopt.harness.sandbox.audit import scrubbed_env
+from kernelopt.seed.errors import WHAT_TO_DO, SeedError
+
+SEED_TIMEOUT_S = 900.0  # max-autotune benchmarks every GEMM tile: minutes on a large problem
+CACHE_FOLDER = "compiler-seeds"
+NO_GPU = (
+    f"no CUDA GPU on this host: the compiler seed needs one (torch.compile writes Triton only for a GPU); {WHAT_TO_DO}"
+)
+_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
+
+
+@dataclass(frozen=True)
+class CompilerSeed:
+    """A seed file made by the compiler, and what made it."""
+
+    path: str
+    torch_version: str
+    gpu: str
+    kernels: int
+    compile_s: float
+    cached: bool
+
+
+def no_gpu_reason() -> str | None:
+    """One line saying why this host cannot make a compiler seed (no GPU), or None; torch is not imported."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return NO_GPU
+    if shutil.which("nvidia-smi") is None and not Path("/dev/nvidiactl").exists():
+        return NO_GPU
+    return None
+
+
+def seed_possible(enabled: bool) -> bool:
+    """Whether a problem without a kernel can start from its compiler seed here (turned on, a GPU)."""
+    return enabled and no_gpu_reason() is None
+
+
+def gpu_name(gpu: str | None) -> str:
+    """The name of the GPU a seed is made on ("NVIDIA H200"), from nvidia-smi; "" where it cannot say."""
+    index = gpu if gpu is not None else (os.environ.get("CUDA_VISIBLE_DEVICES") or "0").split(",")[0].strip()
+    try:
+        done = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader", "-i", index],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return done.stdout.strip().splitlines()[0].strip() if done.returncode == 0 and done.stdout.strip() else ""
+
+
+def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:
+    """The seed's file stem: the problem's hash, the torch version and the GPU, as a file name."""
+    slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{torch_version}-{gpu or 'gpu'}").strip("-")
+    return f"{source_hash(problem_source)[:16]}-{slug}"
+
+
+def _torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "no-torch"
+
+
+def _cached(stem: Path) -> CompilerSeed | None:
+    meta = stem.with_suffix(".json")
+    if not meta.exists():
+        return None
+    facts = json.loads(meta.read_text())
+    if facts.get("error"):
+        raise SeedError(facts["error"])
+    if not stem.with_suffix(".py").exists():
+        return None
+    return CompilerSeed(
+        str(stem.with_suffix(".py")), facts["torch_version"], facts["gpu"], facts["kernels"], facts["compile_s"], True
+    )
+
+
+def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
+    extra = {"PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
+    if gpu is not None:
+        extra["CUDA_VISIBLE_DEVICES"] = gpu
+    env = scrubbed_env(extra=extra)
+    env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
+    child = subprocess.Popen(
+        [sys.executable, "-m", "kernelopt.seed", str(problem), str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        stdout, stderr = child.communicate(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise SeedError(f"making the compiler seed took over {timeout_s:.0f} s and was stopped; {WHAT_TO_DO}") from None
+    lines = [line for line in stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        last = (stderr.strip().splitlines() or ["no output"])[-1]
+        raise SeedError(f"the compiler seed's process failed (exit {child.returncode}): {last[:300]}; {WHAT_TO_DO}")
+    return dict(json.loads(lines[-1]))
+
+
+def compiler_seed(
+    problem_path: str | Path, cache_dir: str | Path, gpu: str | None = None, timeout_s: float = SEED_TIMEOUT_S
+) -> CompilerSeed:
+    """The compiler seed of a problem, cached in `cache_dir`/compiler-seeds; SeedError (one line) when none can be made.
+
+    `gpu` names the GPU as CUDA_VISIBLE_DEVICES would (None: this process's own)."""
+    reason = no_gpu_reason()
+    if reason:
+        raise SeedError(reason)
+    problem = Path(problem_path).resolve()
+    folder = Path(cache_dir) / CACHE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / cache_key(read_source(problem, "problem"), _torch_version(), gpu_name(gpu))
+    found = _cached(stem)
+    if found:
+        return found
+    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+        made = Path(scratch) / "seed.py"
+        facts = _run_child(problem, made, gpu, timeout_s)
+        if facts.get("error"):
+            stem.with_suffix(".json").write_text(json.dumps({"error": facts["error"]}) + "\n")
+            raise SeedError(str(facts["error"]))
+        shutil.move(made, stem.with_suffix(".py"))
+    stem.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
+    found = _cached(stem)
+    assert found is not None
+    return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False)

@@ -1,0 +1,159 @@
+"""The seed file: a KernelBench ModelNew whose forward launches the compiler's Triton kernels.
+
+The constructor is the reference Model's own (same arguments, same parameters in the same
+order, so a state_dict or a seeded init matches); forward is the compiler's `call` made
+readable as kernelopt's verifier requires: it allocates, takes views and launches, nothing else.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kernelopt.seed import helpers
+from kernelopt.seed.errors import SeedError
+from kernelopt.seed.forward_body import ForwardInputs, LaunchConfig, forward_lines
+from kernelopt.seed.kernel_text import standalone
+from kernelopt.seed.output_code import parse_output
+
+HEADER = '''"""Compiler seed for {problem}: the Triton kernels torch.compile wrote for the reference, made a
+standalone kernelopt kernel file (torch {torch}, triton {triton}, {gpu}).
+
+Each launch keeps the configuration the compiler's autotuner picked (block sizes, num_warps,
+num_stages); kernelopt's offline sweep tunes them from there. Sizes are read from the inputs.
+"""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+from triton.language import math as tl_math
+from triton.language.extra import libdevice
+'''
+
+GRID_Y_OVERFLOW = '''
+
+def grid_y_overflow(x_blocks, y_blocks):
+    """A 2-D grid whose y blocks spill into z past the hardware's y limit (65535)."""
+    z_blocks = triton.cdiv(y_blocks, 65535)
+    return (x_blocks, 0 if z_blocks == 0 else triton.cdiv(y_blocks, z_blocks), z_blocks)
+'''
+
+
+@dataclass(frozen=True)
+class Binding:
+    """What one graph input of the compiled reference is: a forward input, a parameter or buffer, a size."""
+
+    kind: str  # "input" | "state" | "size" | "scalar"
+    index: int = -1  # the forward input's position
+    name: str = ""  # the parameter's or buffer's state_dict name; a scalar's attribute path (`ln.eps`)
+
+
+@dataclass(frozen=True)
+class SeedSource:
+    """Everything the seed file is made from."""
+
+    problem_name: str
+    problem_source: str
+    code: str  # the compiler's output module
+    configs: Mapping[str, LaunchConfig]
+    bindings: Sequence[Binding]  # one per argument of the compiled graph, in order
+    outputs: int
+    returns_tuple: bool
+    torch_version: str = ""
+    triton_version: str = ""
+    gpu: str = ""
+
+
+def state_expression(name: str) -> str:
+    """`self.layers[0].weight` for the state_dict name `layers.0.weight`."""
+    out = "self"
+    for part in name.split("."):
+        out += f"[{part}]" if part.isdigit() else f".{part}"
+    return out
+
+
+def _model_class(problem_source: str) -> ast.ClassDef:
+    tree = ast.parse(problem_source)
+    model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
+    if model is None:
+        raise SeedError("the problem file defines no class Model")
+    return model
+
+
+def _method(model: ast.ClassDef, name: str) -> ast.FunctionDef | None:
+    return next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
+
+
+def _init_source(problem_source: str, model: ast.ClassDef) -> str:
+    init = _method(model, "__init__")
+    if init is None:
+        return "    def __init__(self):\n        super().__init__()\n"
+    text = ast.get_source_segment(problem_source, init, padded=True) or ""
+    text = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text)
+    return "\n".join(line if line.startswith("    ") else "    " + line.lstrip() for line in text.splitlines()) + "\n"
+
+
+def forward_parameters(problem_source: str) -> list[str]:
+    """The names of the reference forward's inputs, in order."""
+    forward = _method(_model_class(problem_source), "forward")
+    if forward is None:
+        raise SeedError("the problem's Model has no forward method")
+    return [a.arg for a in forward.args.args[1:]]
+
+
+def write_seed(source: SeedSource) -> str:
+    """The seed file's text."""
+    module = parse_output(source.code)
+    traced = list(source.bindings)
+    if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
+        traced = [b for b in traced if b.kind != "scalar"]
+    if len(traced) != len(module.arg_names):
+        raise SeedError(f"the compiled graph takes {len(module.arg_names)} arguments but {len(traced)} were traced")
+    names = forward_parameters(source.problem_source)
+    bindings: dict[str, str] = {}
+    scalars: dict[str, str] = {}
+    for arg, binding in zip(module.arg_names, traced, strict=True):
+        if binding.kind == "input":
+            bindings[arg] = names[binding.index]
+        elif binding.kind == "state":
+            bindings[arg] = state_expression(binding.name)
+        elif binding.kind == "scalar":
+            scalars[arg] = state_expression(binding.name)
+    if not names:
+        raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
+    kernels = {name: standalone(kernel) for name, kernel in module.kernels.items()}
+    body = forward_lines(
+        ForwardInputs(
+            module=module,
+            kernels=kernels,
+            configs=source.configs,
+            bindings=bindings,
+            scalars=scalars,
+            device_expr=f"{names[0]}.device",
+            outputs=source.outputs,
+            returns_tuple=source.returns_tuple,
+        )
+    )
+    used = {h for k in kernels.values() for h in k.helpers}
+    model = _model_class(source.problem_source)
+    forward = _method(model, "forward")
+    assert forward is not None
+    signature = f"    def forward({ast.unparse(forward.args)}):"
+    parts = [
+        HEADER.format(
+            problem=source.problem_name,
+            torch=source.torch_version or "?",
+            triton=source.triton_version or "?",
+            gpu=source.gpu or "no GPU",
+        ),
+        helpers.sources_for(used) if used else "",
+        "\n\n\n".join(k.source for k in kernels.values()),
+        GRID_Y_OVERFLOW if any("grid_y_overflow" in line for line in body) else "",
+        "\n\nclass ModelNew(nn.Module):\n" + _init_source(source.problem_source, model),
+        signature,
+        *("        " + line for line in body),
+    ]
+    return "\n".join(p for p in parts if p) + "\n"

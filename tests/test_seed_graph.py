@@ -1,0 +1,100 @@
+"""The compiler seed in a run: the offline start when there is no kernel and no model, a rival to
+the user's kernel in round 0, and a stop in setup that says what to give when none can be made.
+
+The seed itself needs a GPU; here `compiler_seed` hands over the translation of the swish
+problem's recorded compiler output (tests/fixtures/inductor), which runs under the interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from helpers import fast_context, run_graph
+from test_seed_translate import seed_text
+
+from kernelopt.nodes import setup as setup_node
+from kernelopt.seed import COMPILER_SEED
+from kernelopt.seed.obtain import NO_GPU, CompilerSeed
+
+SWISH = Path(__file__).parent.parent / "examples" / "swish"
+
+
+@pytest.fixture
+def seed_on_this_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Make `compiler_seed` hand over the recorded swish seed, as a GPU host would; the calls it saw."""
+    made = tmp_path / "swish_seed.py"
+    made.write_text(seed_text("default", "swish"))
+    calls: list[str] = []
+
+    def fake_compiler_seed(problem_file: str, cache_dir: Path, gpu: str | None) -> CompilerSeed:
+        calls.append(Path(problem_file).read_text())
+        return CompilerSeed(str(made), "2.11.0+cu130", "NVIDIA H200", 1, 3.4, cached=False)
+
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(setup_node, "compiler_seed", fake_compiler_seed)
+    return calls
+
+
+def _round_zero(final: dict) -> list:
+    return [a for a in final["attempts"] if a.round == 0]
+
+
+def test_without_kernel_model_or_gpu_setup_stops_saying_what_to_give(tmp_path, monkeypatch) -> None:
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
+    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, fast_context(tmp_path))
+    reason = final["stop_reason"]
+    assert reason.startswith("bad input: nothing to start from: no kernel, no model")
+    assert "no CUDA GPU" in reason and "--kernel" in reason and "--model" in reason
+    assert Path(final["run_dir"], "report.md").exists()
+
+
+def test_with_the_seed_turned_off_setup_stops_the_same_way(tmp_path, seed_on_this_host) -> None:
+    context = fast_context(tmp_path, compiler_seed=False)
+    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, context)
+    assert "the compiler seed is turned off" in final["stop_reason"]
+    assert seed_on_this_host == []
+
+
+@pytest.mark.slow
+def test_without_kernel_or_model_the_run_starts_from_the_compiler_seed(tmp_path, seed_on_this_host) -> None:
+    problem = (SWISH / "problem.py").read_text()
+    final, events = run_graph({"problem_source": problem}, fast_context(tmp_path, max_rounds=1, sweep_configs=3))
+    assert seed_on_this_host == [problem]
+    first = _round_zero(final)
+    assert [a.change.startswith(COMPILER_SEED) for a in first] == [True]
+    assert first[0].outcome == "faster" and first[0].time_ms
+    assert any(e["event"] == "compiler_seed" and e.get("path") for e in events)
+    assert final["best"] is not None and final["round"] >= 1  # the offline sweep went on from it
+    assert "sweep" in " ".join(a.change for a in final["attempts"] if a.round == 1) or final["stop_reason"]
+
+
+@pytest.mark.slow
+def test_with_a_kernel_round_zero_verifies_both_and_goes_on_from_the_faster(tmp_path, seed_on_this_host) -> None:
+    inputs = {"problem_source": (SWISH / "problem.py").read_text(), "kernel_source": (SWISH / "kernel.py").read_text()}
+    final, _ = run_graph(inputs, fast_context(tmp_path, max_rounds=1, sweep_configs=3))
+    first = _round_zero(final)
+    assert [a.change for a in first][0] == "the starting kernel"
+    assert first[1].change.startswith(COMPILER_SEED)
+    assert all(a.time_ms for a in first)
+    own, seed = first
+    assert own.new_best  # the first correct kernel is the best until one beats it
+    if seed.new_best:  # the seed took over only by being faster
+        assert seed.time_ms < own.time_ms
+    else:
+        assert seed.outcome in ("slower", "within_noise")
+    assert final["best"] is not None
+    report = Path(final["run_dir"], "report.md").read_text()
+    assert "the starting kernel" in report and "the compiler seed" in report
+
+
+def test_no_gpu_is_said_in_one_line_before_torch_loads(tmp_path) -> None:
+    from test_cli import kernelopt
+
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    proc = kernelopt("optimize", SWISH / "problem.py", cwd=tmp_path, env=env)
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no CUDA GPU" in lines[0] and "--kernel" in lines[0]
+    assert not (tmp_path / "kernelopt_runs").exists()  # nothing was started
