@@ -61,7 +61,8 @@ def test_the_seed_is_made_cached_and_accepted_by_the_verifier(name: str, tmp_pat
 
 
 def test_optimize_with_neither_kernel_nor_model_starts_from_the_seed(tmp_path: Path) -> None:
-    env = {**os.environ, "KERNELOPT_RUNS_DIR": str(tmp_path / "runs"), "PYTHONPATH": str(ROOT)}
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)  # the wheels' folder too
+    env = {**os.environ, "KERNELOPT_RUNS_DIR": str(tmp_path / "runs"), "PYTHONPATH": path}
     proc = subprocess.run(
         [sys.executable, "-m", "kernelopt.cli", "optimize", str(PROBLEMS["softmax"]), "--max-rounds", "1",
          "--no-profile", "--json", "--out", str(tmp_path / "run")],
