@@ -29,7 +29,7 @@ LAUNCH = DATA / "launch" / "problem.py"
 def _baselines(runs: Path, name: str) -> tuple[Baselines, dict[str, Any]]:
     ctx = Context(runs_dir=str(runs), seeds=1, max_autotune_baseline=True, max_autotune_limit_s=300.0)
     state = {"problem_path": str(LAUNCH), "run_dir": str(runs / name)}
-    update, error = _setup(state, ctx)  # type: ignore[arg-type]
+    update, error = _setup(state, ctx, uses_llm=False)  # type: ignore[arg-type]
     assert error is None, error
     return update["baselines"], update
 
