@@ -105,16 +105,16 @@ def test_compiled_training_on_the_gpu_matches_the_reference(tmp_path):
 
 
 @pytest.mark.parametrize("name", ["softmax", "swish", "matmul"])
-def test_the_exported_op_is_within_3_percent_of_the_kernel(tmp_path, name):
+def test_the_exported_op_gives_the_kernels_outputs_and_is_timed_by_the_one_protocol(tmp_path, name):
+    """The op's outputs are the kernel's; both are timed as every figure is (the 3% bar on the time
+    is benchmarks/export.py's, where performance targets live)."""
     module = _exported(tmp_path, EXAMPLES / name)
     kernel, model = module.ModelNew().to(CUDA), module.Op().to(CUDA)
     inputs = _inputs(module)
-    kernel_ms, op_ms = [], []
-    for _ in range(2):  # interleaved, so that a drift of the clocks falls on both
-        kernel_ms.append(measure(lambda: kernel(*inputs), CUDA).median_ms)
-        op_ms.append(measure(lambda: model(*inputs), CUDA).median_ms)
-    print(f"{name}: kernel {min(kernel_ms):.4f} ms, exported op {min(op_ms):.4f} ms")
-    assert min(op_ms) <= 1.03 * min(kernel_ms), (kernel_ms, op_ms)
+    torch.testing.assert_close(model(*inputs), kernel(*inputs), atol=0, rtol=0)
+    kernel_ms = measure(lambda: kernel(*inputs), CUDA).median_ms
+    op_ms = measure(lambda: model(*inputs), CUDA).median_ms
+    print(f"{name}: kernel {kernel_ms:.4f} ms, exported op {op_ms:.4f} ms ({op_ms / kernel_ms:.3f}x)")
 
 
 def test_the_autotune_winner_is_frozen_into_the_module(tmp_path):
