@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -82,8 +83,18 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+def _reason_cell(r: dict[str, Any]) -> str:
+    """The reason, once: no rule said twice ("[incorrect] incorrect: ..."), no stop the stop column
+    already says, no log path (problems/NAME.json keeps the whole reason and the log)."""
+    reason = re.sub(r"\s*\((?:log|see|the traceback is in):? /\S+\)|;? (?:see|log:) /\S+", "", r["reason"] or "")
+    if r.get("stop_reason") and reason == f"stopped: {r['stop_reason']}":
+        return "-"
+    rule = r.get("rule")
+    said = f"[{rule}] {reason}" if rule and not reason.startswith(rule) else reason
+    return _cell(said, 160)
+
+
 def _problem_row(r: dict[str, Any], placed: bool) -> str:
-    rule = f"[{r['rule']}] " if r["rule"] else ""
     f = r.get("figures") or {}
     where = f" {_cell(r.get('where') or '-')}{' (2nd try)' * (r.get('tries', 1) > 1)} |" if placed else ""
     autotune = _num(f.get("max_autotune_ms"), digits=4) if not f.get("max_autotune_error") else "failed"
@@ -98,7 +109,7 @@ def _problem_row(r: dict[str, Any], placed: bool) -> str:
         f"| {_num(r['best_ms'], digits=4)} | {_num(r['speedup_vs_eager'], 'x')} | {_num(r['speedup_vs_compile'], 'x')} "
         f"| {strongest} | {best} | {_share(f.get('gap_closed'))} "
         f"| {_num(r['pct_of_floor'], '%')} | {r['rounds']} | {r['stop_reason'] or '-'} "
-        f"| {_cell(rule + r['reason'])} |{where}"
+        f"| {_reason_cell(r)} |{where}"
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +18,20 @@ def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[di
     folder = Path(run_dir) / "sweeps"
     if not run_dir or not folder.is_dir():
         return []
-    outcome_of = {}
+    outcome_of = {}  # (round, source) -> outcome: a row is credited only with its own round's verification
     for attempt in attempts:
         path = Path(attempt.get("kernel_path") or "")
         if path.is_file():
-            outcome_of[path.read_text()] = attempt["outcome"] + (" (new best)" if attempt.get("new_best") else "")
+            outcome = attempt["outcome"] + (" (new best)" if attempt.get("new_best") else "")
+            outcome_of[(attempt["round"], path.read_text())] = outcome
     tables = []
     for table_file in sorted(folder.glob("round-*.json")):
         table = json.loads(table_file.read_text())
         for row in table["rows"]:
             variant = Path(row.get("path") or "")
-            row["verified"] = outcome_of.get(variant.read_text()) if variant.is_file() else None
-        tables.append(table)
+            row["verified"] = outcome_of.get((table["round"], variant.read_text())) if variant.is_file() else None
+        if table["rows"]:  # a round that swept nothing has no table to show
+            tables.append(table)
     return tables
 
 
@@ -94,6 +97,11 @@ def _axis(rows: list[dict[str, Any]]) -> str | None:
     return max(sizes, key=lambda k: len(counts[k]), default=None)
 
 
+def _numbers(label: str) -> tuple[int, ...]:
+    """"num_warps=16, num_stages=3" -> (16, 3): legend entries in numeric order, not 16 before 2."""
+    return tuple(int(n) for n in re.findall(r"=(\d+)", label))
+
+
 def draw_sweep(summary: dict[str, Any], path: str | Path) -> bool:
     """sweep.png: time against the swept parameter, one line per num_warps; False without a sweep."""
     rows = [r for t in summary.get("sweeps") or [] for r in t["rows"] if r["time_ms"] is not None]
@@ -112,7 +120,7 @@ def draw_sweep(summary: dict[str, Any], path: str | Path) -> bool:
             continue
         rest = ", ".join(f"{k}={v}" for k, v in row["config"].items() if k != axis and k in ("num_warps", "num_stages"))
         groups.setdefault(rest or "all", []).append((row["config"][axis], row["time_ms"]))
-    for label, points in sorted(groups.items()):
+    for label, points in sorted(groups.items(), key=lambda item: _numbers(item[0])):
         best: dict[int, float] = {}
         for x, ms in points:
             best[x] = min(best.get(x, math.inf), ms)

@@ -204,3 +204,40 @@ def test_report_re_renders_a_moved_run_folder_with_its_new_paths(tmp_path):
     assert proc.returncode == 0, _show(proc)
     text = (moved / "report.md").read_text()
     assert f"`{moved / 'best_kernel.py'}`" in text and str(run) + "/" not in text
+
+
+def test_suite_reasons_are_said_once_without_log_paths():
+    from kernelopt.suite_report import _reason_cell
+
+    wrong = {"rule": "incorrect", "reason": "incorrect: case 2, output 0: 3 of 64 elements outside atol",
+             "stop_reason": None}
+    assert _reason_cell(wrong).startswith("incorrect: case 2") and "[incorrect]" not in _reason_cell(wrong)
+    crash = {"rule": "crash", "reason": "the candidate's process crashed with SIGSEGV (log: /tmp/x/worker.log)",
+             "stop_reason": None}
+    assert _reason_cell(crash) == "[crash] the candidate's process crashed with SIGSEGV"
+    optimized = {"rule": None, "reason": "stopped: max_rounds", "stop_reason": "max_rounds"}
+    assert _reason_cell(optimized) == "-"  # the stop column says it
+
+
+def test_a_sweep_row_is_credited_only_with_its_own_rounds_verification(tmp_path):
+    """The centre of round 2's sweep is round 1's best: it was not verified in round 2, so it is
+    not "faster (new best)" there; a round that swept nothing has no table."""
+    from kernelopt.sweep_report import _numbers, sweep_tables
+
+    (tmp_path / "sweeps").mkdir()
+    best = tmp_path / "r001.py"
+    best.write_text("BLOCK = 128\n")
+    other = tmp_path / "r002.py"
+    other.write_text("BLOCK = 256\n")
+    rows = [{"path": str(best), "config": {"BLOCK": 128}, "time_ms": 1.0, "trials": 9, "stage": 2},
+            {"path": str(other), "config": {"BLOCK": 256}, "time_ms": 1.2, "trials": 9, "stage": 2}]
+    for n, table_rows in ((1, rows[:1]), (2, rows), (3, [])):
+        (tmp_path / "sweeps" / f"round-00{n}.json").write_text(json.dumps({"round": n, "rows": table_rows}))
+    attempts = [{"round": 1, "kernel_path": str(best), "outcome": "faster", "new_best": True},
+                {"round": 2, "kernel_path": str(other), "outcome": "slower", "new_best": False}]
+    tables = sweep_tables(tmp_path, attempts)
+    assert [t["round"] for t in tables] == [1, 2]
+    assert tables[0]["rows"][0]["verified"] == "faster (new best)"
+    assert [r["verified"] for r in tables[1]["rows"]] == [None, "slower"]
+    labels = ["num_warps=16", "num_warps=2", "num_warps=8", "num_warps=4"]
+    assert sorted(labels, key=_numbers) == ["num_warps=2", "num_warps=4", "num_warps=8", "num_warps=16"]
