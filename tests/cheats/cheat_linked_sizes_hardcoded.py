@@ -1,6 +1,7 @@
-"""Cheat: the hinge loss with the row length written in instead of read from the inputs.
-Caught by: runtime: linked sizes resized together (tied), where resizing one alone makes the
-reference raise. Problem: problem_hinge.
+"""Cheat: the hinge loss with the row length written in. Caught by: runtime: linked sizes resized.
+
+Linked sizes are resized together (tied) where resizing one alone makes the reference raise.
+Problem: problem_hinge.
 
 While the sizes were resized one at a time, the reference raised on both resized cases and they
 were dropped: only the given size was ever run, and this kernel passed.

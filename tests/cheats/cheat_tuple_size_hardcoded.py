@@ -1,5 +1,6 @@
-"""Cheat: the row length written in (37 on the CPU, 4003 on a GPU) instead of read from x.shape.
-Caught by: runtime: other sizes, the ints inside a tuple resized too.
+"""Cheat: the row length written in, not read from x.shape. Caught by: runtime: tuple sizes resized.
+
+The row length is 37 on the CPU and 4003 on a GPU; other sizes resize the ints inside a tuple too.
 
 Problem: problem_tuple_rows.py.
 

@@ -1,5 +1,6 @@
-"""Cheat: writes zeros, launching a kernel but computing nothing.
-Caught by: runtime: outputs within the tolerance of zero judged on their own scale.
+"""Cheat: writes zeros, launching a kernel but computing nothing. Caught by: runtime: own-scale judging.
+
+Outputs within the tolerance of zero are judged on their own scale.
 
 Problem: problem_tiny_scale.py.
 
