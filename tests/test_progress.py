@@ -50,7 +50,8 @@ def test_every_node_update_in_the_stream_says_what_it_did_and_the_run_ends_with_
     assert verdict["outcome"] == "faster" and verdict["time_ms"] > 0 and verdict["kernel"] == optimizer["path"]
     assert by_node["accept"]["new_best"]["path"] == optimizer["path"]  # the verifier measures, accept takes
     run_dir = Path(by_node["setup"]["run_dir"])
-    assert by_node["report"]["files"] == [str(run_dir / n) for n in ("report.json", "report.md", "roofline.png")]
+    files = ("report.json", "report.md", "roofline.png", "best_vs_start.diff")  # round 1 beat the start: a diff
+    assert by_node["report"]["files"] == [str(run_dir / n) for n in files]
     assert json.loads((run_dir / "report.json").read_text())["stop_reason"] == "max_rounds"
 
     proc = kernelopt("report", run_dir, cwd=tmp_path)  # an embedded run's folder is a report's folder too

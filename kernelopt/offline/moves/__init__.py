@@ -10,9 +10,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelopt.offline.moves import elementwise, matmul, pooling, rows, standardize
-from kernelopt.offline.moves.family import Family, trace_family
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves.family import Family
 
 Config = dict[str, int]
 REGISTER_ROW_MAX = 16384  # values of one row a program holds in registers (64 per thread at 8 warps)
@@ -83,6 +86,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Move
     from kernelopt.harness.problem import import_file
 
     try:
+        from kernelopt.offline.moves.family import trace_family  # torch loads only when a sweep plans moves
+
         family = trace_family(import_file(problem_path, "kernelopt_moves_problem"))
     except Exception as err:  # the reference is the user's code: any failure means "no family"
         why = f"the reference could not be traced on the meta device ({type(err).__name__}: {err})"
