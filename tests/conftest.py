@@ -15,6 +15,15 @@ if not any(Path("/dev").glob("nvidia[0-9]*")):
 from helpers import DATA
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: the test files spread over up to two processes on the CPU; GPU tests (`-m gpu`)
+    stay in one, so that no two of them time kernels on the GPU at once."""
+    marks = config.getoption("markexpr") or ""
+    if "gpu" in marks and "not gpu" not in marks:
+        return 0
+    return min(2, os.cpu_count() or 1)
+
+
 @pytest.fixture
 def add_problem() -> Path:
     return DATA / "add" / "problem.py"
