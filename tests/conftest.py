@@ -11,10 +11,7 @@ import pytest
 # its own process); on a CUDA host they run on the GPU, as the GPU tests mean them to.
 if not any(Path("/dev").glob("nvidia[0-9]*")):
     os.environ.setdefault("TRITON_INTERPRET", "1")
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        # Each worker process its own cache folder, so its own CPU "device lock": interpreter
-        # timings of two workers would otherwise wait on each other (their accuracy is no test's).
-        import tempfile
+
 
         os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix=f"kernelopt-tests-{os.environ['PYTEST_XDIST_WORKER']}-")
 

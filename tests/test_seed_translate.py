@@ -258,7 +258,9 @@ def test_a_cublas_matmul_in_another_torch_versions_output_is_refused_naming_it()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("source", "name"), [("h200", "softmax"), ("h200", "swish"), ("cpu_made", "softmax")])
+# The H200 softmax seed computes the reference under the interpreter above; its full verification
+# there took 90 s of CI: the CPU-made softmax and the H200 swish take the verifier's path here.
+@pytest.mark.parametrize(("source", "name"), [("h200", "swish"), ("cpu_made", "softmax")])
 def test_the_seed_passes_kernelopts_verifier_every_derived_case_included(source: str, name: str, tmp_path: Path):
     from kernelopt.harness.verify import HarnessSettings, Verifier
 
