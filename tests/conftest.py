@@ -12,9 +12,6 @@ import pytest
 if not any(Path("/dev").glob("nvidia[0-9]*")):
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
-
-        os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix=f"kernelopt-tests-{os.environ['PYTEST_XDIST_WORKER']}-")
-
 from helpers import DATA
 
 
