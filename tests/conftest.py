@@ -9,7 +9,7 @@ import pytest
 
 # Without an NVIDIA device, Triton kernels run under the interpreter (also those a test runs in
 # its own process); on a CUDA host they run on the GPU, as the GPU tests mean them to.
-if not any(Path("/dev").glob("nvidia[0-9]*")):
+if not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia/gpus").is_dir()):
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 from helpers import DATA
