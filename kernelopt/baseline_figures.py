@@ -217,8 +217,10 @@ def method_lines(method: dict[str, Any] | None, max_autotune_limit_s: float | No
         "timing and never timed.",
     ]
     if max_autotune_limit_s:
-        lines.append('- torch.compile (max-autotune) is the mode as PyTorch defines it: autotuned templates, '
-                     "coordinate-descent tuning and, on a GPU, CUDA graphs.")
+        lines.append('- torch.compile (max-autotune) is timed as mode="max-autotune-no-cudagraphs": the same autotuned '
+                     "templates and coordinate-descent tuning, without the CUDA-graph trees, which copy every input "
+                     "that is not a parameter into buffers of their own on each replay (timing that copy, not the "
+                     "compiler's kernels). Launch overhead is the CUDA-graph replay's row.")
         lines.append(f"- torch.compile (max-autotune) compiles in a process of its own, stopped after "
                      f"{max_autotune_limit_s:g} s (then marked, and the run goes on); Inductor's caches are kept per "
                      "problem under the runs folder, so a repeated run does not compile again.")
