@@ -1,0 +1,28 @@
+#!/bin/bash
+# One H200 call's share of a suite pass that may take several calls (and sessions):
+#
+#   bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
+#
+# Run from the repository root on the device with the wheels in .whl (carry [".whl", ".gpu"]).
+# If .gpu/NAME.tgz exists (what an earlier call sent back, copied into .gpu/ here), the suite is
+# resumed from it, so finished problems are not redone; otherwise it starts. After SECONDS it is
+# stopped (a problem under way is redone next time), and the suite's state (suite.json, one JSON
+# per finished problem, results.*) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
+set -u
+name=$1 seconds=$2
+shift 2
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns
+out=/tmp/suites/$name
+mkdir -p /tmp/suites
+if [ -f ".gpu/$name.tgz" ]; then
+  tar xzf ".gpu/$name.tgz" -C /tmp/suites
+  how=(--resume "$out")
+else
+  how=("$@" --out "$out")
+fi
+began=$(date +%s)
+timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log" 2>&1
+echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name.log"
+cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" "$name/problems" $(ls "$name"/results.* 2>/dev/null)
