@@ -1,0 +1,132 @@
+"""What the optimizer's prompt recalls of the knowledge base: the patterns that fit the round's
+diagnosis and the gains earlier runs recorded; and the recording of this run's gains.
+
+The store serves the run, never stops it: a store that cannot be read or written costs one
+warning line on stderr, and the run goes on without it.
+"""
+
+from __future__ import annotations
+
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+from kernelopt.context import Context
+from kernelopt.harness.problem import source_hash
+from kernelopt.knowledge.patterns import Pattern, select_patterns
+from kernelopt.knowledge.store import STORE_FILE, Gain, GainStore
+from kernelopt.records import one_line
+
+PATTERNS_SIZE = 3  # patterns a prompt shows
+GAINS_SIZE = 4  # earlier gains a prompt shows
+GAINS_READ = 200  # the newest gains of the family that are ranked for a prompt
+CHANGE_CHARS = 700
+BEFORE_LINES = 12
+AFTER_LINES = 24
+_WARNED: set[str] = set()  # stores already warned about by this process: one line each
+
+
+def store_location(ctx: Context) -> str:
+    """Where the run's knowledge store is: Context.knowledge_db, else knowledge.sqlite in the runs folder."""
+    if ctx.knowledge_db:
+        return ctx.knowledge_db
+    from kernelopt.runs import default_runs_dir
+
+    return str(Path(ctx.runs_dir or default_runs_dir()) / STORE_FILE)
+
+
+def warn_once(location: str, doing: str, err: Exception) -> None:
+    """One warning line on stderr per store and process: the store failed, the run goes on."""
+    if location in _WARNED:
+        return
+    _WARNED.add(location)
+    print(f"kernelopt: warning: the knowledge store {location} could not {doing} ({type(err).__name__}: "
+          f"{one_line(str(err), 200)}); the run goes on without it. Name another with knowledge_db (or --db)",
+          file=sys.stderr, flush=True)
+
+
+@lru_cache(maxsize=64)
+def _family(problem_source_hash: str, problem_file: str) -> str:
+    try:
+        from kernelopt.harness.problem import import_file
+        from kernelopt.offline.moves.family import trace_family
+
+        return trace_family(import_file(problem_file, "kernelopt_knowledge_problem")).name
+    except Exception:  # the reference is the user's code: any failure means "no family known"
+        return "other"
+
+
+def problem_family(problem_file: str | Path) -> str:
+    """The family of the problem in `problem_file` (offline/moves/family.py), "other" when none is recognised."""
+    return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
+
+
+def _ranked(gains: list[Gain], family: str, category: str, gpu: str) -> list[Gain]:
+    """Gains of the same family, those of the same bottleneck first, then the same GPU, GPU times, speedup."""
+    return sorted(
+        (g for g in gains if g.family == family),
+        key=lambda g: (g.bottleneck != category, g.gpu != gpu, not g.gpu_time, -g.speedup),
+    )
+
+
+def _lines(source: str, limit: int) -> str:
+    lines = source.splitlines()
+    return "\n".join(lines[:limit] + (["    ..."] if len(lines) > limit else []))
+
+
+def _pattern_text(pattern: Pattern) -> str:
+    return (
+        f"### {pattern.title} [{pattern.id}]\n"
+        f"When: {pattern.when}\n"
+        f"Change: {one_line(pattern.change, CHANGE_CHARS)}\n"
+        f"Before:\n```python\n{_lines(pattern.before, BEFORE_LINES)}\n```\n"
+        f"After:\n```python\n{_lines(pattern.after, AFTER_LINES)}\n```\n"
+    )
+
+
+def _gain_text(gain: Gain) -> str:
+    clock = "GPU time" if gain.gpu_time else "interpreter time"
+    return (f"- {gain.speedup:.2f}x on {gain.gpu} ({clock}), {gain.bottleneck} bottleneck, "
+            f"{gain.problem} ({gain.family}): {one_line(gain.change, 300)}")
+
+
+def render_knowledge(patterns: list[Pattern], gains: list[Gain], family: str) -> str:
+    """The prompt's KNOWLEDGE BASE section; '' when there is nothing to say."""
+    if not patterns and not gains:
+        return ""
+    lines = ["KNOWLEDGE BASE (known patterns for this bottleneck; apply one only where it fits this kernel)"]
+    lines += [_pattern_text(p) for p in patterns]
+    if gains:
+        lines.append(f"Gains earlier runs made on {family} problems (what worked, how much faster):")
+        lines += [_gain_text(g) for g in gains]
+    return "\n".join(lines) + "\n"
+
+
+def recall(
+    ctx: Context, problem_file: str, architecture: str, gpu: str, category: str, text: str, run_dir: str
+) -> str:
+    """The KNOWLEDGE BASE section for a round working on `category` (its words in `text`): the
+    patterns that fit, and the best-matching gains of earlier runs (not this run's own)."""
+    if not ctx.knowledge:
+        return ""
+    family = problem_family(problem_file)
+    patterns = select_patterns(category, text, family, architecture, PATTERNS_SIZE)
+    location = store_location(ctx)
+    try:
+        stored = GainStore(location).gains(family=family, limit=GAINS_READ)
+    except Exception as err:  # sqlite3, psycopg and OS errors alike: the run goes on without the store
+        warn_once(location, "be read", err)
+        stored = []
+    gains = _ranked([g for g in stored if g.run_dir != run_dir], family, category, gpu)[:GAINS_SIZE]
+    return render_knowledge(patterns, gains, family)
+
+
+def record(ctx: Context, gain: Gain) -> int | None:
+    """Store `gain` in the run's knowledge store; its number, or None when the store failed (one warning)."""
+    location = store_location(ctx)
+    try:
+        return GainStore(location).add(gain)
+    except Exception as err:  # never a reason to stop the run that made the gain
+        warn_once(location, "record a gain", err)
+        return None
+
