@@ -26,6 +26,7 @@ KERNEL_CLASSES = {
 }
 # hardware/specs.py architectures, by the generation whose features (TMA, wgmma, tcgen05) they have
 ARCHITECTURES = {"Ampere": "Ampere", "Ada Lovelace": "Ampere", "Hopper": "Hopper", "Blackwell": "Blackwell"}
+GENERATIONS = ("Ampere", "Hopper", "Blackwell")
 
 
 @dataclass(frozen=True)
@@ -96,14 +97,20 @@ def find_pattern(pattern_id: str) -> Pattern | None:
 
 
 def _score(pattern: Pattern, category: str, words: str, family: str) -> float:
-    """How well a pattern fits: its category, its family (exact before class before any), its words."""
-    score = 3.0 if category in pattern.bottlenecks else 0.0
+    """How well a pattern fits, 0 when it does not: its category (or, lacking that, its own family
+    and one of its words), then its family (exact before class), a pattern written for this GPU
+    generation before one for all, and its words in the diagnosis."""
+    hits = min(sum(1 for word in pattern.keywords if word.lower() in words), 3)
     if family in pattern.families:
-        score += 3.0
+        fit = 3.0
     elif KERNEL_CLASSES.get(family, "other") in pattern.families:
-        score += 2.0
-    hits = sum(1 for word in pattern.keywords if word.lower() in words)
-    return score + min(hits, 3)
+        fit = 2.0
+    else:
+        fit = 0.0
+    if category not in pattern.bottlenecks and not (fit and hits):
+        return 0.0
+    specific = 0.0 if ANY in pattern.architectures or set(GENERATIONS) <= set(pattern.architectures) else 1.0
+    return (3.0 if category in pattern.bottlenecks else 0.0) + fit + specific + hits
 
 
 def select_patterns(
@@ -115,5 +122,4 @@ def select_patterns(
     words = text.lower()
     fitting = [p for p in (patterns or load_patterns()) if p.fits_family(family) and p.fits_architecture(architecture)]
     scored = [(_score(p, category, words, family), i, p) for i, p in enumerate(fitting)]
-    relevant = [(s, i, p) for s, i, p in scored if s >= 3.0]  # at least its category, or its family and a word
-    return [p for _, _, p in sorted(relevant, key=lambda t: (-t[0], t[1]))[:limit]]
+    return [p for s, _, p in sorted(scored, key=lambda t: (-t[0], t[1])) if s > 0][:limit]

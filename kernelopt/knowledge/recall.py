@@ -45,19 +45,25 @@ def warn_once(location: str, doing: str, err: Exception) -> None:
           file=sys.stderr, flush=True)
 
 
+# a dtype as diagnoses and patterns write it
+_DTYPE_WORDS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+
+
 @lru_cache(maxsize=64)
-def _family(problem_source_hash: str, problem_file: str) -> str:
+def _family(problem_source_hash: str, problem_file: str) -> tuple[str, str]:
     try:
         from kernelopt.harness.problem import import_file
         from kernelopt.offline.moves.family import trace_family
 
-        return trace_family(import_file(problem_file, "kernelopt_knowledge_problem")).name
+        family = trace_family(import_file(problem_file, "kernelopt_knowledge_problem"))
     except Exception:  # the reference is the user's code: any failure means "no family known"
-        return "other"
+        return "other", ""
+    return family.name, family.dtype
 
 
-def problem_family(problem_file: str | Path) -> str:
-    """The family of the problem in `problem_file` (offline/moves/family.py), "other" when none is recognised."""
+def problem_family(problem_file: str | Path) -> tuple[str, str]:
+    """The family of the problem in `problem_file` (offline/moves/family.py; "other" when none is
+    recognised) and its first input's dtype ("float32", ...; "" when unknown)."""
     return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
 
 
@@ -109,8 +115,9 @@ def recall(
     patterns that fit, and the best-matching gains of earlier runs (not this run's own)."""
     if not ctx.knowledge:
         return ""
-    family = problem_family(problem_file)
-    patterns = select_patterns(category, text, family, architecture, PATTERNS_SIZE)
+    family, dtype = problem_family(problem_file)
+    words = f"{text} {dtype} {_DTYPE_WORDS.get(dtype, '')}"
+    patterns = select_patterns(category, words, family, architecture, PATTERNS_SIZE)
     location = store_location(ctx)
     try:
         stored = GainStore(location).gains(family=family, limit=GAINS_READ)

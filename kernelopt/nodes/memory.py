@@ -51,7 +51,7 @@ def remember_gain(
     gain = Gain(
         problem=Path(state.get("problem_path") or problem_file).stem,
         problem_hash=source_hash(Path(problem_file).read_text()),
-        family=problem_family(problem_file),
+        family=problem_family(problem_file)[0],
         bottleneck=category,
         change=_idea_words(state, attempt),
         speedup=old.time_ms / new.time_ms,
