@@ -145,8 +145,10 @@ def _without_password(url: str) -> str:
 
 
 def new_run_record(run_dir: Path, inputs: dict[str, Any], ctx: Context, db: str | None) -> RunRecord:
-    """Write RUN_DIR/run.json for a new run (keys are never written) and return its record."""
+    """Write RUN_DIR/run.json for a new run (keys and passwords are never written) and return its record."""
     context = dataclasses.asdict(ctx) | {"api_key": None}
+    if ctx.knowledge_db and urlsplit(ctx.knowledge_db).scheme in POSTGRES_SCHEMES:
+        context["knowledge_db"] = _without_password(ctx.knowledge_db)
     record = RunRecord(uuid.uuid4().hex, _without_password(db) if db else None, inputs, context, time.time())
     write_run_record(run_dir, record)
     return record
