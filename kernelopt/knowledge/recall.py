@@ -16,13 +16,13 @@ from kernelopt.harness.problem import source_hash
 from kernelopt.knowledge.patterns import Pattern, select_patterns
 from kernelopt.knowledge.store import STORE_FILE, Gain, GainStore
 from kernelopt.records import one_line
+from kernelopt.runs import default_runs_dir
 
 PATTERNS_SIZE = 3  # patterns a prompt shows
 GAINS_SIZE = 4  # earlier gains a prompt shows
 GAINS_READ = 200  # the newest gains of the family that are ranked for a prompt
 CHANGE_CHARS = 700
-BEFORE_LINES = 12
-AFTER_LINES = 24
+EXAMPLE_LINES = 20  # of the example's code after the change (its "before" stays in the file)
 _WARNED: set[str] = set()  # stores already warned about by this process: one line each
 
 
@@ -30,8 +30,6 @@ def store_location(ctx: Context) -> str:
     """Where the run's knowledge store is: Context.knowledge_db, else knowledge.sqlite in the runs folder."""
     if ctx.knowledge_db:
         return ctx.knowledge_db
-    from kernelopt.runs import default_runs_dir
-
     return str(Path(ctx.runs_dir or default_runs_dir()) / STORE_FILE)
 
 
@@ -85,8 +83,7 @@ def _pattern_text(pattern: Pattern) -> str:
         f"### {pattern.title} [{pattern.id}]\n"
         f"When: {pattern.when}\n"
         f"Change: {one_line(pattern.change, CHANGE_CHARS)}\n"
-        f"Before:\n```python\n{_lines(pattern.before, BEFORE_LINES)}\n```\n"
-        f"After:\n```python\n{_lines(pattern.after, AFTER_LINES)}\n```\n"
+        f"Example, after the change:\n```python\n{_lines(pattern.after, EXAMPLE_LINES)}\n```\n"
     )
 
 
