@@ -80,7 +80,7 @@ def _list(args: argparse.Namespace) -> int:
     gains = [g for g in store.gains(bottleneck=args.bottleneck) if _fits_family(g, args.family)]
     print(f"patterns ({len(patterns)}):")
     print("\n".join(_pattern_line(p) for p in patterns) or "  none")
-    print(f"gains ({len(gains)}) in {store.location}:")
+    print(f"gains ({len(gains)}) in {store.shown}:")
     print("\n".join(_gain_line(g) for g in gains) or "  none recorded yet")
     return 0
 

@@ -33,12 +33,12 @@ def store_location(ctx: Context) -> str:
     return str(Path(ctx.runs_dir or default_runs_dir()) / STORE_FILE)
 
 
-def warn_once(location: str, doing: str, err: Exception) -> None:
+def warn_once(store: GainStore, doing: str, err: Exception) -> None:
     """One warning line on stderr per store and process: the store failed, the run goes on."""
-    if location in _WARNED:
+    if store.location in _WARNED:
         return
-    _WARNED.add(location)
-    print(f"kernelopt: warning: the knowledge store {location} could not {doing} ({type(err).__name__}: "
+    _WARNED.add(store.location)
+    print(f"kernelopt: warning: the knowledge store {store.shown} could not {doing} ({type(err).__name__}: "
           f"{one_line(str(err), 200)}); the run goes on without it. Name another with knowledge_db (or --db)",
           file=sys.stderr, flush=True)
 
@@ -115,11 +115,11 @@ def recall(
     family, dtype = problem_family(problem_file)
     words = f"{text} {dtype} {_DTYPE_WORDS.get(dtype, '')}"
     patterns = select_patterns(category, words, family, architecture, PATTERNS_SIZE)
-    location = store_location(ctx)
+    store = GainStore(store_location(ctx))
     try:
-        stored = GainStore(location).gains(family=family, limit=GAINS_READ)
+        stored = store.gains(family=family, limit=GAINS_READ)
     except Exception as err:  # sqlite3, psycopg and OS errors alike: the run goes on without the store
-        warn_once(location, "be read", err)
+        warn_once(store, "be read", err)
         stored = []
     gains = _ranked([g for g in stored if g.run_dir != run_dir], family, category, gpu)[:GAINS_SIZE]
     return render_knowledge(patterns, gains, family)
@@ -127,10 +127,10 @@ def recall(
 
 def record(ctx: Context, gain: Gain) -> int | None:
     """Store `gain` in the run's knowledge store; its number, or None when the store failed (one warning)."""
-    location = store_location(ctx)
+    store = GainStore(store_location(ctx))
     try:
-        return GainStore(location).add(gain)
+        return store.add(gain)
     except Exception as err:  # never a reason to stop the run that made the gain
-        warn_once(location, "record a gain", err)
+        warn_once(store, "record a gain", err)
         return None
 

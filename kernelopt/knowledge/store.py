@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from kernelopt.checkpoint import POSTGRES_SCHEMES
+from kernelopt.checkpoint import POSTGRES_SCHEMES, without_password
 from kernelopt.records import InputError
 
 STORE_FILE = "knowledge.sqlite"  # in the runs folder, unless a location is named
@@ -66,6 +66,7 @@ class GainStore:
     def __init__(self, location: str | Path) -> None:
         self.location = str(location)
         self.postgres = is_postgres(self.location)
+        self.shown = without_password(self.location) if self.postgres else self.location  # for people to read
 
     @contextmanager
     def _cursor(self, write: bool) -> Iterator[Any]:
