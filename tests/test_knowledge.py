@@ -185,3 +185,28 @@ def test_the_store_lives_in_postgres_and_is_read_back_by_the_cli(tmp_path, capsy
     assert again == dataclasses.replace(gain, id=number)
     assert main(["knowledge", "list", "--db", db, "--family", "matmul"]) == 0
     assert f"#{number}" in capsys.readouterr().out
+
+
+def test_a_gain_names_its_branchs_bottleneck_and_a_repair_names_the_idea_it_repaired(tmp_path):
+    from kernelopt.nodes.memory import remember_gain
+    from kernelopt.records import Attempt, Diagnosis
+
+    occupancy = BottleneckResult("occupancy", "0.2 waves", "few programs", ("16 programs",), ("split the rows",))
+    diagnosis = Diagnosis((MEMORY_ROWS, occupancy), "memory", MEMORY_ROWS.root_causes[0], "read each row once", "llm")
+    timing = Timing(1.0, 0.9, 1.1, 0.8, 1.2, 10, "interpreter")
+    old = KernelRecord("old.py", "a", timing, 0)
+    new = KernelRecord("new.py", "b", dataclasses.replace(timing, median_ms=0.5), 1)
+    first = Attempt(1, 0, "r001_a0.py", "b", "incorrect", "one pass with an online max and sum", error="wrong")
+    state = {"diagnosis": diagnosis, "attempts": [first], "problem_file": str(MOVES / "softmax_long.py"),
+             "problem_path": "/problems/23_Softmax.py", "run_dir": str(tmp_path), "gpu_key": "H200"}
+    ctx = fast_context(tmp_path)
+    branch_one = Attempt(1, 0, "r001_a0_b1.py", "c", "faster", "split each row in four", 0.5, 2.0, new_best=True)
+    remember_gain(state, ctx, branch_one, 1, new, old)  # type: ignore[arg-type]
+    repaired = Attempt(1, 1, "r001_a1.py", "d", "faster", "repair: wrong", 0.5, 2.0, new_best=True)
+    remember_gain(state, ctx, repaired, 1, new, old)  # type: ignore[arg-type]  # a repair's branch: its own number
+    remember_gain(state, ctx, branch_one, 1, new, None)  # type: ignore[arg-type]  # the first best is no gain
+    gains = GainStore(tmp_path / "runs" / STORE_FILE).gains()
+    assert [(g.problem, g.family, g.bottleneck, g.change, g.speedup) for g in reversed(gains)] == [
+        ("23_Softmax", "softmax", "occupancy", "split each row in four", 2.0),
+        ("23_Softmax", "softmax", "memory", "one pass with an online max and sum (once repaired)", 2.0),
+    ]
