@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from kernelopt.checkpoint import check_db_url
-from kernelopt.knowledge.patterns import KERNEL_CLASSES, Pattern, find_pattern, load_patterns
+from kernelopt.knowledge.patterns import GENERATIONS, KERNEL_CLASSES, Pattern, find_pattern, load_patterns
 from kernelopt.knowledge.store import STORE_FILE, Gain, GainStore, is_postgres
 from kernelopt.prompts.parsing import CATEGORIES
 from kernelopt.records import InputError, one_line
@@ -33,7 +33,7 @@ def add_knowledge_parser(commands: Any) -> None:
     lst = actions.add_parser("list", help="the patterns and recorded gains, one line each")
     lst.add_argument("--family", help="only this problem family (softmax, matmul, ...) or class (rows, ...)")
     lst.add_argument("--bottleneck", choices=CATEGORIES, help="only patterns and gains for this bottleneck")
-    lst.add_argument("--arch", help="only patterns for this architecture (Ampere, Hopper, Blackwell)")
+    lst.add_argument("--arch", choices=GENERATIONS, help="only patterns that hold on this GPU generation")
     show = actions.add_parser("show", help="one pattern (by id) or one recorded gain (by number) in full")
     show.add_argument("id", help="a pattern's id (online-softmax) or a gain's number (3)")
     exp = actions.add_parser("export", help="every recorded gain as JSON Lines (or Markdown)")

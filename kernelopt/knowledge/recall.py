@@ -8,6 +8,7 @@ warning line on stderr, and the run goes on without it.
 from __future__ import annotations
 
 import sys
+import threading
 from functools import lru_cache
 from pathlib import Path
 
@@ -47,6 +48,9 @@ def warn_once(store: GainStore, doing: str, err: Exception) -> None:
 _DTYPE_WORDS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
+_TRACING = threading.Lock()  # branches write prompts side by side; one module name, one trace at a time
+
+
 @lru_cache(maxsize=64)
 def _family(problem_source_hash: str, problem_file: str) -> tuple[str, str]:
     try:
@@ -62,7 +66,8 @@ def _family(problem_source_hash: str, problem_file: str) -> tuple[str, str]:
 def problem_family(problem_file: str | Path) -> tuple[str, str]:
     """The family of the problem in `problem_file` (offline/moves/family.py; "other" when none is
     recognised) and its first input's dtype ("float32", ...; "" when unknown)."""
-    return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
+    with _TRACING:
+        return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
 
 
 def _ranked(gains: list[Gain], family: str, category: str, gpu: str) -> list[Gain]:
