@@ -210,3 +210,29 @@ def test_a_gain_names_its_branchs_bottleneck_and_a_repair_names_the_idea_it_repa
         ("23_Softmax", "softmax", "occupancy", "split each row in four", 2.0),
         ("23_Softmax", "softmax", "memory", "one pass with an online max and sum (once repaired)", 2.0),
     ]
+
+
+def test_earlier_gains_come_same_bottleneck_problem_and_gpu_first_each_change_once(tmp_path):
+    from kernelopt.harness.problem import source_hash
+    from kernelopt.knowledge.recall import recall
+
+    problem = MOVES / "softmax_long.py"
+    here = source_hash(problem.read_text())
+    store = GainStore(tmp_path / "runs" / STORE_FILE)
+
+    def add(change: str, bottleneck: str, problem_hash: str, gpu: str, speedup: float, run: str = "/old") -> None:
+        store.add(Gain("p", problem_hash, "softmax", bottleneck, change, speedup, 1.0, 1 / speedup, gpu, True, run,
+                       1, "2026-12-01"))
+
+    add("other problem, same bottleneck", "memory", "elsewhere", "H200", 3.0)
+    add("same problem, other GPU", "memory", here, "A100-SXM4-80GB", 2.0)
+    add("same problem and GPU", "memory", here, "H200", 1.1)
+    add("same problem and GPU", "memory", here, "H200", 1.05)  # the same change again: shown once
+    add("other bottleneck", "occupancy", here, "H200", 5.0)
+    add("this run's own", "memory", here, "H200", 9.0, run=str(tmp_path))
+    store.add(Gain("m", "h", "matmul", "memory", "a matmul gain", 4.0, 1, 0.25, "H200", True, "/old", 1, "2026"))
+    text = recall(fast_context(tmp_path), str(problem), "Hopper", "H200", "memory", "two passes", str(tmp_path))
+    gains = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("- ")]
+    assert gains == ["same problem and GPU", "same problem, other GPU", "other problem, same bottleneck",
+                     "other bottleneck"]
+    assert "- 1.10x on H200 (GPU time), memory bottleneck, p (softmax)" in text

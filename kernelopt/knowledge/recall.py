@@ -70,12 +70,18 @@ def problem_family(problem_file: str | Path) -> tuple[str, str]:
         return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
 
 
-def _ranked(gains: list[Gain], family: str, category: str, gpu: str) -> list[Gain]:
-    """Gains of the same family, those of the same bottleneck first, then the same GPU, GPU times, speedup."""
-    return sorted(
+def _ranked(gains: list[Gain], family: str, category: str, problem_hash: str, gpu: str) -> list[Gain]:
+    """Gains of the same family, each change once: the same bottleneck first, then the same problem,
+    the same GPU, GPU times, the larger speedup."""
+    ranked = sorted(
         (g for g in gains if g.family == family),
-        key=lambda g: (g.bottleneck != category, g.gpu != gpu, not g.gpu_time, -g.speedup),
+        key=lambda g: (g.bottleneck != category, g.problem_hash != problem_hash, g.gpu != gpu, not g.gpu_time,
+                       -g.speedup),
     )
+    first: dict[str, Gain] = {}
+    for gain in ranked:
+        first.setdefault(gain.change, gain)
+    return list(first.values())
 
 
 def _lines(source: str, limit: int) -> str:
@@ -126,7 +132,8 @@ def recall(
     except Exception as err:  # sqlite3, psycopg and OS errors alike: the run goes on without the store
         warn_once(store, "be read", err)
         stored = []
-    gains = _ranked([g for g in stored if g.run_dir != run_dir], family, category, gpu)[:GAINS_SIZE]
+    problem_hash = source_hash(Path(problem_file).read_text())
+    gains = _ranked([g for g in stored if g.run_dir != run_dir], family, category, problem_hash, gpu)[:GAINS_SIZE]
     return render_knowledge(patterns, gains, family)
 
 
