@@ -133,7 +133,7 @@ def check_db_url(db: str | None) -> str | None:
     return db
 
 
-def _without_password(url: str) -> str:
+def without_password(url: str) -> str:
     parts = urlsplit(url)
     if parts.password is None:
         return url
@@ -145,9 +145,11 @@ def _without_password(url: str) -> str:
 
 
 def new_run_record(run_dir: Path, inputs: dict[str, Any], ctx: Context, db: str | None) -> RunRecord:
-    """Write RUN_DIR/run.json for a new run (keys are never written) and return its record."""
+    """Write RUN_DIR/run.json for a new run (keys and passwords are never written) and return its record."""
     context = dataclasses.asdict(ctx) | {"api_key": None}
-    record = RunRecord(uuid.uuid4().hex, _without_password(db) if db else None, inputs, context, time.time())
+    if ctx.knowledge_db and urlsplit(ctx.knowledge_db).scheme in POSTGRES_SCHEMES:
+        context["knowledge_db"] = without_password(ctx.knowledge_db)
+    record = RunRecord(uuid.uuid4().hex, without_password(db) if db else None, inputs, context, time.time())
     write_run_record(run_dir, record)
     return record
 
@@ -214,7 +216,7 @@ def open_checkpointer(run_dir: Path, db: str | None) -> Iterator[BaseCheckpointS
     try:
         conn = Connection.connect(db, autocommit=True, prepare_threshold=0, row_factory=dict_row)
     except OperationalError as err:
-        raise InputError(f"cannot connect to {_without_password(db)}: {str(err).strip()}") from err
+        raise InputError(f"cannot connect to {without_password(db)}: {str(err).strip()}") from err
     with conn:
         saver = PostgresSaver(conn, serde=serializer())
         saver.setup()

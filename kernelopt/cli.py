@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
+from kernelopt.cli_knowledge import add_knowledge_parser, knowledge_command
 from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
 from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
@@ -123,6 +124,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="ask before each rewrite is tried (approve / reject / edit) and before a new best is "
                           "taken; answers come from the terminal, or line by line from a piped stdin")
     opt.add_argument("--db", help=DB_HELP)
+    opt.add_argument("--no-knowledge", action="store_true", help="leave the knowledge base's patterns and earlier "
+                     "gains out of the prompts, and record no gain of this run")
     opt.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     res = commands.add_parser("resume", help="continue a stopped or killed run from its last checkpoint")
     res.add_argument("run_dir", help="the run directory (it holds run.json)")
@@ -165,16 +168,18 @@ def _parser() -> argparse.ArgumentParser:
     sui.add_argument("--ray", metavar="ADDRESS", help="run each problem as a task holding one GPU on the Ray "
                                                       f"cluster at ADDRESS (or auto); needs `{RAY_INSTALL}`")
     add_export_parser(commands)
+    add_knowledge_parser(commands)
     return parser
 
 
-DB_HELP = "keep checkpoints in PostgreSQL (postgresql://user@host:port/db) instead of RUN_DIR/checkpoints.sqlite"
+DB_HELP = ("keep checkpoints in PostgreSQL (postgresql://user@host:port/db) instead of RUN_DIR/checkpoints.sqlite, "
+           "and the knowledge store's gains there too")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": verify_command, "suite": _suite,
-                "export": export_command}
+                "export": export_command, "knowledge": knowledge_command}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
@@ -234,7 +239,7 @@ def _optimize(args: argparse.Namespace) -> int:
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
         max_autotune_limit_s=args.max_autotune_limit_s,
-        candidates_per_round=args.candidates, gpus=args.gpus,
+        candidates_per_round=args.candidates, gpus=args.gpus, knowledge=not args.no_knowledge, knowledge_db=db,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, compiler_seed=not args.no_compiler_seed,
         **limit_settings(args),
@@ -286,6 +291,8 @@ def _resume(args: argparse.Namespace) -> int:
         record = dataclasses.replace(record, context={**record.context, **changed})
         write_run_record(run_dir, record)
     ctx = record.run_context()
+    if args.db and ctx.knowledge_db == record.db:  # the store shares the checkpoints' database, password and all
+        ctx = dataclasses.replace(ctx, knowledge_db=db)
     if ctx.model:
         from kernelopt.llm import check_endpoint, make_chat_model
 

@@ -169,3 +169,17 @@ class Context:
             "and waits for Command(resume=...)."
         ),
     )
+    knowledge: bool = field(
+        default=True,
+        metadata=_doc(
+            "Put the curated optimization patterns and earlier runs' gains that fit the round's diagnosis "
+            "into the optimizer's prompt, and record each gain of this run in the knowledge store."
+        ),
+    )
+    knowledge_db: str | None = field(
+        default=None,
+        metadata=_doc(
+            "The knowledge store: a SQLite file, or a postgresql:// URL (the CLI's --db). "
+            "Empty: knowledge.sqlite in the runs folder (runs_dir), shared by every run that uses it."
+        ),
+    )

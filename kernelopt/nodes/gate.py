@@ -31,6 +31,7 @@ from kernelopt.nodes.approval import (
     review,
 )
 from kernelopt.nodes.common import context_of, emit
+from kernelopt.nodes.memory import remember_gain
 from kernelopt.nodes.step import conclude, report_verdict, take_best
 from kernelopt.records import Attempt, Candidate, KernelRecord, PendingBest
 from kernelopt.state import KernelOptState
@@ -109,9 +110,10 @@ def accept(
     proposed = max(i for i, record in enumerate(records) if record is not None)
     if not ctx.approve or old is None:
         best = old
-        for attempt, record in zip(attempts, records, strict=True):
+        for attempt, record, branch in zip(attempts, records, pending.branches, strict=True):
             if record is not None:
                 take_best(state, attempt, record)
+                remember_gain(state, ctx, attempt, branch, record, best)
                 best = record
         return conclude(state, ctx, attempts, best, list(pending.stops), {"pending": None})
     attempts = _demoted(attempts, proposed)
@@ -122,6 +124,7 @@ def accept(
     if reply["action"] == "approve":
         taken = new
         take_best(state, chosen, new)
+        remember_gain(state, ctx, chosen, pending.branches[proposed], new, old)
     else:
         error = rejection_error(reply)
         attempts[proposed] = replace(chosen, outcome="rejected", rule=REJECTED_RULE, error=error, new_best=False)

@@ -17,6 +17,7 @@ from kernelopt.llm import RetryPolicy, make_chat_model
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.history import attempt_notes, insert_lessons
+from kernelopt.nodes.memory import knowledge_text
 from kernelopt.nodes.tune import offline_candidates
 from kernelopt.prompts import (
     KernelExtractionError,
@@ -31,7 +32,7 @@ from kernelopt.state import Branch
 PROMPTS = PromptManager()
 
 
-def _prompt(task: Branch) -> tuple[str, str]:
+def _prompt(task: Branch, ctx: Context) -> tuple[str, str]:
     """The LLM prompt for this branch and a few words on what is asked."""
     gpu = get_gpu_spec(task["gpu_key"])
     problem = Path(task["problem_file"]).read_text()
@@ -57,7 +58,9 @@ def _prompt(task: Branch) -> tuple[str, str]:
         is_gpu_time=best.timing.is_gpu_time,
     )
     what = f"repair: {error[:80]}" if error else fix
-    return insert_lessons(PROMPTS.render_kernel_optimization_prompt(args), task["lessons"]), what
+    # the knowledge base first: the run's own lessons stay nearest the output rules
+    prompt = insert_lessons(PROMPTS.render_kernel_optimization_prompt(args), knowledge_text(task, ctx))
+    return insert_lessons(prompt, task["lessons"]), what
 
 
 def _cut_off(message: Any) -> bool:
@@ -82,7 +85,7 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
     """
     round_, repair, branch = task["round"], task["repair"], task["branch"]
     calls = LLMCalls(task, "optimizer", RetryPolicy.from_context(ctx))
-    prompt, change = _prompt(task)
+    prompt, change = _prompt(task, ctx)
     try:
         message, reply = calls.ask(llm, prompt)
     except LLMCallError as err:  # the endpoint's failure ends the run; the best is on disk
