@@ -4,7 +4,8 @@ kernel's canonical TTIR with its launch configuration, hashed together.
 Two candidates with one fingerprint launched the same compiled kernels, in the same order, with
 the same grids, scalar arguments, argument dtypes and alignments, constexprs and launch options
 (num_warps, num_stages, ...), on every case of the run: they differ only in names, comments,
-formatting or code that compiles away, so one's time is the other's. The IR comes from the
+formatting or code that compiles away, so one's time is the other's. Back-to-back repeats of one
+launch count once: an autotuner benchmarks a configuration as many times as its timing says. The IR comes from the
 kernel Triton launched (its `asm["ttir"]` on a GPU) or, under the interpreter, from compiling the
 kernel's source for a fixed CUDA target (fingerprints are compared only within one run).
 
@@ -45,16 +46,20 @@ class Recorder:
         if self.failure is not None:
             return
         try:
-            self.launches.append(self._launch(fn, args, kwargs, launched))
+            launch = self._launch(fn, args, kwargs, launched)
         except Exception as err:  # never the candidate's verdict: only no fingerprint
             self.failure = f"launch {len(self.launches) + 1}: {type(err).__name__}: {err}"
+            return
+        if not self.launches or self.launches[-1] != launch:  # an autotuner's benchmark repeats one launch
+            self.launches.append(launch)
 
     def _launch(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launched: Any) -> tuple[Any, ...]:
         pyfn = fn.fn
-        parameters = inspect.signature(pyfn).parameters
+        signature = inspect.signature(pyfn)
+        parameters = signature.parameters
         given = {k: v for k, v in kwargs.items() if k not in _RUN_KEYWORDS}
         options = {k: v for k, v in given.items() if k not in parameters}
-        bound = inspect.signature(pyfn).bind(*args, **{k: v for k, v in given.items() if k in parameters})
+        bound = signature.bind(*args, **{k: v for k, v in given.items() if k in parameters})
         bound.apply_defaults()
         grid = kwargs["grid"]
         if callable(grid):
