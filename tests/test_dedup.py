@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -13,9 +14,13 @@ import torch
 from helpers import fast_context, run_graph
 from scripted import DATA, RoutedChatModel, kernel_reply
 
+from kernelopt.context import Context
+from kernelopt.harness.measure.timing import Timing
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.sandbox import fingerprint
 from kernelopt.harness.verify import Verifier
+from kernelopt.nodes import verifier as verifier_node
+from kernelopt.records import Attempt, Candidate, KernelRecord, Verdict
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 
@@ -136,3 +141,40 @@ def test_a_reworded_kernel_is_verified_once_and_reported(tmp_path: Path, add_pro
     assert report["duplicates"][0]["duplicate_of"].endswith(fast)
     markdown = Path(final["run_dir"], "report.md").read_text()
     assert "Duplicates removed: 1" in markdown and f"`{reworded}` = `{fast}`" in markdown
+
+
+class FakeHarness:
+    """A verifier that judges every kernel correct, with one fingerprint for all: as the harness
+    does, a kernel whose fingerprint is among `timed` is not timed."""
+
+    def __init__(self) -> None:
+        self.settings, self.timed = SimpleNamespace(where="", gpu=None), 0
+
+    def verify(self, path: str, floor_time_ms: float | None = None, on_progress: Any = None,
+               timed: dict[str, str] | None = None) -> Verdict:
+        if "f-same" in (timed or {}):
+            return Verdict(True, "correct", fingerprint="f-same", duplicate_of=(timed or {})["f-same"])
+        self.timed += 1
+        return Verdict(True, "correct", timing=Timing(2.0, 2.0, 2.0, 2.0, 2.0, 10, "cuda_events"),
+                       fingerprint="f-same")
+
+
+def test_a_kernel_timed_in_an_earlier_step_is_not_timed_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    harness = FakeHarness()
+    monkeypatch.setattr(verifier_node, "verifiers_for", lambda state, ctx: [harness])
+    timing = Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10, "cuda_events")
+    earlier = Attempt(1, 0, str(tmp_path / "r001_a0.py"), "h1", "faster", "bigger blocks", time_ms=1.0,
+                      new_best=True, fingerprint="f-same")  # as a resumed run's state holds it
+    path = tmp_path / "r002_a0.py"
+    path.write_text("NAME = 'the same kernel, reworded'\n")
+    state = {"round": 2, "repairs": 0, "rounds_without_gain": 0, "attempts": [earlier], "settled": [],
+             "best": KernelRecord(earlier.kernel_path, "h1", timing, 1), "candidates": [Candidate(str(path), "x")],
+             "stop_reason": None, "last_error": None, "uses_llm": True, "run_dir": str(tmp_path),
+             "problem_file": str(tmp_path / "problem.py"), "gpu_key": "H200"}
+    command = verifier_node.verify(state, SimpleNamespace(context=Context(max_rounds=5)))  # type: ignore[arg-type]
+    (attempt,) = command.update["attempts"]
+    assert harness.timed == 0 and attempt.outcome == "duplicate" and attempt.duplicate_of == earlier.kernel_path
+    assert attempt.time_ms == 1.0 and not attempt.new_best
+    assert command.goto == "judger" and command.update["repairs"] == 0  # no repair: the round is over, no gain
+    assert command.update["rounds_without_gain"] == 1
+    assert verifier_node.timed_originals([earlier, attempt]) == {"f-same": earlier}
