@@ -135,6 +135,7 @@ def _duplicate(candidate: Candidate, digest: str, state: KernelOptState, origina
 
 
 def _names(originals: Mapping[str, Attempt]) -> dict[str, str]:
+    """Each fingerprint with its original's kernel path: what the harness is told (Verifier.verify's `timed`)."""
     return {fingerprint: a.kernel_path for fingerprint, a in originals.items()}
 
 
