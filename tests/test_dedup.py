@@ -29,7 +29,7 @@ def fingerprint_of(name: str, monkeypatch: pytest.MonkeyPatch, sizes: tuple[int,
     """The fingerprint of tests/data/add/`name` over calls at `sizes`, its launches recorded as the
     worker records them (launches.py tells the recorder after each launch)."""
     module = import_file(DATA / "add" / name, f"kernelopt_fingerprint_{Path(name).stem}")
-    kernel = next(v for v in vars(module).values() if hasattr(v, "run") and hasattr(v, "fn"))
+    kernel = module.add_kernel if hasattr(module, "add_kernel") else module.fused_axpy
     recorder, original = fingerprint.Recorder(), type(kernel).run
 
     def run(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
@@ -49,6 +49,7 @@ def test_cosmetic_changes_keep_the_fingerprint_and_real_changes_do_not(monkeypat
     assert fast is not None and len(fast) == fingerprint.DIGEST_CHARS
     # other names, comments, docstring, formatting and dead code: the same compiled kernel
     assert fingerprint_of("kernel_fast_reworded.py", monkeypatch) == fast
+    assert fingerprint_of("kernel_fast_helper.py", monkeypatch) == fast  # a @triton.jit helper, inlined
     assert fingerprint_of("kernel_fast_warps8.py", monkeypatch) != fast  # same TTIR, other num_warps
     assert fingerprint_of("kernel_base.py", monkeypatch) != fast  # BLOCK_SIZE 64
     assert fingerprint_of("kernel_wrong.py", monkeypatch) != fast  # x + y: another computation

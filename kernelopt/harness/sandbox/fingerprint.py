@@ -20,11 +20,13 @@ import hashlib
 import inspect
 import json
 import re
+import types
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.harness.sandbox import launches
+from kernelopt.records import one_line
 
 DIGEST_CHARS = 16
 _VALUE_NAME = re.compile(r"%[\w$.\-]+")
@@ -48,7 +50,7 @@ class Recorder:
         try:
             launch = self._launch(fn, args, kwargs, launched)
         except Exception as err:  # never the candidate's verdict: only no fingerprint
-            self.failure = f"launch {len(self.launches) + 1}: {type(err).__name__}: {err}"
+            self.failure = one_line(f"launch {len(self.launches) + 1}: {type(err).__name__}: {err}", 300)
             return
         if not self.launches or self.launches[-1] != launch:  # an autotuner's benchmark repeats one launch
             self.launches.append(launch)
@@ -90,11 +92,17 @@ class Recorder:
             self.failure = "no Triton launch was recorded"
         if self.failure is not None:
             return None
+        notify = launches.COMPILES.notify if self._to_compile else None  # compiles have their own time limit
         try:
+            if notify:
+                notify("compile")
             compiled = {key: ir_hash(compile_ttir(*how)) for key, how in self._to_compile.items()}
         except Exception as err:
-            self.failure = f"compiling to TTIR: {type(err).__name__}: {str(err).strip()[:200]}"
+            self.failure = one_line(f"compiling to TTIR: {type(err).__name__}: {err}", 300)
             return None
+        finally:
+            if notify:
+                notify("compiled")
         payload = [[compiled.get(code, code), *rest] for code, *rest in self.launches]
         return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:DIGEST_CHARS]
 
@@ -146,12 +154,32 @@ def compile_ttir(pyfn: Any, signature: dict[str, str], constexprs: dict[str, Any
     context = ir.context()
     ir.load_dialects(context)
     backend.load_dialects(context)
-    source = ASTSource(JITFunction(pyfn), signature, constexprs)
+    source = ASTSource(JITFunction(_compilable(pyfn)), signature, constexprs)
     module = source.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
                             context)
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, source.language)
     return str(stages["ttir"](module, {}))
+
+
+def _compilable(pyfn: Any) -> Any:
+    """`pyfn` over a copy of its globals in which the interpreter's @triton.jit functions (the
+    helpers it calls) are JIT functions again, which Triton's code generator can inline."""
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return pyfn
+    scope = dict(pyfn.__globals__)
+    for name, value in pyfn.__globals__.items():
+        if isinstance(value, InterpretedFunction):
+            scope[name] = JITFunction(_in_scope(value.fn, scope), **value.kwargs)
+    return _in_scope(pyfn, scope)
+
+
+def _in_scope(fn: Any, scope: dict[str, Any]) -> Any:
+    return types.FunctionType(fn.__code__, scope, fn.__name__, fn.__defaults__, fn.__closure__)
 
 
 def ir_hash(ttir: str) -> str:
