@@ -5,13 +5,14 @@ Two candidates with one fingerprint launched the same compiled kernels, in the s
 the same grids, scalar arguments, argument dtypes and alignments, constexprs and launch options
 (num_warps, num_stages, ...), on every case of the run: they differ only in names, comments,
 formatting or code that compiles away, so one's time is the other's. Back-to-back repeats of one
-launch count once: an autotuner benchmarks a configuration as many times as its timing says. The IR comes from the
-kernel Triton launched (its `asm["ttir"]` on a GPU) or, under the interpreter, from compiling the
-kernel's source for a fixed CUDA target (fingerprints are compared only within one run).
+launch count once (an autotuner benchmarks a configuration as many times as its timing says).
+The IR comes from the kernel Triton launched (its `asm["ttir"]` on a GPU) or, under the
+interpreter, from compiling the kernel's source for a fixed CUDA target (fingerprints are
+compared only within one run).
 
-Recording is on only while the cases run (never while timed). Any surprise (a Triton without
-these APIs, an argument of an unknown kind, a kernel that does not compile here) leaves the
-candidate without a fingerprint: it is verified and timed as any other.
+Recording runs from the candidate's import to the end of its cases, never while it is timed.
+Any surprise (a Triton without these APIs, an argument of an unknown kind, a kernel that does
+not compile here) leaves the candidate without a fingerprint: it is verified and timed as any other.
 """
 
 from __future__ import annotations
