@@ -14,6 +14,7 @@ import torch
 from helpers import fast_context, run_graph
 from scripted import DATA, RoutedChatModel, kernel_reply
 
+from kernelopt.cli_run import final_text
 from kernelopt.context import Context
 from kernelopt.harness.measure.timing import Timing
 from kernelopt.harness.problem import import_file
@@ -137,7 +138,7 @@ def test_a_reworded_kernel_is_verified_once_and_reported(tmp_path: Path, add_pro
     verdict = next(e for e in events if e["event"] == "verdict" and e["outcome"] == "duplicate")
     assert verdict["duplicate_of"] == attempts[fast].kernel_path
     report = json.loads(Path(final["run_dir"], "report.json").read_text())
-    assert report["duplicates_removed"] == 1
+    assert report["duplicates_removed"] == 1 and "duplicates removed: 1" in final_text(report)
     assert report["duplicates"][0]["kernel_path"].endswith(reworded)
     assert report["duplicates"][0]["duplicate_of"].endswith(fast)
     markdown = Path(final["run_dir"], "report.md").read_text()
