@@ -21,6 +21,7 @@ from kernelopt.harness.problem import import_file
 from kernelopt.harness.sandbox import fingerprint
 from kernelopt.harness.verify import Verifier
 from kernelopt.nodes import verifier as verifier_node
+from kernelopt.progress import render_event
 from kernelopt.records import Attempt, Candidate, KernelRecord, Verdict
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
@@ -126,24 +127,25 @@ def test_a_reworded_kernel_is_verified_once_and_reported(tmp_path: Path, add_pro
     fast = next(n for n, s in sources.items() if s == (DATA / "add" / "kernel_fast.py").read_text())
     reworded = next(n for n, s in sources.items() if "fused_axpy" in s)
     warps8 = next(n for n, s in sources.items() if "num_warps=8" in s)
-    assert attempts[reworded].outcome == "duplicate" and attempts[reworded].duplicate_of == attempts[fast].kernel_path
-    assert attempts[reworded].time_ms == attempts[fast].time_ms and not attempts[reworded].new_best
-    assert attempts[fast].new_best  # 16 times fewer programs than the start
+    original, copy = (n for n in attempts if n in (fast, reworded))  # in the order they were verified
+    assert attempts[copy].outcome == "duplicate" and attempts[copy].duplicate_of == attempts[original].kernel_path
+    assert attempts[copy].time_ms == attempts[original].time_ms and not attempts[copy].new_best
+    assert attempts[original].new_best  # 16 times fewer programs than the start
     # another launch configuration: timed (its outcome is the interpreter's noise: num_warps means nothing there)
     assert attempts[warps8].outcome != "duplicate" and attempts[warps8].time_ms is not None
-    assert attempts[warps8].fingerprint not in ("", attempts[fast].fingerprint)
+    assert attempts[warps8].fingerprint not in ("", attempts[original].fingerprint)
     # four candidates ran (the start and three rewrites), each checked; the duplicate alone was not timed
-    assert sorted(runs) == sorted([(n, n != reworded) for n in attempts])
+    assert sorted(runs) == sorted([(n, n != copy) for n in attempts])
     assert final["stop_reason"] == "max_rounds"  # no repair: a duplicate is no failure
     verdict = next(e for e in events if e["event"] == "verdict" and e["outcome"] == "duplicate")
-    assert verdict["duplicate_of"] == attempts[fast].kernel_path
+    assert verdict["duplicate_of"] == attempts[original].kernel_path
+    assert f"duplicate of {original}, not timed again" in (render_event(verdict) or "")
     report = json.loads(Path(final["run_dir"], "report.json").read_text())
     assert report["duplicates_removed"] == 1 and "duplicates removed: 1" in final_text(report)
-    assert report["duplicates"][0]["kernel_path"].endswith(reworded)
-    assert report["duplicates"][0]["duplicate_of"].endswith(fast)
+    assert report["duplicates"][0]["kernel_path"].endswith(copy)
+    assert report["duplicates"][0]["duplicate_of"].endswith(original)
     markdown = Path(final["run_dir"], "report.md").read_text()
-    assert "Duplicates removed: 1" in markdown and f"`{reworded}` = `{fast}`" in markdown
-
+    assert "Duplicates removed: 1" in markdown and f"`{copy}` = `{original}`" in markdown
 
 class FakeHarness:
     """A verifier that judges every kernel correct, with one fingerprint for all: as the harness
