@@ -83,7 +83,8 @@ def test_no_fingerprint_and_no_crash_when_it_cannot_be_made(monkeypatch: pytest.
     def no_triton(*args: Any) -> str:
         raise ImportError("cannot import name 'ASTSource' from 'triton.compiler'")
 
-    monkeypatch.setattr(fingerprint, "compile_ttir", no_triton)
+    monkeypatch.setattr(fingerprint, "compile_ttir", no_triton)  # under the interpreter
+    monkeypatch.setattr(fingerprint, "ir_hash", no_triton)  # on a GPU, where the launched kernel's TTIR is read
     assert fingerprint_of("kernel_fast.py", monkeypatch) is None  # an unknown Triton API: verified as today
     recorder = fingerprint.start()
     assert fingerprint.verdict(recorder, ["0" * 16]) == {}  # no launch: no fingerprint, no duplicate
