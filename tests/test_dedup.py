@@ -58,8 +58,7 @@ def test_cosmetic_changes_keep_the_fingerprint_and_real_changes_do_not(monkeypat
     assert fingerprint_of("kernel_fast.py", monkeypatch, sizes=(4096,)) != fast  # not the same cases
 
 
-def test_canonical_ttir_drops_locations_and_names_only() -> None:
-    ttir = """#loc = loc("/a/k.py":10:1)
+SAMPLE_TTIR = """#loc = loc("/a/k.py":10:1)
 module {
   tt.func public @add_kernel(%x_ptr: !tt.ptr<f32> loc("x_ptr"(#loc))) {
     %offs = arith.constant 1024 : i32 loc(#loc16)
@@ -67,10 +66,27 @@ module {
   } loc(#loc)
 } loc(#loc)
 #loc16 = loc("offs"(#loc2))"""
-    renamed = ttir.replace("x_ptr", "src").replace("offs", "o").replace("add_kernel", "k2").replace("k.py", "b.py")
-    assert fingerprint.canonical_ttir(renamed) == fingerprint.canonical_ttir(ttir)
-    assert "loc" not in fingerprint.canonical_ttir(ttir) and "@f0" in fingerprint.canonical_ttir(ttir)
-    assert fingerprint.canonical_ttir(ttir.replace("1024", "512")) != fingerprint.canonical_ttir(ttir)
+RENAMED_TTIR = SAMPLE_TTIR.replace("x_ptr", "src").replace("offs", "o").replace("add_kernel", "k").replace("/a/", "/b/")
+CHANGED_TTIR = SAMPLE_TTIR.replace("1024", "512")
+
+
+def test_canonical_ttir_drops_locations_and_names_only() -> None:
+    canonical = fingerprint.canonical_ttir(SAMPLE_TTIR)
+    assert fingerprint.canonical_ttir(RENAMED_TTIR) == canonical
+    assert "loc" not in canonical and "@f0" in canonical and "%v2 = tt.get_program_id" in canonical
+    assert fingerprint.canonical_ttir(CHANGED_TTIR) != canonical
+
+
+def test_the_ttir_triton_compiled_is_read_where_a_launch_returns_it() -> None:
+    kernel = import_file(DATA / "add" / "kernel_fast.py", "kernelopt_fingerprint_gpu_path").add_kernel
+
+    def digest(ttir: str) -> str | None:  # as on a GPU: the launch returns the compiled kernel
+        recorder, x = fingerprint.Recorder(), torch.empty(16)
+        launched = SimpleNamespace(asm={"ttir": ttir})
+        recorder.record(kernel, (x, x, x, 16), {"grid": (1,), "warmup": False, "BLOCK_SIZE": 16}, launched)
+        return recorder.digest()
+
+    assert digest(SAMPLE_TTIR) is not None and digest(SAMPLE_TTIR) == digest(RENAMED_TTIR) != digest(CHANGED_TTIR)
 
 
 def test_no_fingerprint_and_no_crash_when_it_cannot_be_made(monkeypatch: pytest.MonkeyPatch) -> None:
