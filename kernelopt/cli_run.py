@@ -237,6 +237,9 @@ def final_text(summary: dict[str, Any]) -> str:
         lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
         if text := baseline_text(summary):
             lines.append(text)
+    if summary.get("duplicates_removed"):
+        lines.append(f"duplicates removed: {summary['duplicates_removed']} (compiled to kernels already timed: "
+                     "checked, not timed again)")
     roof = summary.get("roofline")
     if roof and summary.get("is_gpu_time"):
         eff = roof.get("efficiency_pct")

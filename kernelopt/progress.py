@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Any
 
 OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed",
-                 "outpaced": "faster than the best, not the step's fastest"}
+                 "outpaced": "faster than the best, not the step's fastest",
+                 "duplicate": "a duplicate (its compiled kernels were timed before)"}
 BASELINE = "the baseline"  # the first correct kernel of a run: nothing before it to be faster than
 
 
@@ -76,6 +77,8 @@ def render_event(event: dict[str, Any]) -> str | None:
         else:
             detail = verdict_detail(event.get("error"), event["outcome"], outcome)
         where = f" on {event['where']}" if event.get("where") else ""
+        if event.get("duplicate_of"):
+            outcome = f"duplicate of {Path(event['duplicate_of']).name}, not timed again"
         return f"  {label} ({event.get('change') or '-'}): {outcome}{where}" + (f": {detail}" if detail else "")
     if kind == "candidate_running":
         phase = f" ({event['phase']})" if event.get("phase") else ""

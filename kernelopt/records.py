@@ -101,6 +101,8 @@ class Verdict:
     timing: Timing | None = None
     launches: int | None = None
     log_path: str | None = None
+    fingerprint: str | None = None  # its compiled code's (harness/sandbox/fingerprint.py); None: not known
+    duplicate_of: str | None = None  # the kernel already timed that it compiles to: not timed again
 
 
 @dataclass(frozen=True)
@@ -192,7 +194,8 @@ class SweepRow:
 
 # faster: a new best; within_noise: a faster median, but not by more than the noise and the margin
 # outpaced: faster than the best on the GPU that timed it, but another candidate of the step gained more
-Outcome = Literal["faster", "within_noise", "outpaced", "slower", "incorrect", "failed", "rejected"]
+# duplicate: correct, and compiled to the kernels of one already timed (duplicate_of): its time is that one's
+Outcome = Literal["faster", "within_noise", "outpaced", "slower", "duplicate", "incorrect", "failed", "rejected"]
 
 
 @dataclass(frozen=True)
@@ -236,6 +239,8 @@ class Attempt:
     rule: str | None = None
     new_best: bool = False
     where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
+    fingerprint: str = ""  # its compiled code's, when known: a later candidate with the same is a duplicate
+    duplicate_of: str = ""  # the kernel path of the attempt whose compiled code (and so time) it shares
 
 
 @dataclass(frozen=True)

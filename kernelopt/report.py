@@ -60,6 +60,8 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
         "roofline": dataclasses.asdict(roofline) if roofline else None,
         "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
     }
+    summary["duplicates"] = duplicates(summary["attempts"])
+    summary["duplicates_removed"] = len(summary["duplicates"])
     summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
     summary["start_time_ms"] = start_time_ms(summary["attempts"])
     summary["diagnoses"] = round_diagnoses(run_dir)
@@ -72,6 +74,12 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     on_gpu = summary["is_gpu_time"]
     summary.update(figures(baselines, best.time_ms if best else None, _floor_ms(floor, summary["gpu"]), on_gpu))
     return summary
+
+
+def duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The candidates not timed because their compiled kernels had been: each with the one it duplicated."""
+    return [{"round": a["round"], "repair": a["repair"], "kernel_path": a["kernel_path"],
+             "duplicate_of": a["duplicate_of"]} for a in attempts if a.get("duplicate_of")]
 
 
 def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
@@ -345,6 +353,7 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
         words = outcome_words(a["outcome"], a["round"])
         outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
         outcome += f" (on {a['where']})" if a.get("where") else ""
+        outcome = f"duplicate of `{Path(a['duplicate_of']).name}`" if a.get("duplicate_of") else outcome
         kernel = f"`{Path(a['kernel_path']).name}`" if a.get("kernel_path") else "-"
         detail = verdict_detail(a.get("error"), a.get("rule"), a["outcome"])
         error = f"[{a['rule']}] {detail}" if a.get("rule") else detail
@@ -354,4 +363,14 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
             f"| {_cell(a.get('change'), 60)} | {outcome} | {_ms(a.get('time_ms'))} "
             f"| {speedup} | {kernel} | {_cell(error)} |"
         )
-    return [*lines, ""]
+    return [*lines, "", *_duplicates_note(summary)]
+
+
+def _duplicates_note(summary: dict[str, Any]) -> list[str]:
+    """The line on duplicates removed: candidates whose compiled kernels had already been timed."""
+    found = summary.get("duplicates") or duplicates(summary.get("attempts") or [])
+    if not found:
+        return []
+    pairs = ", ".join(f"`{Path(d['kernel_path']).name}` = `{Path(d['duplicate_of']).name}`" for d in found)
+    return [f"Duplicates removed: {len(found)} (the same Triton IR and launch configuration as a kernel already "
+            f"timed: checked for correctness, not timed again; the time shown is the original's): {pairs}", ""]

@@ -35,7 +35,8 @@ class FakeGPU:
         self.times, self.calls = times, []  # type: ignore[var-annotated]
         self.started, self.wait_for = started, wait_for
 
-    def verify(self, path: str, floor_time_ms: float | None = None, on_progress: Any = None) -> Verdict:
+    def verify(self, path: str, floor_time_ms: float | None = None, on_progress: Any = None,
+               timed: Any = None) -> Verdict:
         if self.settings.where:
             self.started.set()  # gpu 1 has taken a candidate (it times the best first)
         elif self.wait_for is not None and not self.calls:

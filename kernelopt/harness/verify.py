@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -279,9 +279,11 @@ class Verifier:
         time: bool = True,
         on_progress: Progress | None = None,
         limits: WorkerLimits | None = None,
+        timed: Sequence[str] = (),
     ) -> tuple[WorkerOutcome, dict[str, Any]]:
         """Run the candidate in a fresh sandboxed process: its own outcome, and the reference
-        process's verdict on the outputs it sent (no static checks: see `verify`)."""
+        process's verdict on the outputs it sent (no static checks: see `verify`). A timed
+        candidate's compiled code is fingerprinted; one that matches `timed` is not timed."""
         from kernelopt.harness.sandbox.reference_client import ReferenceGone
 
         token = secrets.token_hex(16)
@@ -301,6 +303,7 @@ class Verifier:
             secret_dirs=[str(self._private)],
             reference=reference.address,
             token=token,
+            **({"timed_fingerprints": list(timed)} if time else {}),
         )
         limits = limits or self.settings.limits(self.settings.candidate_phases(reference.cases))
         progress = self._private / f"progress-{token}"  # where the candidate cannot write a phase of its own
@@ -324,13 +327,17 @@ class Verifier:
         time: bool = True,
         floor_time_ms: float | None = None,
         on_progress: Progress | None = None,
+        timed: Mapping[str, str] | None = None,
     ) -> Verdict:
         """Check `kernel_path` against the reference; time it when correct and `time` is set.
 
-        `on_progress(phase, seconds)` is called about every 50 ms while the candidate runs. The
-        verdict's rule is always an id of rule_table.RULES.
+        `on_progress(phase, seconds)` is called about every 50 ms while the candidate runs.
+        `timed`: the fingerprints of kernels already timed this run, each with the kernel's name;
+        a correct candidate that compiles to one of them is not timed again (its verdict's
+        `duplicate_of`). The verdict's rule is always an id of rule_table.RULES.
         """
-        verdict = self._verify(kernel_path, time=time, floor_time_ms=floor_time_ms, on_progress=on_progress)
+        verdict = self._verify(kernel_path, time=time, floor_time_ms=floor_time_ms, on_progress=on_progress,
+                               timed=timed or {})
         known_rule(verdict.rule)
         return verdict
 
@@ -341,6 +348,7 @@ class Verifier:
         time: bool = True,
         floor_time_ms: float | None = None,
         on_progress: Progress | None = None,
+        timed: Mapping[str, str],
     ) -> Verdict:
         kernel = Path(kernel_path).resolve()
         try:
@@ -352,7 +360,7 @@ class Verifier:
         if violation:
             rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
             return Verdict(False, violation, rule=rule)
-        outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress)
+        outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress, timed=list(timed))
         result, log = outcome.result, outcome.log_path
         if result is None:
             hung = (outcome.failure or "").startswith("timed out")
@@ -383,4 +391,9 @@ class Verifier:
             )
         if timing:
             reason += f"; {timing.label()}"
-        return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log)
+        fingerprint = result.get("fingerprint")
+        original = timed.get(fingerprint or "") if time and timing is None else None
+        if original:
+            reason += f"; compiles to the same kernels as {Path(original).name}: not timed again"
+        return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log,
+                       fingerprint=fingerprint, duplicate_of=original)

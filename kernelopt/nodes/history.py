@@ -5,6 +5,8 @@ Shared by the judger and the optimizer, which both put the run's history in thei
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from kernelopt.prompts import AttemptNote
 from kernelopt.records import Attempt, one_line
 
@@ -14,11 +16,20 @@ LESSONS_SIZE = 6  # changes listed under each of "avoid" and "prioritise"
 
 def attempt_notes(attempts: list[Attempt], limit: int = HISTORY_SIZE) -> tuple[AttemptNote, ...]:
     """The last attempts as the prompts recall them."""
-    known = {"faster", "within_noise", "outpaced", "slower", "incorrect"}
+    known = {"faster", "within_noise", "outpaced", "slower", "duplicate", "incorrect"}
     return tuple(
-        AttemptNote(a.round, a.outcome if a.outcome in known else "failed", a.time_ms, a.change, a.error)  # type: ignore[arg-type]
+        AttemptNote(a.round, a.outcome if a.outcome in known else "failed", a.time_ms, a.change,  # type: ignore[arg-type]
+                    a.error or _same_code(a))
         for a in attempts[-limit:]
     )
+
+
+def _same_code(a: Attempt) -> str | None:
+    """What a duplicate tells the LLM: its rewrite changed only the wording, not the compiled kernel."""
+    if not a.duplicate_of:
+        return None
+    return (f"compiles to the same Triton IR as {Path(a.duplicate_of).name} (only names, comments or layout "
+            "differ): change what the kernel computes or how it is launched")
 
 
 def _gain(a: Attempt) -> str:
@@ -27,8 +38,8 @@ def _gain(a: Attempt) -> str:
 
 
 def _loss(a: Attempt) -> str:
-    if a.error:
-        why = one_line(a.error, 200)
+    if a.error or a.duplicate_of:
+        why = one_line(a.error or _same_code(a) or "", 200)
     elif a.time_ms is not None:
         why = f"{a.time_ms:.4g} ms, no faster than the best"
     else:

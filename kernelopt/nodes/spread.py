@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -49,9 +49,11 @@ def verify_spread(
     best: KernelRecord | None,
     floor_time_ms: float | None,
     progress_for: ProgressFor,
+    timed: Mapping[str, str] | None = None,
 ) -> list[Judged]:
     """Verify `paths` over `verifiers` (the run's own first), each GPU taking the next path when
-    free; the verdicts in the order of `paths`. A harness error on any GPU is raised here."""
+    free; the verdicts in the order of `paths` (a candidate compiling to a kernel of `timed` is
+    not timed: see Verifier.verify). A harness error on any GPU is raised here."""
     jobs: queue.Queue[tuple[int, str]] = queue.Queue()
     for job in enumerate(paths):
         jobs.put(job)
@@ -69,7 +71,7 @@ def verify_spread(
             if not timed_best:  # only once this GPU has a candidate of its own to compare
                 timed_best = True
                 best_there = _best_there(verifier, best, floor_time_ms)  # type: ignore[arg-type]
-            verdict = verifier.verify(path, floor_time_ms=floor_time_ms, on_progress=progress_for(path))
+            verdict = verifier.verify(path, floor_time_ms=floor_time_ms, on_progress=progress_for(path), timed=timed)
             judged[at] = Judged(verdict, index, verifier.settings.where, best_there)
 
     with ThreadPoolExecutor(len(verifiers), thread_name_prefix="kernelopt-gpu") as pool:

@@ -31,6 +31,7 @@ def report_verdict(state: KernelOptState, attempt: Attempt, branch: int) -> None
         error=attempt.error,
         change=attempt.change,
         where=attempt.where,
+        duplicate_of=attempt.duplicate_of,
     )
 
 

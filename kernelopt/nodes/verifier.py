@@ -10,7 +10,7 @@ verifier knows nothing of approval).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -110,34 +110,71 @@ def _judge(
         speedup_vs_best=against.median_ms / timing.median_ms if against else None,
         new_best=faster,
         where=where,
+        fingerprint=verdict.fingerprint or "",
     )
     return attempt, KernelRecord(candidate.path, digest, timing, round_) if faster else None
+
+
+def timed_originals(attempts: list[Attempt]) -> dict[str, Attempt]:
+    """The attempts timed with a compiled-code fingerprint, by fingerprint (the first of each):
+    a later candidate that compiles to the same kernels takes its time instead of being timed."""
+    originals: dict[str, Attempt] = {}
+    for a in attempts:
+        if a.fingerprint and a.time_ms is not None and not a.duplicate_of:
+            originals.setdefault(a.fingerprint, a)
+    return originals
+
+
+def _duplicate(candidate: Candidate, digest: str, state: KernelOptState, original: Attempt) -> Attempt:
+    """The attempt of a correct candidate whose compiled kernels are `original`'s: that one's time
+    (taken where that one's was), neither a gain nor a failure."""
+    assert candidate.path is not None
+    return Attempt(state["round"], state["repairs"], candidate.path, digest, "duplicate", candidate.change,
+                   time_ms=original.time_ms, where=original.where, fingerprint=original.fingerprint,
+                   duplicate_of=original.kernel_path)
+
+
+def _names(originals: Mapping[str, Attempt]) -> dict[str, str]:
+    """Each fingerprint with its original's kernel path: what the harness is told (Verifier.verify's `timed`)."""
+    return {fingerprint: a.kernel_path for fingerprint, a in originals.items()}
 
 
 def _verdicts(
     fresh: list[tuple[Candidate, str]], state: KernelOptState, ctx: Context, best: KernelRecord | None
 ) -> list[tuple[Attempt, KernelRecord | None]]:
     """The attempts of the step's candidates to run, in order: spread over the run's GPUs when
-    it has several and the step at least SPREAD_FROM candidates, else one after another on its own."""
+    it has several and the step at least SPREAD_FROM candidates, else one after another on its own.
+    A candidate that compiles to the kernels of one already timed (this step's included, when
+    one after another) is not timed again: a duplicate."""
     verifiers = verifiers_for(state, ctx)
     home, floor = verifiers[0], floor_time_ms(state)
+    originals = timed_originals(state.get("attempts", []))
 
     def on_home(path: str) -> Verdict:
-        return home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path))
+        return home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path),
+                           timed=_names(originals))
 
     paths = [str(candidate.path) for candidate, _ in fresh]
-    spread = verify_spread(paths, verifiers, best, floor, lambda path: _report_long_runs(state, path)) if (
-        len(verifiers) > 1 and len(fresh) >= SPREAD_FROM) else None
+    spread = verify_spread(paths, verifiers, best, floor, lambda path: _report_long_runs(state, path),
+                           _names(originals)) if len(verifiers) > 1 and len(fresh) >= SPREAD_FROM else None
     home_again = going_home(spread, best, lambda t, b: beats(t, b, ctx.min_gain_pct)) if spread else set()
     judged = []
     for k, (candidate, digest) in enumerate(fresh):
         there = spread[k] if spread else None
+        where, best_there = "", None
         if there is not None and there.lane == 0:  # taken on the run's own GPU
-            attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best)
+            verdict = there.verdict
         elif there is None or k in home_again:
-            attempt, record = _judge(candidate, digest, on_home(paths[k]), state, ctx, best)
+            verdict = on_home(paths[k])
         else:  # rejected on another GPU, not faster than the best there, or another candidate gained more
-            attempt, record = _judge(candidate, digest, there.verdict, state, ctx, best, there.where, there.best_there)
+            verdict, where, best_there = there.verdict, there.where, there.best_there
+        original = originals.get(verdict.fingerprint or "") if verdict.duplicate_of else None
+        if original is not None:
+            attempt, record = _duplicate(candidate, digest, state, original), None
+        else:
+            attempt, record = _judge(candidate, digest, verdict, state, ctx, best, where, best_there)
+        if attempt.fingerprint and attempt.time_ms is not None:
+            originals.setdefault(attempt.fingerprint, attempt)
         judged.append((attempt, record))
         best = record or best
     return judged

@@ -62,6 +62,7 @@ def verdict(attempt: Attempt) -> dict[str, Any]:
     return {
         "kernel": attempt.kernel_path or None, "change": attempt.change, "outcome": words,
         "time_ms": attempt.time_ms, "error": verdict_detail(attempt.error, attempt.rule, attempt.outcome) or None,
+        **({"duplicate_of": attempt.duplicate_of} if attempt.duplicate_of else {}),
     }
 
 

@@ -37,7 +37,7 @@ _UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
 _HISTORY_ERROR_CHARS = 300  # one line of a past error is enough to steer away from it
 _ERROR_CHARS = 4000  # tracebacks matter at their end; keep the tail of longer ones
 
-Outcome = Literal["faster", "within_noise", "outpaced", "slower", "incorrect", "failed"]
+Outcome = Literal["faster", "within_noise", "outpaced", "slower", "duplicate", "incorrect", "failed"]
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,16 @@ class CompileWatch:
     notify: Callable[[str], None] | None = None
 
 
+@dataclass
+class LaunchLog:
+    """Told of every real launch (the function, its arguments, what the launch returned) while
+    `record` is set: the compiled-code fingerprint's recorder (fingerprint.py)."""
+
+    record: Callable[[Any, tuple[Any, ...], dict[str, Any], Any], None] | None = None
+
+
 COUNTER = LaunchCounter()
+LOG = LaunchLog()
 COMPILES = CompileWatch()
 IN_LAUNCH = LaunchDepth()
 _PATCHED: dict[str, tuple[type, Callable[..., Any]]] = {}
@@ -60,7 +69,10 @@ def install() -> LaunchCounter:
                 COUNTER.total += 1
             IN_LAUNCH.depth += 1
             try:
-                return _original(self, *args, **kwargs)
+                launched = _original(self, *args, **kwargs)
+                if LOG.record is not None and not kwargs.get("warmup", False):
+                    LOG.record(self, args, kwargs, launched)
+                return launched
             finally:
                 IN_LAUNCH.depth -= 1
 

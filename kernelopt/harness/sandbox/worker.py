@@ -28,7 +28,7 @@ import torch
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import Timing, TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import calls, launches, poison, transfer
+from kernelopt.harness.sandbox import calls, fingerprint, launches, poison, transfer
 from kernelopt.harness.sandbox.calls import Rejected, build_model, outputs_of, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
@@ -71,6 +71,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     problem = load_problem(req["problem_path"])
     guards = _arm(req)
     launches.COMPILES.notify = progress.mark
+    recorder = fingerprint.start()  # the checked calls' launches: is this kernel one already timed?
     progress.mark("import")
     module = import_file(req["kernel_path"], "kernelopt_candidate")
     guards.check_untouched()
@@ -118,7 +119,8 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             _give_back(device)
     guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
-    if req.get("time"):
+    result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
+    if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
         progress.mark("lock")
         with lock.exclusive():
             progress.mark("timing")
@@ -260,7 +262,8 @@ def _timer_identities() -> dict[str, Any]:
     from kernelopt.harness.sandbox import compute_guard
 
     for module, label in ((sys.modules[__name__], "worker"), (calls, "calls"), (timing, "timing"), (cases, "cases"),
-                          (compute_guard, "compute_guard"), (poison, "poison"), (launches, "launches")):
+                          (compute_guard, "compute_guard"), (poison, "poison"), (launches, "launches"),
+                          (fingerprint, "fingerprint")):
         for name, value in vars(module).items():
             if callable(value) and not name.startswith("__"):
                 found[f"{label}.{name}"] = value
