@@ -236,6 +236,7 @@ class Attempt:
     rule: str | None = None
     new_best: bool = False
     where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
+    model: str = ""  # the chat model that wrote it ("" for the starting kernel, a seed, the offline policy)
 
 
 @dataclass(frozen=True)
@@ -252,6 +253,7 @@ class Candidate:
     branch: int = 0
     error: str | None = None  # the reply held no usable kernel: this is why
     stop: str | None = None
+    model: str = ""  # the chat model that wrote it ("" when none did)
 
 
 @dataclass(frozen=True)
