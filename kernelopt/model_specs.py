@@ -57,7 +57,7 @@ def model_arg(text: str) -> str:
     try:
         parse_model_spec(text)
     except InputError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--model {text!r}: ")) from None
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--model ")) from None
     return text
 
 
