@@ -289,10 +289,12 @@ def _resume(args: argparse.Namespace) -> int:
         write_run_record(run_dir, record)
     ctx = record.run_context()
     if ctx.model:
-        from kernelopt.llm import check_endpoint, make_chat_models
+        from kernelopt.llm import check_endpoints, make_chat_models
 
         make_chat_models(ctx)  # the key is not kept in run.json: it must be in the environment again
-        check_endpoint(ctx)
+        down = check_endpoints(ctx)  # of several models, one may be down (and dropped): the others go on
+        if len(down) == 1 + len(ctx.models or []):
+            raise InputError(next(iter(down.values())))
     return run_graph_to_end(run_dir, db, record, ctx, args.json, resume=True)
 
 

@@ -30,7 +30,10 @@ def _report(final: dict[str, Any]) -> dict[str, Any]:
 
 def _writes(kernel: str) -> RoutedChatModel:
     """A model that diagnoses with two bottlenecks and always writes `kernel`."""
-    return RoutedChatModel(route=lambda p: kernel_reply(kernel) if "PERFORMANCE TARGET" in p else two_bottlenecks_reply())
+    def route(prompt: str) -> str:
+        return kernel_reply(kernel) if "PERFORMANCE TARGET" in prompt else two_bottlenecks_reply()
+
+    return RoutedChatModel(route=route)
 
 
 # ── the specs: --model NAME or NAME@URL, given once or more ─────────────────────────────
@@ -88,16 +91,16 @@ def test_a_model_is_dropped_only_after_its_last_candidates_all_failed_and_while_
 
 
 def test_candidates_are_shared_between_the_models_and_counted_per_model(tmp_path, add_problem):
-    alpha, beta = _writes("kernel_slow.py"), _writes("kernel_fast.py")
+    alpha, beta = _writes("kernel_wrong.py"), _writes("kernel_fast.py")
     ctx = fast_context(tmp_path, model="alpha", max_rounds=1, candidates_per_round=2)
     final, events = run_graph(_inputs(add_problem), ctx, {"alpha": alpha, "beta": beta})
     assert [p for p, _, _ in alpha.calls if "PERFORMANCE TARGET" not in p]  # the first model judged
     assert not [p for p, _, _ in beta.calls if "PERFORMANCE TARGET" not in p]
     round_one = {a.model: a.outcome for a in final["attempts"] if a.round == 1}
-    assert round_one == {"alpha": "slower", "beta": "faster"}  # each wrote one of the round's two
+    assert round_one == {"alpha": "incorrect", "beta": "faster"}  # each wrote one of the round's two
     assert "BLOCK_SIZE = 1024" in Path(final["best"].path).read_text()
     rows = {row["model"]: row for row in _report(final)["models"]}
-    assert [rows["alpha"][k] for k in ("written", "correct", "faster", "calls", "wrote_best")] == [1, 1, 0, 2, False]
+    assert [rows["alpha"][k] for k in ("written", "correct", "faster", "calls", "wrote_best")] == [1, 0, 0, 2, False]
     assert [rows["beta"][k] for k in ("written", "correct", "faster", "calls", "wrote_best")] == [1, 1, 1, 1, True]
     assert rows["alpha"]["input_tokens"] > rows["beta"]["input_tokens"] > 0  # alpha's judging counts too
     assert rows["alpha"]["dropped"] is None and rows["beta"]["dropped"] is None
