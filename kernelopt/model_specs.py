@@ -62,20 +62,22 @@ def model_arg(text: str) -> str:
 
 
 def model_settings(given: list[str] | None) -> dict[str, Any]:
-    """Context's model and models for the specs given (the first and the rest); {} for none.
-
-    InputError when one name is given twice: its counts in the report could not be told apart."""
+    """Context's model and models for the specs given (the first and the rest); {} for none."""
     if not given:
         return {}
-    names = [parse_model_spec(text).name for text in given]
-    twice = sorted({name for name in names if names.count(name) > 1})
-    if twice:
-        raise InputError(f"--model {twice[0]} is given more than once; name each model once")
+    _checked([parse_model_spec(text) for text in given])
     return {"model": given[0], "models": given[1:] or None}
 
 
 def model_specs(ctx: Context) -> list[ModelSpec]:
-    """Every model the context names, the judging one first ([] for the offline policy)."""
-    if not ctx.model:
-        return []
-    return [parse_model_spec(text) for text in [ctx.model, *(ctx.models or [])]]
+    """Every model the context names (model, then models), the judging one first; [] for the offline policy."""
+    return _checked([parse_model_spec(text) for text in [ctx.model, *(ctx.models or [])] if text])
+
+
+def _checked(specs: list[ModelSpec]) -> list[ModelSpec]:
+    """`specs`, or InputError when one name is given twice: its counts in the report could not be told apart."""
+    names = [spec.name for spec in specs]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise InputError(f"--model {twice[0]} is given more than once; name each model once")
+    return specs
