@@ -74,6 +74,25 @@ def test_branches_take_the_live_models_in_turn_and_a_repair_stays_with_its_write
     assert branch_model(state, 0, writer="a") == "a"
     assert branch_model(state, 0, writer="b") == "c"  # its writer dropped: the repair goes to the turn's model
     assert branch_model({"round": 1}, 0) is None  # the offline policy
+    # a run resumed with only a dropped model named: that model writes, rather than none
+    assert branch_model({"round": 1, "models": ["b"], "dropped_models": {"b": "failed"}}, 0) == "b"
+
+
+def test_attempts_checkpointed_before_models_were_recorded_still_load():
+    import dataclasses
+
+    import ormsgpack
+    from langgraph.checkpoint.serde import jsonplus
+
+    from kernelopt.checkpoint import serializer
+
+    attempt = Attempt(1, 0, "k.py", "h", "failed", "c", model="a")
+    saver = serializer()
+    assert saver.loads_typed(saver.dumps_typed(attempt)) == attempt
+    before = {f.name: getattr(attempt, f.name) for f in dataclasses.fields(attempt) if f.name != "model"}
+    old = jsonplus._msgpack_enc(("kernelopt.records", "Attempt", before))
+    data = ormsgpack.packb(ormsgpack.Ext(jsonplus.EXT_CONSTRUCTOR_KW_ARGS, old))
+    assert saver.loads_typed(("msgpack", data)) == dataclasses.replace(attempt, model="")
 
 
 def test_a_model_is_dropped_only_after_its_last_candidates_all_failed_and_while_another_works():

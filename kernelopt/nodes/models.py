@@ -20,9 +20,10 @@ from kernelopt.records import Attempt, one_line
 
 
 def live_models(state: Mapping[str, Any]) -> list[str]:
-    """The run's models that are not dropped, in the order given ([] for the offline policy)."""
-    dropped = state.get("dropped_models") or {}
-    return [name for name in state.get("models") or [] if name not in dropped]
+    """The run's models that are not dropped, in the order given ([] for the offline policy); all of
+    them when every one was (a run resumed with only dropped models named uses those)."""
+    dropped, models = state.get("dropped_models") or {}, state.get("models") or []
+    return [name for name in models if name not in dropped] or list(models)
 
 
 def branch_model(state: Mapping[str, Any], branch: int, writer: str = "") -> str | None:
