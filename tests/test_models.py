@@ -78,6 +78,16 @@ def test_branches_take_the_live_models_in_turn_and_a_repair_stays_with_its_write
     assert branch_model({"round": 1, "models": ["b"], "dropped_models": {"b": "failed"}}, 0) == "b"
 
 
+def test_progress_names_the_model_that_wrote_and_the_one_dropped():
+    from kernelopt.progress import render_event
+
+    wrote = {"event": "candidate", "path": "/r/kernels/r001_a0.py", "tokens": {"input": 10, "output": 5}}
+    assert render_event(wrote) == "  optimizer: wrote kernels/r001_a0.py [tokens: 10 in, 5 out]"  # one model
+    assert render_event({**wrote, "model": "qwen"}).startswith("  optimizer [qwen]: wrote kernels/r001_a0.py")
+    dropped = {"event": "model_dropped", "model": "qwen", "reason": "its last 3 candidates failed", "round": 2}
+    assert render_event(dropped) == "  model qwen dropped from the run: its last 3 candidates failed"
+
+
 def test_attempts_checkpointed_before_models_were_recorded_still_load():
     import dataclasses
 
