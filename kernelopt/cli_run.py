@@ -69,7 +69,7 @@ def run_graph_to_end(
             from kernelopt.runs import log_event
 
             log_event(run_dir, {"event": "resumed", "where": _where(snapshot) if started else "from the start",
-                                "model": ctx.model, "base_url": ctx.base_url})
+                                "model": ctx.model, "models": ctx.models, "base_url": ctx.base_url})
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
