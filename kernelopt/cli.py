@@ -23,6 +23,7 @@ from kernelopt.context import Context
 from kernelopt.export.command import add_export_parser, export_command
 from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
+from kernelopt.model_specs import MODEL_HELP, model_arg, model_settings
 from kernelopt.records import HarnessError, InputError
 from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
 
@@ -95,8 +96,8 @@ def _parser() -> argparse.ArgumentParser:
     opt = commands.add_parser("optimize", help="run the judge-optimize-verify loop on a problem")
     opt.add_argument("problem", help="KernelBench problem file (Model, get_inputs, get_init_inputs)")
     opt.add_argument("--kernel", help="starting kernel file (ModelNew); without it the LLM writes one")
-    opt.add_argument("--model", help="chat model name; without it the offline policy runs")
-    opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...)")
+    opt.add_argument("--model", action="append", type=model_arg, metavar="NAME[@URL]", help=MODEL_HELP)
+    opt.add_argument("--base-url", help="OpenAI-compatible endpoint (vLLM, Ollama, ...) of the models without @URL")
     opt.add_argument("--max-rounds", type=COUNT, default=Context.max_rounds,
                      help=f"most judge-optimize-verify rounds (default {Context.max_rounds})")
     opt.add_argument("--patience", type=COUNT, default=Context.patience,
@@ -132,8 +133,8 @@ def _parser() -> argparse.ArgumentParser:
     res.add_argument("--db", help="PostgreSQL URL of the run's checkpoints (default: the one in run.json)")
     res.add_argument("--json", action="store_true", help="print one JSON object at the end, no progress")
     _limits(res)  # a run stopped on a hanging kernel can go on with a shorter limit
-    res.add_argument("--model", help="the chat model from here on (a run stopped as llm_unavailable goes on "
-                                     "from before the failed call)")
+    res.add_argument("--model", action="append", type=model_arg, metavar="NAME[@URL]", help="the chat models from "
+                     "here on, as for optimize (a run stopped as llm_unavailable goes on from before the failed call)")
     res.add_argument("--base-url", help="the model's endpoint from here on (to correct a typo, say)")
     rep = commands.add_parser("report", help="re-render report.md and roofline.png of a run")
     rep.add_argument("run_dir", help="the run directory (it holds report.json or run.json)")
@@ -235,7 +236,7 @@ def _optimize(args: argparse.Namespace) -> int:
         get_gpu_spec(args.gpu)  # an unknown name is bad input, said before anything loads
     db = check_db_url(args.db)
     ctx = Context(
-        model=args.model, base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
+        **model_settings(args.model), base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
         max_autotune_limit_s=args.max_autotune_limit_s,
@@ -247,9 +248,9 @@ def _optimize(args: argparse.Namespace) -> int:
     if args.gpus:
         _check_gpus(args.gpus)
     if args.model:
-        from kernelopt.llm import check_endpoint, make_chat_model
+        from kernelopt.llm import check_endpoint, make_chat_models
 
-        make_chat_model(ctx)  # a missing key is bad input: say so before any work starts
+        make_chat_models(ctx)  # a missing key is bad input: say so before any work starts
         check_endpoint(ctx)  # so is an endpoint where nothing listens (a typo in --base-url)
     from kernelopt.checkpoint import new_run_record
     from kernelopt.runs import new_run_dir
@@ -284,7 +285,8 @@ def _resume(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir).resolve()
     record = read_run_record(run_dir)
     db = check_db_url(args.db) or record.db
-    changed = {**limit_settings(args), **{k: v for k in ("model", "base_url") if (v := getattr(args, k))}}
+    endpoint = {"base_url": args.base_url} if args.base_url else {}
+    changed = {**limit_settings(args), **model_settings(args.model), **endpoint}
     if changed:  # kept in run.json, so that a later resume keeps them too
         from kernelopt.checkpoint import write_run_record
 
@@ -294,10 +296,12 @@ def _resume(args: argparse.Namespace) -> int:
     if args.db and ctx.knowledge_db == record.db:  # the store shares the checkpoints' database, password and all
         ctx = dataclasses.replace(ctx, knowledge_db=db)
     if ctx.model:
-        from kernelopt.llm import check_endpoint, make_chat_model
+        from kernelopt.llm import check_endpoints, make_chat_models
 
-        make_chat_model(ctx)  # the key is not kept in run.json: it must be in the environment again
-        check_endpoint(ctx)
+        make_chat_models(ctx)  # the key is not kept in run.json: it must be in the environment again
+        down = check_endpoints(ctx)  # of several models, one may be down (and dropped): the others go on
+        if len(down) == 1 + len(ctx.models or []):
+            raise InputError(next(iter(down.values())))
     return run_graph_to_end(run_dir, db, record, ctx, args.json, resume=True)
 
 

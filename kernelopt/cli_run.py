@@ -69,7 +69,7 @@ def run_graph_to_end(
             from kernelopt.runs import log_event
 
             log_event(run_dir, {"event": "resumed", "where": _where(snapshot) if started else "from the start",
-                                "model": ctx.model, "base_url": ctx.base_url})
+                                "model": ctx.model, "models": ctx.models, "base_url": ctx.base_url})
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:
@@ -230,6 +230,7 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
 def final_text(summary: dict[str, Any]) -> str:
     from kernelopt.baseline_figures import baseline_text
     from kernelopt.report import roofline_notes
+    from kernelopt.report_models import models_text
 
     lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
     if summary.get("best_kernel_path"):
@@ -250,6 +251,7 @@ def final_text(summary: dict[str, Any]) -> str:
     elif roof:
         lines.append(f"roofline: {roof['bottleneck']}-bound by the problem's floor intensity")
     lines += [f"  note: {w}" for w in roofline_notes(summary)]
+    lines += models_text(summary)
     return "\n".join(lines)
 
 

@@ -16,8 +16,24 @@ class Context:
     model: str | None = field(
         default=None,
         metadata=_doc(
-            "Chat model name (e.g. gpt-4o, a vLLM or Ollama model). "
-            "Empty: the offline policy (rules + launch-parameter search), no LLM."
+            "Chat model name (e.g. gpt-4o, a vLLM or Ollama model), or NAME@URL for one at its own endpoint; "
+            "it also judges. Empty: the offline policy (rules + launch-parameter search), no LLM."
+        ),
+    )
+    models: list[str] | None = field(
+        default=None,
+        metadata=_doc(
+            "More chat models beside `model`, each NAME or NAME@URL (else reached at base_url). Each round's "
+            "candidates are shared among all of them in turn (branch i of round r: model (i + r) mod M); a "
+            "repair stays with the model that wrote the kernel; the report counts each model's candidates."
+        ),
+    )
+    drop_model_after: int = field(
+        default=3,
+        metadata=_doc(
+            "With several models: a model whose last this many candidates all failed (no kernel in the reply, "
+            "its endpoint down, a kernel that does not compile or is wrong) is dropped from the run while "
+            "another still works; the report says why. 0: never dropped."
         ),
     )
     base_url: str | None = field(
@@ -33,8 +49,8 @@ class Context:
     llm_max_retries: int = field(
         default=4,
         metadata=_doc(
-            "Retries of an LLM call after a connection error, "
-            "timeout, 429 or 5xx; then the run stops (llm_unavailable)."
+            "Retries of an LLM call after a connection error, timeout, 429 or 5xx; then the run stops "
+            "(llm_unavailable), or with several models the call is that model's failed candidate."
         ),
     )
     llm_backoff_s: float = field(

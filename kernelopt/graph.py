@@ -23,6 +23,7 @@ review passes the candidates on and accept takes the new best.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -45,11 +46,12 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
 
-def build_graph(chat_model: BaseChatModel | None = None) -> StateGraph:
+def build_graph(chat_model: BaseChatModel | Mapping[str, BaseChatModel] | None = None) -> StateGraph:
     """The uncompiled graph, for embedding: compile it with the checkpointer you choose.
 
-    `chat_model` serves the judger and optimizer; without it they use the model the run's
-    Context names, and with no model named the offline policy.
+    `chat_model` serves the judger and optimizer: one model, or several by name ({"a": ..., "b": ...}),
+    which share each round's candidates (the first judges; see nodes/models.py). Without it they
+    use the models the run's Context names, and with no model named the offline policy.
     """
     builder = StateGraph(KernelOptState, context_schema=Context, input_schema=InputState, output_schema=OutputState)
     builder.add_node("setup", watch.watched(make_setup(chat_model), watch.setup))

@@ -13,7 +13,7 @@ import email.utils
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,29 +23,52 @@ from langchain_core.runnables import Runnable
 
 from kernelopt.budget import usage_of
 from kernelopt.context import Context
+from kernelopt.model_specs import ModelSpec, model_specs
 from kernelopt.records import InputError
 
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 _ERROR_CHARS = 300
 
 
+ChatModels = Mapping[str, BaseChatModel]  # the run's chat models by name, the judging one first
+
+
 def make_chat_model(ctx: Context) -> BaseChatModel | None:
     """A ChatOpenAI for `ctx.model`, or None when no model is named (the offline policy runs)."""
-    if not ctx.model:
-        return None
+    specs = model_specs(ctx)
+    return _chat_model(specs[0], ctx) if specs else None
+
+
+def make_chat_models(ctx: Context) -> dict[str, BaseChatModel]:
+    """A ChatOpenAI for every model the context names (model, then models), by name; {} offline."""
+    return {spec.name: _chat_model(spec, ctx) for spec in model_specs(ctx)}
+
+
+def chat_models(given: BaseChatModel | ChatModels | None, ctx: Context) -> dict[str, BaseChatModel]:
+    """The run's chat models by name: those given to build_graph (one model is named after
+    Context.model, else "model"), else those the context names; {} for the offline policy."""
+    if given is None:
+        return make_chat_models(ctx)
+    if isinstance(given, Mapping):
+        return dict(given)
+    specs = model_specs(ctx)
+    return {specs[0].name if specs else "model": given}
+
+
+def _chat_model(spec: ModelSpec, ctx: Context) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
-    base_url = ctx.base_url or os.environ.get("OPENAI_BASE_URL") or None
+    base_url = spec.base_url or ctx.base_url or os.environ.get("OPENAI_BASE_URL") or None
     api_key = ctx.api_key or os.environ.get("OPENAI_API_KEY")
     if not api_key:
         if base_url is None:
             raise InputError(
-                f"model {ctx.model!r} needs OPENAI_API_KEY, or --base-url for a local server "
+                f"model {spec.name!r} needs OPENAI_API_KEY, or --base-url (or NAME@URL) for a local server "
                 "(vLLM, Ollama); leave --model out to run the offline policy"
             )
         api_key = "not-needed"  # local servers accept any key, but the client wants one
     return ChatOpenAI(
-        model=ctx.model,
+        model=spec.name,
         base_url=base_url,
         api_key=api_key,  # type: ignore[arg-type]
         temperature=ctx.temperature,
@@ -57,13 +80,27 @@ def make_chat_model(ctx: Context) -> BaseChatModel | None:
 OPENAI_URL = "https://api.openai.com/v1"
 
 
-def endpoint_url(ctx: Context) -> str:
-    """The URL the run's model is reached at: --base-url, else $OPENAI_BASE_URL, else OpenAI's."""
-    return ctx.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
+def endpoint_url(ctx: Context, spec: ModelSpec | None = None) -> str:
+    """The URL a model is reached at (the context's first without `spec`): its own, else --base-url,
+    else $OPENAI_BASE_URL, else OpenAI's."""
+    own = spec.base_url if spec else None
+    return own or ctx.base_url or os.environ.get("OPENAI_BASE_URL") or OPENAI_URL
 
 
-def check_endpoint(ctx: Context, timeout_s: float = 5.0) -> None:
-    """InputError, naming the URL, when nothing answers at the model's endpoint.
+def check_endpoints(ctx: Context, timeout_s: float = 5.0) -> dict[str, str]:
+    """Why each model the context names cannot be reached, by name ({}: every endpoint answers)."""
+    unreachable: dict[str, str] = {}
+    for spec in model_specs(ctx):
+        try:
+            check_endpoint(ctx, timeout_s, spec)
+        except InputError as err:
+            unreachable[spec.name] = str(err)
+    return unreachable
+
+
+def check_endpoint(ctx: Context, timeout_s: float = 5.0, spec: ModelSpec | None = None) -> None:
+    """InputError, naming the URL, when nothing answers at the endpoint of `spec` (else of every
+    model the context names).
 
     Only a connection is opened (no request, no tokens): a refused or unroutable endpoint (a typo
     in --base-url, a server not started) is known in milliseconds, before any baseline is timed,
@@ -71,7 +108,11 @@ def check_endpoint(ctx: Context, timeout_s: float = 5.0) -> None:
     import socket
     from urllib.parse import urlsplit
 
-    url = endpoint_url(ctx)
+    if spec is None:
+        for each in model_specs(ctx):
+            check_endpoint(ctx, timeout_s, each)
+        return
+    url = endpoint_url(ctx, spec)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise InputError(f"--base-url {url!r} is not an http(s) URL; give one like http://localhost:8000/v1")
@@ -81,8 +122,8 @@ def check_endpoint(ctx: Context, timeout_s: float = 5.0) -> None:
     except OSError as err:
         why = err.strerror or type(err).__name__
         raise InputError(
-            f"cannot reach the model endpoint {url} ({why}); check --base-url and that the server runs, "
-            "or leave --model out to run the offline policy"
+            f"cannot reach the model endpoint {url} ({why}) of {spec.name}; check --base-url (or NAME@URL) "
+            "and that the server runs, or leave --model out to run the offline policy"
         ) from None
 
 

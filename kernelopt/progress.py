@@ -61,11 +61,14 @@ def render_event(event: dict[str, Any]) -> str | None:
         note = f" ({event['note']})" if event.get("note") else ""
         diagnosis = f"{event['category']}: {event['root_cause']} -> {event['fix']}"
         return f"  judger [{event['source']}]: {diagnosis}{note}{_tokens(event)}"
+    by = f" [{event['model']}]" if event.get("model") else ""  # several models: which one wrote
     if kind == "candidate" and event.get("error"):
-        return f"  optimizer: no usable kernel: {event['error']}{_tokens(event)}"
+        return f"  optimizer{by}: no usable kernel: {event['error']}{_tokens(event)}"
     if kind == "candidate" and event.get("tokens"):
         path = Path(event.get("path") or "-")
-        return f"  optimizer: wrote {path.parent.name}/{path.name}{_tokens(event)}"
+        return f"  optimizer{by}: wrote {path.parent.name}/{path.name}{_tokens(event)}"
+    if kind == "model_dropped":
+        return f"  model {event['model']} dropped from the run: {event['reason']}"
     if kind == "llm_retry":
         return (f"  {event['node']}: LLM call failed ({event['error']}); "
                 f"retry {event['retry']} of {event['retries']} in {event['wait_s']:.1f} s")

@@ -241,6 +241,7 @@ class Attempt:
     where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
     fingerprint: str = ""  # its compiled code's, when known: a later candidate with the same is a duplicate
     duplicate_of: str = ""  # the kernel path of the attempt whose compiled code (and so time) it shares
+    model: str = ""  # the chat model that wrote it ("" for the starting kernel, a seed, the offline policy)
 
 
 @dataclass(frozen=True)
@@ -257,6 +258,7 @@ class Candidate:
     branch: int = 0
     error: str | None = None  # the reply held no usable kernel: this is why
     stop: str | None = None
+    model: str = ""  # the chat model that wrote it ("" when none did)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from kernelopt.baseline_figures import figures, launch_note, method_lines, share
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
 from kernelopt.records import FloorEstimate, floor_time_ms
+from kernelopt.report_models import model_rows, models_markdown
 from kernelopt.report_story import (
     DIFF_FILE,
     NOT_GPU_NOTE,
@@ -65,6 +66,7 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
     summary["start_time_ms"] = start_time_ms(summary["attempts"])
     summary["diagnoses"] = round_diagnoses(run_dir)
+    summary["models"] = model_rows(state)
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
@@ -206,6 +208,7 @@ def render_markdown(
     lines += _result_section(summary)
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
+    lines += models_markdown(summary)
     lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
     lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]

@@ -74,6 +74,11 @@ class KernelOptState(InputState, OutputState):
     # (branch, attempt) decided before verification this step: a candidate the person turned down
     settled: NotRequired[list[tuple[int, Attempt]]]
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format
+    # Several chat models (Context.models): their names, the judging one first (setup and each
+    # round's judger write it); those dropped from the run, with why; LLM tokens per model.
+    models: NotRequired[list[str]]
+    dropped_models: NotRequired[dict[str, str]]
+    model_tokens: Annotated[dict[str, dict[str, int]], add_tokens]
 
 
 class Branch(TypedDict):
@@ -102,3 +107,5 @@ class Branch(TypedDict):
     tried: list[str]  # source hashes of every kernel tried
     tokens: dict[str, dict[str, int]]  # the run's tokens so far, for the budget
     started_at: float | None
+    model: NotRequired[str | None]  # the chat model that writes this branch's candidate (None: the first)
+    live_models: NotRequired[list[str]]  # the run's models not dropped: with more than one, a failed call is no stop

@@ -9,6 +9,7 @@ from langgraph.types import Send
 
 from kernelopt.nodes.history import HISTORY_SIZE, lessons
 from kernelopt.nodes.ideas import idea_for_branch
+from kernelopt.nodes.models import branch_model, live_models
 from kernelopt.records import Attempt
 from kernelopt.state import Branch
 
@@ -18,7 +19,7 @@ def new_round(state: Mapping[str, Any], count: int) -> list[Send]:
     best, diagnosis = state.get("best"), state.get("diagnosis")
     return [
         Send("optimizer", _branch(state, i, idea_for_branch(diagnosis, i) if best and diagnosis else None,
-                                  best.path if best else None, None))
+                                  best.path if best else None, None, branch_model(state, i)))
         for i in range(count)
     ]
 
@@ -29,12 +30,15 @@ def repairs(state: Mapping[str, Any], first: int) -> list[Send]:
     idea = idea_for_branch(diagnosis, 0) if best and diagnosis else None  # a repair keeps the round's idea
     failed: list[Attempt] = [a for a in state["attempts"][first:] if not a.time_ms]
     return [
-        Send("optimizer", _branch(state, n, idea, a.kernel_path or (best.path if best else None), a.error))
+        Send("optimizer", _branch(state, n, idea, a.kernel_path or (best.path if best else None), a.error,
+                                  branch_model(state, n, a.model)))
         for n, a in enumerate(failed)
     ]
 
 
-def _branch(state: Mapping[str, Any], branch: int, idea: Any, kernel: str | None, error: str | None) -> Branch:
+def _branch(
+    state: Mapping[str, Any], branch: int, idea: Any, kernel: str | None, error: str | None, model: str | None
+) -> Branch:
     attempts: list[Attempt] = state.get("attempts", [])
     return Branch(
         round=state["round"],
@@ -56,4 +60,6 @@ def _branch(state: Mapping[str, Any], branch: int, idea: Any, kernel: str | None
         tried=[a.source_hash for a in attempts if a.source_hash],
         tokens=state.get("tokens") or {},
         started_at=state.get("started_at"),
+        model=model,
+        live_models=live_models(state),
     )

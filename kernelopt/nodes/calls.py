@@ -34,6 +34,7 @@ class LLMCalls:
     node: str
     policy: RetryPolicy
     counts: dict[str, int] = field(default_factory=dict)
+    model: str | None = None  # the model asked, whose tokens are also counted under its name
 
     def ask(self, model: Any, prompt: str) -> tuple[Any, str]:
         """The reply and its text; retries are reported as llm_retry events; a failure raises LLMCallError."""
@@ -47,8 +48,11 @@ class LLMCalls:
              wait_s=round(wait_s, 3), error=describe_error(err))
 
     def update(self) -> dict[str, Any]:
-        """The state update for the tokens spent (none when no call was made)."""
-        return {"tokens": {self.node: dict(self.counts)}} if self.counts else {}
+        """The state update for the tokens spent, per node and per model (none when no call was made)."""
+        if not self.counts:
+            return {}
+        per_model = {"model_tokens": {self.model: dict(self.counts)}} if self.model else {}
+        return {"tokens": {self.node: dict(self.counts)}, **per_model}
 
     def run_totals(self) -> dict[str, int]:
         """The run's token totals including these calls, for progress events."""

@@ -83,8 +83,9 @@ def after(state: KernelOptState | dict[str, Any], update: dict[str, Any]) -> dic
     """The state as `update` leaves it, its reducers applied: what a node routing through
     `Command` decides on, and what a branch it starts with `Send` receives."""
     merged = {**state, **update}
-    if "tokens" in update:
-        merged["tokens"] = add_tokens(state.get("tokens"), update["tokens"])
+    for key in ("tokens", "model_tokens"):
+        if key in update:
+            merged[key] = add_tokens(state.get(key), update[key])
     if "attempts" in update:
         merged["attempts"] = [*state.get("attempts", []), *update["attempts"]]
     if "candidates" in update:

@@ -92,7 +92,7 @@ def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, A
     digest = source_hash(Path(candidate.path).read_text())
     return Attempt(
         round_, repair, candidate.path, digest, "failed", candidate.change,
-        error=rejection_error(reply), rule=REJECTED_RULE,
+        error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model,
     )
 
 

@@ -15,12 +15,13 @@ from langgraph.types import Command
 from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
-from kernelopt.llm import RetryPolicy, describe_error, make_chat_model, supports_json_schema
+from kernelopt.llm import ChatModels, RetryPolicy, chat_models, describe_error, supports_json_schema
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import after, context_of, emit
 from kernelopt.nodes.history import attempt_notes, with_lessons
 from kernelopt.nodes.ideas import choose
+from kernelopt.nodes.models import live_models
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.offline import judge as offline_judge
 from kernelopt.prompts import (
@@ -113,8 +114,9 @@ def _diagnose(
 Route = Literal["optimizer", "report"]
 
 
-def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Command[Route]]:
-    """The judger node, using `chat_model` when given, else the model the context names."""
+def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callable[..., Command[Route]]:
+    """The judger node, using `chat_model` (one, or several by name) when given, else the models the
+    context names: the first that is not dropped judges."""
 
     def judger(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
         """Diagnose the best kernel's bottleneck and start a new round: one optimizer branch per
@@ -126,18 +128,22 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Comman
             return Command(goto="report", update={**update, "stop_reason": stop})
         round_ = state["round"] + 1
         emit(state, "round_started", round=round_)
-        llm = chat_model or make_chat_model(ctx)
-        calls = LLMCalls(state, "judger", RetryPolicy.from_context(ctx))
+        models = chat_models(chat_model, ctx)
+        update |= {"models": list(models)} if models else {}
+        live = [name for name in live_models(after(state, update)) if name in models]
+        calls = LLMCalls(state, "judger", RetryPolicy.from_context(ctx), model=live[0] if live else None)
         bottlenecks: list[BottleneckResult] = []
         source: Literal["llm", "rules"] = "rules"
         note = None
-        if llm is not None and state.get("best") is not None:
+        if live and state.get("best") is not None:
             prompt = _prompt(state, ctx)
             try:
-                bottlenecks, found_update, note = _diagnose(llm, prompt, state, ctx, calls)
-            except LLMCallError as err:  # the endpoint's failure ends the run; the best is on disk
-                stop = should_stop(state, ctx, Step(halts=(err.stop_reason,)))
-                return Command(goto="report", update={**update, **calls.update(), "stop_reason": stop})
+                bottlenecks, found_update, note = _diagnose(models[live[0]], prompt, state, ctx, calls)
+            except LLMCallError as err:
+                if len(live) == 1:  # the endpoint's failure ends the run; the best is on disk
+                    stop = should_stop(state, ctx, Step(halts=(err.stop_reason,)))
+                    return Command(goto="report", update={**update, **calls.update(), "stop_reason": stop})
+                found_update, note = {}, f"the judging model {live[0]} failed ({err.stop_reason}); diagnosing by rules"
             update |= found_update
             source = "llm" if bottlenecks else "rules"
         if not bottlenecks:

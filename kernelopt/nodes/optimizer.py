@@ -13,7 +13,7 @@ from kernelopt.budget import check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.llm import RetryPolicy, make_chat_model
+from kernelopt.llm import ChatModels, RetryPolicy, chat_models
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.history import attempt_notes, insert_lessons
@@ -77,23 +77,39 @@ class Written(NamedTuple):
     tokens: dict[str, int] | None = None  # the run's token totals after the call
 
 
-def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
+def _writer(task: Branch, models: ChatModels) -> str:
+    """The name of the model that writes this branch: the one the branch names, else the first live one."""
+    named = task.get("model")
+    if named in models:
+        return str(named)
+    live = [name for name in task.get("live_models") or [] if name in models]
+    return live[0] if live else next(iter(models))
+
+
+def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel, name: str) -> Written:
     """The candidate the LLM wrote for this step, or why there is none.
 
     A reply without exactly one complete ModelNew kernel is no failure of the run: its
     extraction error goes back to the LLM as the next repair's feedback.
     """
     round_, repair, branch = task["round"], task["repair"], task["branch"]
-    calls = LLMCalls(task, "optimizer", RetryPolicy.from_context(ctx))
+    calls = LLMCalls(task, "optimizer", RetryPolicy.from_context(ctx), model=name)
     prompt, change = _prompt(task, ctx)
+    several = len(task.get("live_models") or []) > 1
+    who = {"model": name} if several else {}
     try:
         message, reply = calls.ask(llm, prompt)
-    except LLMCallError as err:  # the endpoint's failure ends the run; the best is on disk
-        stop = Candidate(None, change, branch, stop=err.stop_reason)
-        return Written(None, change, {**calls.update(), "candidates": [stop]})
+    except LLMCallError as err:
+        if not several:  # the endpoint's failure ends the run; the best is on disk
+            stop = Candidate(None, change, branch, stop=err.stop_reason, model=name)
+            return Written(None, change, {**calls.update(), "candidates": [stop]})
+        error = f"the call to {name} failed: {err.stop_reason}"  # a failed candidate of that model
+        emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, **who)
+        failed = Candidate(None, change, branch, error, model=name)
+        return Written(None, change, {**calls.update(), "candidates": [failed]})
     Path(task["run_dir"], "llm").mkdir(exist_ok=True)
-    name = artifact_name(round_, repair, branch)
-    Path(task["run_dir"], "llm", f"{name}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
+    artifact = artifact_name(round_, repair, branch)
+    Path(task["run_dir"], "llm", f"{artifact}.md").write_text(f"{prompt}\n\n---\n\n{reply}")
     update = calls.update()
     tokens = calls.run_totals()
     try:
@@ -106,12 +122,14 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
         if source_hash(source) not in task["tried"]:
             return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
-    emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
-    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error)]})
+    emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens,
+         **who)
+    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error, model=name)]})
 
 
-def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
-    """The optimizer node, using `chat_model` when given, else the model the context names."""
+def make_optimizer(chat_model: BaseChatModel | ChatModels | None = None) -> Callable[..., dict[str, Any]]:
+    """The optimizer node, using `chat_model` (one, or several by name) when given, else the models the
+    context names; each branch writes with the model it names."""
 
     def optimizer(task: Branch, runtime: Runtime[Context]) -> dict[str, Any]:
         """Write this branch's candidate kernel into the run directory, or say why there is none."""
@@ -122,20 +140,19 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
         stop, _ = check_budget(task, ctx)
         if stop:
             return {"candidates": [Candidate(None, "", branch, stop=stop)]}
-        llm = chat_model or make_chat_model(ctx)
-        if llm is None:  # the offline policy: a measured sweep, its best one or two as candidates
+        models = chat_models(chat_model, ctx)
+        if not models:  # the offline policy: a measured sweep, its best one or two as candidates
             return offline_candidates(task, ctx)
         round_, repair = task["round"], task["repair"]
-        update: dict[str, Any] = {}
-        source, change, found, tokens = _from_llm(task, ctx, llm)
+        name = _writer(task, models)
+        source, change, update, tokens = _from_llm(task, ctx, models[name], name)
         if source is None:
-            return found
-        update |= found
+            return update
         path = kernel_path(task["run_dir"], round_, repair, branch)
         path.write_text(source)
-        emit(
-            task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
-        )
-        return {**update, "candidates": [Candidate(str(path), change, branch)]}
+        who = {"model": name} if len(task.get("live_models") or []) > 1 else {}
+        emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path),
+             tokens=tokens, **who)
+        return {**update, "candidates": [Candidate(str(path), change, branch, model=name)]}
 
     return optimizer

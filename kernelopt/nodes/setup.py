@@ -15,7 +15,7 @@ from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import InputError, checked_sources, read_source
 from kernelopt.harness.sandbox.locks import run_gpus
-from kernelopt.llm import make_chat_model
+from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
@@ -42,18 +42,24 @@ def _sources(state: KernelOptState) -> tuple[str, str | None]:
     return checked_sources(problem, kernel, *names)
 
 
-def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
-    """The setup node; `chat_model` tells it whether an LLM will write and repair kernels."""
+def make_setup(chat_model: BaseChatModel | ChatModels | None = None) -> Callable[..., dict[str, Any]]:
+    """The setup node; `chat_model` (one, or several by name) tells it whether LLMs will write and repair kernels."""
 
     def setup(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal["verifier", "optimizer", "report"]]:
         """Prepare the run directory and baselines; hand the starting kernel to the verifier, or
         have the optimizer write the first one; stop on bad input."""
         ctx = context_of(runtime)
-        uses_llm = chat_model is not None or make_chat_model(ctx) is not None
-        unreachable = _unreachable(ctx) if chat_model is None and uses_llm else None
-        update, input_error = _setup(state, ctx, uses_llm, baselines=unreachable is None)
+        models = list(chat_models(chat_model, ctx))
+        uses_llm = bool(models)
+        unreachable = check_endpoints(ctx) if chat_model is None and uses_llm else {}
+        # every endpoint down: the run stops before any work; some down: those models are dropped
+        unreachable, dropped = (unreachable, {}) if len(unreachable) == len(models) else ({}, unreachable)
+        update, input_error = _setup(state, ctx, uses_llm, baselines=not unreachable)
         update["uses_llm"] = uses_llm
-        halts = (f"llm_unavailable: {unreachable}",) if unreachable else ()
+        update |= {"models": models, "dropped_models": dropped} if models else {}
+        for name, why in dropped.items():
+            emit(update, "model_dropped", model=name, reason=why, round=0)
+        halts = (f"llm_unavailable: {next(iter(unreachable.values()))}",) if unreachable else ()
         reason = should_stop(update, ctx, Step(input_error=input_error, halts=halts, wrote=not halts))
         if reason:
             return Command(goto="report", update={**update, "stop_reason": reason})
@@ -62,17 +68,6 @@ def make_setup(chat_model: BaseChatModel | None = None) -> Callable[..., dict[st
         return Command(goto=new_round(after(state, update), 1), update=update)
 
     return setup
-
-
-def _unreachable(ctx: Context) -> str | None:
-    """Why the run's model endpoint cannot be reached (None when it can), known before the baselines."""
-    from kernelopt.llm import check_endpoint
-
-    try:
-        check_endpoint(ctx)
-    except InputError as err:
-        return str(err)
-    return None
 
 
 def _setup(

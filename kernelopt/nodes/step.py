@@ -10,6 +10,7 @@ from langgraph.types import Command
 from kernelopt.context import Context
 from kernelopt.nodes.branches import repairs
 from kernelopt.nodes.common import after, emit
+from kernelopt.nodes.models import drop_failing
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Attempt, KernelRecord
 from kernelopt.runs import save_best
@@ -32,6 +33,7 @@ def report_verdict(state: KernelOptState, attempt: Attempt, branch: int) -> None
         change=attempt.change,
         where=attempt.where,
         duplicate_of=attempt.duplicate_of,
+        **({"model": attempt.model} if attempt.model else {}),
     )
 
 
@@ -65,6 +67,7 @@ def conclude(
     )
     if round_over and round_ > 0:
         update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
+    update |= drop_failing(after(state, update), ctx)  # several models: those that keep failing leave the run
     reason = should_stop(after(state, update), ctx, Step(halts=tuple(stops), round_over=round_over))
     if reason:
         update["stop_reason"] = reason

@@ -11,6 +11,7 @@ verifier knows nothing of approval).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -208,7 +209,7 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
     steps: list[tuple[int, Attempt, KernelRecord | None]] = [(branch, a, None) for branch, a in settled]
     for candidate, screen in screened:
         attempt, record = (screen, None) if isinstance(screen, Attempt) else next(verified)
-        steps.append((candidate.branch, attempt, record))
+        steps.append((candidate.branch, replace(attempt, model=candidate.model), record))
         best = record or best
     for branch, attempt, _ in steps:
         report_verdict(state, attempt, branch)

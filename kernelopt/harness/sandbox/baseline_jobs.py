@@ -27,6 +27,8 @@ from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import load_problem
 from kernelopt.harness.sandbox.calls import build_model, outputs_of, sync
+from kernelopt.harness.sandbox.locks import device_lock
+from kernelopt.records import one_line
 
 # max-autotune's kernels (autotuned templates, coordinate-descent tuning) without its CUDA-graph
 # trees: a tree copies every input that is not a parameter into buffers of its own on each
@@ -34,9 +36,6 @@ from kernelopt.harness.sandbox.calls import build_model, outputs_of, sync
 # 6.4 GB: 6.58 ms with the trees, 3.02 ms without). Launch overhead has its own baseline, the
 # CUDA-graph replay of eager.
 MAX_AUTOTUNE_MODE = "max-autotune-no-cudagraphs"
-from kernelopt.harness.sandbox.locks import device_lock
-from kernelopt.records import one_line
-
 COMPILE_PHASE = "max-autotune compile"
 CAPTURE_PHASE = "cuda-graph capture"
 WARMUP_CALLS = 3  # eager calls on a side stream before capture: lazy initialisation stays out of the graph
@@ -78,7 +77,7 @@ def fx_graph_cache_hits() -> int:
 
 
 def time_max_autotune(req: dict[str, Any]) -> dict[str, Any]:
-    """torch.compile's max-autotune of the reference (MAX_AUTOTUNE_MODE): compiled (or taken from the cache), then timed."""
+    """max-autotune of the reference (MAX_AUTOTUNE_MODE): compiled or taken from the cache, then timed."""
     cache_dir = Path(req["compile_cache_dir"])
     cache_dir.mkdir(parents=True, exist_ok=True)
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(cache_dir)  # read by Inductor at each use: set before the compile
