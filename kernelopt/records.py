@@ -221,6 +221,17 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class JudgedParent:
+    """One parent of a beam as the judger saw it at a round's start: the kernel, where it sits on the
+    roofline (from its own time; NCU's metrics only for the best, which the profile node measured),
+    and its own diagnosis."""
+
+    record: KernelRecord
+    roofline: Roofline | None
+    diagnosis: Diagnosis
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One candidate tried: what changed, what the verifier said, how it compared with the best."""
 
@@ -236,6 +247,7 @@ class Attempt:
     rule: str | None = None
     new_best: bool = False
     where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
+    parent: str = ""  # the kernel it was written from (its path); "" for a seed of round 0
 
 
 @dataclass(frozen=True)
@@ -252,6 +264,7 @@ class Candidate:
     branch: int = 0
     error: str | None = None  # the reply held no usable kernel: this is why
     stop: str | None = None
+    parent: str = ""  # the kernel its branch rewrote (its path); "" for a seed
 
 
 @dataclass(frozen=True)
@@ -263,6 +276,7 @@ class PendingBest:
     records: tuple[KernelRecord | None, ...]  # per attempt: the new best it made, else None
     branches: tuple[int, ...]  # per attempt: its optimizer branch
     stops: tuple[str, ...] = ()
+    entrants: tuple[KernelRecord, ...] = ()  # every kernel of the step timed on the run's GPU (for a beam)
 
 
 class InputError(ValueError):

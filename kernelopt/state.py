@@ -18,6 +18,7 @@ from kernelopt.records import (  # the records live at the bottom; named here to
     BottleneckResult,
     Candidate,
     Diagnosis,
+    JudgedParent,
     KernelRecord,
     PendingBest,
     Roofline,
@@ -73,6 +74,10 @@ class KernelOptState(InputState, OutputState):
     pending: NotRequired[PendingBest | None]  # a verified step with a new best, for the accept node
     # (branch, attempt) decided before verification this step: a candidate the person turned down
     settled: NotRequired[list[tuple[int, Attempt]]]
+    # Context.beam > 1 (an LLM run): the parents alive, the best first, distinct by source hash;
+    # and this round's parents as the judger diagnosed them, in the same order
+    beam: NotRequired[list[KernelRecord]]
+    judged: NotRequired[list[JudgedParent]]
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format
 
 
@@ -88,6 +93,7 @@ class Branch(TypedDict):
     branch: int
     idea: tuple[BottleneckResult, str, str] | None  # bottleneck, cause, fix; None: write the first kernel
     kernel_path: str | None  # the kernel to rewrite: the best, or the failed candidate to repair
+    parent: NotRequired[str]  # the kernel the branch descends from (a beam's parent, else the best); "" for none
     error: str | None  # why the kernel to repair failed
     # the step's brief, the same for each of its branches
     run_dir: str

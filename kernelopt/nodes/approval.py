@@ -121,7 +121,9 @@ def review(
             assert candidate.path is not None
             target = edited_path(candidate.path)
             target.write_text(reply["source"])
-            candidate = Candidate(str(target), f"{candidate.change} (edited by the person)", candidate.branch)
+            candidate = Candidate(
+                str(target), f"{candidate.change} (edited by the person)", candidate.branch, parent=candidate.parent
+            )
         reviewed.append((candidate, reply))
     return reviewed
 

@@ -104,7 +104,8 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
             return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
     emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
-    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error)]})
+    failed = Candidate(None, change, branch, error=error, parent=task.get("parent", ""))
+    return Written(None, change, {**update, "candidates": [failed]})
 
 
 def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dict[str, Any]]:
@@ -133,6 +134,6 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
         emit(
             task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
         )
-        return {**update, "candidates": [Candidate(str(path), change, branch)]}
+        return {**update, "candidates": [Candidate(str(path), change, branch, parent=task.get("parent", ""))]}
 
     return optimizer
