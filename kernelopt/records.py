@@ -247,7 +247,7 @@ class Attempt:
     rule: str | None = None
     new_best: bool = False
     where: str = ""  # the GPU that judged it ("gpu 1") when not the run's own: its times compare only there
-    parent: str = ""  # the kernel it was written from (its path); "" for a seed of round 0
+    parent: str = ""  # the kernel it was written from (its path; a repair's: the failed kernel); "" for a seed
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ class Candidate:
     branch: int = 0
     error: str | None = None  # the reply held no usable kernel: this is why
     stop: str | None = None
-    parent: str = ""  # the kernel its branch rewrote (its path); "" for a seed
+    parent: str = ""  # the kernel its branch rewrote (its path); "" for a seed or a first kernel
 
 
 @dataclass(frozen=True)

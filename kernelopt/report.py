@@ -20,6 +20,7 @@ from kernelopt.report_story import (
     round_diagnoses,
     start_time_ms,
 )
+from kernelopt.report_tree import search_tree, tree_section
 from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
 
 REPORT_JSON = "report.json"
@@ -63,6 +64,9 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
     summary["start_time_ms"] = start_time_ms(summary["attempts"])
     summary["diagnoses"] = round_diagnoses(run_dir)
+    if state.get("beam"):  # a beam run: its parents at the end, and the tree they grew
+        summary["beam"] = [record.path for record in state["beam"]]
+        summary["tree"] = search_tree(summary["attempts"], summary["beam"])
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
@@ -198,6 +202,7 @@ def render_markdown(
     lines += _result_section(summary)
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
+    lines += tree_section(summary)
     lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
     lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]

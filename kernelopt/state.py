@@ -93,7 +93,6 @@ class Branch(TypedDict):
     branch: int
     idea: tuple[BottleneckResult, str, str] | None  # bottleneck, cause, fix; None: write the first kernel
     kernel_path: str | None  # the kernel to rewrite: the best, or the failed candidate to repair
-    parent: NotRequired[str]  # the kernel the branch descends from (a beam's parent, else the best); "" for none
     error: str | None  # why the kernel to repair failed
     # the step's brief, the same for each of its branches
     run_dir: str

@@ -41,21 +41,35 @@ def repairs(state: Mapping[str, Any], first: int) -> list[Send]:
     best, diagnosis = state.get("best"), state.get("diagnosis")
     idea = idea_for_branch(diagnosis, 0) if best and diagnosis else None  # a repair keeps the round's idea
     judged = {j.record.path: j for j in state.get("judged") or []}
-    failed: list[Attempt] = [a for a in state["attempts"][first:] if not a.time_ms]
+    attempts: list[Attempt] = state["attempts"]
+    written_from = {a.kernel_path: a.parent for a in attempts if a.kernel_path}
+    failed = [a for a in attempts[first:] if not a.time_ms]
     sends = []
     for n, a in enumerate(failed):
-        parent = judged.get(a.parent)
+        parent = judged.get(_ancestor(a.parent, judged, written_from))
         kernel = a.kernel_path or (parent.record.path if parent else best.path if best else None)
         own = idea_for_branch(parent.diagnosis, 0) if parent else idea
         sends.append(Send("optimizer", _branch(state, n, own, kernel, a.error, parent)))
     return sends
 
 
+def _ancestor(path: str, parents: Mapping[str, JudgedParent], written_from: Mapping[str, str]) -> str:
+    """The parent a kernel descends from: up from a failed repair to the kernel of the round's start."""
+    seen = set()
+    while path not in parents and path in written_from and path not in seen:
+        seen.add(path)
+        path = written_from[path]
+    return path
+
+
 def _branch(
     state: Mapping[str, Any], branch: int, idea: Any, kernel: str | None, error: str | None,
     parent: JudgedParent | None = None,
 ) -> Branch:
-    """A branch's task; a beam's branch sees its parent's roofline (NCU's metrics only for the best's)."""
+    """A branch's task; a beam's branch sees its parent's roofline (NCU's metrics only for the best's).
+
+    The kernel it rewrites (`kernel`) becomes its candidate's parent: a repair's is the failed kernel.
+    """
     attempts: list[Attempt] = state.get("attempts", [])
     best = state.get("best")
     own = parent is not None and (best is None or parent.record.source_hash != best.source_hash)
@@ -65,7 +79,6 @@ def _branch(
         branch=branch,
         idea=idea,
         kernel_path=kernel,
-        parent=parent.record.path if parent else best.path if best else "",
         error=error,
         run_dir=state["run_dir"],
         problem_file=state["problem_file"],

@@ -104,7 +104,7 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel) -> Written:
             return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
     emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens)
-    failed = Candidate(None, change, branch, error=error, parent=task.get("parent", ""))
+    failed = Candidate(None, change, branch, error=error, parent=task["kernel_path"] or "")
     return Written(None, change, {**update, "candidates": [failed]})
 
 
@@ -134,6 +134,6 @@ def make_optimizer(chat_model: BaseChatModel | None = None) -> Callable[..., dic
         emit(
             task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path), tokens=tokens
         )
-        return {**update, "candidates": [Candidate(str(path), change, branch, parent=task.get("parent", ""))]}
+        return {**update, "candidates": [Candidate(str(path), change, branch, parent=task["kernel_path"] or "")]}
 
     return optimizer
