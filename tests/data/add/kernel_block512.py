@@ -1,4 +1,4 @@
-"""512 elements per program, 8 programs: a little faster than 256 (less than the beam tests' margin)."""
+"""512 elements per program, 8 programs: a little faster than 256 (about the beam tests' margin)."""
 
 import torch
 import torch.nn as nn
