@@ -2,8 +2,8 @@
 
 The scripted LLM writes real kernels of tests/data/add and answers by the kernel it is shown:
 from the start (64 elements per program) its first idea gives 256 (the best child) and its
-second 128 (the second best); from 256 the ideas lead nowhere (a wrong kernel, or 512, no faster
-beyond the margin); from 128 the first idea gives 4096, the fastest of all. Interpreter times
+second 128 (the second best); from 256 the ideas lead nowhere (a wrong kernel, or 512, at most
+a little faster); from 128 the first idea gives 4096, the fastest of all. Interpreter times
 follow the program count above a fixed cost per launch (64, 32, 16, 8, 1 programs): each step
 the tests rely on is about 1.7x or more, and a new best must be 25% faster than the best (on a
 busy machine the interpreter's times wander by tens of percent).
