@@ -90,7 +90,8 @@ def run(beam: int, runs_dir: Path) -> dict[str, Any]:
                   min_gain_pct=25.0, time_compile=False, seeds=2, timing_target_ms=50.0, timing_min_trials=5,
                   runs_dir=str(runs_dir))
     inputs = {"problem_source": (ADD / "problem.py").read_text(), "kernel_source": (ADD / "kernel_base.py").read_text()}
-    final = build_graph(LadderLLM()).compile().invoke(inputs, context=ctx)
+    # the last values are the whole state at the end (invoke returns the output schema only)
+    *_, final = build_graph(LadderLLM()).compile().stream(inputs, context=ctx, stream_mode="values")
     verified = [a for a in final["attempts"] if a.rule not in ("bad-reply", "duplicate")]
     best = block_size(Path(final["best"].path).read_text())
     return {"search": f"beam {beam}" if beam > 1 else "chain", "verifications": len(verified),

@@ -195,7 +195,7 @@ def make_judger(chat_model: BaseChatModel | None = None) -> Callable[..., Comman
             return Command(goto="report", update={**update, **calls.update(), "stop_reason": stop})
         for n, (diagnosis, found_update, note) in enumerate(found):
             update |= found_update
-            parent = {"parent": update["judged"][n].record.path} if "judged" in update else {}
+            parent = {"parent": update["judged"][n].record.path, "parent_rank": n} if "judged" in update else {}
             emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
                  fix=diagnosis.recommended_fix, source=diagnosis.source, note=note,
                  tokens=calls.run_totals() if calls.counts else None, **parent)
