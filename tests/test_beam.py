@@ -15,11 +15,16 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers import fast_context, run_graph
 from scripted import DATA, RoutedChatModel, kernel_reply, two_bottlenecks_reply
 
 from kernelopt.checkpoint import SQLITE_FILE, open_checkpointer
+from kernelopt.cli import _parser
+from kernelopt.context import Context
 from kernelopt.graph import build_graph
+from kernelopt.nodes.beam import spread, widened
+from kernelopt.records import InputError, KernelRecord, Timing
 
 ADD = DATA / "add"
 NEXT = {  # (the kernel's BLOCK_SIZE, the idea) -> the kernel the LLM writes
@@ -126,3 +131,24 @@ def test_a_branch_that_fails_its_repairs_ends_alone_and_an_interrupted_beam_resu
     # the wrong kernel's repair wrote no kernel that parses: the branch ends there
     dead = r"\n      - no kernel \(round 2, repair 1\), repair of `r002_a0\.py`: failed \(kernel does not parse"
     assert re.search(dead, tree)
+
+
+def _record(name: str, time_ms: float) -> Any:
+    return KernelRecord(f"/k/{name}.py", name, Timing(time_ms, time_ms, time_ms, time_ms, time_ms, 5, "cpu"), 1)
+
+
+def test_the_beam_keeps_the_k_best_distinct_kernels_the_best_first():
+    best, b, c, d = _record("best", 2.0), _record("b", 3.0), _record("c", 1.9), _record("d", 5.0)
+    # a kernel faster by less than the noise never became the best: it follows it
+    assert [r.source_hash for r in widened([best, d], [b, c, _record("b", 3.0)], best, 3)] == ["best", "c", "b"]
+    assert widened([best], [], best, 2) == [best]  # a parent leaves only when K better kernels exist
+    # 3 candidates over 2 parents: the best gets two (its first two ideas), at least one each
+    assert spread(3, 2) == [(0, 0), (1, 0), (0, 1)] and spread(1, 3) == [(0, 0), (1, 0), (2, 0)]
+
+
+def test_a_beam_of_less_than_one_is_refused_in_one_line():
+    with pytest.raises(InputError, match="beam is 0: give at least 1"):
+        Context(beam=0)
+    with pytest.raises(SystemExit):
+        _parser().parse_args(["optimize", "problem.py", "--beam", "0"])
+    assert _parser().parse_args(["optimize", "problem.py", "--beam", "3"]).beam == 3
