@@ -6,7 +6,7 @@ The problem is tests/data/add (out = x + 2y on 4096 floats), run on the CPU unde
 interpreter. The stand-in LLM writes real kernels of tests/data/add and answers by the kernel it
 is shown and the idea it is given, as an LLM whose ideas work on some kernels and not others:
 
-    start, 64 per program --idea A--> 256 --idea A--> a wrong kernel (x + y)
+    start, 32 per program --idea A--> 256 --idea A--> a wrong kernel (x + y)
                           |               \\-idea B--> 512 (a little faster, at most)
                           \\-idea B--> 128 --idea A--> 4096 (one program: the fastest)
 
@@ -37,8 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 ADD = ROOT / "tests" / "data" / "add"
 NEXT = {  # (the kernel shown: its BLOCK_SIZE, the idea) -> the kernel file the LLM writes
-    (64, "IDEA-A"): "kernel_block256.py",
-    (64, "IDEA-B"): "kernel_block128.py",
+    (32, "IDEA-A"): "kernel_block256.py",
+    (32, "IDEA-B"): "kernel_block128.py",
     (256, "IDEA-A"): "kernel_wrong.py",
     (256, "IDEA-B"): "kernel_block512.py",
     (128, "IDEA-A"): "kernel_block4096.py",
@@ -89,7 +89,8 @@ def run(beam: int, runs_dir: Path) -> dict[str, Any]:
     ctx = Context(model="ladder", beam=beam, max_rounds=2, patience=2, candidates_per_round=2, max_repairs=0,
                   min_gain_pct=25.0, time_compile=False, seeds=2, timing_target_ms=50.0, timing_min_trials=5,
                   runs_dir=str(runs_dir))
-    inputs = {"problem_source": (ADD / "problem.py").read_text(), "kernel_source": (ADD / "kernel_base.py").read_text()}
+    start = (ADD / "kernel_block32.py").read_text()
+    inputs = {"problem_source": (ADD / "problem.py").read_text(), "kernel_source": start}
     # the last values are the whole state at the end (invoke returns the output schema only)
     *_, final = build_graph(LadderLLM()).compile().stream(inputs, context=ctx, stream_mode="values")
     verified = [a for a in final["attempts"] if a.rule not in ("bad-reply", "duplicate")]

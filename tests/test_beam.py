@@ -1,11 +1,11 @@
 """The beam (Context.beam): the K best distinct kernels kept as parents, against a chain.
 
 The scripted LLM writes real kernels of tests/data/add and answers by the kernel it is shown:
-from the start (64 elements per program) its first idea gives 256 (the best child) and its
+from the start (32 elements per program) its first idea gives 256 (the best child) and its
 second 128 (the second best); from 256 the ideas lead nowhere (a wrong kernel, or 512, at most
 a little faster); from 128 the first idea gives 4096, the fastest of all. Interpreter times
-follow the program count above a fixed cost per launch (64, 32, 16, 8, 1 programs): each step
-the tests rely on is about 1.7x or more, and a new best must be 25% faster than the best (on a
+follow the program count above a fixed cost per launch (128, 32, 16, 8, 1 programs): each
+step the tests rely on is 2x or more, and a new best must be 25% faster than the best (on a
 busy machine the interpreter's times wander by tens of percent).
 """
 
@@ -28,8 +28,8 @@ from kernelopt.records import InputError, KernelRecord, Timing
 
 ADD = DATA / "add"
 NEXT = {  # (the kernel's BLOCK_SIZE, the idea) -> the kernel the LLM writes
-    (64, "IDEA-A"): "kernel_block256.py",
-    (64, "IDEA-B"): "kernel_block128.py",
+    (32, "IDEA-A"): "kernel_block256.py",
+    (32, "IDEA-B"): "kernel_block128.py",
     (256, "IDEA-A"): "kernel_wrong.py",  # x + y: wrong
     (256, "IDEA-B"): "kernel_block512.py",
     (128, "IDEA-A"): "kernel_block4096.py",
@@ -60,7 +60,7 @@ def _context(tmp_path: Path, **overrides: Any) -> Any:
 
 
 def _inputs() -> dict[str, str]:
-    start = (ADD / "kernel_base.py").read_text()
+    start = (ADD / "kernel_block32.py").read_text()
     return {"problem_source": (ADD / "problem.py").read_text(), "kernel_source": start}
 
 
@@ -92,7 +92,7 @@ def test_the_beam_finds_the_kernel_a_chain_misses_with_as_many_verifications(tmp
     judged = [e["parent"] for e in events if e["event"] == "diagnosis" and e["round"] == 2]
     assert sorted(_block(Path(path).read_text()) for path in judged) == [128, 256]
     judger_prompts = [p for p, _, _ in model.calls if "PERFORMANCE TARGET" not in p]
-    assert sorted(_block(p.split("KERNEL", 1)[1]) for p in judger_prompts) == [64, 128, 256]
+    assert sorted(_block(p.split("KERNEL", 1)[1]) for p in judger_prompts) == [32, 128, 256]
 
 
 def test_a_branch_that_fails_its_repairs_ends_alone_and_an_interrupted_beam_resumes(tmp_path):
