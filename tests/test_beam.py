@@ -55,7 +55,7 @@ def route(prompt: str) -> str:
 
 def _context(tmp_path: Path, **overrides: Any) -> Any:
     settings = {"model": "routed", "max_rounds": 2, "patience": 2, "candidates_per_round": 2, "max_repairs": 0,
-                "min_gain_pct": 25.0, "timing_target_ms": 50.0, "timing_min_trials": 5}
+                "min_gain_pct": 25.0, "timing_target_ms": 50.0, "timing_min_trials": 5, "seeds": 1}
     return fast_context(tmp_path, **{**settings, **overrides})
 
 
