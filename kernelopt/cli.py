@@ -113,6 +113,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="do not start from (or race against) the Triton kernels torch.compile writes")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
+    opt.add_argument("--beam", type=COUNT, default=Context.beam, metavar="K", help="keep the K best distinct "
+                     "kernels as parents of each round's candidates (default 1: a chain; LLM runs only)")
     opt.add_argument("--gpus", type=gpu_list, help="GPUs that verify a round's candidates side by side, e.g. 0,1; "
                                                    "the first times the best (default: every visible GPU)")
     opt.add_argument("--sweep-configs", type=COUNT, help="offline: configurations measured per round before the "
@@ -240,7 +242,8 @@ def _optimize(args: argparse.Namespace) -> int:
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
         max_autotune_limit_s=args.max_autotune_limit_s,
-        candidates_per_round=args.candidates, gpus=args.gpus, knowledge=not args.no_knowledge, knowledge_db=db,
+        candidates_per_round=args.candidates, gpus=args.gpus, beam=args.beam,
+        knowledge=not args.no_knowledge, knowledge_db=db,
         sweep_configs=args.sweep_configs or 0, max_tokens=args.max_tokens, max_wall_s=args.max_wall_s,
         llm_timeout_s=args.llm_timeout_s, approve=args.approve, compiler_seed=not args.no_compiler_seed,
         **limit_settings(args),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kernelopt.records import InputError
+
 
 def _doc(text: str) -> dict[str, str]:
     return {"description": text}
@@ -154,6 +156,14 @@ class Context:
             "kernel at a time per device."
         ),
     )
+    beam: int = field(
+        default=1,
+        metadata=_doc(
+            "Kernels kept alive as parents, the K best distinct ones: each round spreads its candidates "
+            "over them (best first, at least one each), each parent diagnosed on its own. 1: a chain from "
+            "the best. For LLM runs; the offline search keeps its own few best structures."
+        ),
+    )
     gpus: list[int] | None = field(
         default=None,
         metadata=_doc(
@@ -199,3 +209,7 @@ class Context:
             "Empty: knowledge.sqlite in the runs folder (runs_dir), shared by every run that uses it."
         ),
     )
+
+    def __post_init__(self) -> None:
+        if self.beam < 1:
+            raise InputError(f"beam is {self.beam}: give at least 1 (1 keeps a chain from the best kernel)")

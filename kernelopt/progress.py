@@ -60,7 +60,8 @@ def render_event(event: dict[str, Any]) -> str | None:
     if kind == "diagnosis":
         note = f" ({event['note']})" if event.get("note") else ""
         diagnosis = f"{event['category']}: {event['root_cause']} -> {event['fix']}"
-        return f"  judger [{event['source']}]: {diagnosis}{note}{_tokens(event)}"
+        parent = f" {Path(event['parent']).name}" if event.get("parent") else ""  # a beam's parent
+        return f"  judger [{event['source']}]{parent}: {diagnosis}{note}{_tokens(event)}"
     by = f" [{event['model']}]" if event.get("model") else ""  # several models: which one wrote
     if kind == "candidate" and event.get("error"):
         return f"  optimizer{by}: no usable kernel: {event['error']}{_tokens(event)}"

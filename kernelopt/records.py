@@ -224,6 +224,17 @@ class Diagnosis:
 
 
 @dataclass(frozen=True)
+class JudgedParent:
+    """One parent of a beam as the judger saw it at a round's start: the kernel, where it sits on the
+    roofline (from its own time; NCU's metrics only for the best, which the profile node measured),
+    and its own diagnosis."""
+
+    record: KernelRecord
+    roofline: Roofline | None
+    diagnosis: Diagnosis
+
+
+@dataclass(frozen=True)
 class Attempt:
     """One candidate tried: what changed, what the verifier said, how it compared with the best."""
 
@@ -242,6 +253,7 @@ class Attempt:
     fingerprint: str = ""  # its compiled code's, when known: a later candidate with the same is a duplicate
     duplicate_of: str = ""  # the kernel path of the attempt whose compiled code (and so time) it shares
     model: str = ""  # the chat model that wrote it ("" for the starting kernel, a seed, the offline policy)
+    parent: str = ""  # the kernel it was written from (its path; a repair's: the failed kernel); "" for a seed
 
 
 @dataclass(frozen=True)
@@ -259,6 +271,7 @@ class Candidate:
     error: str | None = None  # the reply held no usable kernel: this is why
     stop: str | None = None
     model: str = ""  # the chat model that wrote it ("" when none did)
+    parent: str = ""  # the kernel its branch rewrote (its path); "" for a seed or a first kernel
 
 
 @dataclass(frozen=True)
@@ -270,6 +283,7 @@ class PendingBest:
     records: tuple[KernelRecord | None, ...]  # per attempt: the new best it made, else None
     branches: tuple[int, ...]  # per attempt: its optimizer branch
     stops: tuple[str, ...] = ()
+    entrants: tuple[KernelRecord, ...] = ()  # every kernel of the step timed on the run's GPU (for a beam)
 
 
 class InputError(ValueError):

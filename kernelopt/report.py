@@ -21,6 +21,7 @@ from kernelopt.report_story import (
     round_diagnoses,
     start_time_ms,
 )
+from kernelopt.report_tree import search_tree, tree_section
 from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
 
 REPORT_JSON = "report.json"
@@ -67,6 +68,9 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     summary["start_time_ms"] = start_time_ms(summary["attempts"])
     summary["diagnoses"] = round_diagnoses(run_dir)
     summary["models"] = model_rows(state)
+    if state.get("beam"):  # a beam run: its parents at the end, and the tree they grew
+        summary["beam"] = [record.path for record in state["beam"]]
+        summary["tree"] = search_tree(summary["attempts"], summary["beam"])
     for name in ("eager", "compile"):
         timing = getattr(baselines, name, None) if baselines else None
         if timing is not None:
@@ -209,6 +213,7 @@ def render_markdown(
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
     lines += models_markdown(summary)
+    lines += tree_section(summary)
     lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
     lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]

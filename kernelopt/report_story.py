@@ -18,7 +18,8 @@ def start_time_ms(attempts: list[dict[str, Any]]) -> float | None:
 
 
 def round_diagnoses(run_dir: str) -> dict[str, str]:
-    """Each round's diagnosis in a few words ("memory: 64-element programs ..."), from events.jsonl."""
+    """Each round's diagnosis in a few words ("memory: 64-element programs ..."), from events.jsonl
+    (with a beam, the best parent's)."""
     events = Path(run_dir) / "events.jsonl" if run_dir else None
     found: dict[str, str] = {}
     if events is None or not events.is_file():
@@ -28,7 +29,7 @@ def round_diagnoses(run_dir: str) -> dict[str, str]:
             event = json.loads(line)
         except json.JSONDecodeError:
             continue  # a line cut by a kill: the rest stays readable
-        if event.get("event") == "diagnosis" and event.get("round") is not None:
+        if event.get("event") == "diagnosis" and event.get("round") is not None and not event.get("parent_rank"):
             words = event.get("root_cause") or event.get("summary") or event.get("fix") or ""
             found[str(event["round"])] = f"{event.get('category') or '-'}: {words}"
     return found

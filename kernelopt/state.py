@@ -18,6 +18,7 @@ from kernelopt.records import (  # the records live at the bottom; named here to
     BottleneckResult,
     Candidate,
     Diagnosis,
+    JudgedParent,
     KernelRecord,
     PendingBest,
     Roofline,
@@ -73,6 +74,10 @@ class KernelOptState(InputState, OutputState):
     pending: NotRequired[PendingBest | None]  # a verified step with a new best, for the accept node
     # (branch, attempt) decided before verification this step: a candidate the person turned down
     settled: NotRequired[list[tuple[int, Attempt]]]
+    # Context.beam > 1 (an LLM run): the parents alive, the best first, distinct by source hash;
+    # and this round's parents as the judger diagnosed them, in the same order
+    beam: NotRequired[list[KernelRecord]]
+    judged: NotRequired[list[JudgedParent]]
     json_schema_ok: bool  # False once the server refused (or ignored) a json_schema response_format
     # Several chat models (Context.models): their names, the judging one first (setup and each
     # round's judger write it); those dropped from the run, with why; LLM tokens per model.

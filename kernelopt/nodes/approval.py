@@ -122,7 +122,7 @@ def review(
             target = edited_path(candidate.path)
             target.write_text(reply["source"])
             candidate = Candidate(str(target), f"{candidate.change} (edited by the person)", candidate.branch,
-                                  model=candidate.model)
+                                  model=candidate.model, parent=candidate.parent)
         reviewed.append((candidate, reply))
     return reviewed
 

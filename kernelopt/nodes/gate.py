@@ -30,6 +30,7 @@ from kernelopt.nodes.approval import (
     rejection_error,
     review,
 )
+from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.memory import remember_gain
 from kernelopt.nodes.step import conclude, report_verdict, take_best
@@ -56,7 +57,7 @@ def review_step(
             emit(state, "review", round=round_, repair=repair, branch=candidate.branch, action=reply["action"],
                  change=candidate.change, path=candidate.path, reason=reply.get("reason"))
         if reply is not None and reply["action"] == "reject":
-            settled.append((candidate.branch, _rejected(candidate, round_, repair, reply)))
+            settled.append((candidate.branch, _rejected(candidate, round_, repair, reply, parent_of(candidate, state))))
         else:
             kept.append(candidate)
     if any(not c.stop for c in kept):
@@ -86,13 +87,13 @@ def _not_asked(candidates: list[Candidate], state: KernelOptState, seen: set[str
     return skip
 
 
-def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, Any]) -> Attempt:
+def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, Any], parent: str) -> Attempt:
     """The attempt for a candidate the person turned down: a failure, the reason its error."""
     assert candidate.path is not None
     digest = source_hash(Path(candidate.path).read_text())
     return Attempt(
         round_, repair, candidate.path, digest, "failed", candidate.change,
-        error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model,
+        error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model, parent=parent,
     )
 
 
@@ -115,7 +116,7 @@ def accept(
                 take_best(state, attempt, record)
                 remember_gain(state, ctx, attempt, branch, record, best)
                 best = record
-        return conclude(state, ctx, attempts, best, list(pending.stops), {"pending": None})
+        return conclude(state, ctx, attempts, best, list(pending.stops), {"pending": None}, pending.entrants)
     attempts = _demoted(attempts, proposed)
     new, chosen = records[proposed], attempts[proposed]
     assert new is not None
@@ -129,7 +130,7 @@ def accept(
         error = rejection_error(reply)
         attempts[proposed] = replace(chosen, outcome="rejected", rule=REJECTED_RULE, error=error, new_best=False)
         emit(state, "best_rejected", round=chosen.round, time_ms=chosen.time_ms, error=error)
-    return conclude(state, ctx, attempts, taken, list(pending.stops), {"pending": None})
+    return conclude(state, ctx, attempts, taken, list(pending.stops), {"pending": None}, pending.entrants)
 
 
 def _demoted(attempts: list[Attempt], proposed: int) -> list[Attempt]:

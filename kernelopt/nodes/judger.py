@@ -5,23 +5,27 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextvars import copy_context
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from kernelopt.budget import check_budget
+from kernelopt.budget import add_tokens, check_budget
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models, describe_error, supports_json_schema
+from kernelopt.nodes.beam import parents, width
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import after, context_of, emit
 from kernelopt.nodes.history import attempt_notes, with_lessons
 from kernelopt.nodes.ideas import choose
 from kernelopt.nodes.models import live_models
+from kernelopt.nodes.profile import roofline_for
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.offline import judge as offline_judge
 from kernelopt.prompts import (
@@ -31,6 +35,7 @@ from kernelopt.prompts import (
     build_bottleneck_prompt,
     parse_bottleneck_response,
 )
+from kernelopt.records import Diagnosis, JudgedParent, KernelRecord, Roofline
 from kernelopt.state import KernelOptState
 
 
@@ -78,10 +83,12 @@ def _structured(llm: BaseChatModel, prompt: str, ctx: Context, calls: LLMCalls) 
     return found, None if found else "structured reply held no bottleneck; asking again as plain text"
 
 
-def _prompt(state: KernelOptState, ctx: Context) -> str:
-    """The judger's prompt: the best kernel, its metrics and roofline, the GPU, the run's history."""
+def _prompt(state: KernelOptState, ctx: Context, view: View) -> str:
+    """The judger's prompt: one kernel, its metrics and roofline, the GPU, the run's history."""
+    record, roofline, metrics = view
+    assert record is not None, "the judger asks an LLM about a kernel only"
     prompt = build_bottleneck_prompt(
-        Path(state["best"].path).read_text(), state.get("ncu_metrics") or {}, state.get("roofline"),  # type: ignore[union-attr]
+        Path(record.path).read_text(), metrics, roofline,
         get_gpu_spec(state["gpu_key"]), problem_source=Path(state["problem_file"]).read_text(),
         num_bottlenecks=ctx.num_bottlenecks, history=attempt_notes(state.get("attempts", [])),
     )
@@ -112,6 +119,66 @@ def _diagnose(
 
 
 Route = Literal["optimizer", "report"]
+View = tuple[KernelRecord | None, Roofline | None, dict[str, float]]  # a kernel, its roofline and NCU metrics
+
+
+class Judged(NamedTuple):
+    """One kernel's diagnosis, the state update its calls made, and a note on how it was got."""
+
+    diagnosis: Diagnosis
+    update: dict[str, Any]
+    note: str | None
+
+
+def _judge(llm: BaseChatModel | None, view: View, state: KernelOptState, ctx: Context, calls: LLMCalls) -> Judged:
+    """A kernel's diagnosis: the LLM's bottlenecks, else the rules'. Raises LLMCallError when a call fails."""
+    record, roofline, metrics = view
+    bottlenecks: list[BottleneckResult] = []
+    source: Literal["llm", "rules"] = "rules"
+    update: dict[str, Any] = {}
+    note = None
+    if llm is not None and record is not None:
+        bottlenecks, update, note = _diagnose(llm, _prompt(state, ctx, view), state, ctx, calls)
+        source = "llm" if bottlenecks else "rules"
+    if not bottlenecks:
+        bottlenecks = offline_judge.diagnose(
+            roofline, metrics, source=Path(record.path).read_text() if record and Path(record.path).is_file() else "",
+            spec=get_gpu_spec(state["gpu_key"]) if state.get("gpu_key") else None,
+        )
+    return Judged(choose(bottlenecks, state.get("rounds_without_gain", 0), source), update, note)
+
+
+def _judge_beam(
+    llm: BaseChatModel | None, state: KernelOptState, ctx: Context, calls: LLMCalls
+) -> tuple[list[JudgedParent], list[Judged]]:
+    """Every parent of the beam diagnosed on its own, its LLM calls at once: the best with the
+    profile node's roofline and metrics, the others placed on the roofline by their own time."""
+    alive = parents(state)
+    views: list[View] = [(alive[0], state.get("roofline"), state.get("ncu_metrics") or {})]
+    views += [(record, roofline_for(state, ctx, record, None), {}) for record in alive[1:]]
+    each = [LLMCalls(state, "judger", calls.policy, model=calls.model) for _ in views]
+    try:
+        with ThreadPoolExecutor(max_workers=len(views)) as pool:
+            futures = [pool.submit(copy_context().run, _judge, llm, view, state, ctx, own)
+                       for view, own in zip(views, each, strict=True)]
+            found = [future.result() for future in futures]
+    finally:  # the tokens spent count, also when one parent's call failed
+        for own in each:
+            calls.counts = add_tokens({"judger": calls.counts}, {"judger": own.counts})["judger"]
+    return [JudgedParent(view[0], view[1], judged.diagnosis) for view, judged in zip(views, found, strict=True)], found
+
+
+def _judged(
+    llm: BaseChatModel | None, state: KernelOptState, ctx: Context, calls: LLMCalls, update: dict[str, Any]
+) -> list[Judged]:
+    """The round's diagnoses: the best kernel's, or with a beam each parent's (then `update` gets
+    the parents as `judged`). Raises LLMCallError when a call fails."""
+    best = state.get("best")
+    if width(state, ctx) > 1 and best is not None:
+        judged, found = _judge_beam(llm, state, ctx, calls)
+        update["judged"] = judged
+        return found
+    return [_judge(llm, (best, state.get("roofline"), state.get("ncu_metrics") or {}), state, ctx, calls)]
 
 
 def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callable[..., Command[Route]]:
@@ -119,8 +186,9 @@ def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callabl
     context names: the first that is not dropped judges."""
 
     def judger(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
-        """Diagnose the best kernel's bottleneck and start a new round: one optimizer branch per
-        candidate of the round (their LLM calls run concurrently); stop on a spent budget or the LLM down."""
+        """Diagnose the best kernel's bottleneck (with a beam, each parent's own) and start a new round:
+        one optimizer branch per candidate of the round (their LLM calls run concurrently); stop on a
+        spent budget or the LLM down."""
         ctx = context_of(runtime)
         _, update = check_budget(state, ctx)
         stop = should_stop(state, ctx, Step(before_llm=True))
@@ -131,34 +199,24 @@ def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callabl
         models = chat_models(chat_model, ctx)
         update |= {"models": list(models)} if models else {}
         live = [name for name in live_models(after(state, update)) if name in models]
+        llm = models[live[0]] if live else None
         calls = LLMCalls(state, "judger", RetryPolicy.from_context(ctx), model=live[0] if live else None)
-        bottlenecks: list[BottleneckResult] = []
-        source: Literal["llm", "rules"] = "rules"
-        note = None
-        if live and state.get("best") is not None:
-            prompt = _prompt(state, ctx)
-            try:
-                bottlenecks, found_update, note = _diagnose(models[live[0]], prompt, state, ctx, calls)
-            except LLMCallError as err:
-                if len(live) == 1:  # the endpoint's failure ends the run; the best is on disk
-                    stop = should_stop(state, ctx, Step(halts=(err.stop_reason,)))
-                    return Command(goto="report", update={**update, **calls.update(), "stop_reason": stop})
-                found_update, note = {}, f"the judging model {live[0]} failed ({err.stop_reason}); diagnosing by rules"
+        try:
+            found = _judged(llm, state, ctx, calls, update)
+        except LLMCallError as err:
+            if len(live) <= 1:  # the endpoint's failure ends the run; the best is on disk
+                stop = should_stop(state, ctx, Step(halts=(err.stop_reason,)))
+                return Command(goto="report", update={**update, **calls.update(), "stop_reason": stop})
+            note = f"the judging model {live[0]} failed ({err.stop_reason}); diagnosing by rules"
+            found = [judged._replace(note=note) for judged in _judged(None, state, ctx, calls, update)]
+        for n, (diagnosis, found_update, note) in enumerate(found):
             update |= found_update
-            source = "llm" if bottlenecks else "rules"
-        if not bottlenecks:
-            best = state.get("best")
-            bottlenecks = offline_judge.diagnose(
-                state.get("roofline"), state.get("ncu_metrics") or {},
-                source=Path(best.path).read_text() if best and Path(best.path).is_file() else "",
-                spec=get_gpu_spec(state["gpu_key"]) if state.get("gpu_key") else None,
-            )
-        diagnosis = choose(bottlenecks, state.get("rounds_without_gain", 0), source)
-        emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
-             fix=diagnosis.recommended_fix, source=source, note=note,
-             tokens=calls.run_totals() if calls.counts else None)
+            parent = {"parent": update["judged"][n].record.path, "parent_rank": n} if "judged" in update else {}
+            emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
+                 fix=diagnosis.recommended_fix, source=diagnosis.source, note=note,
+                 tokens=calls.run_totals() if calls.counts else None, **parent)
         update = {**update, **calls.update(), "round": round_, "repairs": 0, "last_error": None,
-                  "diagnosis": diagnosis}
+                  "diagnosis": found[0].diagnosis}
         return Command(goto=new_round(after(state, update), max(1, ctx.candidates_per_round)), update=update)
 
     return judger

@@ -124,7 +124,8 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel, name: str) -> Writ
         error = "the reply repeats a kernel already tried; make a different change"
     emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens,
          **who)
-    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error, model=name)]})
+    return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error, model=name,
+                                                                parent=task["kernel_path"] or "")]})
 
 
 def make_optimizer(chat_model: BaseChatModel | ChatModels | None = None) -> Callable[..., dict[str, Any]]:
@@ -153,6 +154,7 @@ def make_optimizer(chat_model: BaseChatModel | ChatModels | None = None) -> Call
         who = {"model": name} if len(task.get("live_models") or []) > 1 else {}
         emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path),
              tokens=tokens, **who)
-        return {**update, "candidates": [Candidate(str(path), change, branch, model=name)]}
+        return {**update, "candidates": [Candidate(str(path), change, branch, model=name,
+                                                     parent=task["kernel_path"] or "")]}
 
     return optimizer

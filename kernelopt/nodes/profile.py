@@ -52,19 +52,28 @@ def analyzer_for(gpu_key: str, ctx: Context) -> RooflineAnalyzer:
     return RooflineAnalyzer(get_gpu_spec(gpu_key), config, ceilings.bandwidth_gbs, ceilings.peak_tflops)
 
 
+def roofline_for(
+    state: KernelOptState, ctx: Context, record: KernelRecord, metrics: dict[str, float] | None,
+    skipped: str | None = None,
+) -> Roofline:
+    """Where a kernel sits on the roofline, from NCU's metrics (None: the floor and its own time
+    alone), with why NCU was `skipped` and the interpreter's caveat among its warnings."""
+    baselines = state.get("baselines")
+    measured_ms = record.time_ms if record.timing.is_gpu_time else None
+    roofline: Roofline = analyzer_for(state["gpu_key"], ctx).analyze(
+        metrics, baselines.floor if baselines else None, measured_ms, baseline_times_ms(baselines)
+    )
+    notes = tuple(n for n in (skipped, None if record.timing.is_gpu_time else INTERPRETER_WARNING) if n)
+    return dataclasses.replace(roofline, warnings=roofline.warnings + notes)
+
+
 def profile(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal["judger", "report"]]:
     """The best kernel's Roofline; then stop (at the roofline, or a reason set before), else the judger."""
     ctx = context_of(runtime)
     best = state["best"]
     assert best is not None, "profile runs only after a kernel was accepted"
     metrics, skipped = _ncu_metrics(state, ctx, best)
-    baselines = state.get("baselines")
-    measured_ms = best.time_ms if best.timing.is_gpu_time else None
-    roofline: Roofline = analyzer_for(state["gpu_key"], ctx).analyze(
-        metrics, baselines.floor if baselines else None, measured_ms, baseline_times_ms(baselines)
-    )
-    notes = tuple(n for n in (skipped, None if best.timing.is_gpu_time else INTERPRETER_WARNING) if n)
-    roofline = dataclasses.replace(roofline, warnings=roofline.warnings + notes)
+    roofline = roofline_for(state, ctx, best, metrics, skipped)
     emit(
         state,
         "roofline",

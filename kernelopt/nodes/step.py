@@ -8,6 +8,7 @@ from typing import Any, Literal
 from langgraph.types import Command
 
 from kernelopt.context import Context
+from kernelopt.nodes.beam import entered, parents, widened, width
 from kernelopt.nodes.branches import repairs
 from kernelopt.nodes.common import after, emit
 from kernelopt.nodes.models import drop_failing
@@ -50,28 +51,39 @@ def conclude(
     best: KernelRecord | None,
     stops: list[str],
     update: dict[str, Any] | None = None,
+    entrants: tuple[KernelRecord, ...] = (),
 ) -> Command[Route]:
-    """A verified step's update (its attempts, the best, counters and stop reason) and where the run goes."""
+    """A verified step's update (its attempts, the best, counters and stop reason) and where the run goes.
+
+    `entrants` are the step's kernels timed on the run's GPU: with a beam, those among the K best
+    distinct kernels become parents. A beam's round goes on while a failed branch has repairs
+    left, whatever its siblings did; a chain's ends once a candidate passes.
+    """
     update = {**(update or {}), "attempts": attempts, "best": best}
-    passed = [a for a in attempts if a.time_ms is not None]  # correct and timed (a new best or not)
+    k = width(state, ctx)
     round_, repair = state["round"], state["repairs"]
-    if passed:
+    failed = [a for a in attempts if a.time_ms is None]
+    passed = len(failed) < len(attempts)  # correct and timed (a new best or not)
+    if passed and k == 1:
         update.update(last_error=None, repairs=0)
         can_repair = False
     else:
-        can_repair = repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
-        update.update(last_error=attempts[0].error, repairs=repair + 1)
+        can_repair = bool(failed) and repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
+        update.update(last_error=failed[0].error if failed else None, repairs=repair + 1)
     round_over = not can_repair
-    gained = any(a.new_best for a in attempts) or any(
-        a.new_best for a in state.get("attempts", []) if a.round == round_
-    )
+    earlier = [a for a in state.get("attempts", []) if a.round == round_]
+    gained = any(a.new_best for a in [*attempts, *earlier])
+    if k > 1:
+        accepted = {a.source_hash for a in attempts if a.outcome != "rejected"}
+        update["beam"] = widened(parents(state), [r for r in entrants if r.source_hash in accepted], best, k)
+        gained = gained or entered(update["beam"], [*attempts, *earlier])
     if round_over and round_ > 0:
         update["rounds_without_gain"] = 0 if gained else state["rounds_without_gain"] + 1
     update |= drop_failing(after(state, update), ctx)  # several models: those that keep failing leave the run
     reason = should_stop(after(state, update), ctx, Step(halts=tuple(stops), round_over=round_over))
     if reason:
         update["stop_reason"] = reason
-    if any(a.new_best for a in attempts):  # profile a new best, also the last one
+    if (round_over or reason) and any(a.new_best for a in [*attempts, *earlier]):  # profile a new best, also the last
         return Command(goto="profile", update=update)
     if reason:
         return Command(goto="report", update=update)

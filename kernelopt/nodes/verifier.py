@@ -22,6 +22,7 @@ from kernelopt.context import Context
 from kernelopt.harness.measure.timing import Timing, beats
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import Verdict, floor_ms_for
+from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit, verifiers_for
 from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
@@ -59,12 +60,14 @@ def _screened(candidate: Candidate, state: KernelOptState, seen: set[str]) -> At
     else its source's digest (now seen)."""
     round_, repair = state["round"], state["repairs"]
     if candidate.path is None:  # the optimizer's reply held nothing runnable: its error is the verdict
-        return Attempt(round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply")
+        return Attempt(round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply",
+                       parent=parent_of(candidate, state))
     digest = source_hash(Path(candidate.path).read_text())
     if digest in seen:
         error = "the same kernel as another candidate of this step (after normalising); make a different change"
         return Attempt(
-            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate"
+            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate",
+            parent=parent_of(candidate, state),
         )
     seen.add(digest)
     return digest
@@ -80,16 +83,17 @@ def _judge(
     where: str = "",
     best_there: Timing | None = None,
 ) -> tuple[Attempt, KernelRecord | None]:
-    """The attempt for one verified candidate, and the new best when it is one. A verdict taken
-    on another GPU (`where`) is compared with the best's time there (`best_there`) and never
-    makes a new best: only a verdict of the run's own GPU does (see spread.py)."""
+    """The attempt for one verified candidate, and its record when it passed on the run's own GPU
+    (a new best when the attempt says so). A verdict taken on another GPU (`where`) is compared
+    with the best's time there (`best_there`) and never makes a new best, nor a record: only a
+    verdict of the run's own GPU does (see spread.py)."""
     assert candidate.path is not None
     round_, repair = state["round"], state["repairs"]
     if not verdict.accepted or verdict.timing is None:
         outcome: Outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
         return Attempt(
             round_, repair, candidate.path, digest, outcome, candidate.change, error=verdict.reason,
-            rule=verdict.rule, where=where,
+            rule=verdict.rule, where=where, parent=parent_of(candidate, state),
         ), None
     timing = verdict.timing
     against = best_there if where else (best.timing if best else None)
@@ -112,8 +116,9 @@ def _judge(
         new_best=faster,
         where=where,
         fingerprint=verdict.fingerprint or "",
+        parent=parent_of(candidate, state),
     )
-    return attempt, KernelRecord(candidate.path, digest, timing, round_) if faster else None
+    return attempt, None if where else KernelRecord(candidate.path, digest, timing, round_)
 
 
 def timed_originals(attempts: list[Attempt]) -> dict[str, Attempt]:
@@ -132,7 +137,7 @@ def _duplicate(candidate: Candidate, digest: str, state: KernelOptState, origina
     assert candidate.path is not None
     return Attempt(state["round"], state["repairs"], candidate.path, digest, "duplicate", candidate.change,
                    time_ms=original.time_ms, where=original.where, fingerprint=original.fingerprint,
-                   duplicate_of=original.kernel_path)
+                   duplicate_of=original.kernel_path, parent=parent_of(candidate, state))
 
 
 def _names(originals: Mapping[str, Attempt]) -> dict[str, str]:
@@ -177,7 +182,7 @@ def _verdicts(
         if attempt.fingerprint and attempt.time_ms is not None:
             originals.setdefault(attempt.fingerprint, attempt)
         judged.append((attempt, record))
-        best = record or best
+        best = record if attempt.new_best else best
     return judged
 
 
@@ -210,12 +215,13 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
     for candidate, screen in screened:
         attempt, record = (screen, None) if isinstance(screen, Attempt) else next(verified)
         steps.append((candidate.branch, replace(attempt, model=candidate.model), record))
-        best = record or best
+        best = record if record and attempt.new_best else best
     for branch, attempt, _ in steps:
         report_verdict(state, attempt, branch)
     attempts = [attempt for _, attempt, _ in steps]
-    records = tuple(record for _, _, record in steps)
+    entrants = tuple(record for _, _, record in steps if record)
+    records = tuple(record if attempt.new_best else None for _, attempt, record in steps)
     if any(records):
-        step = PendingBest(tuple(attempts), records, tuple(branch for branch, _, _ in steps), tuple(stops))
+        step = PendingBest(tuple(attempts), records, tuple(branch for branch, _, _ in steps), tuple(stops), entrants)
         return Command(goto="accept", update={**update, "pending": step})
-    return conclude(state, ctx, attempts, best, stops, update)  # type: ignore[return-value]  # no new best: never profile
+    return conclude(state, ctx, attempts, best, stops, update, entrants)  # type: ignore[return-value]  # no new best
