@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_knowledge import add_knowledge_parser, knowledge_command
-from kernelopt.cli_run import interrupt, run_graph_to_end, stop_jobs
+from kernelopt.cli_run import interrupt, out_dir, run_graph_to_end, stop_jobs
 from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
 from kernelopt.export.command import add_export_parser, export_command
@@ -213,23 +213,6 @@ def _check_gpus(gpus: list[int]) -> None:
         raise InputError(wrong)
 
 
-def _out_dir(out: str) -> Path:
-    """The --out folder, checked: not a file, not under one, not an existing run; made if new."""
-    run_dir = Path(out).expanduser().resolve()
-    for folder in (run_dir, *run_dir.parents):
-        if folder.exists() and not folder.is_dir():
-            where = "is" if folder == run_dir else f"is under {folder}, which is"
-            raise InputError(f"--out {out} {where} a file, not a folder; pass a folder for the run")
-    if (run_dir / RUN_FILE).exists():
-        raise InputError(f"{run_dir} already holds a run; continue it with `kernelopt resume {run_dir}` "
-                         "or pass another --out")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise InputError(f"--out {out}: cannot make the folder ({err.strerror})") from None
-    return run_dir
-
-
 def _optimize(args: argparse.Namespace) -> int:
     problem_source, kernel_source = _checked_sources(args.problem, args.kernel)
     if kernel_source is None and not args.model:
@@ -259,7 +242,7 @@ def _optimize(args: argparse.Namespace) -> int:
     from kernelopt.runs import new_run_dir
 
     # The folder exists before the graph starts: run.json and the checkpoints live in it.
-    run_dir = _out_dir(args.out) if args.out else new_run_dir(ctx.runs_dir, problem_source)
+    run_dir = out_dir(args.out) if args.out else new_run_dir(ctx.runs_dir, problem_source)
     inputs: dict[str, Any] = {
         "problem_source": problem_source, "kernel_source": kernel_source,
         "problem_path": str(Path(args.problem).resolve()),
@@ -371,7 +354,7 @@ def _suite(args: argparse.Namespace) -> int:
             from kernelopt.llm import make_chat_model
 
             make_chat_model(Context(model=args.model, base_url=args.base_url))  # a missing key is bad input
-        suite = suites.new_suite(args.problems_dir, args.kernels, settings, _out_dir(args.out) if args.out else None)
+        suite = suites.new_suite(args.problems_dir, args.kernels, settings, out_dir(args.out) if args.out else None)
     executor = choose_executor(args.gpus, args.workers, args.ray, Path(suite.out_dir),
                                lambda line: print(f"kernelopt: {line}", file=sys.stderr, flush=True))
     if not args.json:

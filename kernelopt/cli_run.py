@@ -10,7 +10,9 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from kernelopt.checkpoint import RUN_FILE
 from kernelopt.context import Context
+from kernelopt.records import InputError
 
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord
@@ -263,3 +265,18 @@ def _clock_note(summary: dict[str, Any]) -> str:
     return "" if summary.get("is_gpu_time") else " (Triton interpreter on CPU: not GPU performance)"
 
 
+def out_dir(out: str) -> Path:
+    """The --out folder, checked: not a file, not under one, not an existing run; made if new."""
+    run_dir = Path(out).expanduser().resolve()
+    for folder in (run_dir, *run_dir.parents):
+        if folder.exists() and not folder.is_dir():
+            where = "is" if folder == run_dir else f"is under {folder}, which is"
+            raise InputError(f"--out {out} {where} a file, not a folder; pass a folder for the run")
+    if (run_dir / RUN_FILE).exists():
+        raise InputError(f"{run_dir} already holds a run; continue it with `kernelopt resume {run_dir}` "
+                         "or pass another --out")
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"--out {out}: cannot make the folder ({err.strerror})") from None
+    return run_dir
