@@ -28,17 +28,3 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 def add_problem() -> Path:
     return DATA / "add" / "problem.py"
 
-
-# The files whose tests take longest on two CPU cores, longest first (seen in CI's --durations).
-# `--dist loadfile` hands files to the workers in collection order, so a long file collected
-# last runs alone at the end while the other worker idles: these go first.
-LONGEST_FILES = (
-    "test_resume_signals.py", "test_resume.py", "test_cli.py", "test_ray.py", "test_seed_translate.py",
-    "test_approval.py", "test_scale.py", "test_suite.py", "test_moves.py", "test_parallel.py", "test_hangs.py",
-)
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The longest files first, every file's tests in their own order (a stable sort)."""
-    rank = {name: i for i, name in enumerate(LONGEST_FILES)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))

@@ -99,9 +99,9 @@ def test_killed_mid_verification_resumes_without_redoing_finished_work(tmp_path)
     assert not (run_dir / "report.json").exists()  # it never finished
 
     # the hanging candidate is verified again: a shorter limit for this resume (and later ones) stops it
-    proc = kernelopt("resume", run_dir, "--json", "--timeout-s", "20", cwd=tmp_path)
+    proc = kernelopt("resume", run_dir, "--json", "--timeout-s", "12", cwd=tmp_path)
     assert proc.returncode == 0, _show(proc)
-    assert json.loads((run_dir / "run.json").read_text())["context"]["timeout_s"] == 20
+    assert json.loads((run_dir / "run.json").read_text())["context"]["timeout_s"] == 12
     summary = json.loads(proc.stdout)
     assert summary["stop_reason"] == "max_rounds" and summary["rounds"] == 1
     assert Path(summary["best_kernel_path"]).is_file()

@@ -101,7 +101,9 @@ def _wait_for(path: Path, proc: subprocess.Popen[str], timeout_s: float = 120) -
 def test_a_killed_suite_resumes_where_it_stopped(tmp_path):
     out = tmp_path / "out"
     proc = _start("suite", PROBLEMS, "--kernels", KERNELS, "--no-compile", "--out", out, cwd=tmp_path)
-    _wait_for(out / "problems" / "1_Add.json", proc)
+    # the second problem's result: the first one's progress line, printed after its results are
+    # rebuilt, is out by then (killed at the first's result, the line could still be on its way)
+    _wait_for(out / "problems" / f"{NAMES[1]}.json", proc)
     proc.send_signal(signal.SIGKILL)
     stdout, _ = proc.communicate(timeout=30)
     assert stdout.splitlines()[0] == f"suite: 5 problems; results in {out}"
