@@ -275,3 +275,30 @@ def test_the_seed_passes_kernelopts_verifier_every_derived_case_included(source:
     finally:
         verifier.close()
     assert verdict.accepted, verdict.reason
+
+
+def test_a_graph_the_compiler_restarts_is_recorded_once() -> None:
+    # Inductor on a GPU cannot keep LayerNorm's eps as a float input under max-autotune: it restarts
+    # the trace with eps a constant, so the backend sees two graphs of which one is compiled.
+    from torch._dynamo.exc import TensorifyScalarRestartAnalysis
+
+    from kernelopt.seed.bindings import recording_backend
+
+    model, x = torch.nn.LayerNorm((8, 16)), torch.rand(4, 8, 16)
+    seen: list[Any] = []
+
+    def inner(gm: Any, example_inputs: Any) -> Any:
+        seen.append(gm)
+        if len(seen) == 1:
+            raise TensorifyScalarRestartAnalysis
+        return gm.forward
+
+    recorded: list[Any] = []
+    torch._dynamo.reset()
+    with torch.no_grad():
+        out = torch.compile(model, backend=recording_backend(model, [x], inner, recorded), dynamic=True)(x)
+    torch._dynamo.reset()
+    assert len(seen) == 2 and len(recorded) == 1  # two traces, one graph compiled
+    assert torch.allclose(out, model(x))
+    kinds = sorted(b.kind for b in recorded[0])
+    assert kinds.count("input") == 1 and kinds.count("state") == 2  # x, weight and bias

@@ -68,11 +68,18 @@ def _same_storage(a: Any, b: Any) -> bool:
 
 
 def recording_backend(model: Any, inputs: Sequence[Any], inner: Callable[..., Any] | None, out: list[list[Binding]]):
-    """A torch.compile backend that records each graph's bindings, then compiles it with `inner`."""
+    """A torch.compile backend that records the bindings of each graph `inner` compiles.
+
+    A graph whose compile raises is not recorded: when the compiler cannot keep a Python float of
+    the module (`ln.eps`) as an input, it restarts the trace with the float a constant, and only
+    the second graph is compiled (Inductor with max-autotune on a GPU does this for LayerNorm).
+    """
 
     def backend(gm: Any, example_inputs: Sequence[Any]) -> Any:
-        out.append(bind(model, inputs, gm))
-        return inner(gm, example_inputs) if inner else gm.forward
+        bindings = bind(model, inputs, gm)  # before compiling: the compiler may rewrite the graph
+        compiled = inner(gm, example_inputs) if inner else gm.forward
+        out.append(bindings)
+        return compiled
 
     return backend
 
