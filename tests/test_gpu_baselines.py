@@ -63,3 +63,28 @@ def test_setup_times_max_autotune_and_a_cuda_graph_on_a_launch_bound_problem(tmp
     assert "| torch.compile (max-autotune) |" in text and "| CUDA graph of eager |" in text
     assert "- Against the strongest torch.compile (the faster of the modes timed):" in text
     assert "- Launch overhead: " in text and "- Gap closed: " in text and "CUDA events" in text
+
+
+def test_the_reference_gives_back_the_memory_its_baselines_took(tmp_path):
+    # A 6 GiB input whose outputs are small: once eager and torch.compile are timed, the
+    # reference process must not sit on the input's memory, or a candidate of a 16 GiB problem
+    # finds no room for its own inputs (KernelBench's 2-D average pool ran out of memory so).
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    problem = tmp_path / "problem.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n"
+        "    def forward(self, x: torch.Tensor) -> torch.Tensor:\n        return x.sum(dim=1)\n\n\n"
+        "def get_inputs():\n    return [torch.rand(4096, 393216)]\n\n\ndef get_init_inputs():\n    return []\n"
+    )
+    torch.cuda.init()
+    free_before = torch.cuda.mem_get_info()[0]
+    verifier = Verifier(problem, tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=True))
+    try:
+        baselines = verifier.baselines()
+        assert baselines.eager is not None and baselines.compile is not None, baselines
+        held = free_before - torch.cuda.mem_get_info()[0]  # the reference process is still running
+        print(f"\nheld by the reference after its baselines: {held / 2**30:.2f} GiB")
+        assert held < 2.5 * 2**30, f"the reference holds {held / 2**30:.1f} GiB after timing its baselines"
+    finally:
+        verifier.close()

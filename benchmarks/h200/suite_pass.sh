@@ -4,8 +4,8 @@
 #   bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
 #
 # Run from the repository root on the device with the wheels in .whl (carry [".whl", ".gpu"]).
-# If .gpu/NAME.tgz exists (what an earlier call sent back, copied into .gpu/ here), the suite is
-# resumed from it, so finished problems are not redone; otherwise it starts. After SECONDS it is
+# If .gpu/NAME.tgz exists (what an earlier call sent back, copied into .gpu/ here), or else
+# benchmarks/h200/state/NAME.tgz (a pass an earlier session left unfinished), the suite is resumed from it, so finished problems are not redone; otherwise it starts. After SECONDS it is
 # stopped (a problem under way is redone next time), and the suite's state (suite.json, one JSON
 # per finished problem, results.*) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
 set -u
@@ -16,8 +16,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns
 out=/tmp/suites/$name
 mkdir -p /tmp/suites
-if [ -f ".gpu/$name.tgz" ]; then
-  tar xzf ".gpu/$name.tgz" -C /tmp/suites
+state=.gpu/$name.tgz
+[ -f "$state" ] || state=benchmarks/h200/state/$name.tgz
+if [ -f "$state" ]; then
+  tar xzf "$state" -C /tmp/suites
   how=(--resume "$out")
 else
   how=("$@" --out "$out")

@@ -175,6 +175,10 @@ class Reference:
                     log_stage("torch.compile timed")
                 except Exception as err:  # a compile failure costs the baseline, not the run
                     result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+        # The inputs and whatever the timed calls allocated go back to the driver: held in this
+        # process's cache, a 16 GiB input's baselines left a candidate without room for its own.
+        del inputs
+        self._release()
         return result
 
     def judging_notes(self) -> dict[str, list[str]]:
