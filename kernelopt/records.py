@@ -103,6 +103,7 @@ class Verdict:
     log_path: str | None = None
     fingerprint: str | None = None  # its compiled code's (harness/sandbox/fingerprint.py); None: not known
     duplicate_of: str | None = None  # the kernel already timed that it compiles to: not timed again
+    winners: str = ""  # what its @triton.autotune picked, as config_text writes it ("" when none)
 
 
 @dataclass(frozen=True)
@@ -254,6 +255,10 @@ class Attempt:
     duplicate_of: str = ""  # the kernel path of the attempt whose compiled code (and so time) it shares
     model: str = ""  # the chat model that wrote it ("" for the starting kernel, a seed, the offline policy)
     parent: str = ""  # the kernel it was written from (its path; a repair's: the failed kernel); "" for a seed
+    winner: str = ""  # its autotune's pick, as Verdict.winners
+    pinned: str = ""  # pinned tuning (nodes/pinned.py): the configuration both it and its parent were run at
+    pinned_ms: float | None = None  # its time at that configuration alone
+    parent_ms: float | None = None  # its parent's time, against which the pinned time was judged
 
 
 @dataclass(frozen=True)
@@ -298,3 +303,18 @@ def one_line(text: str, limit: int) -> str:
     """`text` on one line (runs of whitespace made one space), cut to `limit` characters with "..."."""
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[:limit] + "..."
+
+
+def config_text(config: dict[str, int] | None) -> str:
+    """A launch configuration in words: "BLOCK_SIZE=1024, num_warps=4" ("" for none)."""
+    return ", ".join(f"{k}={v}" for k, v in (config or {}).items())
+
+
+def config_of(text: str) -> dict[str, int]:
+    """config_text's words back as a configuration (what does not read as NAME=int is left out)."""
+    found: dict[str, int] = {}
+    for part in text.split(","):
+        name, _, value = part.partition("=")
+        if name.strip().isidentifier() and value.strip().lstrip("-").isdigit():
+            found[name.strip()] = int(value)
+    return found

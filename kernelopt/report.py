@@ -12,6 +12,7 @@ from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
 from kernelopt.records import FloorEstimate, floor_time_ms
 from kernelopt.report_models import model_rows, models_markdown
+from kernelopt.report_pinned import pinned_rows, pinned_section
 from kernelopt.report_story import (
     DIFF_FILE,
     NOT_GPU_NOTE,
@@ -68,6 +69,7 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     summary["start_time_ms"] = start_time_ms(summary["attempts"])
     summary["diagnoses"] = round_diagnoses(run_dir)
     summary["models"] = model_rows(state)
+    summary["pinned"] = pinned_rows(summary["attempts"])
     if state.get("beam"):  # a beam run: its parents at the end, and the tree they grew
         summary["beam"] = [record.path for record in state["beam"]]
         summary["tree"] = search_tree(summary["attempts"], summary["beam"])
@@ -213,6 +215,7 @@ def render_markdown(
     lines += _roofline_section(summary, spec, has_plot)
     lines += _attempts_section(summary)
     lines += models_markdown(summary)
+    lines += pinned_section(summary)
     lines += tree_section(summary)
     lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)

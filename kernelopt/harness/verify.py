@@ -30,7 +30,7 @@ from kernelopt.harness.sandbox.runner import (
     worker_env,
 )
 from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
-from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict
+from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict, config_text
 
 if TYPE_CHECKING:
     from kernelopt.harness.sandbox.reference_client import ReferenceProcess
@@ -396,4 +396,4 @@ class Verifier:
         if original:
             reason += f"; compiles to the same kernels as {Path(original).name}: not timed again"
         return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log,
-                       fingerprint=fingerprint, duplicate_of=original)
+                       fingerprint=fingerprint, duplicate_of=original, winners=config_text(result.get("winners")))

@@ -24,6 +24,7 @@ from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import Verdict, floor_ms_for
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit, verifiers_for
+from kernelopt.nodes.pinned import judge_pinned, with_pin
 from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
@@ -117,6 +118,7 @@ def _judge(
         where=where,
         fingerprint=verdict.fingerprint or "",
         parent=parent_of(candidate, state),
+        winner=verdict.winners,
     )
     return attempt, None if where else KernelRecord(candidate.path, digest, timing, round_)
 
@@ -186,6 +188,21 @@ def _verdicts(
     return judged
 
 
+def _at_home(state: KernelOptState, ctx: Context) -> Callable[[str], Verdict]:
+    """Verify one kernel file on the run's own GPU (a pinned variant, nodes/pinned.py)."""
+    home, floor = verifiers_for(state, ctx)[0], floor_time_ms(state)
+    return lambda path: home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path),
+                                    timed=_names(timed_originals(state.get("attempts", []))))
+
+
+def _timed_ms(verdict: Verdict, state: KernelOptState) -> float | None:
+    """A passed verdict's time: its own, or the time of the kernel it compiles to (a duplicate)."""
+    if verdict.timing is not None:
+        return verdict.timing.median_ms
+    original = timed_originals(state.get("attempts", [])).get(verdict.fingerprint or "")
+    return original.time_ms if original is not None and verdict.duplicate_of else None
+
+
 Route = Literal["accept", "optimizer", "judger", "report"]
 
 
@@ -209,11 +226,14 @@ def verify(state: KernelOptState, runtime: Runtime[Context]) -> Command[Route]:
     seen = {a.source_hash for a in state.get("attempts", []) if a.source_hash}
     seen |= {a.source_hash for _, a in settled if a.source_hash}
     screened = [(candidate, _screened(candidate, state, seen)) for candidate in real]
+    screened, pins = judge_pinned(screened, state, ctx, lambda c: parent_of(c, state), _at_home(state, ctx),
+                                  lambda v: _timed_ms(v, state))
     fresh = [(candidate, digest) for candidate, digest in screened if isinstance(digest, str)]
     verified = iter(_verdicts(fresh, state, ctx, best))
     steps: list[tuple[int, Attempt, KernelRecord | None]] = [(branch, a, None) for branch, a in settled]
     for candidate, screen in screened:
         attempt, record = (screen, None) if isinstance(screen, Attempt) else next(verified)
+        attempt = with_pin(attempt, pins.get(str(candidate.path)))
         steps.append((candidate.branch, replace(attempt, model=candidate.model), record))
         best = record if record and attempt.new_best else best
     for branch, attempt, _ in steps:

@@ -177,7 +177,7 @@ class Reference:
                     result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
         # The inputs and whatever the timed calls allocated go back to the driver: held in this
         # process's cache, a 16 GiB input's baselines left a candidate without room for its own.
-        del inputs
+        inputs.clear()
         self._release()
         return result
 
