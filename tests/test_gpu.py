@@ -108,6 +108,28 @@ def test_outputs_reach_the_reference_on_the_device_and_nothing_is_written(tmp_pa
     assert not [p for p in tmp_path.rglob("*") if p.suffix in (".pt", ".npy", ".bin")]
 
 
+def test_the_autotuners_pick_comes_back_with_the_verdict_and_its_pin_verifies(tmp_path: Path) -> None:
+    """Pinned tuning on the GPU: the verdict names the config autotune picked at the timed size,
+    and the rewrite frozen at its parent's config is a kernel the verifier accepts."""
+    from kernelopt.nodes.pinned import pin_of
+    from kernelopt.records import Attempt, Candidate, config_of
+
+    add = ROOT / "tests" / "data" / "add"
+    verifier = Verifier(add / "problem.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    start = verifier.verify(add / "kernel_base.py")
+    assert start.accepted and start.timing is not None, start.reason
+    rewrite = tmp_path / "r001_a0.py"
+    rewrite.write_text((add / "kernel_autotune_same.py").read_text())
+    tuned = verifier.verify(rewrite)
+    assert tuned.accepted, tuned.reason
+    assert config_of(tuned.winners)["BLOCK_SIZE"] in (64, 1024) and "num_stages" in tuned.winners
+    parent = Attempt(0, 0, str(add / "kernel_base.py"), "h", "correct", "start", time_ms=start.timing.median_ms)
+    pin = pin_of(Candidate(str(rewrite), "autotune"), parent.kernel_path, [parent])
+    assert pin is not None and pin.config == "BLOCK_SIZE=64, num_warps=4"
+    pinned = verifier.verify(pin.path)
+    assert pinned.accepted and config_of(pinned.winners)["BLOCK_SIZE"] == 64, pinned.reason
+
+
 def test_offline_run_on_the_gpu_profiles_and_places_the_kernel_on_the_roofline(tmp_path: Path) -> None:
     from kernelopt.context import Context
     from kernelopt.graph import graph
