@@ -108,7 +108,9 @@ def test_a_rewrite_is_judged_at_its_parents_config_then_tuned(tmp_path: Path, ad
         return real(self, kernel, **kwargs)
 
     monkeypatch.setattr(Verifier, "run_candidate", counted)
-    inputs = {"problem_source": add_problem.read_text(), "kernel_source": (ADD / "kernel_base.py").read_text()}
+    # The start is the rewrites' kernel frozen at 64 per program: the unchanged rewrite's pin compiles to
+    # the start's very kernels, so it takes the start's time (dedup), whatever the interpreter's noise.
+    inputs = {"problem_source": add_problem.read_text(), "kernel_source": (ADD / "kernel_autotune_one.py").read_text()}
     # a wide noise margin: the interpreter's times are what they are; the passes cost 8x at the pin
     ctx = fast_context(tmp_path, model="routed", max_rounds=1, candidates_per_round=2, min_gain_pct=40.0)
     final, _ = run_graph(inputs, ctx, RoutedChatModel(route=_route))
@@ -124,7 +126,8 @@ def test_a_rewrite_is_judged_at_its_parents_config_then_tuned(tmp_path: Path, ad
     assert passes.outcome == "slower" and passes.pinned_ms > start.time_ms * 1.4
     assert "not tuned" in (passes.error or "") and not passes.new_best
     assert Path(passes.kernel_path).name not in ran and f"{Path(passes.kernel_path).stem}_pinned.py" in ran
-    # the same computation: no loss at the pin, then tuned to 1024 per program
+    # the same computation: no loss at the pin (the start's own kernel, not timed again), then tuned to 1024
+    assert same.pinned_ms == start.time_ms and f"{Path(same.kernel_path).stem}_pinned.py" in ran
     assert same.new_best and same.time_ms is not None and same.time_ms < same.pinned_ms
     assert config_of(same.winner)["BLOCK_SIZE"] == 1024 and same.error is None
     report = json.loads(Path(final["run_dir"], "report.json").read_text())

@@ -1,4 +1,4 @@
-"""The starting kernel's computation, now autotuned: its own 64 elements per program, or 1024."""
+"""The start's computation, autotuned: its own 64 elements per program, or 1024."""
 
 import torch
 import torch.nn as nn
