@@ -243,8 +243,8 @@ def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     """The graph run on the problem, as `kernelopt optimize` does; the figures from its report."""
     from kernelopt.graph import build_graph
-    from kernelopt.hardware.roofline import FloorEstimate
     from kernelopt.harness.verify import floor_ms_for
+    from kernelopt.records import FloorEstimate
     from kernelopt.report import load_summary
 
     s = spec.settings

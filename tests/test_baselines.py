@@ -11,11 +11,10 @@ import pytest
 from helpers import DATA
 
 from kernelopt.baseline_figures import gap_closed, launch_note, suite_figures
-from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
 from kernelopt.harness.sandbox.baseline_client import compile_cache_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.records import Baselines, KernelRecord, Timing, TimingMethod
+from kernelopt.records import Baselines, FloorEstimate, KernelRecord, Timing, TimingMethod
 from kernelopt.report import render_markdown, summarize_run, write_reports
 from kernelopt.suite import ProblemResult, finished_results, read_suite
 from kernelopt.suite_report import render_markdown as suite_markdown

@@ -18,13 +18,12 @@ from scripted import DATA, RoutedChatModel, kernel_reply
 
 from kernelopt.cli_run import final_text
 from kernelopt.context import Context
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.sandbox import fingerprint
 from kernelopt.harness.verify import Verifier
 from kernelopt.nodes import verifier as verifier_node
 from kernelopt.progress import render_event
-from kernelopt.records import Attempt, Candidate, KernelRecord, Verdict
+from kernelopt.records import Attempt, Candidate, KernelRecord, Timing, Verdict
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 

@@ -16,12 +16,11 @@ from helpers import DATA, fast_context, run_graph
 from scripted import ScriptedChatModel, diagnosis_reply, kernel_reply
 
 from kernelopt.cli import main
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.knowledge.patterns import GENERATIONS, KERNEL_CLASSES, load_patterns
 from kernelopt.knowledge.store import STORE_FILE, Gain, GainStore
 from kernelopt.nodes.optimizer import _prompt
 from kernelopt.prompts.parsing import CATEGORIES
-from kernelopt.records import BottleneckResult, KernelRecord
+from kernelopt.records import BottleneckResult, KernelRecord, Timing
 
 MOVES = DATA / "moves"
 ADD = DATA / "add"

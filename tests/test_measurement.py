@@ -6,7 +6,8 @@ import torch
 
 from kernelopt.harness.measure.correctness import compare_case, tolerance
 from kernelopt.harness.measure.floor import estimate_floor
-from kernelopt.harness.measure.timing import Timing, beats, measure, summarize
+from kernelopt.harness.measure.timing import beats, measure, summarize
+from kernelopt.records import Timing
 
 
 def _case(*tensors: torch.Tensor) -> list[list[torch.Tensor]]:
@@ -77,8 +78,8 @@ def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> N
 
 
 def test_a_gpu_time_under_the_floor_is_impossible_and_interpreter_times_are_not_judged() -> None:
-    from kernelopt.hardware.roofline import FloorEstimate
     from kernelopt.harness.verify import floor_ms_for, impossible_speed
+    from kernelopt.records import FloorEstimate
 
     floor = FloorEstimate(min_bytes=4_800_000_000, flops=1.0, dtype="fp32")
     floor_ms = floor_ms_for(floor, "H200")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.hardware.roofline import Roofline
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.offline.judge import diagnose
 from kernelopt.offline.space import SpaceLimits, feasible, plan
@@ -18,7 +17,7 @@ from kernelopt.offline.tuner import (
     knob_values,
     with_config,
 )
-from kernelopt.records import SweepRow
+from kernelopt.records import Roofline, SweepRow
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 H200 = get_gpu_spec("H200")

@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from kernelopt.prompts import (
-    BottleneckResult,
-    KernelExtractionError,
-    ResponseParseError,
-    extract_kernel,
-    parse_bottleneck_response,
-)
+from kernelopt.prompts import KernelExtractionError, ResponseParseError, extract_kernel, parse_bottleneck_response
 from kernelopt.prompts.parsing import normalize_category
+from kernelopt.records import BottleneckResult
 
 # --- bottleneck replies ---------------------------------------------------------------------
 

@@ -11,11 +11,9 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from kernelopt.hardware.roofline import Roofline
 from kernelopt.hardware.specs import GPUSpec
 from kernelopt.prompts import (
     AttemptNote,
-    BottleneckResult,
     OptimizationPromptArgs,
     PromptManager,
     bottleneck_json_schema,
@@ -23,6 +21,7 @@ from kernelopt.prompts import (
     parse_bottleneck_response,
 )
 from kernelopt.prompts.manager import gpu_spec_fields
+from kernelopt.records import BottleneckResult, Roofline
 
 PROBLEM = """import torch
 import torch.nn as nn

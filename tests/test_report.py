@@ -9,10 +9,8 @@ from pathlib import Path
 import pytest
 from test_cli import _show, kernelopt
 
-from kernelopt.hardware.roofline import FloorEstimate, Roofline
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.plot import roofline_geometry
-from kernelopt.records import Attempt, Baselines, KernelRecord
+from kernelopt.records import Attempt, Baselines, FloorEstimate, KernelRecord, Roofline, Timing
 from kernelopt.report import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

@@ -15,8 +15,7 @@ from pathlib import Path
 from helpers import DATA
 from test_cli import _show, kernelopt
 
-from kernelopt.harness.measure.timing import Timing
-from kernelopt.records import KernelRecord
+from kernelopt.records import KernelRecord, Timing
 
 ADD = DATA / "add"
 

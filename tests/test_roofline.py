@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from kernelopt.hardware import (
-    FloorEstimate,
     RooflineAnalyzer,
     RooflineConfig,
     aggregate_kernels,
@@ -19,6 +18,7 @@ from kernelopt.hardware import (
     get_gpu_spec,
     parse_ncu_csv,
 )
+from kernelopt.records import FloorEstimate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ncu"
 SOFTMAX = aggregate_kernels(

@@ -10,13 +10,11 @@ import pytest
 from langgraph.types import Send
 
 from kernelopt.context import Context
-from kernelopt.hardware.roofline import Roofline
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.nodes.judger import make_judger
 from kernelopt.nodes.step import conclude
 from kernelopt.nodes.stop import NO_CANDIDATE, Step, should_stop
 from kernelopt.nodes.verifier import verify
-from kernelopt.records import Attempt, Baselines, Candidate, KernelRecord
+from kernelopt.records import Attempt, Baselines, Candidate, KernelRecord, Roofline, Timing
 
 TIMING = Timing(1.0, 0.9, 1.1, 0.9, 1.2, 10, "cpu")
 BEST = KernelRecord("best.py", "h0", TIMING, 0)

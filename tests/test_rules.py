@@ -9,7 +9,7 @@ import pytest
 
 from kernelopt.harness.guards.rules import RULES as STATIC_RULES
 from kernelopt.harness.rule_table import RULES
-from kernelopt.harness.verify import Verdict
+from kernelopt.records import Verdict
 
 PACKAGE = Path(__file__).resolve().parents[1] / "kernelopt"
 # Every way the code names a rule: Rejected("id", ...), rule="id", "rule": "id", *_RULE = "id".

@@ -16,9 +16,8 @@ from typing import Any
 import pytest
 
 from kernelopt.context import Context
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.nodes import verifier as verifier_node
-from kernelopt.records import Candidate, HarnessError, KernelRecord, Verdict
+from kernelopt.records import Candidate, HarnessError, KernelRecord, Timing, Verdict
 
 
 def timing(ms: float) -> Timing:

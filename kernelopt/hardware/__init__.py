@@ -10,15 +10,7 @@ from kernelopt.hardware.ncu import (
     parse_ncu_csv,
 )
 from kernelopt.hardware.ncu_runner import NcuCache, find_ncu, ncu_cache_key, ncu_unavailable_reason, run_ncu
-from kernelopt.hardware.roofline import (
-    Bound,
-    FloorEstimate,
-    Roofline,
-    RooflineAnalyzer,
-    RooflineConfig,
-    dtype_name,
-    floor_from_counts,
-)
+from kernelopt.hardware.roofline import Bound, RooflineAnalyzer, RooflineConfig, dtype_name, floor_from_counts
 from kernelopt.hardware.specs import (
     GPU_SPECS_DATABASE,
     GPUSpec,
@@ -41,12 +33,10 @@ __all__ = [
     "NCU_METRICS",
     "Bound",
     "Ceilings",
-    "FloorEstimate",
     "GPUSpec",
     "KernelMetrics",
     "NcuCache",
     "NcuProfile",
-    "Roofline",
     "RooflineAnalyzer",
     "RooflineConfig",
     "UnknownGPUError",

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelopt.hardware import ncu_runner
-from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import guards
@@ -30,7 +29,7 @@ from kernelopt.harness.sandbox.runner import (
     worker_env,
 )
 from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
-from kernelopt.records import Baselines, HarnessError, InputError, Timing, Verdict, config_text
+from kernelopt.records import Baselines, FloorEstimate, HarnessError, InputError, Timing, Verdict, config_text
 
 if TYPE_CHECKING:
     from kernelopt.harness.sandbox.reference_client import ReferenceProcess

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from kernelopt.prompts import BottleneckResult
-from kernelopt.records import Diagnosis
+from kernelopt.records import BottleneckResult, Diagnosis
 
 NO_FIX_NAMED = "remove the bottleneck named above"
 

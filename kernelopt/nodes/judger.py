@@ -29,13 +29,12 @@ from kernelopt.nodes.profile import roofline_for
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.offline import judge as offline_judge
 from kernelopt.prompts import (
-    BottleneckResult,
     ResponseParseError,
     bottleneck_json_schema,
     build_bottleneck_prompt,
     parse_bottleneck_response,
 )
-from kernelopt.records import Diagnosis, JudgedParent, KernelRecord, Roofline
+from kernelopt.records import BottleneckResult, Diagnosis, JudgedParent, KernelRecord, Roofline
 from kernelopt.state import KernelOptState
 
 

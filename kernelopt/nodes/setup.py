@@ -13,7 +13,7 @@ from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
 from kernelopt.hardware.specs import UnknownGPUError
-from kernelopt.harness.problem import InputError, checked_sources, read_source
+from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
@@ -21,7 +21,7 @@ from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
-from kernelopt.records import Candidate
+from kernelopt.records import Candidate, InputError
 from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir
 from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError

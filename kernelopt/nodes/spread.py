@@ -18,10 +18,9 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from kernelopt.harness.measure.timing import Timing
 from kernelopt.harness.sandbox.runner import Progress
-from kernelopt.harness.verify import Verdict, Verifier
-from kernelopt.records import KernelRecord
+from kernelopt.harness.verify import Verifier
+from kernelopt.records import KernelRecord, Timing, Verdict
 
 ProgressFor = Callable[[str], Progress]
 

@@ -19,16 +19,16 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
-from kernelopt.harness.measure.timing import Timing, beats
+from kernelopt.harness.measure.timing import beats
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.verify import Verdict, floor_ms_for
+from kernelopt.harness.verify import floor_ms_for
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit, verifiers_for
 from kernelopt.nodes.pinned import judge_pinned, with_pin
 from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
 from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
-from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest
+from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest, Timing, Verdict
 from kernelopt.state import KernelOptState
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from kernelopt.hardware.roofline import Roofline
 from kernelopt.hardware.specs import GPUSpec
 from kernelopt.offline.facts import ProgramFacts, Thresholds, program_facts, size
 from kernelopt.offline.tuner import FIX_FEWER_STAGES, FIX_GROW, FIX_MORE_STAGES, FIX_SHRINK, FIX_SWEEP, knob_values
-from kernelopt.prompts.parsing import BottleneckResult
+from kernelopt.records import BottleneckResult, Roofline
 
 Rule = Callable[[ProgramFacts, Roofline | None, Thresholds], BottleneckResult | None]
 

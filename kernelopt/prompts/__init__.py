@@ -8,7 +8,6 @@ from kernelopt.prompts.manager import (
     build_bottleneck_prompt,
 )
 from kernelopt.prompts.parsing import (
-    BottleneckResult,
     KernelExtractionError,
     ResponseParseError,
     extract_kernel,
@@ -17,7 +16,6 @@ from kernelopt.prompts.parsing import (
 
 __all__ = [
     "AttemptNote",
-    "BottleneckResult",
     "KernelExtractionError",
     "OptimizationPromptArgs",
     "PromptManager",

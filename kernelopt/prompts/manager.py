@@ -13,10 +13,9 @@ from typing import Any, Literal
 
 import jinja2
 
-from kernelopt.hardware.roofline import Roofline
 from kernelopt.hardware.specs import GPUSpec
-from kernelopt.prompts.parsing import CATEGORIES, BottleneckResult
-from kernelopt.records import one_line
+from kernelopt.prompts.parsing import CATEGORIES
+from kernelopt.records import BottleneckResult, Roofline, one_line
 
 TEMPLATES_DIR = Path(__file__).parent / "templates"
 TARGET_FRACTION = 0.9  # the optimizer aims 10% below the time it has to beat

@@ -7,7 +7,8 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from kernelopt.hardware.roofline import FloorEstimate, dtype_name
+from kernelopt.hardware.roofline import dtype_name
+from kernelopt.records import FloorEstimate
 
 
 def _tensors(values: Any) -> list[torch.Tensor]:

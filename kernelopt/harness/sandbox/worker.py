@@ -26,12 +26,13 @@ from typing import Any
 import torch
 
 from kernelopt.harness.measure.cases import case_inputs
-from kernelopt.harness.measure.timing import Timing, TimingConfig, measure
+from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
 from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, transfer
 from kernelopt.harness.sandbox.calls import Rejected, build_model, outputs_of, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
+from kernelopt.records import Timing
 
 
 class Progress:
