@@ -33,11 +33,12 @@ from langgraph.graph.state import CompiledStateGraph
 from kernelopt.checkpoint import knowing_records
 from kernelopt.context import Context
 from kernelopt.nodes import watch
-from kernelopt.nodes.gate import accept, review_step
+from kernelopt.nodes.accept import accept
 from kernelopt.nodes.judger import make_judger
 from kernelopt.nodes.optimizer import make_optimizer
 from kernelopt.nodes.profile import profile
 from kernelopt.nodes.report import report
+from kernelopt.nodes.review import review_step
 from kernelopt.nodes.setup import make_setup
 from kernelopt.nodes.verifier import verify
 from kernelopt.state import InputState, KernelOptState, OutputState

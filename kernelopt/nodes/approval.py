@@ -15,7 +15,7 @@ review node asks about every candidate of the step first (no side effect before 
 questions), then acts on the replies: the n-th reply always answers the n-th candidate, and
 nothing is verified until the last reply is in. A reply that is not understood is asked again
 (a further interrupt, with `error` in its payload), which keeps that order deterministic.
-The nodes themselves are in nodes/gate.py.
+The nodes themselves are nodes/review.py and nodes/accept.py.
 """
 
 from __future__ import annotations
