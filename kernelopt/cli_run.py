@@ -94,7 +94,7 @@ def run_graph_to_end(
                     # --approve: the graph stopped at a question (interrupt); ask, then resume with the replies
                     answers = {}
                     for question in waiting:
-                        answer = asker.ask(question.value)
+                        answer = asker.answer_for(question.value)
                         if answer is None:
                             print(f"kernelopt: no answer (end of input); the run waits at this question: "
                                   f"answer it with `kernelopt resume {run_dir}`", file=sys.stderr)
@@ -160,7 +160,7 @@ class _Asker:
         print(line.rstrip("\n"), file=self.out, flush=True)  # echo what was read, as a terminal would
         return line.rstrip("\n")
 
-    def ask(self, payload: Any) -> dict[str, Any] | None:
+    def answer_for(self, payload: Any) -> dict[str, Any] | None:
         from kernelopt.progress import render_question
 
         if not isinstance(payload, dict):  # not one of ours: show it, and take a plain reply

@@ -10,7 +10,7 @@ setup ─▶ verifier ─┬─ new best ─▶ accept ─▶ profile ─┬─ 
 
 The nodes that decide (setup, review, verifier, accept, profile, judger) return
 Command[Literal[...]], the route and the update together; every stop rule is in
-nodes/stop.py's should_stop, and a step's end (attempts, counters, where next) in nodes/step.py.
+nodes/stop.py's should_stop, and a step's end (attempts, counters, where next) in nodes/conclude.py.
 
 Every way to the end passes the report node, so every run, however started (CLI, studio,
 SDK, embedded, resumed), leaves report.json, report.md and roofline.png in its run directory.

@@ -245,7 +245,7 @@ def stop_reason_for(err: BaseException) -> str:
     return f"llm_error: {describe_error(err)}"
 
 
-def ask(
+def reply_counted(
     model: Runnable[LanguageModelInput, BaseMessage],
     prompt: str,
     policy: RetryPolicy,

@@ -8,6 +8,7 @@ import pytest
 from kernelopt.harness.guards import (
     Violation,
     check_kernel_source,
+    first_violation,
     first_violation_line,
     format_violation,
 )
@@ -60,6 +61,9 @@ def test_one_line_message_names_file_line_and_rule() -> None:
     assert match and match[2] == "operator-in-forward"
     assert source.splitlines()[int(match[1]) - 1].strip() == "return a_copy @ b"
     assert "@triton.jit kernel" in match[3]
+    # the rule travels as a value beside its line: nothing parses it back out of the words
+    assert first_violation(source, "candidate_3.py") == ("operator-in-forward", line)
+    assert first_violation((CHEATS_DIR / "honest_add.py").read_text()) is None
 
 
 def test_format_violation() -> None:

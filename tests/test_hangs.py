@@ -77,7 +77,7 @@ def test_a_killed_reference_process_or_fork_server_is_started_again(tmp_path: Pa
     os.kill(verifier.reference()._child.pid, signal.SIGKILL)
     again = verifier.verify(CHEATS / "honest_add.py", time=False)
     assert again.accepted, again.reason
-    server = runner.zygote_for(False)._process
+    server = runner.fork_server_for(False)._process
     os.kill(server.pid, signal.SIGKILL)
     server.wait(10)
     once_more = verifier.verify(CHEATS / "honest_add.py", time=False)
@@ -95,7 +95,7 @@ def test_a_failure_of_the_reference_process_own_code_names_itself_and_keeps_the_
     verifier = Verifier(CHEATS / "problem_add.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False))
     reference = verifier.reference()
     with pytest.raises(HarnessError, match="its own error, not the kernel's.*TypeError") as err:
-        reference.ask({"op": "baselines", "time_compile": False, "timing": {"no_such_setting": 1}})
+        reference.request({"op": "baselines", "time_compile": False, "timing": {"no_such_setting": 1}})
     log = Path(reference.log_path).read_text()
     assert "Traceback" in log and "no_such_setting" in log, log[-2000:]
     assert str(reference.log_path) in str(err.value)

@@ -10,8 +10,8 @@ import pytest
 from langgraph.types import Send
 
 from kernelopt.context import Context
+from kernelopt.nodes.conclude import conclude
 from kernelopt.nodes.judger import make_judger
-from kernelopt.nodes.step import conclude
 from kernelopt.nodes.stop import NO_CANDIDATE, Step, should_stop
 from kernelopt.nodes.verifier import verify
 from kernelopt.records import Attempt, Baselines, Candidate, KernelRecord, Roofline, Timing

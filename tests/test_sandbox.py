@@ -320,4 +320,4 @@ def test_the_fork_server_forks_from_a_single_thread() -> None:
     helper thread), or a child could inherit a lock held by a thread it does not have."""
     from kernelopt.harness.sandbox import runner
 
-    assert runner.zygote_for(False).threads == 1
+    assert runner.fork_server_for(False).threads == 1

@@ -171,9 +171,9 @@ def test_api_keys_never_reach_the_candidate(tmp_path: Path, monkeypatch: pytest.
     probe = tmp_path / "probe.py"
     # The probe runs at import time, in the candidate's process, before the audit hook matters.
     probe.write_text("import os as _os\nassert not any('KEY' in k or 'TOKEN' in k for k in _os.environ)\n" + source)
-    from kernelopt.harness.sandbox.runner import close_zygotes
+    from kernelopt.harness.sandbox.runner import close_fork_servers
 
-    close_zygotes()  # the next fork server starts in this environment, keys and all
+    close_fork_servers()  # the next fork server starts in this environment, keys and all
     verifier = Verifier(
         CHEATS / "problem_add.py", tmp_path / "work", HarnessSettings.detect(seeds=1, time_compile=False)
     )

@@ -288,11 +288,11 @@ class Verifier:
         token = secrets.token_hex(16)
         try:
             reference = self.reference()
-            reference.ask({"op": "expect", "token": token})
+            reference.request({"op": "expect", "token": token})
         except ReferenceGone:  # it died since the last candidate (killed, out of memory): start it again
             self.close()
             reference = self.reference()
-            reference.ask({"op": "expect", "token": token})
+            reference.request({"op": "expect", "token": token})
         request = self.request(
             "candidate",
             kernel_path=str(kernel),
@@ -311,7 +311,7 @@ class Verifier:
             outcome = run_job("candidate", request, work, limits, on_progress, progress)
         finally:
             progress.unlink(missing_ok=True)
-        return outcome, reference.ask({"op": "verdict", "token": token})
+        return outcome, reference.request({"op": "verdict", "token": token})
 
     def sweep(
         self, variants: Sequence[Path], work_dir: Path, on_progress: Progress | None = None
@@ -355,10 +355,9 @@ class Verifier:
             check_kernel_source(source, kernel.name)
         except InputError as err:
             return Verdict(False, str(err), rule="bad-input")
-        violation = guards.first_violation_line(source, kernel.name)
+        violation = guards.first_violation(source, kernel.name)
         if violation:
-            rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
-            return Verdict(False, violation, rule=rule)
+            return Verdict(False, violation[1], rule=violation[0])
         outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress, timed=list(timed))
         result, log = outcome.result, outcome.log_path
         if result is None:

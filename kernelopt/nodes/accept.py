@@ -14,10 +14,10 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
-from kernelopt.nodes.approval import ACCEPT_REPLIES, REJECTED_RULE, accept_payload, ask, rejection_error
+from kernelopt.nodes.approval import ACCEPT_REPLIES, REJECTED_RULE, accept_payload, ask_person, rejection_error
 from kernelopt.nodes.common import context_of, emit
+from kernelopt.nodes.conclude import conclude, take_best
 from kernelopt.nodes.memory import remember_gain
-from kernelopt.nodes.step import conclude, take_best
 from kernelopt.records import Attempt, KernelRecord, PendingBest
 from kernelopt.state import KernelOptState
 
@@ -45,7 +45,8 @@ def accept(
     attempts = _demoted(attempts, proposed)
     new, chosen = records[proposed], attempts[proposed]
     assert new is not None
-    reply = ask(accept_payload(chosen.round, chosen.change, pending.branches[proposed], new, old), ACCEPT_REPLIES)
+    payload = accept_payload(chosen.round, chosen.change, pending.branches[proposed], new, old)
+    reply = ask_person(payload, ACCEPT_REPLIES)
     taken: KernelRecord = old
     if reply["action"] == "approve":
         taken = new

@@ -53,7 +53,7 @@ def normalize_reply(reply: Any, allowed: tuple[str, ...]) -> tuple[dict[str, Any
     return {**reply, "action": action}, None
 
 
-def ask(payload: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
+def ask_person(payload: dict[str, Any], allowed: tuple[str, ...]) -> dict[str, Any]:
     """interrupt() until the reply is understood; returns it normalized."""
     reply, error = normalize_reply(interrupt(payload), allowed)
     while reply is None:
@@ -114,7 +114,7 @@ def review(
     replies: list[dict[str, Any] | None] = []
     for i, candidate in enumerate(candidates):
         asked = candidate.path is not None and i not in skip
-        replies.append(ask(try_payload(candidate, round_, repair, best), TRY_REPLIES) if asked else None)
+        replies.append(ask_person(try_payload(candidate, round_, repair, best), TRY_REPLIES) if asked else None)
     reviewed = []
     for candidate, reply in zip(candidates, replies, strict=True):
         if reply is not None and reply["action"] == "edit":

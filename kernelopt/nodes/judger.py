@@ -20,10 +20,10 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models, describe_error, supports_json_schema
 from kernelopt.nodes.beam import parents, width
 from kernelopt.nodes.branches import new_round
-from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import after, context_of, emit
 from kernelopt.nodes.history import attempt_notes, with_lessons
 from kernelopt.nodes.ideas import choose
+from kernelopt.nodes.llm_calls import LLMCallError, LLMCalls
 from kernelopt.nodes.models import live_models
 from kernelopt.nodes.profile import roofline_for
 from kernelopt.nodes.stop import Step, should_stop
@@ -58,7 +58,7 @@ def _structured(llm: BaseChatModel, prompt: str, ctx: Context, calls: LLMCalls) 
     try:
         with warnings.catch_warnings():  # langchain warns on the 400 that we handle below
             warnings.simplefilter("ignore", UserWarning)
-            _, text = calls.ask(llm.bind(response_format=response_format(ctx)), prompt)
+            _, text = calls.call(llm.bind(response_format=response_format(ctx)), prompt)
     except LLMCallError as failed:
         err = failed.error
         if isinstance(err, openai.BadRequestError):
@@ -110,7 +110,7 @@ def _diagnose(
         if found:
             return found, update, note
         notes += [note] if note else []
-    _, text = calls.ask(llm, prompt)
+    _, text = calls.call(llm, prompt)
     try:
         return parse_bottleneck_response(text), update, "; ".join(notes) or None
     except ResponseParseError as err:

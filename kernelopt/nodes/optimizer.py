@@ -14,9 +14,9 @@ from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models
-from kernelopt.nodes.calls import LLMCallError, LLMCalls
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.history import attempt_notes, insert_lessons
+from kernelopt.nodes.llm_calls import LLMCallError, LLMCalls
 from kernelopt.nodes.memory import knowledge_text
 from kernelopt.nodes.tune import offline_candidates
 from kernelopt.prompts import (
@@ -98,7 +98,7 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel, name: str) -> Writ
     several = len(task.get("live_models") or []) > 1
     who = {"model": name} if several else {}
     try:
-        message, reply = calls.ask(llm, prompt)
+        message, reply = calls.call(llm, prompt)
     except LLMCallError as err:
         if not several:  # the endpoint's failure ends the run; the best is on disk
             stop = Candidate(None, change, branch, stop=err.stop_reason, model=name)

@@ -20,7 +20,7 @@ from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.approval import REJECTED_RULE, STARTING_KERNEL, rejection_error, review
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit
-from kernelopt.nodes.step import conclude, report_verdict
+from kernelopt.nodes.conclude import conclude, report_verdict
 from kernelopt.records import Attempt, Candidate
 from kernelopt.state import KernelOptState
 

@@ -24,9 +24,9 @@ from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import floor_ms_for
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, emit, verifiers_for
+from kernelopt.nodes.conclude import conclude, report_verdict
 from kernelopt.nodes.pinned import judge_pinned, with_pin
 from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
-from kernelopt.nodes.step import conclude, report_verdict
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest, Timing, Verdict
 from kernelopt.state import KernelOptState

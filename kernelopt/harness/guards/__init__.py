@@ -5,6 +5,12 @@ checker.py walks the file (rules.py holds the tables it reads); forward.py follo
 need of the checker, so that nothing here imports in a circle.
 """
 
-from kernelopt.harness.guards.checker import Violation, check_kernel_source, first_violation_line, format_violation
+from kernelopt.harness.guards.checker import (
+    Violation,
+    check_kernel_source,
+    first_violation,
+    first_violation_line,
+    format_violation,
+)
 
-__all__ = ["Violation", "check_kernel_source", "first_violation_line", "format_violation"]
+__all__ = ["Violation", "check_kernel_source", "first_violation", "first_violation_line", "format_violation"]

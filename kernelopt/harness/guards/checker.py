@@ -53,10 +53,16 @@ def check_kernel_source(source: str, filename: str = "kernel.py") -> list[Violat
     return [unique[key] for key in sorted(unique)]
 
 
-def first_violation_line(source: str, filename: str = "kernel.py") -> str | None:
-    """Return one line describing the first violation (for a person or an LLM), or None."""
+def first_violation(source: str, filename: str = "kernel.py") -> tuple[str, str] | None:
+    """The first violation's rule id and its line (for a person or an LLM), or None."""
     violations = check_kernel_source(source, filename)
-    return format_violation(violations[0], filename) if violations else None
+    return (violations[0].rule, format_violation(violations[0], filename)) if violations else None
+
+
+def first_violation_line(source: str, filename: str = "kernel.py") -> str | None:
+    """One line describing the first violation (for a person or an LLM), or None."""
+    found = first_violation(source, filename)
+    return found[1] if found else None
 
 
 class _Checker:

@@ -69,7 +69,7 @@ def time_baselines(verifier: _Harness) -> Baselines:
     began = time.monotonic()
     settings = verifier.settings
     cache = compile_cache_for(verifier.problem_path, settings.compile_cache_dir)
-    result = verifier.reference().ask({
+    result = verifier.reference().request({
         "op": "baselines", "time_compile": settings.time_compile, "timing": settings.timing.__dict__,
         "compile_cache_dir": str(cache),
     })

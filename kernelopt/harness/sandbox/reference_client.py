@@ -67,7 +67,7 @@ class ReferenceProcess:
                 self._child.kill()
                 raise InputError(f"the reference problem does not run: no answer in {deadline:.0f} s")
 
-    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+    def request(self, message: dict[str, Any]) -> dict[str, Any]:
         with self._lock:
             try:
                 answer = transfer.request(self._sock, message)

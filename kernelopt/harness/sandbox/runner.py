@@ -1,6 +1,6 @@
 """Running jobs in single-use processes forked from a warm fork server, under a watchdog.
 
-The fork server (`zygote.py`) is started once per device kind and process, with the worker's
+The fork server (`fork_server.py`) is started once per device kind and process, with the worker's
 scrubbed environment; each job is a child forked from it. The parent watches the child: the
 phase it reports (import, compile, case N/M, timing), a time limit per phase, its resident
 memory, and kills its whole session when a limit is passed.
@@ -28,7 +28,7 @@ from kernelopt.harness.sandbox.exits import describe_exit
 PACKAGE_ROOT = Path(__file__).resolve().parents[3]  # the folder that holds kernelopt/
 POLL_S = 0.05
 STACK_DUMP_S = 0.3
-ZYGOTE_START_S = 300.0
+FORK_SERVER_START_S = 300.0
 # Phases with no limit: waiting for the device lock is waiting for someone else's measurement.
 UNTIMED_PHASES = frozenset({"lock", "done"})
 
@@ -123,14 +123,14 @@ class Child:
             pass
 
 
-class Zygote:
+class ForkServer:
     """A running fork server and the jobs it forked; with `gpu`, every job it forks sees that GPU alone."""
 
     def __init__(self, use_cuda: bool, gpu: str | None = None) -> None:
         self.use_cuda, self.gpu = use_cuda, gpu
         log_fd, self.log_path = tempfile.mkstemp(prefix="kernelopt-forkserver-", suffix=".log")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "kernelopt.harness.sandbox.zygote"],
+            [sys.executable, "-m", "kernelopt.harness.sandbox.fork_server"],
             env=worker_env(use_cuda, gpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -143,7 +143,7 @@ class Zygote:
         self._next_id = 0
         self._lock = threading.Lock()
         assert self._process.stdout is not None
-        ready = _read_line(self._process.stdout, ZYGOTE_START_S)
+        ready = _read_line(self._process.stdout, FORK_SERVER_START_S)
         if not ready or not ready.get("ready"):
             self._process.kill()
             raise RuntimeError(f"the fork server did not start; see {self.log_path}")
@@ -203,18 +203,18 @@ def _read_line(stream: IO[bytes], timeout_s: float) -> dict[str, Any] | None:
     return json.loads(holder[0]) if holder and holder[0].strip() else None
 
 
-_ZYGOTES: dict[tuple[bool, str | None], Zygote] = {}
-_ZYGOTES_LOCK = threading.Lock()
+_FORK_SERVERS: dict[tuple[bool, str | None], ForkServer] = {}
+_FORK_SERVERS_LOCK = threading.Lock()
 
 
-def zygote_for(use_cuda: bool, gpu: str | None = None) -> Zygote:
-    """This process's fork server for CUDA or interpreter jobs (on `gpu`: see Zygote), started on first use."""
+def fork_server_for(use_cuda: bool, gpu: str | None = None) -> ForkServer:
+    """This process's fork server for CUDA or interpreter jobs (on `gpu`: see ForkServer), started on first use."""
     key = (use_cuda, gpu if use_cuda else None)
-    with _ZYGOTES_LOCK:
-        zygote = _ZYGOTES.get(key)
-        if zygote is None or not zygote.alive:
-            zygote = _ZYGOTES[key] = Zygote(*key)
-        return zygote
+    with _FORK_SERVERS_LOCK:
+        fork_server = _FORK_SERVERS.get(key)
+        if fork_server is None or not fork_server.alive:
+            fork_server = _FORK_SERVERS[key] = ForkServer(*key)
+        return fork_server
 
 
 def likely_cuda() -> bool:
@@ -231,7 +231,7 @@ def prewarm(use_cuda: bool | None = None, gpu: str | None = None) -> None:
 
     def start() -> None:
         try:
-            zygote_for(likely_cuda() if use_cuda is None else use_cuda, gpu)
+            fork_server_for(likely_cuda() if use_cuda is None else use_cuda, gpu)
         except Exception:
             pass
 
@@ -239,12 +239,12 @@ def prewarm(use_cuda: bool | None = None, gpu: str | None = None) -> None:
 
 
 @atexit.register
-def close_zygotes() -> None:
+def close_fork_servers() -> None:
     """Stop this process's fork servers (and so every job and reference process they forked)."""
-    with _ZYGOTES_LOCK:
-        for zygote in _ZYGOTES.values():
-            zygote.close()
-        _ZYGOTES.clear()
+    with _FORK_SERVERS_LOCK:
+        for fork_server in _FORK_SERVERS.values():
+            fork_server.close()
+        _FORK_SERVERS.clear()
 
 
 class JobsStopped(RuntimeError):
@@ -275,7 +275,7 @@ def start_job(
         path.unlink(missing_ok=True)
     request = {**request, "work_dir": str(work_dir.resolve()), "progress_path": str(progress_path)}
     mem = limits.mem_limit_bytes if limits.cap_address_space else None
-    return zygote_for(limits.use_cuda, limits.gpu).spawn(job, request, work_dir.resolve(), mem)
+    return fork_server_for(limits.use_cuda, limits.gpu).spawn(job, request, work_dir.resolve(), mem)
 
 
 class _PhaseClock:

@@ -170,14 +170,14 @@ class _Sweep:
             reference = self.harness.reference()
             tokens = [secrets.token_hex(16) for _ in pending]
             for token in tokens:
-                reference.ask({"op": "expect", "token": token})
+                reference.request({"op": "expect", "token": token})
             cases = reference.cases
             limits = self.harness.settings.limits(self.harness.settings.candidate_phases(cases))
             outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, work, tokens=tokens,
                                       quick=_quick_cases(cases), cases=cases, reference=reference.address)
             done = {r["variant"]: r for r in rows if not r.get("started")}
             for local, i in enumerate(pending):
-                verdict = reference.ask({"op": "verdict", "token": tokens[local], "partial": True})
+                verdict = reference.request({"op": "verdict", "token": tokens[local], "partial": True})
                 row = done.get(local)
                 if row is None:
                     continue
@@ -233,10 +233,9 @@ def run_sweep(
         except InputError as err:
             sweep.failed[i] = ("bad-input", str(err))
             continue
-        violation = guards.first_violation_line(source, path.name)
+        violation = guards.first_violation(source, path.name)
         if violation:
-            rule = violation.split("[", 1)[1].split("]", 1)[0] if "[" in violation else "static-check"
-            sweep.failed[i] = (rule, violation)
+            sweep.failed[i] = violation
     passed = sweep.check(paths, [i for i in range(len(paths)) if i not in sweep.failed])
     timed = sweep.time(paths, passed) if passed else {}
     return [

@@ -1,6 +1,6 @@
 """The fork server: one pre-imported parent per device kind that forks a single-use child per job.
 
-`python -m kernelopt.harness.sandbox.zygote` starts with the worker's scrubbed environment, imports
+`python -m kernelopt.harness.sandbox.fork_server` starts with the worker's scrubbed environment, imports
 torch, Triton, `torch._dynamo` and the harness once (no CUDA context, no threads, no secrets),
 then reads one JSON job per line on stdin: {"id", "job", "request", "work_dir", "mem_limit_bytes"}.
 For each it forks a child that starts a session of its own (a kill takes everything it starts),

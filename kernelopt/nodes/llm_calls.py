@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.budget import add_tokens, token_totals
-from kernelopt.llm import RetryPolicy, ask, describe_error, stop_reason_for
+from kernelopt.llm import RetryPolicy, describe_error, reply_counted, stop_reason_for
 from kernelopt.nodes.common import emit
 
 
@@ -36,10 +36,10 @@ class LLMCalls:
     counts: dict[str, int] = field(default_factory=dict)
     model: str | None = None  # the model asked, whose tokens are also counted under its name
 
-    def ask(self, model: Any, prompt: str) -> tuple[Any, str]:
+    def call(self, model: Any, prompt: str) -> tuple[Any, str]:
         """The reply and its text; retries are reported as llm_retry events; a failure raises LLMCallError."""
         try:
-            return ask(model, prompt, self.policy, self.counts, on_retry=self._report)
+            return reply_counted(model, prompt, self.policy, self.counts, on_retry=self._report)
         except Exception as err:  # whatever the client raised: the call failed
             raise LLMCallError(err) from err
 
