@@ -9,6 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelopt.records import config_text
+
 SWEEP_PNG = "sweep.png"
 
 
@@ -36,7 +38,7 @@ def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[di
 
 
 def _config(row: dict[str, Any]) -> str:
-    text = ", ".join(f"{k}={v}" for k, v in row["config"].items())
+    text = config_text(row["config"])
     label = f"move {row['move']}" if row.get("move") else row.get("label")
     return f"{label}: {text}" if label else text
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.offline.tuner import autotune_configs, autotune_variants
+from kernelopt.records import config_text
 
 _imports = itertools.count()
 
@@ -63,6 +64,6 @@ def frozen_source(problem_path: str | Path, kernel_path: str | Path, kernel_sour
     for values, source in variants:
         if all(winner.get(k) == v for k, v in values.items()):
             shapes = ", ".join(str(tuple(t.shape)) for t in inputs if isinstance(t, torch.Tensor))
-            words = ", ".join(f"{k}={v}" for k, v in values.items())
-            return source, f"frozen: {words}, autotune's pick on {torch.cuda.get_device_name()} at {shapes}"
+            gpu = torch.cuda.get_device_name()
+            return source, f"frozen: {config_text(values)}, autotune's pick on {gpu} at {shapes}"
     return kernel_source, None

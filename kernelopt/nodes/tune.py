@@ -34,7 +34,7 @@ from kernelopt.offline.structures import (
     structure_of,
 )
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
-from kernelopt.records import Candidate, SweepRow, Timing
+from kernelopt.records import Candidate, SweepRow, Timing, config_text
 from kernelopt.runs import kernel_path
 from kernelopt.state import Branch, KernelOptState
 
@@ -165,7 +165,7 @@ def ranked(table: dict[str, Any]) -> list[dict[str, Any]]:
 def _change(row: dict[str, Any], centre: Config, best_move: str) -> str:
     """The change in words: the move and its knobs for another structure, else the knobs moved."""
     if row.get("move") and row["move"] != best_move:
-        knobs = ", ".join(f"{k}={v}" for k, v in row["config"].items())
+        knobs = config_text(row["config"])
         return f"move {row['move']}: {knobs} (swept: {row['time_ms']:.4g} ms)"
     moved = [f"{k} {centre[k]} -> {v}" for k, v in row["config"].items() if k in centre and centre[k] != v]
     what = row["label"] if row["label"] and not row.get("move") else ", ".join(moved) or "the same configuration"

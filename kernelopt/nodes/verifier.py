@@ -189,10 +189,15 @@ def _verdicts(
 
 
 def _at_home(state: KernelOptState, ctx: Context) -> Callable[[str], Verdict]:
-    """Verify one kernel file on the run's own GPU (a pinned variant, nodes/pinned.py)."""
-    home, floor = verifiers_for(state, ctx)[0], floor_time_ms(state)
-    return lambda path: home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path),
-                                    timed=_names(timed_originals(state.get("attempts", []))))
+    """Verify one kernel file on the run's own GPU (a pinned variant, nodes/pinned.py); the
+    verifier is made only when a step has a pin to verify."""
+
+    def at_home(path: str) -> Verdict:
+        return verifiers_for(state, ctx)[0].verify(
+            path, floor_time_ms=floor_time_ms(state), on_progress=_report_long_runs(state, path),
+            timed=_names(timed_originals(state.get("attempts", []))))
+
+    return at_home
 
 
 def _timed_ms(verdict: Verdict, state: KernelOptState) -> float | None:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from kernelopt.hardware.specs import GPUSpec
 from kernelopt.offline.facts import ProgramFacts, Thresholds, program_facts, size
 from kernelopt.offline.tuner import FIX_FEWER_STAGES, FIX_GROW, FIX_MORE_STAGES, FIX_SHRINK, FIX_SWEEP, knob_values
-from kernelopt.records import BottleneckResult, Roofline
+from kernelopt.records import BottleneckResult, Roofline, config_text
 
 Rule = Callable[[ProgramFacts, Roofline | None, Thresholds], BottleneckResult | None]
 
@@ -134,7 +134,7 @@ RULES: tuple[Rule, ...] = (
 
 def _untuned(f: ProgramFacts, roofline: Roofline | None) -> BottleneckResult:
     """When no fact points anywhere: the launch is swept around where it is."""
-    knobs = ", ".join(f"{k}={v}" for k, v in (f.knobs or {}).items()) or "none found"
+    knobs = config_text(f.knobs) or "none found"
     busy = (
         f"; NCU: compute {roofline.compute_sol_pct or 0:.0f}%, memory {roofline.memory_sol_pct or 0:.0f}% of peak"
         if roofline and roofline.source != "none"
