@@ -206,7 +206,7 @@ def _checked_sources(problem: str, kernel: str | None) -> tuple[str, str | None]
 
 def _check_gpus(gpus: list[int]) -> None:
     """InputError when --gpus names a GPU this host does not show."""
-    from kernelopt.harness.sandbox.locks import missing_gpus, visible_gpu_count
+    from kernelopt.hardware.gpus import missing_gpus, visible_gpu_count
 
     wrong = missing_gpus(gpus, visible_gpu_count())
     if wrong:

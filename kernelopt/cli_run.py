@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from kernelopt.checkpoint import RUN_FILE
 from kernelopt.context import Context
+from kernelopt.harness import stop_running_jobs
 from kernelopt.records import InputError
 
 if TYPE_CHECKING:
@@ -35,9 +36,7 @@ def interrupt(signum: int, frame: Any) -> None:
 
 def stop_jobs() -> None:
     """Kill the candidates still running, so that the threads waiting on them end with the run."""
-    runner = sys.modules.get("kernelopt.harness.sandbox.runner")
-    if runner is not None:
-        runner.stop_jobs()
+    stop_running_jobs()
 
 
 def run_graph_to_end(

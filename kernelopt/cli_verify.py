@@ -20,7 +20,7 @@ from kernelopt.records import HarnessError, InputError
 
 def prewarm() -> None:
     """The fork server starts now, its imports beside this process's own (see runner.prewarm)."""
-    from kernelopt.harness.sandbox.runner import prewarm as start_fork_server
+    from kernelopt.harness import prewarm as start_fork_server
 
     start_fork_server()
 
@@ -39,9 +39,12 @@ def verify_command(args: argparse.Namespace) -> int:
     check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     prewarm()
     from kernelopt.baseline_figures import baseline_text, figures
+    from kernelopt.harness import COMPILE_CACHE
     from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
+    from kernelopt.runs import default_runs_dir
 
     settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,
+                                      compile_cache_dir=str(default_runs_dir() / COMPILE_CACHE),
                                       max_autotune_limit_s=args.max_autotune_limit_s, **limit_settings(args))
     say = _Say(quiet=args.json)
     say.warn_if_slow(args.problem, settings.use_cuda)
@@ -100,7 +103,7 @@ class _Say:
         """Say up front when a problem sized for a GPU is about to run under Triton's interpreter."""
         if use_cuda:
             return
-        from kernelopt.harness.measure.cases import input_bytes
+        from kernelopt.harness import input_bytes
         from kernelopt.harness.problem import load_problem
 
         given = input_bytes(load_problem(problem), {"seed": 0})

@@ -43,6 +43,17 @@ class Timing:
         return text + (" [interpreter time, not GPU performance]" if self.clock == "interpreter" else " [CPU time]")
 
 
+@dataclass(frozen=True)
+class Measured:
+    """One configuration's outcome in a sweep: its time, or the rule and reason it was dropped for."""
+
+    variant: int
+    timing: Timing | None = None
+    stage: int = 0  # the last halving stage it was timed in
+    rule: str | None = None
+    reason: str | None = None
+
+
 Bound = Literal["memory", "compute", "underutilized", "unknown"]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "kernelopt"
 
 
@@ -154,3 +156,67 @@ def test_names_imported_only_for_type_checking_are_imported_where_they_run() -> 
         if type_only and (uses := _unimported_uses(tree, type_only)):
             wrong[name] = uses
     assert not wrong, wrong
+
+
+# The layers, bottom first: a module imports its own layer or those below, never one above.
+# Inside a layer any import goes, as long as no circle forms (test_no_module_imports_in_a_circle).
+LAYERS: list[tuple[str, set[str]]] = [
+    ("records", {"records"}),
+    ("hardware", {"hardware"}),
+    ("harness", {"harness"}),
+    ("services", {"prompts", "knowledge", "offline", "seed", "runs", "context", "budget", "model_specs", "llm",
+                  "state", "checkpoint", "progress", "baseline_figures", "sweep_report", "plot", "report",
+                  "report_models", "report_pinned", "report_story", "report_tree"}),
+    ("nodes", {"nodes"}),
+    ("graph", {"graph"}),
+    ("commands", {"kernelopt", "suite", "suite_report", "scale", "export", "cli", "cli_run", "cli_verify",
+                  "cli_knowledge"}),
+]
+# The harness's doors: from outside it, only these of its modules may be imported.
+HARNESS_DOORS = {"kernelopt.harness", "kernelopt.harness.verify", "kernelopt.harness.problem",
+                 "kernelopt.harness.rule_table"}
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    room = parts[1] if len(parts) > 1 else parts[0]
+    found = [rank for rank, (_, rooms) in enumerate(LAYERS) if room in rooms]
+    assert found, f"{module} is in no layer: add its room to LAYERS (and to docs/ARCHITECTURE.md)"
+    return found[0]
+
+
+def _edges() -> list[tuple[str, str]]:
+    modules = _modules()
+    return sorted((name, target) for name, path in modules.items() for target in _imports(path, modules))
+
+
+def _upward(edges: list[tuple[str, str]]) -> list[str]:
+    return [f"{a} ({LAYERS[_layer(a)][0]}) imports {b} ({LAYERS[_layer(b)][0]})"
+            for a, b in edges if _layer(b) > _layer(a)]
+
+
+def _past_the_doors(edges: list[tuple[str, str]]) -> list[str]:
+    return [f"{a} imports {b}" for a, b in edges
+            if b.startswith("kernelopt.harness.") and not a.startswith("kernelopt.harness") and b not in HARNESS_DOORS]
+
+
+def test_every_import_points_down_the_layers() -> None:
+    assert _upward(_edges()) == []
+
+
+def test_the_harness_is_entered_by_its_doors_only() -> None:
+    assert _past_the_doors(_edges()) == []
+
+
+def test_the_layer_rules_can_fail() -> None:
+    # what main had before the layers were kept: hardware re-exporting the harness's ceilings,
+    # and nodes reaching into the sandbox for the fork server
+    assert _upward([("kernelopt.hardware", "kernelopt.harness.measure.ceilings"),
+                    ("kernelopt.harness.verify", "kernelopt.hardware.specs")]) == [
+        "kernelopt.hardware (hardware) imports kernelopt.harness.measure.ceilings (harness)"]
+    assert _past_the_doors([("kernelopt.nodes.setup", "kernelopt.harness.sandbox.runner"),
+                            ("kernelopt.nodes.setup", "kernelopt.harness"),
+                            ("kernelopt.harness.verify", "kernelopt.harness.sandbox.runner")]) == [
+        "kernelopt.nodes.setup imports kernelopt.harness.sandbox.runner"]
+    with pytest.raises(AssertionError, match="in no layer"):
+        _layer("kernelopt.newroom.module")

@@ -14,8 +14,9 @@ import scale_work
 from test_cli import _show, kernelopt
 from test_suite import EXPECTED, KERNELS, NAMES, PROBLEMS, _start, _wait_for
 
-from kernelopt.harness.sandbox import locks
-from kernelopt.harness.sandbox.locks import device_key, lock_path
+from kernelopt.hardware import gpus
+from kernelopt.hardware.gpus import device_key
+from kernelopt.harness.sandbox.locks import lock_path
 from kernelopt.records import InputError
 from kernelopt.scale import choose
 from kernelopt.scale.pool import PoolExecutor, Slot, gpu_slots
@@ -68,17 +69,17 @@ def test_a_harness_on_another_gpu_has_that_gpu_alone_and_its_lock(monkeypatch):
 
 
 def test_gpus_are_counted_without_torch_where_nvidia_smi_answers(monkeypatch):
-    monkeypatch.setattr(locks, "gpu_uuids", lambda: ["GPU-aaaa", "GPU-bbbb"])
+    monkeypatch.setattr(gpus, "gpu_uuids", lambda: ["GPU-aaaa", "GPU-bbbb"])
     counts = {}
     for visible in (None, "1", "GPU-bbbb,0", ""):
         if visible is None:
             monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
         else:
             monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
-        counts[visible] = locks.visible_gpu_count()
+        counts[visible] = gpus.visible_gpu_count()
     assert counts == {None: 2, "1": 1, "GPU-bbbb,0": 2, "": 0}
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")  # no such GPU: torch counts, as CUDA would (none here)
-    assert locks.visible_gpu_count() == 0
+    assert gpus.visible_gpu_count() == 0
 
 
 def test_problems_go_to_whichever_worker_is_free(tmp_path):
@@ -204,9 +205,9 @@ def test_a_killed_pool_leaves_no_worker_and_resumes(tmp_path):
 def test_a_run_s_gpus_start_with_its_own(monkeypatch):
     from kernelopt.records import InputError
 
-    monkeypatch.setattr(locks, "visible_gpu_count", lambda: 3)
+    monkeypatch.setattr(gpus, "visible_gpu_count", lambda: 3)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,6")
-    assert locks.run_gpus(None) == [None, "5", "6"]  # None: this process's own cuda:0 (physical 4)
-    assert locks.run_gpus([0, 2]) == [None, "6"] and locks.run_gpus([2, 0]) == ["6", None]
+    assert gpus.run_gpus(None) == [None, "5", "6"]  # None: this process's own cuda:0 (physical 4)
+    assert gpus.run_gpus([0, 2]) == [None, "6"] and gpus.run_gpus([2, 0]) == ["6", None]
     with pytest.raises(InputError, match="gpus 3: this host shows GPUs 0 to 2"):
-        locks.run_gpus([3])
+        gpus.run_gpus([3])

@@ -1,4 +1,7 @@
-"""GPU specs, measured ceilings, the Nsight Compute runner and the roofline analysis."""
+"""GPU specs, the host's GPUs (gpus.py), the Nsight Compute runner and the roofline analysis.
+
+The ceilings a GPU reaches are measured by the harness (harness/measure/ceilings.py), which runs
+them under the device lock; the roofline here takes them as numbers."""
 
 from kernelopt.hardware.ncu import (
     DEFAULT_METRICS,
@@ -18,21 +21,12 @@ from kernelopt.hardware.specs import (
     detect_gpu_spec,
     get_gpu_spec,
 )
-from kernelopt.harness.measure.ceilings import (
-    Ceilings,
-    default_cache_dir,
-    load_ceilings,
-    load_or_measure_ceilings,
-    measure_ceilings,
-    save_ceilings,
-)
 
 __all__ = [
     "DEFAULT_METRICS",
     "GPU_SPECS_DATABASE",
     "NCU_METRICS",
     "Bound",
-    "Ceilings",
     "GPUSpec",
     "KernelMetrics",
     "NcuCache",
@@ -41,19 +35,14 @@ __all__ = [
     "RooflineConfig",
     "UnknownGPUError",
     "aggregate_kernels",
-    "default_cache_dir",
     "default_metrics",
     "detect_gpu_spec",
     "dtype_name",
     "find_ncu",
     "floor_from_counts",
     "get_gpu_spec",
-    "load_ceilings",
-    "load_or_measure_ceilings",
-    "measure_ceilings",
     "ncu_cache_key",
     "ncu_unavailable_reason",
     "parse_ncu_csv",
     "run_ncu",
-    "save_ceilings",
 ]

@@ -28,8 +28,8 @@ from kernelopt.harness.sandbox.runner import (
     run_job,
     worker_env,
 )
-from kernelopt.harness.sandbox.sweep_client import Measured, run_sweep
-from kernelopt.records import Baselines, FloorEstimate, HarnessError, InputError, Timing, Verdict, config_text
+from kernelopt.harness.sandbox.sweep_client import run_sweep
+from kernelopt.records import Baselines, FloorEstimate, HarnessError, InputError, Measured, Timing, Verdict, config_text
 
 if TYPE_CHECKING:
     from kernelopt.harness.sandbox.reference_client import ReferenceProcess
@@ -83,7 +83,7 @@ class HarnessSettings:
     time_compile: bool = True
     max_autotune: bool = False  # also time torch.compile(mode="max-autotune"), in a job of its own
     max_autotune_limit_s: float = 600.0  # its compile's limit; past it the baseline is marked and skipped
-    compile_cache_dir: str | None = None  # Inductor's caches (None: the runs folder's .compile-cache)
+    compile_cache_dir: str | None = None  # Inductor's caches (None: the user's cache folder; see compile_cache_for)
     sweep_check_processes: int | None = None  # None: chosen by sweep_client.check_processes
     # The one GPU this harness's processes see, as CUDA_VISIBLE_DEVICES names it (a GPU of a
     # candidate spread: nodes/spread.py); None: this process's own (its cuda:0).

@@ -12,12 +12,11 @@ from langgraph.types import Overwrite
 
 from kernelopt.budget import add_tokens
 from kernelopt.context import Context
+from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
-from kernelopt.harness.measure.timing import timing_config_for
-from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
-from kernelopt.harness.sandbox.locks import run_gpus
+from kernelopt.harness import COMPILE_CACHE, timing_config_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.runs import log_event
+from kernelopt.runs import default_runs_dir, log_event
 from kernelopt.state import KernelOptState
 
 DEFAULT_TARGET_GPU = "H200"
@@ -50,7 +49,7 @@ def verifiers_for(state: KernelOptState, ctx: Context) -> list[Verifier]:
         time_compile=ctx.time_compile,
         max_autotune=ctx.max_autotune_baseline,
         max_autotune_limit_s=ctx.max_autotune_limit_s,
-        compile_cache_dir=str(Path(ctx.runs_dir) / COMPILE_CACHE) if ctx.runs_dir else None,
+        compile_cache_dir=str(Path(ctx.runs_dir or default_runs_dir()) / COMPILE_CACHE),
         timing=timing_config_for(
             get_gpu_spec(state["gpu_key"]).l2_cache_mb if state.get("gpu_key") else None,
             ctx.timing_target_ms,

@@ -13,7 +13,7 @@ from kernelopt.context import Context
 from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.roofline import RooflineAnalyzer, RooflineConfig, baseline_times_ms
 from kernelopt.hardware.specs import get_gpu_spec
-from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
+from kernelopt.harness import load_or_measure_ceilings
 from kernelopt.nodes.common import after, context_of, emit, verifier_for
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import KernelRecord, Roofline

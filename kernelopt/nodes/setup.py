@@ -12,9 +12,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
+from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import checked_sources, read_source
-from kernelopt.harness.sandbox.locks import run_gpus
 from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
@@ -75,7 +75,7 @@ def _setup(
 ) -> tuple[dict[str, Any], str | None]:
     """The fresh run's state, and what was wrong with its input (None when nothing); without
     `baselines`, the run's folder only (the run stops before any work)."""
-    from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
+    from kernelopt.harness import likely_cuda, prewarm
 
     prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
     if ctx.candidates_per_round >= SPREAD_FROM and likely_cuda():  # the other GPUs' too (nodes/spread.py)

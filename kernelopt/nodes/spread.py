@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from kernelopt.harness.sandbox.runner import Progress
+from kernelopt.harness import Progress
 from kernelopt.harness.verify import Verifier
 from kernelopt.records import KernelRecord, Timing, Verdict
 

@@ -19,7 +19,6 @@ from typing import Any, cast
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.sandbox.sweep_client import Measured
 from kernelopt.nodes.common import emit, verifier_for
 from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, plan
@@ -34,7 +33,7 @@ from kernelopt.offline.structures import (
     structure_of,
 )
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
-from kernelopt.records import Candidate, SweepRow, Timing, config_text
+from kernelopt.records import Candidate, Measured, SweepRow, Timing, config_text
 from kernelopt.runs import kernel_path
 from kernelopt.state import Branch, KernelOptState
 

@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
-from kernelopt.harness.measure.timing import beats
+from kernelopt.harness import beats
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import floor_ms_for
 from kernelopt.nodes.beam import parent_of

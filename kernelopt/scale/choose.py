@@ -13,7 +13,7 @@ import importlib.util
 import os
 from pathlib import Path
 
-from kernelopt.harness.sandbox.locks import missing_gpus, visible_gpu_count
+from kernelopt.hardware.gpus import missing_gpus, visible_gpu_count
 from kernelopt.records import InputError
 from kernelopt.scale.pool import Notify, PoolExecutor, cpu_slots, gpu_slots
 from kernelopt.suite import Executor, LocalExecutor

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from kernelopt.harness.sandbox.locks import physical_gpus
+from kernelopt.hardware.gpus import physical_gpus
 from kernelopt.scale.worker import work_name
 from kernelopt.suite import ProblemResult, ProblemSpec, Work
 

@@ -18,6 +18,7 @@ import signal
 import sys
 from typing import Any
 
+from kernelopt.harness import stop_running_jobs
 from kernelopt.suite import ProblemSpec, SuiteSettings, Work
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h: the signal this process gets when its parent ends
@@ -64,7 +65,7 @@ def main(argv: list[str]) -> int:
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(2, 1)  # print() in the work lands in the log, not in the answers
     signal.signal(signal.SIGTERM, _stop)
-    from kernelopt.harness.sandbox.runner import likely_cuda, prewarm
+    from kernelopt.harness import likely_cuda, prewarm
 
     if likely_cuda():  # this GPU's fork server starts now, its imports beside the work's own
         prewarm(True)
@@ -75,9 +76,7 @@ def main(argv: list[str]) -> int:
             result = work(spec_from_json(json.loads(line)))
             answers.write(json.dumps({"result": dataclasses.asdict(result)}) + "\n")
     except KeyboardInterrupt:  # stopped by the pool (or Ctrl-C): the running candidates go too
-        runner = sys.modules.get("kernelopt.harness.sandbox.runner")
-        if runner is not None:
-            runner.stop_jobs()
+        stop_running_jobs()
         return 130
     return 0
 

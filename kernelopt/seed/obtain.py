@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+from kernelopt.harness import scrubbed_env
 from kernelopt.harness.problem import read_source, source_hash
-from kernelopt.harness.sandbox.audit import scrubbed_env
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 
 SEED_TIMEOUT_S = 900.0  # max-autotune benchmarks every GEMM tile: minutes on a large problem

@@ -11,6 +11,7 @@ baseline empty with the reason, and the run goes on.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -38,17 +39,17 @@ class _Harness(Protocol):
 # A CUDA-graph replay of eager is timed when a baseline takes less than this: a kernel under
 # about 50 us (where a launch's few microseconds weigh) is then within reach.
 GRAPH_BELOW_MS = 0.2
-COMPILE_CACHE = ".compile-cache"  # under the runs folder: Inductor's caches, one folder per problem
+COMPILE_CACHE = ".compile-cache"  # Inductor's caches, one folder per problem: under the runs folder in a run
 TIMING_LIMIT_S = 300.0  # a baseline's timing: the protocol's own trial count keeps it near a second
 
 
 def compile_cache_for(problem_path: str | Path, root: str | None) -> Path:
-    """The problem's own folder for Inductor's caches: ROOT (default: the runs folder's
-    .compile-cache) / a hash of the problem's source (its shapes are in the source)."""
+    """The problem's own folder for Inductor's caches: ROOT / a hash of the problem's source (its
+    shapes are in the source). A run and `kernelopt verify` name ROOT (their runs folder's
+    .compile-cache); a Verifier made without one keeps them in the user's cache folder."""
     if root is None:
-        from kernelopt.runs import default_runs_dir
-
-        base = default_runs_dir() / COMPILE_CACHE
+        cache_home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        base = Path(cache_home) / "kernelopt" / "compile-cache"
     else:
         base = Path(root).expanduser()
     return base.resolve() / source_hash(read_source(problem_path, "problem"))[:16]

@@ -17,7 +17,7 @@ import os
 import secrets
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -25,20 +25,9 @@ from kernelopt.harness import guards
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.runner import Progress, WorkerLimits, WorkerOutcome, run_job
-from kernelopt.records import HarnessError, InputError, Timing
+from kernelopt.records import HarnessError, InputError, Measured, Timing
 
 ROWS_FILE = "rows.jsonl"  # sandbox/sweep.py writes it; read here without importing torch
-
-
-@dataclass(frozen=True)
-class Measured:
-    """One configuration's outcome in a sweep."""
-
-    variant: int
-    timing: Timing | None = None
-    stage: int = 0  # the last halving stage it was timed in
-    rule: str | None = None
-    reason: str | None = None
 
 
 class _Harness(Protocol):  # the Verifier, as this module uses it
