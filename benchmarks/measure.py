@@ -122,9 +122,9 @@ def overhead(work: Path, rounds: int = 2) -> str:
 
 def baselines(work: Path) -> str:
     """(d) Eager, torch.compile and the starting kernel, with floor efficiency."""
-    from kernelopt.hardware.roofline import floor_time_ms
+    from kernelopt.harness import floor_ms_for
     from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
-    from kernelopt.harness.verify import floor_ms_for
+    from kernelopt.records import least_time_ms
 
     ceilings = load_or_measure_ceilings()
     rows = []
@@ -138,7 +138,7 @@ def baselines(work: Path) -> str:
         measured_floor_ms = float("nan")
         if ceilings:
             peak = ceilings.peak_tflops.get(floor.dtype) or ceilings.peak_tflops["fp32"]
-            measured_floor_ms = floor_time_ms(floor, ceilings.bandwidth_gbs, peak)
+            measured_floor_ms = least_time_ms(floor, ceilings.bandwidth_gbs, peak)
         eager = base.eager.median_ms if base.eager else float("nan")
         compiled = base.compile.median_ms if base.compile else float("nan")
         kernel = verdict.timing.median_ms if verdict.timing else float("nan")

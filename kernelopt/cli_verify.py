@@ -39,8 +39,8 @@ def verify_command(args: argparse.Namespace) -> int:
     check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     prewarm()
     from kernelopt.baseline_figures import baseline_text, figures
-    from kernelopt.harness import COMPILE_CACHE
-    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
+    from kernelopt.harness import COMPILE_CACHE, floor_ms_for
+    from kernelopt.harness.verify import HarnessSettings, Verifier
     from kernelopt.runs import default_runs_dir
 
     settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,
@@ -55,7 +55,7 @@ def verify_command(args: argparse.Namespace) -> int:
             baselines = verifier.baselines()
             say.line(f"verifying {Path(args.kernel).name}")
             floor_ms = floor_ms_for(baselines.floor, None)
-            verdict = verifier.verify(args.kernel, floor_time_ms=floor_ms, on_progress=say.progress)
+            verdict = verifier.verify(args.kernel, floor_ms=floor_ms, on_progress=say.progress)
         except (InputError, HarnessError) as err:
             raise type(err)(_logs_kept(str(err), Path(work))) from None
         log_path = _logs_kept(verdict.log_path, Path(work)) if verdict.log_path and not verdict.accepted else None

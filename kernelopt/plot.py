@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
+from kernelopt.syntax import parse
 
 OUTCOME_COLOURS = {"faster": "tab:green", "within_noise": "tab:olive", "outpaced": "tab:cyan", "slower": "tab:gray"}
 ATTEMPT_COLOURS = {"baseline": "tab:blue", **OUTCOME_COLOURS}  # round 0's kernel is the baseline, not "faster"
@@ -139,7 +140,7 @@ def _problem_name(summary: dict[str, Any]) -> str:
         import ast
 
         try:
-            doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+            doc = ast.get_docstring(parse(path.read_text())) or ""
         except SyntaxError:
             doc = ""
         first = doc.strip().splitlines()[0] if doc.strip() else ""

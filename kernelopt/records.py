@@ -66,7 +66,7 @@ class FloorEstimate:
     dtype: str  # "fp32", "fp16", "bf16", ... the dtype whose peak applies
 
 
-def floor_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None) -> float:
+def least_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float | None) -> float:
     """The least time the problem can take: max(min bytes / bandwidth, FLOPs / peak), in ms.
 
     Without a peak for the dtype only the memory time counts.
@@ -288,6 +288,9 @@ class Candidate:
     stop: str | None = None
     model: str = ""  # the chat model that wrote it ("" when none did)
     parent: str = ""  # the kernel its branch rewrote (its path); "" for a seed or a first kernel
+    # the file's source hash (harness.problem.source_hash), taken where it was written, so that no
+    # later node reads and hashes it again; "" in checkpoints from before it was carried
+    source_hash: str = ""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Any
 from kernelopt.baseline_figures import figures, launch_note, method_lines, share_words, times
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
 from kernelopt.progress import outcome_words, verdict_detail
-from kernelopt.records import FloorEstimate, floor_time_ms
+from kernelopt.records import FloorEstimate, least_time_ms
 from kernelopt.report_models import model_rows, models_markdown
 from kernelopt.report_pinned import pinned_rows, pinned_section
 from kernelopt.report_story import (
@@ -102,7 +102,7 @@ def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
         peak_tflops = spec.peak_tflops(floor.dtype)
     except ValueError:
         peak_tflops = spec.peak_fp32_tflops
-    return floor_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
+    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
 
 
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:

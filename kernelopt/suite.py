@@ -1,9 +1,8 @@
 """kernelopt suite: every problem of a folder verified (or optimized), one result each, and a summary.
 
-The work on one problem is a pure function, `run_problem(spec) -> ProblemResult`, of frozen
-records of JSON-native values, handed to an `Executor`. `LocalExecutor` runs the problems one
-after another here (one GPU, or the CPU); `kernelopt.scale` holds the pool over the GPUs of a
-host and the Ray tasks across hosts. Each result is written to OUT/problems/NAME.json as it comes in and
+The work on one problem is a pure function of JSON-native records, `run_problem(spec) -> ProblemResult`,
+handed to an `Executor`: `LocalExecutor` runs the problems one after another here, `kernelopt.scale`
+over a host's GPUs or a Ray cluster. Each result is written to OUT/problems/NAME.json as it comes in and
 results.json is rebuilt from those files, so a killed suite resumes where it stopped.
 
 Importing this module is cheap: torch and LangGraph load only when a problem runs.
@@ -25,8 +24,10 @@ from typing import Any, Literal, Protocol
 
 from kernelopt.baseline_figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.context import Context
+from kernelopt.harness import COMPILE_CACHE, floor_ms_for
 from kernelopt.harness.problem import check_problem_source, read_source
-from kernelopt.records import InputError
+from kernelopt.records import FloorEstimate, InputError
+from kernelopt.runs import default_runs_dir
 from kernelopt.seed.obtain import seed_possible
 from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
@@ -211,15 +212,16 @@ def _limits(settings: SuiteSettings) -> dict[str, float]:
 
 def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
     """The given kernel checked and timed, as `kernelopt verify` does."""
-    from kernelopt.harness.verify import HarnessSettings, Verifier, floor_ms_for
+    from kernelopt.harness.verify import HarnessSettings, Verifier
 
     settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, max_autotune=spec.settings.max_autotune,
-                                      max_autotune_limit_s=spec.settings.max_autotune_limit_s, **_limits(spec.settings))
+                                      max_autotune_limit_s=spec.settings.max_autotune_limit_s, **_limits(spec.settings),
+                                      compile_cache_dir=str(default_runs_dir() / COMPILE_CACHE))  # as a run's
     verifier = Verifier(spec.problem_path, Path(spec.run_dir) / "harness", settings)
     try:
         baselines = verifier.baselines()
         floor_ms = floor_ms_for(baselines.floor, None)
-        verdict = verifier.verify(kernel, floor_time_ms=floor_ms)
+        verdict = verifier.verify(kernel, floor_ms=floor_ms)
     finally:  # its expected outputs leave the device before the next problem's arrive
         verifier.close()
     time_ms = verdict.timing.median_ms if verdict.accepted and verdict.timing else None
@@ -243,8 +245,6 @@ def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     """The graph run on the problem, as `kernelopt optimize` does; the figures from its report."""
     from kernelopt.graph import build_graph
-    from kernelopt.harness.verify import floor_ms_for
-    from kernelopt.records import FloorEstimate
     from kernelopt.report import load_summary
 
     s = spec.settings

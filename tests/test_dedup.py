@@ -192,7 +192,7 @@ class FakeHarness:
     def __init__(self) -> None:
         self.settings, self.timed = SimpleNamespace(where="", gpu=None), 0
 
-    def verify(self, path: str, floor_time_ms: float | None = None, on_progress: Any = None,
+    def verify(self, path: str, floor_ms: float | None = None, on_progress: Any = None,
                timed: dict[str, str] | None = None) -> Verdict:
         if "f-same" in (timed or {}):
             return Verdict(True, "correct", fingerprint="f-same", duplicate_of=(timed or {})["f-same"])

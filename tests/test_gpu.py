@@ -64,7 +64,7 @@ def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) 
     honest = verifier.verify(EXAMPLES / "swish" / "kernel.py")
     assert honest.accepted and honest.timing is not None and honest.timing.is_gpu_time
     # Claim a floor 10x above the kernel's own time: its time is now "impossible".
-    impossible = verifier.verify(EXAMPLES / "swish" / "kernel.py", floor_time_ms=10 * honest.timing.median_ms)
+    impossible = verifier.verify(EXAMPLES / "swish" / "kernel.py", floor_ms=10 * honest.timing.median_ms)
     assert not impossible.accepted and impossible.rule == "impossible-speed"
 
 

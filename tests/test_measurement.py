@@ -78,7 +78,7 @@ def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> N
 
 
 def test_a_gpu_time_under_the_floor_is_impossible_and_interpreter_times_are_not_judged() -> None:
-    from kernelopt.harness.verify import floor_ms_for, impossible_speed
+    from kernelopt.harness.measure.impossible import floor_ms_for, impossible_speed
     from kernelopt.records import FloorEstimate
 
     floor = FloorEstimate(min_bytes=4_800_000_000, flops=1.0, dtype="fp32")

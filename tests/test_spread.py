@@ -34,7 +34,7 @@ class FakeGPU:
         self.times, self.calls = times, []  # type: ignore[var-annotated]
         self.started, self.wait_for = started, wait_for
 
-    def verify(self, path: str, floor_time_ms: float | None = None, on_progress: Any = None,
+    def verify(self, path: str, floor_ms: float | None = None, on_progress: Any = None,
                timed: Any = None) -> Verdict:
         if self.settings.where:
             self.started.set()  # gpu 1 has taken a candidate (it times the best first)

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-import ast
 import itertools
 from pathlib import Path
 from typing import Any
 
 from kernelopt.offline.tuner import autotune_configs, autotune_variants
 from kernelopt.records import config_text
+from kernelopt.syntax import parse
 
 _imports = itertools.count()
 
 
 def autotune_words(kernel_source: str) -> str:
     """The docstring's line on autotuning, for a kernel as it will be exported."""
-    configs = len(autotune_configs(ast.parse(kernel_source)))
+    configs = len(autotune_configs(parse(kernel_source)))
     if configs == 0:
         return "none: the kernel's launch parameters are literals"
     if configs == 1:

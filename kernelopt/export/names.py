@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 from kernelopt.records import InputError
+from kernelopt.syntax import parse
 
 DEFAULT_NAMESPACE = "kernelopt"
 Target = Literal["run", "files", "suite"]
@@ -16,7 +17,7 @@ Target = Literal["run", "files", "suite"]
 
 def _module_names() -> frozenset[str]:
     """Names every exported module defines or imports (runtime.py's, and the ones render.py writes)."""
-    tree = ast.parse(Path(__file__).with_name("runtime.py").read_text())
+    tree = parse(Path(__file__).with_name("runtime.py").read_text())
     names = {"types", "ModelNew", "SPEC", "REFERENCE_SOURCE", "_reference", "triton", "tl"}
     for node in tree.body:
         if isinstance(node, ast.FunctionDef | ast.ClassDef):

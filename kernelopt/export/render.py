@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from kernelopt.export.names import RESERVED, op_names
 from kernelopt.records import InputError
+from kernelopt.syntax import parse
 
 if TYPE_CHECKING:
     from kernelopt.export.facts import ProblemFacts
@@ -37,7 +38,7 @@ class Origin:
 def _hoist(source: str) -> tuple[list[str], list[str], str, str]:
     """(its `from __future__` imports, its other top-level imports, its docstring as comments, the rest):
     so that the exported module's imports all stand at its top."""
-    tree = ast.parse(source)
+    tree = parse(source)
     lines = source.splitlines(keepends=True)
     imports = [n for n in tree.body if isinstance(n, ast.Import | ast.ImportFrom)]
     futures = [n for n in imports if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
@@ -135,8 +136,8 @@ def render_module(qualname: str, problem_source: str, kernel_source: str, facts:
     namespace, op, cls = op_names(qualname)
     runtime_imports, runtime = _runtime_body()
     kernel_futures, kernel_imports, kernel_doc, kernel = _hoist(kernel_source)
-    kernel_names = {n.name for n in ast.parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
-    kernel_names |= {t.id for n in ast.parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
+    kernel_names = {n.name for n in parse(kernel).body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
+    kernel_names |= {t.id for n in parse(kernel).body if isinstance(n, ast.Assign) for t in n.targets
                      if isinstance(t, ast.Name)}
     ours = RESERVED - {"torch", "nn", "triton", "tl", "ModelNew"} | {op, f"{op}_backward", f"_{op}_fake", cls}
     clash = sorted(kernel_names & (ours | {f"_{op}_backward_fake"}))

@@ -69,6 +69,16 @@ def _gpu_device_files() -> bool:
     return any(dev.glob("nvidia[0-9]*")) or (dev / "dxg").exists()
 
 
+def cuda_available() -> bool:
+    """torch.cuda.is_available(), without torch's seconds of imports on a host with no NVIDIA
+    device file (nor WSL's): there no CUDA GPU can be, whatever torch would say."""
+    if not _gpu_device_files():
+        return False
+    import torch
+
+    return bool(torch.cuda.is_available())
+
+
 def visible_gpu_count() -> int:
     """The CUDA GPUs this process can use, counted without importing torch where nvidia-smi
     answers (a suite's workers then start at once, not after the driver's seconds of imports):

@@ -18,7 +18,7 @@ from kernelopt.hardware.ncu import (
     TENSOR_HMMA_ACTIVE_PCT,
 )
 from kernelopt.hardware.specs import GPUSpec
-from kernelopt.records import Baselines, Bound, FloorEstimate, Roofline, floor_time_ms
+from kernelopt.records import Baselines, Bound, FloorEstimate, Roofline, least_time_ms
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ def raise_to_baselines(
     if not baselines_ms:
         return HonestCeilings(bandwidth_gbs, peak_tflops, None)
     name, fastest_ms = min(baselines_ms.items(), key=lambda item: item[1])
-    floor_ms = floor_time_ms(floor, bandwidth_gbs, peak_tflops)
+    floor_ms = least_time_ms(floor, bandwidth_gbs, peak_tflops)
     if fastest_ms >= floor_ms:
         return HonestCeilings(bandwidth_gbs, peak_tflops, None)
     seconds = fastest_ms / 1e3
@@ -285,7 +285,7 @@ class RooflineAnalyzer:
             if honest.note:
                 warnings.append(honest.note)
         return _FloorView(
-            floor_time_ms=floor_time_ms(floor, bandwidth, peak) if bandwidth else None,
+            floor_time_ms=least_time_ms(floor, bandwidth, peak) if bandwidth else None,
             arithmetic_intensity=floor.flops / floor.min_bytes if floor.min_bytes > 0 else None,
             ridge_flops_per_byte=peak * 1e12 / (bandwidth * 1e9) if peak and bandwidth else None,
             bandwidth_gbs=bandwidth,

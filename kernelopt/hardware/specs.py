@@ -366,11 +366,13 @@ def get_gpu_spec(name_or_key: str) -> GPUSpec:
 
 def detect_gpu_spec(device: int = 0) -> GPUSpec | None:
     """The spec of the visible CUDA GPU; None without CUDA or for a GPU the database lacks."""
+    from kernelopt.hardware.gpus import cuda_available
+
     try:
+        if not cuda_available():
+            return None
         import torch
 
-        if not torch.cuda.is_available():
-            return None
         return get_gpu_spec(torch.cuda.get_device_name(device))
     except Exception:  # detection is advisory: a broken driver must not stop a CPU run
         return None

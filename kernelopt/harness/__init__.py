@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from kernelopt.harness.measure.cases import input_bytes
     from kernelopt.harness.measure.ceilings import load_or_measure_ceilings
+    from kernelopt.harness.measure.impossible import floor_ms_for
     from kernelopt.harness.measure.timing import beats, timing_config_for
     from kernelopt.harness.sandbox.audit import scrubbed_env
     from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
@@ -32,6 +33,7 @@ _EXPORTS = {
     "timing_config_for": "kernelopt.harness.measure.timing",
     "beats": "kernelopt.harness.measure.timing",
     "load_or_measure_ceilings": "kernelopt.harness.measure.ceilings",
+    "floor_ms_for": "kernelopt.harness.measure.impossible",  # the floor the impossible-speed rule judges by
     "input_bytes": "kernelopt.harness.measure.cases",  # a problem's input size (imports torch)
     "COMPILE_CACHE": "kernelopt.harness.sandbox.baseline_client",  # Inductor's caches' folder name
     "scrubbed_env": "kernelopt.harness.sandbox.audit",  # an environment without secrets, for a child
@@ -41,6 +43,7 @@ __all__ = [
     "COMPILE_CACHE",
     "Progress",
     "beats",
+    "floor_ms_for",
     "input_bytes",
     "likely_cuda",
     "load_or_measure_ceilings",

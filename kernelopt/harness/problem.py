@@ -11,6 +11,7 @@ from pathlib import Path
 from types import ModuleType
 
 from kernelopt.records import InputError
+from kernelopt.syntax import parse
 
 PROBLEM_NAMES = ("Model", "get_inputs", "get_init_inputs")
 KERNEL_FORMAT = (
@@ -22,7 +23,7 @@ PROBLEM_FORMAT = "KernelBench problems define Model, get_inputs, get_init_inputs
 
 def _parse(source: str, filename: str) -> ast.Module:
     try:
-        return ast.parse(source, filename=filename)
+        return parse(source, filename=filename)
     except SyntaxError as err:
         raise InputError(f"{filename}:{err.lineno}: syntax error: {err.msg}; fix the file and run again") from None
 

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from kernelopt.hardware import ncu_runner
-from kernelopt.hardware.roofline import floor_time_ms as least_time_ms
-from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
+from kernelopt.hardware.gpus import cuda_available
 from kernelopt.harness import guards
+from kernelopt.harness.measure.impossible import impossible_speed
 from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
@@ -29,45 +29,10 @@ from kernelopt.harness.sandbox.runner import (
     worker_env,
 )
 from kernelopt.harness.sandbox.sweep_client import run_sweep
-from kernelopt.records import Baselines, FloorEstimate, HarnessError, InputError, Measured, Timing, Verdict, config_text
+from kernelopt.records import Baselines, HarnessError, InputError, Measured, Timing, Verdict, config_text
 
 if TYPE_CHECKING:
     from kernelopt.harness.sandbox.reference_client import ReferenceProcess
-
-
-# A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
-IMPOSSIBLE_SPEED_FRACTION = 0.9
-
-
-def floor_ms_for(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
-    """The floor time on a GPU's datasheet ceilings (the GPU present when no key is given).
-
-    Datasheet peaks are above what a GPU sustains, so this floor is the lenient one: a time
-    under it is impossible, not merely unlikely.
-    """
-    spec = get_gpu_spec(gpu_key) if gpu_key else detect_gpu_spec()
-    if floor is None or spec is None:
-        return None
-    try:
-        peak_tflops = spec.peak_tflops(floor.dtype)
-    except ValueError:
-        peak_tflops = spec.peak_fp32_tflops
-    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
-
-
-def impossible_speed(timing: Timing | None, floor_time_ms: float | None) -> str | None:
-    """Why a GPU time cannot be real (under the floor by more than the margin), or None.
-
-    Interpreter and CPU times say nothing about the GPU, so only GPU times are judged.
-    """
-    if timing is None or not timing.is_gpu_time or not floor_time_ms:
-        return None
-    if timing.median_ms >= floor_time_ms * IMPOSSIBLE_SPEED_FRACTION:
-        return None
-    return (
-        f"impossible speed: {timing.median_ms:.4f} ms is under the roofline floor of {floor_time_ms:.4f} ms; "
-        "the work is not all being done or not all being timed"
-    )
 
 
 @dataclass(frozen=True)
@@ -96,9 +61,7 @@ class HarnessSettings:
         The interpreter runs a kernel's programs one after another, so repeat runs cannot show
         a race there and only cost time: one run per case.
         """
-        import torch
-
-        use_cuda = torch.cuda.is_available()
+        use_cuda = cuda_available()
         overrides.setdefault("repeats", 3 if use_cuda else 1)
         return HarnessSettings(use_cuda=use_cuda, **overrides)
 
@@ -324,7 +287,7 @@ class Verifier:
         kernel_path: str | Path,
         *,
         time: bool = True,
-        floor_time_ms: float | None = None,
+        floor_ms: float | None = None,
         on_progress: Progress | None = None,
         timed: Mapping[str, str] | None = None,
     ) -> Verdict:
@@ -335,7 +298,7 @@ class Verifier:
         a correct candidate that compiles to one of them is not timed again (its verdict's
         `duplicate_of`). The verdict's rule is always an id of rule_table.RULES.
         """
-        verdict = self._verify(kernel_path, time=time, floor_time_ms=floor_time_ms, on_progress=on_progress,
+        verdict = self._verify(kernel_path, time=time, floor_ms=floor_ms, on_progress=on_progress,
                                timed=timed or {})
         known_rule(verdict.rule)
         return verdict
@@ -345,7 +308,7 @@ class Verifier:
         kernel_path: str | Path,
         *,
         time: bool = True,
-        floor_time_ms: float | None = None,
+        floor_ms: float | None = None,
         on_progress: Progress | None = None,
         timed: Mapping[str, str],
     ) -> Verdict:
@@ -374,7 +337,7 @@ class Verifier:
         if judged.get("rule"):
             return Verdict(False, judged["reason"], rule=judged["rule"], log_path=log)
         timing = Timing(**result["timing"]) if result.get("timing") else None
-        too_fast = impossible_speed(timing, floor_time_ms)
+        too_fast = impossible_speed(timing, floor_ms)
         if too_fast:
             return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reference = self.reference()

@@ -18,6 +18,7 @@ from kernelopt.nodes.approval import ACCEPT_REPLIES, REJECTED_RULE, accept_paylo
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.conclude import conclude, take_best
 from kernelopt.nodes.memory import remember_gain
+from kernelopt.nodes.outcome import behind
 from kernelopt.records import Attempt, KernelRecord, PendingBest
 from kernelopt.state import KernelOptState
 
@@ -66,6 +67,6 @@ def _demoted(attempts: list[Attempt], proposed: int) -> list[Attempt]:
     assert target is not None
     return [
         a if i == proposed or not a.new_best or a.time_ms is None
-        else replace(a, new_best=False, outcome="within_noise" if a.time_ms < target else "slower")
+        else replace(a, new_best=False, outcome=behind(a.time_ms, target))
         for i, a in enumerate(attempts)
     ]

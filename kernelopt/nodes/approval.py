@@ -26,6 +26,7 @@ from typing import Any
 
 from langgraph.types import interrupt
 
+from kernelopt.nodes.common import written
 from kernelopt.records import Candidate, KernelRecord
 
 REJECTED_RULE = "rejected-by-person"
@@ -119,10 +120,9 @@ def review(
     for candidate, reply in zip(candidates, replies, strict=True):
         if reply is not None and reply["action"] == "edit":
             assert candidate.path is not None
-            target = edited_path(candidate.path)
-            target.write_text(reply["source"])
-            candidate = Candidate(str(target), f"{candidate.change} (edited by the person)", candidate.branch,
-                                  model=candidate.model, parent=candidate.parent)
+            candidate = written(edited_path(candidate.path), reply["source"],
+                                f"{candidate.change} (edited by the person)", candidate.branch,
+                                model=candidate.model, parent=candidate.parent)
         reviewed.append((candidate, reply))
     return reviewed
 

@@ -15,7 +15,9 @@ from kernelopt.context import Context
 from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import COMPILE_CACHE, timing_config_for
+from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.records import Candidate
 from kernelopt.runs import default_runs_dir, log_event
 from kernelopt.state import KernelOptState
 
@@ -94,3 +96,16 @@ def after(state: KernelOptState | dict[str, Any], update: dict[str, Any]) -> dic
         ]
     merged.pop("progress", None)
     return merged
+
+
+def written(path: Path, text: str, change: str, branch: int = 0, **fields: Any) -> Candidate:
+    """Write a candidate's kernel to `path`; the Candidate carries the file's source hash."""
+    path.write_text(text)
+    return Candidate(str(path), change, branch, source_hash=source_hash(text), **fields)
+
+
+def digest_of(candidate: Candidate) -> str:
+    """A written candidate's source hash: the one it carries, else (a checkpoint from before
+    candidates carried it) its file's."""
+    assert candidate.path is not None
+    return candidate.source_hash or source_hash(Path(candidate.path).read_text())

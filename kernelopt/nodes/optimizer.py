@@ -14,7 +14,7 @@ from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models
-from kernelopt.nodes.common import context_of, emit
+from kernelopt.nodes.common import context_of, emit, written
 from kernelopt.nodes.history import attempt_notes, insert_lessons
 from kernelopt.nodes.llm_calls import LLMCallError, LLMCalls
 from kernelopt.nodes.memory import knowledge_text
@@ -150,11 +150,10 @@ def make_optimizer(chat_model: BaseChatModel | ChatModels | None = None) -> Call
         if source is None:
             return update
         path = kernel_path(task["run_dir"], round_, repair, branch)
-        path.write_text(source)
+        candidate = written(path, source, change, branch, model=name, parent=task["kernel_path"] or "")
         who = {"model": name} if len(task.get("live_models") or []) > 1 else {}
         emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path),
              tokens=tokens, **who)
-        return {**update, "candidates": [Candidate(str(path), change, branch, model=name,
-                                                     parent=task["kernel_path"] or "")]}
+        return {**update, "candidates": [candidate]}
 
     return optimizer

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.context import Context
+from kernelopt.nodes.outcome import change_pays, refused
 from kernelopt.offline.tuner import autotune_variants, knob_values
 from kernelopt.records import Attempt, Candidate, Verdict, config_of, config_text
 
@@ -86,10 +87,9 @@ def judge_pinned(
                       parent_ms=pin.parent_ms, pinned_ms=pinned_ms)
         at = f"at its parent's configuration ({pin.config})"
         if pinned_ms is None:
-            outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
-            out.append((candidate, Attempt(outcome=outcome, error=f"{at}: {verdict.reason}", rule=verdict.rule,
-                                           **common)))
-        elif pinned_ms > pin.parent_ms * (1 + ctx.min_gain_pct / 100):
+            out.append((candidate, Attempt(outcome=refused(verdict.rule), error=f"{at}: {verdict.reason}",
+                                           rule=verdict.rule, **common)))
+        elif not change_pays(pinned_ms, pin.parent_ms, ctx.min_gain_pct):
             error = (f"{at} the change takes {pinned_ms:.4f} ms against the parent's {pin.parent_ms:.4f} ms: "
                      "the change does not pay, so it was not tuned")
             out.append((candidate, Attempt(outcome="slower", time_ms=pinned_ms, error=error,

@@ -9,17 +9,15 @@ its questions before any side effect. The questions themselves are in nodes/appr
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
-from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.approval import REJECTED_RULE, STARTING_KERNEL, rejection_error, review
 from kernelopt.nodes.beam import parent_of
-from kernelopt.nodes.common import context_of, emit
+from kernelopt.nodes.common import context_of, digest_of, emit
 from kernelopt.nodes.conclude import conclude, report_verdict
 from kernelopt.records import Attempt, Candidate
 from kernelopt.state import KernelOptState
@@ -67,7 +65,7 @@ def _not_asked(candidates: list[Candidate], state: KernelOptState, seen: set[str
         if state["round"] == 0 and candidate.change == STARTING_KERNEL:
             skip.add(i)
             continue
-        digest = source_hash(Path(candidate.path).read_text())
+        digest = digest_of(candidate)
         if digest in hashes:
             skip.add(i)
         hashes.add(digest)
@@ -77,8 +75,7 @@ def _not_asked(candidates: list[Candidate], state: KernelOptState, seen: set[str
 def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, Any], parent: str) -> Attempt:
     """The attempt for a candidate the person turned down: a failure, the reason its error."""
     assert candidate.path is not None
-    digest = source_hash(Path(candidate.path).read_text())
     return Attempt(
-        round_, repair, candidate.path, digest, "failed", candidate.change,
+        round_, repair, candidate.path, digest_of(candidate), "failed", candidate.change,
         error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model, parent=parent,
     )

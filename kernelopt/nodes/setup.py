@@ -18,7 +18,7 @@ from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
-from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for
+from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for, written
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Candidate, InputError
@@ -129,9 +129,7 @@ def _setup(
     )
     starts: list[Candidate] = []
     if kernel:
-        start = kernel_path(run_dir, 0, 0)
-        start.write_text(kernel)
-        starts.append(Candidate(str(start), STARTING_KERNEL))
+        starts.append(written(kernel_path(run_dir, 0, 0), kernel, STARTING_KERNEL))
     seed, no_seed = _compiler_seed(update, ctx, len(starts))
     starts += [seed] if seed else []
     if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
@@ -153,6 +151,7 @@ def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[C
         emit(update, "compiler_seed", error=str(err))
         return None, f"no compiler seed: {err}"
     path = kernel_path(update["run_dir"], 0, 0, branch)
-    path.write_text(Path(seed.path).read_text())
+    candidate = written(path, Path(seed.path).read_text(), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})",
+                        branch)
     emit(update, "compiler_seed", path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels)
-    return Candidate(str(path), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})", branch), ""
+    return candidate, ""

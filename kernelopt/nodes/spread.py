@@ -46,7 +46,7 @@ def verify_spread(
     paths: Sequence[str],
     verifiers: Sequence[Verifier],
     best: KernelRecord | None,
-    floor_time_ms: float | None,
+    floor_ms: float | None,
     progress_for: ProgressFor,
     timed: Mapping[str, str] | None = None,
 ) -> list[Judged]:
@@ -69,8 +69,8 @@ def verify_spread(
                 return
             if not timed_best:  # only once this GPU has a candidate of its own to compare
                 timed_best = True
-                best_there = _best_there(verifier, best, floor_time_ms)  # type: ignore[arg-type]
-            verdict = verifier.verify(path, floor_time_ms=floor_time_ms, on_progress=progress_for(path), timed=timed)
+                best_there = _best_there(verifier, best, floor_ms)  # type: ignore[arg-type]
+            verdict = verifier.verify(path, floor_ms=floor_ms, on_progress=progress_for(path), timed=timed)
             judged[at] = Judged(verdict, index, verifier.settings.where, best_there)
 
     with ThreadPoolExecutor(len(verifiers), thread_name_prefix="kernelopt-gpu") as pool:
@@ -79,14 +79,14 @@ def verify_spread(
     return [j for j in judged if j is not None]
 
 
-def _best_there(verifier: Verifier, best: KernelRecord, floor_time_ms: float | None) -> Timing | None:
+def _best_there(verifier: Verifier, best: KernelRecord, floor_ms: float | None) -> Timing | None:
     """The best's time on `verifier`'s GPU: measured there once per best (as the run's own GPU
     keeps the time it measured when the best was taken), None when it failed there."""
     key = (str(verifier.root), verifier.settings.gpu, best.source_hash)
     with _BEST_THERE_LOCK:
         if key in BEST_THERE:
             return BEST_THERE[key]
-    again = verifier.verify(best.path, floor_time_ms=floor_time_ms)
+    again = verifier.verify(best.path, floor_ms=floor_ms)
     if not again.accepted or again.timing is None:
         return None
     with _BEST_THERE_LOCK:

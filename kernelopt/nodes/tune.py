@@ -19,7 +19,7 @@ from typing import Any, cast
 from kernelopt.context import Context
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.nodes.common import emit, verifier_for
+from kernelopt.nodes.common import emit, verifier_for, written
 from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, plan
 from kernelopt.offline.structures import (
@@ -192,11 +192,10 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
             continue
         tried.add(source_hash(text))
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
-        out.write_text(text)
         change = _change(row, centre, best_move)
-        emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates), change=change,
-             path=str(out))
-        candidates.append(Candidate(str(out), change, len(candidates)))
+        candidates.append(written(out, text, change, len(candidates)))
+        emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates) - 1,
+             change=change, path=str(out))
         if len(candidates) == VERIFIED_PER_ROUND:
             break
     return candidates

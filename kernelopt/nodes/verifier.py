@@ -12,27 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
-from kernelopt.harness import beats
-from kernelopt.harness.problem import source_hash
-from kernelopt.harness.verify import floor_ms_for
+from kernelopt.harness import beats, floor_ms_for
 from kernelopt.nodes.beam import parent_of
-from kernelopt.nodes.common import context_of, emit, verifiers_for
+from kernelopt.nodes.common import context_of, digest_of, emit, verifiers_for
 from kernelopt.nodes.conclude import conclude, report_verdict
+from kernelopt.nodes.outcome import refused, timed
 from kernelopt.nodes.pinned import judge_pinned, with_pin
 from kernelopt.nodes.spread import SPREAD_FROM, going_home, verify_spread
 from kernelopt.nodes.stop import Step, should_stop
-from kernelopt.records import Attempt, Candidate, KernelRecord, Outcome, PendingBest, Timing, Verdict
+from kernelopt.records import Attempt, Candidate, KernelRecord, PendingBest, Timing, Verdict
 from kernelopt.state import KernelOptState
 
 
-def floor_time_ms(state: KernelOptState) -> float | None:
+def run_floor_ms(state: KernelOptState) -> float | None:
     """The problem's floor on the run's GPU, for the impossible-speed rule."""
     baselines = state.get("baselines")
     return floor_ms_for(baselines.floor if baselines else None, state.get("gpu_key") or None)
@@ -63,7 +61,7 @@ def _screened(candidate: Candidate, state: KernelOptState, seen: set[str]) -> At
     if candidate.path is None:  # the optimizer's reply held nothing runnable: its error is the verdict
         return Attempt(round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply",
                        parent=parent_of(candidate, state))
-    digest = source_hash(Path(candidate.path).read_text())
+    digest = digest_of(candidate)
     if digest in seen:
         error = "the same kernel as another candidate of this step (after normalising); make a different change"
         return Attempt(
@@ -91,20 +89,15 @@ def _judge(
     assert candidate.path is not None
     round_, repair = state["round"], state["repairs"]
     if not verdict.accepted or verdict.timing is None:
-        outcome: Outcome = "incorrect" if verdict.rule == "incorrect" else "rejected"
         return Attempt(
-            round_, repair, candidate.path, digest, outcome, candidate.change, error=verdict.reason,
+            round_, repair, candidate.path, digest, refused(verdict.rule), candidate.change, error=verdict.reason,
             rule=verdict.rule, where=where, parent=parent_of(candidate, state),
         ), None
     timing = verdict.timing
     against = best_there if where else (best.timing if best else None)
-    faster = not where and (best is None or beats(timing, best.timing, ctx.min_gain_pct))
-    if faster:
-        outcome = "faster"
-    elif where and against and beats(timing, against, ctx.min_gain_pct):
-        outcome = "outpaced"  # faster than the best there, but not sent to the run's GPU (spread.going_home)
-    else:
-        outcome = "within_noise" if against and timing.median_ms < against.median_ms else "slower"
+    # "outpaced" elsewhere: faster than the best there, but not sent to the run's GPU (spread.going_home)
+    outcome = timed(timing, against, ctx.min_gain_pct, elsewhere=bool(where))
+    faster = outcome == "faster"
     attempt = Attempt(
         round_,
         repair,
@@ -155,11 +148,11 @@ def _verdicts(
     A candidate that compiles to the kernels of one already timed (this step's included, when
     one after another) is not timed again: a duplicate."""
     verifiers = verifiers_for(state, ctx)
-    home, floor = verifiers[0], floor_time_ms(state)
+    home, floor = verifiers[0], run_floor_ms(state)
     originals = timed_originals(state.get("attempts", []))
 
     def on_home(path: str) -> Verdict:
-        return home.verify(path, floor_time_ms=floor, on_progress=_report_long_runs(state, path),
+        return home.verify(path, floor_ms=floor, on_progress=_report_long_runs(state, path),
                            timed=_names(originals))
 
     paths = [str(candidate.path) for candidate, _ in fresh]
@@ -194,7 +187,7 @@ def _at_home(state: KernelOptState, ctx: Context) -> Callable[[str], Verdict]:
 
     def at_home(path: str) -> Verdict:
         return verifiers_for(state, ctx)[0].verify(
-            path, floor_time_ms=floor_time_ms(state), on_progress=_report_long_runs(state, path),
+            path, floor_ms=run_floor_ms(state), on_progress=_report_long_runs(state, path),
             timed=_names(timed_originals(state.get("attempts", []))))
 
     return at_home

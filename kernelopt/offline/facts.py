@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kernelopt.hardware import ncu
 from kernelopt.hardware.specs import GPUSpec
+from kernelopt.syntax import parse
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ def _int(metrics: Mapping[str, float], name: str) -> int | None:
 def loops_of(source: str) -> tuple[Loop, ...]:
     """Loops in @triton.jit functions that step by an upper-case (constexpr) name."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return ()
     found: list[Loop] = []

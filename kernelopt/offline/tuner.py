@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from kernelopt.syntax import parse
+
 SIZE_MIN, SIZE_MAX = 16, 16384
 WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4, 5)
@@ -101,7 +103,7 @@ def _config_params(config: ast.Call) -> list[LaunchParam]:
 
 def find_launch_params(source: str) -> list[LaunchParam]:
     """Every tunable integer literal in `source`, in source order."""
-    tree = ast.parse(source)
+    tree = parse(source)
     params: list[LaunchParam] = []
     scopes: list[ast.AST] = [tree]
     scopes += [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
@@ -156,7 +158,7 @@ def with_config(source: str, config: Mapping[str, int]) -> str:
 def autotune_variants(source: str) -> list[tuple[dict[str, int], str]]:
     """For a kernel with several autotune configs: each config's values, and the source with
     that config alone (autotune runs a single config without benchmarking: the winner is frozen)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     configs = autotune_configs(tree)
     if len(configs) < 2:
         return []

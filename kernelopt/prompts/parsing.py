@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
@@ -10,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.records import BottleneckResult
+from kernelopt.syntax import parse
 
 CATEGORIES: tuple[str, ...] = ("memory", "compute", "latency", "occupancy", "other")
 
@@ -323,7 +323,7 @@ def _check_syntax(code: str) -> None:
 def _syntax_note(code: str) -> str:
     """Gives ': SyntaxError at line N (...)' for code that does not parse, else ''."""
     try:
-        ast.parse(code)
+        parse(code)
     except SyntaxError as error:
         line = (error.text or "").strip()
         where = f"line {error.lineno} of the kernel" + (f" ({line!r})" if line else "")

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 from kernelopt.seed.kernel_text import StandaloneKernel
 from kernelopt.seed.output_code import InductorKernel, OutputModule, unknown
+from kernelopt.syntax import parse_expression
 
 ALLOCATORS = frozenset({"empty_strided_cuda", "empty_strided_cpu", "empty_strided", "empty_strided_xpu"})
 SKIPPED_CALLS = frozenset(
@@ -98,13 +99,13 @@ class _Rename(ast.NodeTransformer):
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr == "item" and isinstance(func.value, ast.Name):
             if func.value.id in self.scalars:  # a lifted Python number, read back: the attribute itself
-                return ast.copy_location(ast.parse(self.scalars[func.value.id], mode="eval").body, node)
+                return ast.copy_location(parse_expression(self.scalars[func.value.id]), node)
         self.generic_visit(node)
         return node
 
     def visit_Name(self, node: ast.Name) -> ast.expr:
         if node.id in self.names:
-            return ast.copy_location(ast.parse(self.names[node.id], mode="eval").body, node)
+            return ast.copy_location(parse_expression(self.names[node.id]), node)
         return node
 
 
@@ -125,7 +126,7 @@ def _grid(kernel: InductorKernel, standalone: StandaloneKernel, args: Mapping[st
         return f"lambda meta: grid_y_overflow({cdiv('xnumel', 'XBLOCK')}, {cdiv('ynumel', 'YBLOCK')})"
     if grid_type == "FixedGrid" and standalone.grid_sizes and fixed:
         # tiles over (M, N) along x, as the template's program ids read them; y and z (a batch) kept
-        sizes = {k: _Rename(args).visit(ast.parse(v, mode="eval")).body for k, v in standalone.grid_sizes.items()}
+        sizes = {k: _Rename(args).visit(parse_expression(v)) for k, v in standalone.grid_sizes.items()}
         m, n = ast.unparse(sizes["M"]), ast.unparse(sizes["N"])
         tiles = f"triton.cdiv({m}, meta['BLOCK_M']) * triton.cdiv({n}, meta['BLOCK_N'])"
         return f"lambda meta: ({tiles}, {fixed[1]}, {fixed[2]})"

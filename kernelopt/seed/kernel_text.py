@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from kernelopt.seed import helpers
 from kernelopt.seed.output_code import InductorKernel, unknown
+from kernelopt.syntax import parse
 
 # A GEMM template's tile knobs: the template sets them inside the body; the seed passes them at the launch.
 TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
@@ -101,7 +102,7 @@ def _template_grid_sizes(fn: ast.FunctionDef) -> dict[str, str]:
 
 def standalone(kernel: InductorKernel) -> StandaloneKernel:
     """The kernel as a seed file holds it."""
-    tree = ast.parse(kernel.source)
+    tree = parse(kernel.source)
     fn = _jit_function(tree, kernel.name)
     lines = kernel.source.splitlines()
     tile_values: dict[str, int] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.seed.errors import SeedError
+from kernelopt.syntax import parse
 
 HEURISTIC_KINDS = frozenset({"pointwise", "reduction", "persistent_reduction", "template"})
 
@@ -75,7 +76,7 @@ def _literal(node: ast.expr | None) -> Any:
 def parse_kernel(name: str, source: str) -> InductorKernel:
     """The facts of one kernel module's decorated jit function."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError as err:
         raise SeedError(f"kernel {name} from the compiler does not parse: {err}") from err
     fn = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
@@ -134,7 +135,7 @@ def _call_function(tree: ast.Module) -> ast.FunctionDef:
 def parse_output(code: str) -> OutputModule:
     """The kernels and the `call` body of one Inductor output module."""
     try:
-        tree = ast.parse(code)
+        tree = parse(code)
     except SyntaxError as err:
         raise SeedError(f"the compiler's output module does not parse: {err}") from err
     kernels: dict[str, InductorKernel] = {}

@@ -17,6 +17,7 @@ from kernelopt.seed.errors import SeedError
 from kernelopt.seed.forward_body import ForwardInputs, LaunchConfig, forward_lines
 from kernelopt.seed.kernel_text import standalone
 from kernelopt.seed.output_code import parse_output
+from kernelopt.syntax import parse
 
 HEADER = '''"""Compiler seed for {problem}: the Triton kernels torch.compile wrote for the reference, made a
 standalone kernelopt kernel file (torch {torch}, triton {triton}, {gpu}).
@@ -76,7 +77,7 @@ def state_expression(name: str) -> str:
 
 
 def _model_class(problem_source: str) -> ast.ClassDef:
-    tree = ast.parse(problem_source)
+    tree = parse(problem_source)
     model = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Model"), None)
     if model is None:
         raise SeedError("the problem file defines no class Model")

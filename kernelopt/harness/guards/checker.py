@@ -13,6 +13,7 @@ from kernelopt.harness.guards import rules as R
 from kernelopt.harness.guards.file import check_file
 from kernelopt.harness.guards.forward import ForwardScanner, Scope
 from kernelopt.harness.guards.syntax import _is_constant, _is_property, _module_statements, _scalar_only
+from kernelopt.syntax import parse
 
 _TENSOR_CREATORS = (
     "torch.nn.Parameter",
@@ -44,7 +45,7 @@ def format_violation(violation: Violation, filename: str = "kernel.py") -> str:
 def check_kernel_source(source: str, filename: str = "kernel.py") -> list[Violation]:
     """Return every rule the kernel source breaks, sorted by line (empty when it looks honest)."""
     try:
-        tree = ast.parse(source, filename=filename)
+        tree = parse(source, filename=filename)
     except SyntaxError as err:
         return [Violation("syntax-error", err.lineno or 1, f"invalid syntax: {err.msg}")]
     checker = _Checker(tree)

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from kernelopt.syntax import compile_tree, parse
+
 
 def _to_device(values: list[Any], device: torch.device) -> list[Any]:
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in values]
@@ -209,7 +211,7 @@ def _resize(value: int, larger: bool, rng: random.Random, count: int = 1) -> int
 def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[[], Any] | None:
     """get_inputs with every int literal above 2 resized, or None when it has none to resize."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(problem.get_inputs)))
+        tree = parse(textwrap.dedent(inspect.getsource(problem.get_inputs)))
     except (OSError, TypeError, SyntaxError):
         return None
     rng = random.Random(seed)
@@ -226,7 +228,7 @@ def literal_sized_get_inputs(problem: Any, larger: bool, seed: int) -> Callable[
     if not resized:
         return None
     namespace = dict(vars(problem))
-    exec(compile(tree, getattr(problem, "__file__", "<problem>"), "exec"), namespace)  # the problem's own code
+    exec(compile_tree(tree, getattr(problem, "__file__", "<problem>")), namespace)  # the problem's own code
     return namespace["get_inputs"]
 
 
