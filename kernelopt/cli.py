@@ -292,7 +292,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kernelopt.report import REPORT_JSON, load_summary
+    from kernelopt.report.run import REPORT_JSON, load_summary
 
     run_dir = Path(args.run_dir).resolve()
     if not run_dir.is_dir():
@@ -301,7 +301,7 @@ def _report(args: argparse.Namespace) -> int:
     if summary is None and not (run_dir / RUN_FILE).is_file():
         raise InputError(f"{run_dir} holds neither {REPORT_JSON} nor {RUN_FILE}; pass the run directory a run printed")
     db = check_db_url(args.db)
-    from kernelopt.report import summarize_run, write_reports
+    from kernelopt.report.run import summarize_run, write_reports
 
     if summary is None:  # the run never finished: its last checkpoint has the figures so far
         from kernelopt.checkpoint import open_checkpointer
@@ -321,7 +321,7 @@ def _report(args: argparse.Namespace) -> int:
 def _suite(args: argparse.Namespace) -> int:
     """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
     from kernelopt import suite as suites
-    from kernelopt.suite_report import summary_text
+    from kernelopt.report.suite import summary_text
 
     check_placement(args.gpus, args.workers, args.ray)
     if args.resume:

@@ -47,7 +47,7 @@ def run_graph_to_end(
 
     from kernelopt.checkpoint import open_checkpointer, run_lock
     from kernelopt.graph import build_graph
-    from kernelopt.progress import render_event
+    from kernelopt.report.progress import render_event
 
     config = record.config()
     with run_lock(run_dir), open_checkpointer(run_dir, db) as saver:
@@ -160,7 +160,7 @@ class _Asker:
         return line.rstrip("\n")
 
     def answer_for(self, payload: Any) -> dict[str, Any] | None:
-        from kernelopt.progress import render_question
+        from kernelopt.report.progress import render_question
 
         if not isinstance(payload, dict):  # not one of ours: show it, and take a plain reply
             print(f"── the graph asks: {payload}", file=self.out, flush=True)
@@ -209,7 +209,7 @@ class _Asker:
 
 def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished: bool = False) -> int:
     """Print the summary (the report node wrote the files); the exit code says whether a best kernel exists."""
-    from kernelopt.report import REPORT_MD, summarize_run, write_reports
+    from kernelopt.report.run import REPORT_MD, summarize_run, write_reports
 
     summary = summarize_run(final, gpu_named=ctx.gpu is not None)
     run_dir = Path(summary["run_dir"]) if summary["run_dir"] else None
@@ -229,9 +229,9 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
 
 
 def final_text(summary: dict[str, Any]) -> str:
-    from kernelopt.baseline_figures import baseline_text
-    from kernelopt.report import roofline_notes
-    from kernelopt.report_models import models_text
+    from kernelopt.report.figures import baseline_text
+    from kernelopt.report.models import models_text
+    from kernelopt.report.run import roofline_notes
 
     lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
     if summary.get("best_kernel_path"):

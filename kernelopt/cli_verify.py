@@ -38,9 +38,9 @@ def verify_command(args: argparse.Namespace) -> int:
     # optimize; one that runs and is wrong is a rejection (exit 1)
     check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     prewarm()
-    from kernelopt.baseline_figures import baseline_text, figures
     from kernelopt.harness import COMPILE_CACHE, floor_ms_for
     from kernelopt.harness.verify import HarnessSettings, Verifier
+    from kernelopt.report.figures import baseline_text, figures
     from kernelopt.runs import default_runs_dir
 
     settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,

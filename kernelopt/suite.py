@@ -22,14 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from kernelopt.baseline_figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.context import Context
 from kernelopt.harness import COMPILE_CACHE, floor_ms_for
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import FloorEstimate, InputError
+from kernelopt.report.figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
+from kernelopt.report.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 from kernelopt.runs import default_runs_dir
 from kernelopt.seed.obtain import seed_possible
-from kernelopt.suite_report import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each
@@ -96,7 +96,7 @@ class ProblemResult:
     where: str | None = None  # the GPU (and node) that judged it; None: this process's one device
     tries: int = 1  # 2: the first try's worker or node was lost, and the problem was run again
     # the stronger baselines, the speedups over them with the mode named, the gap closed, the
-    # method (baseline_figures.figures); None in a result written before they were recorded
+    # method (report/figures.py:figures); None in a result written before they were recorded
     figures: dict[str, Any] | None = None
 
 
@@ -245,7 +245,7 @@ def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     """The graph run on the problem, as `kernelopt optimize` does; the figures from its report."""
     from kernelopt.graph import build_graph
-    from kernelopt.report import load_summary
+    from kernelopt.report.run import load_summary
 
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
@@ -346,10 +346,10 @@ def write_results(suite: Suite, specs: Sequence[ProblemSpec], done: dict[str, Pr
     _write_json(out / RESULTS_JSON, data)
     has_plot = (out / RESULTS_PNG).is_file()
     if plot:
-        from kernelopt.suite_report import draw_results
+        from kernelopt.report.suite import draw_results
 
         has_plot = draw_results(data, out / RESULTS_PNG)
-    from kernelopt.suite_report import render_markdown
+    from kernelopt.report.suite import render_markdown
 
     (out / RESULTS_MD).write_text(render_markdown(data, has_plot))
     return data

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from helpers import DATA
 
-from kernelopt.baseline_figures import gap_closed, launch_note, suite_figures
 from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
 from kernelopt.harness.sandbox.baseline_client import compile_cache_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.records import Baselines, FloorEstimate, KernelRecord, Timing, TimingMethod
-from kernelopt.report import render_markdown, summarize_run, write_reports
+from kernelopt.report.figures import gap_closed, launch_note, suite_figures
+from kernelopt.report.run import render_markdown, summarize_run, write_reports
+from kernelopt.report.suite import render_markdown as suite_markdown
 from kernelopt.suite import ProblemResult, finished_results, read_suite
-from kernelopt.suite_report import render_markdown as suite_markdown
 
 ADD = DATA / "add" / "problem.py"
 FLOOR = FloorEstimate(min_bytes=4_800_000, flops=1_200_000.0, dtype="fp32")  # 0.001 ms on an H200's 4.8 TB/s

@@ -14,8 +14,8 @@ from kernelopt.budget import add_tokens, check_budget, token_totals, usage_of
 from kernelopt.context import Context
 from kernelopt.llm import RetryPolicy
 from kernelopt.nodes.history import lessons, with_lessons
-from kernelopt.progress import render_event
 from kernelopt.records import Attempt
+from kernelopt.report.progress import render_event
 
 
 def _inputs(problem: Path, kernel: str = "kernel_base.py") -> dict[str, str]:

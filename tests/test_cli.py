@@ -213,7 +213,7 @@ def test_help_version_and_usage_errors_answer_at_once(tmp_path, args):
 
 
 def test_modules_the_cli_needs_for_checking_load_no_torch_or_langgraph():
-    code = ("import sys, kernelopt.cli, kernelopt.progress; "
+    code = ("import sys, kernelopt.cli, kernelopt.report.progress; "
             "print(sorted(m for m in ('torch', 'langgraph', 'langchain_core', 'matplotlib') if m in sys.modules))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.stdout.strip() == "[]", _show(proc)

@@ -22,8 +22,8 @@ from kernelopt.harness.problem import import_file
 from kernelopt.harness.sandbox import fingerprint
 from kernelopt.harness.verify import Verifier
 from kernelopt.nodes import verifier as verifier_node
-from kernelopt.progress import render_event
 from kernelopt.records import Attempt, Candidate, KernelRecord, Timing, Verdict
+from kernelopt.report.progress import render_event
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 

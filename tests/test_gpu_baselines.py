@@ -17,7 +17,7 @@ from helpers import DATA
 from kernelopt.context import Context
 from kernelopt.nodes.setup import _setup
 from kernelopt.records import Baselines, KernelRecord
-from kernelopt.report import render_markdown, summarize_run
+from kernelopt.report.run import render_markdown, summarize_run
 
 pytestmark = [
     pytest.mark.gpu,

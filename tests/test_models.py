@@ -79,7 +79,7 @@ def test_branches_take_the_live_models_in_turn_and_a_repair_stays_with_its_write
 
 
 def test_progress_names_the_model_that_wrote_and_the_one_dropped():
-    from kernelopt.progress import render_event
+    from kernelopt.report.progress import render_event
 
     wrote = {"event": "candidate", "path": "/r/kernels/r001_a0.py", "tokens": {"input": 10, "output": 5}}
     assert render_event(wrote) == "  optimizer: wrote kernels/r001_a0.py [tokens: 10 in, 5 out]"  # one model

@@ -16,7 +16,7 @@ from scripted import DATA, RoutedChatModel, kernel_reply
 from kernelopt.harness.verify import Verifier
 from kernelopt.nodes.pinned import pin_of
 from kernelopt.records import Attempt, Candidate, config_of, config_text
-from kernelopt.report_pinned import gains
+from kernelopt.report.pinned import gains
 
 ADD = DATA / "add"
 

@@ -11,7 +11,7 @@ from helpers import fast_context
 from scripted import DATA, ScriptedChatModel, diagnosis_reply, kernel_reply
 from test_cli import _show, kernelopt
 
-from kernelopt.progress import render_event
+from kernelopt.report.progress import render_event
 
 
 def test_a_long_verification_shows_that_it_waits_and_for_how_long():

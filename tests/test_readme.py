@@ -77,3 +77,16 @@ def test_the_embedding_block_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     exec(compile(quick, "README.md", "exec"), namespace)  # the README's own code
     final = namespace["final"]
     assert isinstance(final, dict) and final["best"] is not None
+
+
+def _layout() -> str:
+    return next(body for _, body in BLOCKS if body.startswith("kernelopt/\n"))
+
+
+def test_the_layout_names_every_module_and_room_of_the_package() -> None:
+    package = ROOT / "kernelopt"
+    names = {p.name for p in package.glob("*.py") if p.name != "__init__.py"}
+    names |= {f"{p.name}/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+    layout = _layout()
+    missing = sorted(n for n in names if not re.search(rf"(?<![\w/.]){re.escape(n)}", layout))
+    assert missing == []

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from test_cli import _show, kernelopt
 
-from kernelopt.plot import roofline_geometry
 from kernelopt.records import Attempt, Baselines, FloorEstimate, KernelRecord, Roofline, Timing
-from kernelopt.report import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
+from kernelopt.report.plot import roofline_geometry
+from kernelopt.report.run import NOT_GPU_NOTE, render_markdown, summarize_run, write_reports
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FLOOR = FloorEstimate(min_bytes=48_000_000, flops=12_000_000.0, dtype="fp32")  # 0.25 FLOP/byte
@@ -205,7 +205,7 @@ def test_report_re_renders_a_moved_run_folder_with_its_new_paths(tmp_path):
 
 
 def test_suite_reasons_are_said_once_without_log_paths():
-    from kernelopt.suite_report import _reason_cell
+    from kernelopt.report.suite import _reason_cell
 
     wrong = {"rule": "incorrect", "reason": "incorrect: case 2, output 0: 3 of 64 elements outside atol",
              "stop_reason": None}
@@ -220,7 +220,7 @@ def test_suite_reasons_are_said_once_without_log_paths():
 def test_a_sweep_row_is_credited_only_with_its_own_rounds_verification(tmp_path):
     """The centre of round 2's sweep is round 1's best: it was not verified in round 2, so it is
     not "faster (new best)" there; a round that swept nothing has no table."""
-    from kernelopt.sweep_report import _numbers, sweep_tables
+    from kernelopt.report.sweep import _numbers, sweep_tables
 
     (tmp_path / "sweeps").mkdir()
     best = tmp_path / "r001.py"

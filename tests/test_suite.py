@@ -19,8 +19,8 @@ import pytest
 from helpers import DATA
 from test_cli import _show, kernelopt
 
+from kernelopt.report.suite import draw_results, render_markdown
 from kernelopt.suite import ProblemResult, progress_line, summarize
-from kernelopt.suite_report import draw_results, render_markdown
 
 SUITE = DATA / "suite"
 PROBLEMS, KERNELS = SUITE / "problems", SUITE / "kernels"

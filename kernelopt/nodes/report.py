@@ -9,7 +9,7 @@ from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
 from kernelopt.nodes.common import context_of, emit, verifiers_for
-from kernelopt.report import summarize_run, write_reports
+from kernelopt.report.run import summarize_run, write_reports
 from kernelopt.runs import log_event
 from kernelopt.state import KernelOptState
 

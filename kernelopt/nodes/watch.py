@@ -16,8 +16,8 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
-from kernelopt.progress import outcome_words, verdict_detail
 from kernelopt.records import Attempt, Candidate, KernelRecord
+from kernelopt.report.progress import outcome_words, verdict_detail
 from kernelopt.state import Branch, KernelOptState
 
 Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from kernelopt.baseline_figures import figures, launch_note, method_lines, share_words, times
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
-from kernelopt.progress import outcome_words, verdict_detail
 from kernelopt.records import FloorEstimate, least_time_ms
-from kernelopt.report_models import model_rows, models_markdown
-from kernelopt.report_pinned import pinned_rows, pinned_section
-from kernelopt.report_story import (
+from kernelopt.report.figures import figures, launch_note, method_lines, share_words, times
+from kernelopt.report.models import model_rows, models_markdown
+from kernelopt.report.pinned import pinned_rows, pinned_section
+from kernelopt.report.progress import outcome_words, verdict_detail
+from kernelopt.report.story import (
     DIFF_FILE,
     NOT_GPU_NOTE,
     best_vs_start_diff,
@@ -22,8 +22,8 @@ from kernelopt.report_story import (
     round_diagnoses,
     start_time_ms,
 )
-from kernelopt.report_tree import search_tree, tree_section
-from kernelopt.sweep_report import SWEEP_PNG, sweep_markdown, sweep_tables
+from kernelopt.report.sweep import SWEEP_PNG, sweep_markdown, sweep_tables
+from kernelopt.report.tree import search_tree, tree_section
 
 REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
@@ -107,8 +107,8 @@ def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
 
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
     """Write report.json, report.md and roofline.png into the run directory; returns the files written."""
-    from kernelopt.plot import draw_picture  # matplotlib loads only when a picture is drawn
-    from kernelopt.sweep_report import draw_sweep
+    from kernelopt.report.plot import draw_picture  # matplotlib loads only when a picture is drawn
+    from kernelopt.report.sweep import draw_sweep
 
     run_dir = Path(run_dir)
     (run_dir / REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))

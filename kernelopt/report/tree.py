@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from kernelopt.progress import outcome_words, verdict_detail
+from kernelopt.report.progress import outcome_words, verdict_detail
 
 DETAIL_CHARS = 100  # of a failure's reason, in report.md
 

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from kernelopt.baseline_figures import method_lines
+from kernelopt.report.figures import method_lines
 
 RESULTS_JSON, RESULTS_MD, RESULTS_PNG = "results.json", "results.md", "results.png"
 
