@@ -56,6 +56,16 @@ def floor_from_counts(min_bytes: int, flops: float, dtype: object) -> FloorEstim
     return FloorEstimate(min_bytes=int(min_bytes), flops=float(flops), dtype=dtype_name(dtype))
 
 
+def datasheet_floor_ms(floor: FloorEstimate, spec: GPUSpec) -> float:
+    """The floor time on a GPU's datasheet ceilings: the lenient floor, which a real time may
+    approach but never pass (the impossible-speed rule and the report's figures judge by it)."""
+    try:
+        peak_tflops = spec.peak_tflops(floor.dtype)
+    except ValueError:
+        peak_tflops = spec.peak_fp32_tflops
+    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
+
+
 def baseline_times_ms(baselines: Baselines | None) -> dict[str, float]:
     """The baselines timed on the GPU, by name ("PyTorch eager", "torch.compile"), in ms.
 

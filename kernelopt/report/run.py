@@ -7,8 +7,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelopt.hardware.roofline import datasheet_floor_ms
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
-from kernelopt.records import FloorEstimate, least_time_ms
+from kernelopt.records import FloorEstimate
 from kernelopt.report.figures import figures, launch_note, method_lines, share_words, times
 from kernelopt.report.models import model_rows, models_markdown
 from kernelopt.report.pinned import pinned_rows, pinned_section
@@ -96,13 +97,7 @@ def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
         spec = get_gpu_spec(gpu_key) if gpu_key else None
     except UnknownGPUError:
         spec = None
-    if floor is None or spec is None:
-        return None
-    try:
-        peak_tflops = spec.peak_tflops(floor.dtype)
-    except ValueError:
-        peak_tflops = spec.peak_fp32_tflops
-    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
+    return datasheet_floor_ms(floor, spec) if floor is not None and spec is not None else None
 
 
 def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:

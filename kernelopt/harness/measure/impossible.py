@@ -5,8 +5,9 @@ No torch here: the graph process computes the floor it hands the verifier."""
 
 from __future__ import annotations
 
+from kernelopt.hardware.roofline import datasheet_floor_ms
 from kernelopt.hardware.specs import detect_gpu_spec, get_gpu_spec
-from kernelopt.records import FloorEstimate, Timing, least_time_ms
+from kernelopt.records import FloorEstimate, Timing
 
 # A GPU time this far under the floor cannot be real: the work was done elsewhere or not at all.
 IMPOSSIBLE_SPEED_FRACTION = 0.9
@@ -19,13 +20,7 @@ def floor_ms_for(floor: FloorEstimate | None, gpu_key: str | None) -> float | No
     under it is impossible, not merely unlikely.
     """
     spec = get_gpu_spec(gpu_key) if gpu_key else detect_gpu_spec()
-    if floor is None or spec is None:
-        return None
-    try:
-        peak_tflops = spec.peak_tflops(floor.dtype)
-    except ValueError:
-        peak_tflops = spec.peak_fp32_tflops
-    return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
+    return datasheet_floor_ms(floor, spec) if floor is not None and spec is not None else None
 
 
 def impossible_speed(timing: Timing | None, floor_ms: float | None) -> str | None:
