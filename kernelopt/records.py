@@ -76,7 +76,7 @@ def least_time_ms(floor: FloorEstimate, bandwidth_gbs: float, peak_tflops: float
     return max(memory_s, compute_s) * 1e3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Roofline:
     """Where a kernel sits against the roofline, from NCU's SOL% and from the floor."""
 
@@ -102,7 +102,7 @@ class Roofline:
     peak_tflops: float | None = None  # the ceiling used (measured or datasheet)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Verdict:
     """The verifier's answer for one kernel: accepted, or the one rule it broke and how."""
 
@@ -117,7 +117,7 @@ class Verdict:
     winners: str = ""  # what its @triton.autotune picked, as config_text writes it ("" when none)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TimingMethod:
     """How a run's times were taken: the protocol's settings as they were used (report.md's method)."""
 
@@ -132,7 +132,7 @@ class TimingMethod:
     spread: str = "interquartile range (p75 - p25)"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Baselines:
     """The reference's times under the candidates' protocol (eager, torch.compile in its default
     and max-autotune modes, a CUDA-graph replay of eager), what they cost, and the problem's floor.
@@ -189,7 +189,7 @@ class BottleneckResult:
     recommended_fixes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SweepRow:
     """One configuration a sweep measured: its knob values, and its time or why it has none."""
 
@@ -246,7 +246,7 @@ class JudgedParent:
     diagnosis: Diagnosis
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Attempt:
     """One candidate tried: what changed, what the verifier said, how it compared with the best."""
 

@@ -21,7 +21,8 @@ from kernelopt.suite import ProblemResult, finished_results, read_suite
 
 ADD = DATA / "add" / "problem.py"
 FLOOR = FloorEstimate(min_bytes=4_800_000, flops=1_200_000.0, dtype="fp32")  # 0.001 ms on an H200's 4.8 TB/s
-GPU_METHOD = TimingMethod("CUDA events", 128 * 2**20, 25.0, 2, 500.0, 10, 1000)
+GPU_METHOD = TimingMethod(timer="CUDA events", flush_l2_bytes=128 * 2**20, warmup_ms=25.0, min_warmup_runs=2,
+                          target_total_ms=500.0, min_trials=10, max_trials=1000)
 
 
 def _timing(ms: float, clock: str = "cuda_events", trials: int = 200) -> Timing:
@@ -234,7 +235,7 @@ def test_a_checkpoint_from_before_the_stronger_baselines_resumes():
         floor: FloorEstimate | None = None
 
     Baselines.__module__ = "kernelopt.records"
-    old = Baselines(_timing(0.1, "cpu"), None, "failed", FLOOR)
+    old = Baselines(eager=_timing(0.1, "cpu"), compile=None, compile_error="failed", floor=FLOOR)
     back = serializer().loads_typed(serializer().dumps_typed({"baselines": old}))["baselines"]
     assert type(back).__qualname__ == "Baselines" and type(back).__module__ == "kernelopt.records"
     assert back.eager == old.eager and back.compile_error == "failed" and back.floor == FLOOR

@@ -90,7 +90,8 @@ def test_a_chat_model_without_usage_is_counted_by_estimate(tmp_path, add_problem
 
 
 def _attempt(round_: int, repair: int, outcome: str, change: str, **fields) -> Attempt:
-    return Attempt(round_, repair, f"k{round_}{repair}.py", f"h{round_}{repair}", outcome, change, **fields)  # type: ignore[arg-type]
+    return Attempt(round=round_, repair=repair, kernel_path=f"k{round_}{repair}.py", source_hash=f"h{round_}{repair}",
+                   outcome=outcome, change=change, **fields)  # type: ignore[arg-type]
 
 
 def test_lessons_name_ideas_to_avoid_with_their_errors_and_ideas_that_were_faster():

@@ -195,9 +195,9 @@ class FakeHarness:
     def verify(self, path: str, floor_ms: float | None = None, on_progress: Any = None,
                timed: dict[str, str] | None = None) -> Verdict:
         if "f-same" in (timed or {}):
-            return Verdict(True, "correct", fingerprint="f-same", duplicate_of=(timed or {})["f-same"])
+            return Verdict(accepted=True, reason="correct", fingerprint="f-same", duplicate_of=(timed or {})["f-same"])
         self.timed += 1
-        return Verdict(True, "correct", timing=Timing(2.0, 2.0, 2.0, 2.0, 2.0, 10, "cuda_events"),
+        return Verdict(accepted=True, reason="correct", timing=Timing(2.0, 2.0, 2.0, 2.0, 2.0, 10, "cuda_events"),
                        fingerprint="f-same")
 
 
@@ -205,7 +205,8 @@ def test_a_kernel_timed_in_an_earlier_step_is_not_timed_again(tmp_path: Path, mo
     harness = FakeHarness()
     monkeypatch.setattr(verifier_node, "verifiers_for", lambda state, ctx: [harness])
     timing = Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10, "cuda_events")
-    earlier = Attempt(1, 0, str(tmp_path / "r001_a0.py"), "h1", "faster", "bigger blocks", time_ms=1.0,
+    earlier = Attempt(round=1, repair=0, kernel_path=str(tmp_path / "r001_a0.py"), source_hash="h1", outcome="faster",
+                      change="bigger blocks", time_ms=1.0,
                       new_best=True, fingerprint="f-same")  # as a resumed run's state holds it
     path = tmp_path / "r002_a0.py"
     path.write_text("NAME = 'the same kernel, reworded'\n")

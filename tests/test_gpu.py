@@ -123,7 +123,8 @@ def test_the_autotuners_pick_comes_back_with_the_verdict_and_its_pin_verifies(tm
     tuned = verifier.verify(rewrite)
     assert tuned.accepted, tuned.reason
     assert config_of(tuned.winners)["BLOCK_SIZE"] in (64, 1024) and "num_stages" in tuned.winners
-    parent = Attempt(0, 0, str(add / "kernel_base.py"), "h", "correct", "start", time_ms=start.timing.median_ms)
+    parent = Attempt(round=0, repair=0, kernel_path=str(add / "kernel_base.py"), source_hash="h", outcome="correct",
+                     change="start", time_ms=start.timing.median_ms)
     pin = pin_of(Candidate(str(rewrite), "autotune"), parent.kernel_path, [parent])
     assert pin is not None and pin.config == "BLOCK_SIZE=64, num_warps=4"
     pinned = verifier.verify(pin.path)

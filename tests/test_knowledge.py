@@ -195,13 +195,16 @@ def test_a_gain_names_its_branchs_bottleneck_and_a_repair_names_the_idea_it_repa
     timing = Timing(1.0, 0.9, 1.1, 0.8, 1.2, 10, "interpreter")
     old = KernelRecord("old.py", "a", timing, 0)
     new = KernelRecord("new.py", "b", dataclasses.replace(timing, median_ms=0.5), 1)
-    first = Attempt(1, 0, "r001_a0.py", "b", "incorrect", "one pass with an online max and sum", error="wrong")
+    first = Attempt(round=1, repair=0, kernel_path="r001_a0.py", source_hash="b", outcome="incorrect",
+                    change="one pass with an online max and sum", error="wrong")
     state = {"diagnosis": diagnosis, "attempts": [first], "problem_file": str(MOVES / "softmax_long.py"),
              "problem_path": "/problems/23_Softmax.py", "run_dir": str(tmp_path), "gpu_key": "H200"}
     ctx = fast_context(tmp_path)
-    branch_one = Attempt(1, 0, "r001_a0_b1.py", "c", "faster", "split each row in four", 0.5, 2.0, new_best=True)
+    branch_one = Attempt(round=1, repair=0, kernel_path="r001_a0_b1.py", source_hash="c", outcome="faster",
+                         change="split each row in four", time_ms=0.5, speedup_vs_best=2.0, new_best=True)
     remember_gain(state, ctx, branch_one, 1, new, old)  # type: ignore[arg-type]
-    repaired = Attempt(1, 1, "r001_a1.py", "d", "faster", "repair: wrong", 0.5, 2.0, new_best=True)
+    repaired = Attempt(round=1, repair=1, kernel_path="r001_a1.py", source_hash="d", outcome="faster",
+                       change="repair: wrong", time_ms=0.5, speedup_vs_best=2.0, new_best=True)
     remember_gain(state, ctx, repaired, 1, new, old)  # type: ignore[arg-type]  # a repair's branch: its own number
     remember_gain(state, ctx, branch_one, 1, new, None)  # type: ignore[arg-type]  # the first best is no gain
     gains = GainStore(tmp_path / "runs" / STORE_FILE).gains()

@@ -64,7 +64,8 @@ def test_a_malformed_model_spec_is_one_line_and_exit_2(spec, said, capsys):
 
 
 def _attempt(model: str, time_ms: float | None, error: str | None = None) -> Attempt:
-    return Attempt(1, 0, "k.py", "h", "faster" if time_ms else "failed", "c", time_ms=time_ms, error=error,
+    return Attempt(round=1, repair=0, kernel_path="k.py", source_hash="h", outcome="faster" if time_ms else "failed",
+                   change="c", time_ms=time_ms, error=error,
                    model=model)
 
 
@@ -96,7 +97,7 @@ def test_attempts_checkpointed_before_models_were_recorded_still_load():
 
     from kernelopt.checkpoint import serializer
 
-    attempt = Attempt(1, 0, "k.py", "h", "failed", "c", model="a")
+    attempt = Attempt(round=1, repair=0, kernel_path="k.py", source_hash="h", outcome="failed", change="c", model="a")
     saver = serializer()
     assert saver.loads_typed(saver.dumps_typed(attempt)) == attempt
     before = {f.name: getattr(attempt, f.name) for f in dataclasses.fields(attempt) if f.name != "model"}

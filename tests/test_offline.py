@@ -72,7 +72,8 @@ def test_the_naive_swish_on_the_h200_needs_more_work_per_program_not_less() -> N
     # NCU on the H200: 2^26 fp32 elements, BLOCK_SIZE 128, 4 warps; both SOL% just under 40
     metrics = {"launch__grid_size": 524288.0, "launch__block_size": 128.0, "dram__bytes_read.sum": 2.0**28,
                "launch__occupancy_limit_warps": 16.0, "launch__occupancy_limit_blocks": 32.0}
-    roofline = Roofline("underutilized", 39.0, 39.5, 39.7, 60.3, False, False, source="ncu")
+    roofline = Roofline(bottleneck="underutilized", compute_sol_pct=39.0, memory_sol_pct=39.5, efficiency_pct=39.7,
+                        headroom_pct=60.3, at_roofline=False, uses_tensor_cores=False, source="ncu")
     source = (EXAMPLES / "swish" / "kernel.py").read_text()
     found = diagnose(roofline, metrics, source=source, spec=H200)
     assert found[0].summary == "4 B per thread in flight: too little work per program"
@@ -83,7 +84,8 @@ def test_the_naive_swish_on_the_h200_needs_more_work_per_program_not_less() -> N
 
 
 def test_a_rule_needs_a_per_program_fact_not_a_sol_percentage() -> None:
-    idle = Roofline("underutilized", 10.0, 10.0, 10.0, 90.0, False, False, source="ncu")
+    idle = Roofline(bottleneck="underutilized", compute_sol_pct=10.0, memory_sol_pct=10.0, efficiency_pct=10.0,
+                    headroom_pct=90.0, at_roofline=False, uses_tensor_cores=False, source="ncu")
     assert [b.category for b in diagnose(idle, {})] == ["other"]  # SOL% alone: no rule fires
     few = {"launch__grid_size": 66.0, "launch__block_size": 256.0, "launch__occupancy_limit_warps": 8.0}
     found = diagnose(idle, few, spec=H200)
@@ -108,8 +110,8 @@ def test_the_plan_reaches_the_sizes_that_hit_the_floor() -> None:
 
 def test_a_slower_move_is_not_repeated_and_the_next_round_jumps_the_other_way() -> None:
     centre = {"BLOCK_SIZE": 128, "num_warps": 4}
-    measured = [SweepRow({"BLOCK_SIZE": 128, "num_warps": 4}, 1, time_ms=0.32, stage=3),
-                SweepRow({"BLOCK_SIZE": 64, "num_warps": 4}, 1, time_ms=0.63, stage=1)]
+    measured = [SweepRow(config={"BLOCK_SIZE": 128, "num_warps": 4}, round=1, time_ms=0.32, stage=3),
+                SweepRow(config={"BLOCK_SIZE": 64, "num_warps": 4}, round=1, time_ms=0.63, stage=1)]
     # a diagnosis that still says "shrink": the measured slower step down is not taken further
     nxt = plan(centre, Direction(size=-1), measured, 48)
     assert all(c["BLOCK_SIZE"] >= 128 for c in nxt)

@@ -22,7 +22,8 @@ ADD = DATA / "add"
 
 
 def _attempt(path: Path, time_ms: float, winner: str = "") -> Attempt:
-    return Attempt(0, 0, str(path), "h", "correct", "start", time_ms=time_ms, winner=winner)
+    return Attempt(round=0, repair=0, kernel_path=str(path), source_hash="h", outcome="correct", change="start",
+                   time_ms=time_ms, winner=winner)
 
 
 def _copy(name: str, to: Path) -> Path:

@@ -37,3 +37,14 @@ def test_the_public_names_of_records_load_from_records() -> None:
     for name in kernelopt.__all__:
         if name in RECORDS:
             assert getattr(kernelopt, name) is getattr(records, name)
+
+
+def test_every_record_of_many_fields_is_keyword_only() -> None:
+    import dataclasses
+
+    from kernelopt import records
+
+    big = [cls for cls in vars(records).values()
+           if dataclasses.is_dataclass(cls) and isinstance(cls, type) and len(dataclasses.fields(cls)) > 8]
+    assert {cls.__name__ for cls in big} >= {"Attempt", "Roofline", "Baselines", "Verdict"}
+    assert [cls.__name__ for cls in big if not all(f.kw_only for f in dataclasses.fields(cls))] == []

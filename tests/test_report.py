@@ -25,12 +25,16 @@ def _timing(ms: float, clock: str) -> Timing:
 def _state(run_dir: Path, clock: str = "cuda_events", floor: FloorEstimate | None = FLOOR) -> dict:
     kernels = run_dir / "kernels"
     attempts = [
-        Attempt(0, 0, str(kernels / "r000_a0.py"), "h0", "faster", "the starting kernel", time_ms=0.2, new_best=True),
-        Attempt(1, 0, str(kernels / "r001_a0.py"), "h1", "incorrect", "BLOCK_SIZE 64 -> 128",
+        Attempt(round=0, repair=0, kernel_path=str(kernels / "r000_a0.py"), source_hash="h0", outcome="faster",
+                change="the starting kernel", time_ms=0.2, new_best=True),
+        Attempt(round=1, repair=0, kernel_path=str(kernels / "r001_a0.py"), source_hash="h1", outcome="incorrect",
+                change="BLOCK_SIZE 64 -> 128",
                 error="incorrect: 12 of 4096 values outside atol=0.0001 | rtol=0.0001", rule="incorrect"),
-        Attempt(1, 1, str(kernels / "r001_a1.py"), "h2", "faster", "repair: mask the tail", time_ms=0.05,
+        Attempt(round=1, repair=1, kernel_path=str(kernels / "r001_a1.py"), source_hash="h2", outcome="faster",
+                change="repair: mask the tail", time_ms=0.05,
                 speedup_vs_best=4.0, new_best=True),
-        Attempt(2, 0, str(kernels / "r002_a0.py"), "h3", "slower", "num_warps 4 -> 8", time_ms=0.08,
+        Attempt(round=2, repair=0, kernel_path=str(kernels / "r002_a0.py"), source_hash="h3", outcome="slower",
+                change="num_warps 4 -> 8", time_ms=0.08,
                 speedup_vs_best=0.625),
     ]
     roofline = Roofline(
@@ -42,7 +46,7 @@ def _state(run_dir: Path, clock: str = "cuda_events", floor: FloorEstimate | Non
         "run_dir": str(run_dir), "problem_path": "/problems/add.py", "round": 2, "gpu_key": "H200",
         "stop_reason": "max_rounds", "roofline": roofline, "attempts": attempts,
         "best": KernelRecord(str(kernels / "r001_a1.py"), "h2", _timing(0.05, clock), 1),
-        "baselines": Baselines(_timing(0.1, clock), _timing(0.08, clock), floor=floor),
+        "baselines": Baselines(eager=_timing(0.1, clock), compile=_timing(0.08, clock), floor=floor),
     }
 
 
@@ -159,9 +163,11 @@ def test_verdicts_taken_on_another_gpu_say_where(tmp_path):
     kernels = tmp_path / "kernels"
     state["attempts"] = [
         *state["attempts"],
-        Attempt(2, 0, str(kernels / "r002_a0_b1.py"), "h4", "outpaced", "BLOCK_SIZE 128 -> 1024", time_ms=0.045,
+        Attempt(round=2, repair=0, kernel_path=str(kernels / "r002_a0_b1.py"), source_hash="h4", outcome="outpaced",
+                change="BLOCK_SIZE 128 -> 1024", time_ms=0.045,
                 speedup_vs_best=1.1, where="gpu 1"),
-        Attempt(2, 0, str(kernels / "r002_a0_b2.py"), "h5", "slower", "BLOCK_SIZE 128 -> 64", time_ms=0.09,
+        Attempt(round=2, repair=0, kernel_path=str(kernels / "r002_a0_b2.py"), source_hash="h5", outcome="slower",
+                change="BLOCK_SIZE 128 -> 64", time_ms=0.09,
                 speedup_vs_best=0.5, where="gpu 1"),
     ]
     rows = [line for line in render_markdown(summarize_run(state)).splitlines()

@@ -31,7 +31,8 @@ def baselines(eager_ms: float = 1.0, compile_ms: float | None = None) -> Baselin
 
 
 def roofline(at: bool) -> Roofline:
-    return Roofline("memory", None, 90.0, 95.0, 5.0, at, None)
+    return Roofline(bottleneck="memory", compute_sol_pct=None, memory_sol_pct=90.0, efficiency_pct=95.0,
+                    headroom_pct=5.0, at_roofline=at, uses_tensor_cores=None)
 
 
 def state(**fields: Any) -> dict[str, Any]:
@@ -42,11 +43,13 @@ def state(**fields: Any) -> dict[str, Any]:
 
 
 def passed(new_best: bool = False, round_: int = 1) -> Attempt:
-    return Attempt(round_, 0, "k.py", "h1", "faster" if new_best else "slower", "tile", time_ms=0.8, new_best=new_best)
+    return Attempt(round=round_, repair=0, kernel_path="k.py", source_hash="h1",
+                   outcome="faster" if new_best else "slower", change="tile", time_ms=0.8, new_best=new_best)
 
 
 def failed(round_: int = 1, repair: int = 0, path: str = "k.py") -> Attempt:
-    return Attempt(round_, repair, path, "h2", "rejected", "tile", error=f"boom in {path}", rule="runtime-error")
+    return Attempt(round=round_, repair=repair, kernel_path=path, source_hash="h2", outcome="rejected", change="tile",
+                   error=f"boom in {path}", rule="runtime-error")
 
 
 @pytest.mark.parametrize(

@@ -43,7 +43,7 @@ def test_a_verdict_under_a_rule_outside_the_table_is_a_kernelopt_bug(tmp_path: P
         known_rule("no-such-rule")
     assert known_rule("incorrect") == "incorrect"
     verifier = Verifier(Path(__file__).parent / "cheats" / "problem_add.py", tmp_path, HarnessSettings())
-    verifier._verify = lambda *a, **k: Verdict(False, "made up", rule="no-such-rule")  # type: ignore[method-assign]
+    verifier._verify = lambda *a, **k: Verdict(accepted=False, reason="made up", rule="no-such-rule")  # type: ignore[method-assign]
     with pytest.raises(ValueError, match="no-such-rule"):  # every verdict is checked on its way out
         verifier.verify(tmp_path / "kernel.py")
 

@@ -46,8 +46,8 @@ class FakeGPU:
             raise HarnessError("kernelopt failed while verifying (its own error)")
         ms = self.times[name]
         if ms is None:
-            return Verdict(False, "incorrect: 3 of 4096 elements differ", rule="incorrect")
-        return Verdict(True, "correct", timing=timing(ms))
+            return Verdict(accepted=False, reason="incorrect: 3 of 4096 elements differ", rule="incorrect")
+        return Verdict(accepted=True, reason="correct", timing=timing(ms))
 
 
 def run_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: dict[str, Any], other: dict[str, Any],
@@ -157,7 +157,7 @@ def test_one_candidate_stays_on_the_run_s_gpu(tmp_path: Path, monkeypatch: pytes
 def judged(lane: int, ms: float | None, best_there: float | None) -> Any:
     from kernelopt.nodes.spread import Judged
 
-    verdict = Verdict(ms is not None, "", timing=timing(ms) if ms else None)
+    verdict = Verdict(accepted=ms is not None, reason="", timing=timing(ms) if ms else None)
     return Judged(verdict, lane, f"gpu {lane}" if lane else "", timing(best_there) if best_there else None)
 
 

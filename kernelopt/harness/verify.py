@@ -317,35 +317,35 @@ class Verifier:
             source = read_source(kernel, "kernel")
             check_kernel_source(source, kernel.name)
         except InputError as err:
-            return Verdict(False, str(err), rule="bad-input")
+            return Verdict(accepted=False, reason=str(err), rule="bad-input")
         violation = guards.first_violation(source, kernel.name)
         if violation:
-            return Verdict(False, violation[1], rule=violation[0])
+            return Verdict(accepted=False, reason=violation[1], rule=violation[0])
         outcome, judged = self.run_candidate(kernel, time=time, on_progress=on_progress, timed=list(timed))
         result, log = outcome.result, outcome.log_path
         if result is None:
             hung = (outcome.failure or "").startswith("timed out")
             why = failure_of("the candidate", outcome.failure or "ended without a result")
-            return Verdict(False, why, rule="timeout" if hung else "crash", log_path=log)
+            return Verdict(accepted=False, reason=why, rule="timeout" if hung else "crash", log_path=log)
         if result.get("harness_error"):
             raise HarnessError(
                 f"kernelopt failed while verifying {kernel.name} (its own error, not the kernel's): "
                 f"{result['reason']}; the traceback is in {log}"
             )
         if not result.get("ok"):
-            return Verdict(False, result["reason"], rule=result.get("rule"), log_path=log)
+            return Verdict(accepted=False, reason=result["reason"], rule=result.get("rule"), log_path=log)
         if judged.get("rule"):
-            return Verdict(False, judged["reason"], rule=judged["rule"], log_path=log)
+            return Verdict(accepted=False, reason=judged["reason"], rule=judged["rule"], log_path=log)
         timing = Timing(**result["timing"]) if result.get("timing") else None
         too_fast = impossible_speed(timing, floor_ms)
         if too_fast:
-            return Verdict(False, too_fast, rule="impossible-speed", timing=timing, log_path=log)
+            return Verdict(accepted=False, reason=too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reference = self.reference()
         reason = _correct_reason(int(result["cases"]), reference)
         if reason is None:
             return Verdict(
-                False,
-                "not judged: every case's expected outputs are all zero, so a kernel that writes zeros "
+                accepted=False,
+                reason="not judged: every case's expected outputs are all zero, so a kernel that writes zeros "
                 f"would pass ({'; '.join(reference.uninformative)}); give the problem inputs with non-zero outputs",
                 rule="unjudgeable",
                 log_path=log,
@@ -356,5 +356,5 @@ class Verifier:
         original = timed.get(fingerprint or "") if time and timing is None else None
         if original:
             reason += f"; compiles to the same kernels as {Path(original).name}: not timed again"
-        return Verdict(True, reason, timing=timing, launches=result.get("launches"), log_path=log,
+        return Verdict(accepted=True, reason=reason, timing=timing, launches=result.get("launches"), log_path=log,
                        fingerprint=fingerprint, duplicate_of=original, winners=config_text(result.get("winners")))

@@ -76,6 +76,6 @@ def _rejected(candidate: Candidate, round_: int, repair: int, reply: dict[str, A
     """The attempt for a candidate the person turned down: a failure, the reason its error."""
     assert candidate.path is not None
     return Attempt(
-        round_, repair, candidate.path, digest_of(candidate), "failed", candidate.change,
-        error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model, parent=parent,
+        round=round_, repair=repair, kernel_path=candidate.path, source_hash=digest_of(candidate), outcome="failed",
+        change=candidate.change, error=rejection_error(reply), rule=REJECTED_RULE, model=candidate.model, parent=parent,
     )

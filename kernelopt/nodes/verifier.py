@@ -59,14 +59,15 @@ def _screened(candidate: Candidate, state: KernelOptState, seen: set[str]) -> At
     else its source's digest (now seen)."""
     round_, repair = state["round"], state["repairs"]
     if candidate.path is None:  # the optimizer's reply held nothing runnable: its error is the verdict
-        return Attempt(round_, repair, "", "", "failed", candidate.change, error=candidate.error, rule="bad-reply",
+        return Attempt(round=round_, repair=repair, kernel_path="", source_hash="", outcome="failed",
+                       change=candidate.change, error=candidate.error, rule="bad-reply",
                        parent=parent_of(candidate, state))
     digest = digest_of(candidate)
     if digest in seen:
         error = "the same kernel as another candidate of this step (after normalising); make a different change"
         return Attempt(
-            round_, repair, candidate.path, digest, "failed", candidate.change, error=error, rule="duplicate",
-            parent=parent_of(candidate, state),
+            round=round_, repair=repair, kernel_path=candidate.path, source_hash=digest, outcome="failed",
+            change=candidate.change, error=error, rule="duplicate", parent=parent_of(candidate, state),
         )
     seen.add(digest)
     return digest
@@ -90,8 +91,9 @@ def _judge(
     round_, repair = state["round"], state["repairs"]
     if not verdict.accepted or verdict.timing is None:
         return Attempt(
-            round_, repair, candidate.path, digest, refused(verdict.rule), candidate.change, error=verdict.reason,
-            rule=verdict.rule, where=where, parent=parent_of(candidate, state),
+            round=round_, repair=repair, kernel_path=candidate.path, source_hash=digest, outcome=refused(verdict.rule),
+            change=candidate.change, error=verdict.reason, rule=verdict.rule, where=where,
+            parent=parent_of(candidate, state),
         ), None
     timing = verdict.timing
     against = best_there if where else (best.timing if best else None)
@@ -99,12 +101,12 @@ def _judge(
     outcome = timed(timing, against, ctx.min_gain_pct, elsewhere=bool(where))
     faster = outcome == "faster"
     attempt = Attempt(
-        round_,
-        repair,
-        candidate.path,
-        digest,
-        outcome,
-        candidate.change,
+        round=round_,
+        repair=repair,
+        kernel_path=candidate.path,
+        source_hash=digest,
+        outcome=outcome,
+        change=candidate.change,
         time_ms=timing.median_ms,
         speedup_vs_best=against.median_ms / timing.median_ms if against else None,
         new_best=faster,
@@ -130,7 +132,8 @@ def _duplicate(candidate: Candidate, digest: str, state: KernelOptState, origina
     """The attempt of a correct candidate whose compiled kernels are `original`'s: that one's time
     (taken where that one's was), neither a gain nor a failure."""
     assert candidate.path is not None
-    return Attempt(state["round"], state["repairs"], candidate.path, digest, "duplicate", candidate.change,
+    return Attempt(round=state["round"], repair=state["repairs"], kernel_path=candidate.path, source_hash=digest,
+                   outcome="duplicate", change=candidate.change,
                    time_ms=original.time_ms, where=original.where, fingerprint=original.fingerprint,
                    duplicate_of=original.kernel_path, parent=parent_of(candidate, state))
 

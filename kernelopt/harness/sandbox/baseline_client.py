@@ -59,10 +59,12 @@ def method_of(settings: Any) -> TimingMethod:
     """The timing protocol as this harness runs it (timing.py), for the report's method."""
     config = settings.timing
     if settings.use_cuda:
-        return TimingMethod("CUDA events", config.flush_l2_bytes, config.warmup_ms, config.min_warmup_runs,
-                            config.target_total_ms, config.min_trials, config.max_trials)
+        return TimingMethod(timer="CUDA events", flush_l2_bytes=config.flush_l2_bytes, warmup_ms=config.warmup_ms,
+                            min_warmup_runs=config.min_warmup_runs, target_total_ms=config.target_total_ms,
+                            min_trials=config.min_trials, max_trials=config.max_trials)
     trials = max(1, config.interpreter_trials)
-    return TimingMethod("host clock (time.perf_counter)", 0, 0.0, 1, 0.0, trials, trials)
+    return TimingMethod(timer="host clock (time.perf_counter)", flush_l2_bytes=0, warmup_ms=0.0, min_warmup_runs=1,
+                        target_total_ms=0.0, min_trials=trials, max_trials=trials)
 
 
 def time_baselines(verifier: _Harness) -> Baselines:
