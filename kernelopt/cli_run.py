@@ -208,11 +208,14 @@ class _Asker:
 
 
 def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished: bool = False) -> int:
-    """Print the summary (the report node wrote the files); the exit code says whether a best kernel exists."""
-    from kernelopt.report.run import REPORT_MD, summarize_run, write_reports
+    """Print the summary the report node wrote (report.json: made once, read here); the exit code
+    says whether a best kernel exists."""
+    from kernelopt.report.run import REPORT_MD, load_summary, summarize_run, write_reports
 
-    summary = summarize_run(final, gpu_named=ctx.gpu is not None)
-    run_dir = Path(summary["run_dir"]) if summary["run_dir"] else None
+    run_dir = Path(final["run_dir"]) if final.get("run_dir") else None
+    summary = load_summary(run_dir) if run_dir else None
+    if summary is None:  # no run folder (bad input before it was made), or a finished run's reports lost
+        summary = summarize_run(final, gpu_named=ctx.gpu is not None)
     if already_finished and run_dir and run_dir.is_dir() and not (run_dir / REPORT_MD).is_file():
         write_reports(summary, run_dir)  # asked again of a finished run: its reports are there again
     if as_json:

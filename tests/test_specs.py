@@ -115,7 +115,7 @@ def test_detect_without_cuda_is_none(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_detect_known_unknown_and_broken(monkeypatch: pytest.MonkeyPatch) -> None:
     from kernelopt.hardware import gpus
 
-    monkeypatch.setattr(gpus, "_gpu_device_files", lambda: True)  # a host with a driver's device files
+    monkeypatch.setattr(gpus, "_driver_present", lambda: True)  # a host with a driver's device files
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=0: "NVIDIA H200")
     assert detect_gpu_spec() is GPU_SPECS_DATABASE["H200"]
@@ -133,7 +133,7 @@ def test_no_device_file_is_no_gpu_whatever_torch_would_say(monkeypatch: pytest.M
     from kernelopt.hardware import gpus
     from kernelopt.harness.verify import HarnessSettings
 
-    monkeypatch.setattr(gpus, "_gpu_device_files", lambda: False)
+    monkeypatch.setattr(gpus, "_driver_present", lambda: False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)  # not asked: no driver is here
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=0: "NVIDIA H200")
     assert not gpus.cuda_available() and detect_gpu_spec() is None

@@ -69,10 +69,16 @@ def _gpu_device_files() -> bool:
     return any(dev.glob("nvidia[0-9]*")) or (dev / "dxg").exists()
 
 
+def _driver_present() -> bool:
+    """Any NVIDIA device file (nvidiactl, nvidia-uvm, nvidia0, ...) or WSL's: a driver is here."""
+    dev = Path("/dev")
+    return any(dev.glob("nvidia*")) or (dev / "dxg").exists()
+
+
 def cuda_available() -> bool:
     """torch.cuda.is_available(), without torch's seconds of imports on a host with no NVIDIA
-    device file (nor WSL's): there no CUDA GPU can be, whatever torch would say."""
-    if not _gpu_device_files():
+    device file of any kind (nor WSL's): there no CUDA GPU can be, whatever torch would say."""
+    if not _driver_present():
         return False
     import torch
 
