@@ -67,10 +67,11 @@ def run_graph_to_end(
                     print("the run stopped as its model was unavailable; going on with "
                           f"{ctx.model} at {ctx.base_url or 'its endpoint'}", flush=True)
         if resume and not finished:
+            from kernelopt.events import Resumed
             from kernelopt.runs import log_event
 
-            log_event(run_dir, {"event": "resumed", "where": _where(snapshot) if started else "from the start",
-                                "model": ctx.model, "models": ctx.models, "base_url": ctx.base_url})
+            log_event(run_dir, Resumed(where=_where(snapshot) if started else "from the start", model=ctx.model,
+                                       models=ctx.models, base_url=ctx.base_url).payload())
         if resume and not as_json:
             print(f"resuming run {run_dir}: {_where(snapshot) if started else 'from the start'}", flush=True)
         if not finished:

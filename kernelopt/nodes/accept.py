@@ -14,6 +14,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
+from kernelopt.events import BestRejected
 from kernelopt.nodes.approval import ACCEPT_REPLIES, REJECTED_RULE, accept_payload, ask_person, rejection_error
 from kernelopt.nodes.common import context_of, emit
 from kernelopt.nodes.conclude import conclude, take_best
@@ -56,7 +57,7 @@ def accept(
     else:
         error = rejection_error(reply)
         attempts[proposed] = replace(chosen, outcome="rejected", rule=REJECTED_RULE, error=error, new_best=False)
-        emit(state, "best_rejected", round=chosen.round, time_ms=chosen.time_ms, error=error)
+        emit(state, BestRejected(round=chosen.round, time_ms=chosen.time_ms, error=error))
     return conclude(state, ctx, attempts, taken, list(pending.stops), {"pending": None}, pending.entrants)
 
 

@@ -12,6 +12,7 @@ from langgraph.types import Overwrite
 
 from kernelopt.budget import add_tokens
 from kernelopt.context import Context
+from kernelopt.events import Event
 from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import COMPILE_CACHE, timing_config_for
@@ -69,9 +70,9 @@ def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
     return verifiers_for(state, ctx)[0]
 
 
-def emit(state: KernelOptState | dict[str, Any], event: str, **fields: Any) -> None:
-    """Report progress: a custom stream event for watchers, and a line in events.jsonl."""
-    payload = {"event": event, **fields}
+def emit(state: KernelOptState | dict[str, Any], event: Event) -> None:
+    """Report progress: a custom stream event for watchers, and a line in events.jsonl (events.py)."""
+    payload = event.payload()
     try:
         get_stream_writer()(payload)
     except RuntimeError:  # not running inside a graph (a node called directly)

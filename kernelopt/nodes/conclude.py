@@ -8,6 +8,7 @@ from typing import Any, Literal
 from langgraph.types import Command
 
 from kernelopt.context import Context
+from kernelopt.events import NewBest, VerdictGiven
 from kernelopt.nodes.beam import entered, parents, widened, width
 from kernelopt.nodes.branches import repairs
 from kernelopt.nodes.common import after, emit
@@ -22,26 +23,15 @@ Route = Literal["optimizer", "judger", "profile", "report"]
 
 def report_verdict(state: KernelOptState, attempt: Attempt, branch: int) -> None:
     """The verdict event of one attempt."""
-    emit(
-        state,
-        "verdict",
-        round=attempt.round,
-        repair=attempt.repair,
-        branch=branch,
-        outcome=attempt.outcome,
-        time_ms=attempt.time_ms,
-        error=attempt.error,
-        change=attempt.change,
-        where=attempt.where,
-        duplicate_of=attempt.duplicate_of,
-        **({"model": attempt.model} if attempt.model else {}),
-    )
+    emit(state, VerdictGiven(round=attempt.round, repair=attempt.repair, branch=branch, outcome=attempt.outcome,
+                             time_ms=attempt.time_ms, error=attempt.error, change=attempt.change, where=attempt.where,
+                             duplicate_of=attempt.duplicate_of, model=attempt.model or None))
 
 
 def take_best(state: KernelOptState, attempt: Attempt, best: KernelRecord) -> None:
     """A new best taken: best_kernel.py, and the new_best event."""
     save_best(state["run_dir"], best.path)
-    emit(state, "new_best", round=attempt.round, time_ms=best.time_ms, path=best.path)
+    emit(state, NewBest(round=attempt.round, time_ms=best.time_ms, path=best.path))
 
 
 def conclude(

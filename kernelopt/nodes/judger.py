@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from kernelopt.budget import add_tokens, check_budget
 from kernelopt.context import Context
+from kernelopt.events import DiagnosisMade, RoundStarted
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models, describe_error, supports_json_schema
 from kernelopt.nodes.beam import parents, width
@@ -194,7 +195,7 @@ def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callabl
         if stop:
             return Command(goto="report", update={**update, "stop_reason": stop})
         round_ = state["round"] + 1
-        emit(state, "round_started", round=round_)
+        emit(state, RoundStarted(round=round_))
         models = chat_models(chat_model, ctx)
         update |= {"models": list(models)} if models else {}
         live = [name for name in live_models(after(state, update)) if name in models]
@@ -211,9 +212,9 @@ def make_judger(chat_model: BaseChatModel | ChatModels | None = None) -> Callabl
         for n, (diagnosis, found_update, note) in enumerate(found):
             update |= found_update
             parent = {"parent": update["judged"][n].record.path, "parent_rank": n} if "judged" in update else {}
-            emit(state, "diagnosis", round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
-                 fix=diagnosis.recommended_fix, source=diagnosis.source, note=note,
-                 tokens=calls.run_totals() if calls.counts else None, **parent)
+            emit(state, DiagnosisMade(round=round_, category=diagnosis.category, root_cause=diagnosis.root_cause,
+                                      fix=diagnosis.recommended_fix, source=diagnosis.source, note=note,
+                                      tokens=calls.run_totals() if calls.counts else None, **parent))
         update = {**update, **calls.update(), "round": round_, "repairs": 0, "last_error": None,
                   "diagnosis": found[0].diagnosis}
         return Command(goto=new_round(after(state, update), max(1, ctx.candidates_per_round)), update=update)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kernelopt.budget import add_tokens, token_totals
+from kernelopt.events import LlmRetry
 from kernelopt.llm import RetryPolicy, describe_error, reply_counted, stop_reason_for
 from kernelopt.nodes.common import emit
 
@@ -44,8 +45,8 @@ class LLMCalls:
             raise LLMCallError(err) from err
 
     def _report(self, retry: int, wait_s: float, err: BaseException) -> None:
-        emit(self.state, "llm_retry", node=self.node, retry=retry, retries=self.policy.max_retries,
-             wait_s=round(wait_s, 3), error=describe_error(err))
+        emit(self.state, LlmRetry(node=self.node, retry=retry, retries=self.policy.max_retries,
+                                  wait_s=round(wait_s, 3), error=describe_error(err)))
 
     def update(self) -> dict[str, Any]:
         """The state update for the tokens spent, per node and per model (none when no call was made)."""

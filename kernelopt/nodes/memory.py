@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from kernelopt.context import Context
+from kernelopt.events import GainRecorded
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.knowledge.recall import problem_family, recall, record
@@ -65,5 +66,5 @@ def remember_gain(
     )
     number = record(ctx, gain)
     if number is not None:
-        emit(state, "gain_recorded", id=number, round=attempt.round, family=gain.family, bottleneck=category,
-             speedup=round(gain.speedup, 4))
+        emit(state, GainRecorded(id=number, round=attempt.round, family=gain.family, bottleneck=category,
+                                 speedup=round(gain.speedup, 4)))

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from kernelopt.context import Context
+from kernelopt.events import ModelDropped
 from kernelopt.nodes.approval import REJECTED_RULE
 from kernelopt.nodes.common import emit
 from kernelopt.records import Attempt, one_line
@@ -56,5 +57,5 @@ def drop_failing(state: Mapping[str, Any], ctx: Context) -> dict[str, Any]:
     live = live_models(state)
     failing = failing_models(state.get("attempts", []), live, ctx.drop_model_after) if len(live) > 1 else {}
     for name, why in failing.items():
-        emit(state, "model_dropped", model=name, reason=why, round=state.get("round", 0))
+        emit(state, ModelDropped(model=name, reason=why, round=state.get("round", 0)))
     return {"dropped_models": {**(state.get("dropped_models") or {}), **failing}} if failing else {}

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from kernelopt.budget import check_budget
 from kernelopt.context import Context
+from kernelopt.events import CandidateWritten
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.llm import ChatModels, RetryPolicy, chat_models
@@ -104,7 +105,7 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel, name: str) -> Writ
             stop = Candidate(None, change, branch, stop=err.stop_reason, model=name)
             return Written(None, change, {**calls.update(), "candidates": [stop]})
         error = f"the call to {name} failed: {err.stop_reason}"  # a failed candidate of that model
-        emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, **who)
+        emit(task, CandidateWritten(round=round_, repair=repair, branch=branch, change=change, error=error, **who))
         failed = Candidate(None, change, branch, error, model=name)
         return Written(None, change, {**calls.update(), "candidates": [failed]})
     Path(task["run_dir"], "llm").mkdir(exist_ok=True)
@@ -122,8 +123,8 @@ def _from_llm(task: Branch, ctx: Context, llm: BaseChatModel, name: str) -> Writ
         if source_hash(source) not in task["tried"]:
             return Written(source, change, update, tokens)
         error = "the reply repeats a kernel already tried; make a different change"
-    emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens,
-         **who)
+    emit(task, CandidateWritten(round=round_, repair=repair, branch=branch, change=change, error=error, tokens=tokens,
+                                **who))
     return Written(None, change, {**update, "candidates": [Candidate(None, change, branch, error=error, model=name,
                                                                 parent=task["kernel_path"] or "")]})
 
@@ -152,8 +153,8 @@ def make_optimizer(chat_model: BaseChatModel | ChatModels | None = None) -> Call
         path = kernel_path(task["run_dir"], round_, repair, branch)
         candidate = written(path, source, change, branch, model=name, parent=task["kernel_path"] or "")
         who = {"model": name} if len(task.get("live_models") or []) > 1 else {}
-        emit(task, "candidate", round=round_, repair=repair, branch=branch, change=change, path=str(path),
-             tokens=tokens, **who)
+        emit(task, CandidateWritten(round=round_, repair=repair, branch=branch, change=change, path=str(path),
+                                    tokens=tokens, **who))
         return {**update, "candidates": [candidate]}
 
     return optimizer

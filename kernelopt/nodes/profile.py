@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
+from kernelopt.events import RooflineFound
 from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.roofline import RooflineAnalyzer, RooflineConfig, baseline_times_ms
 from kernelopt.hardware.specs import get_gpu_spec
@@ -74,14 +75,8 @@ def profile(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal
     assert best is not None, "profile runs only after a kernel was accepted"
     metrics, skipped = _ncu_metrics(state, ctx, best)
     roofline = roofline_for(state, ctx, best, metrics, skipped)
-    emit(
-        state,
-        "roofline",
-        bottleneck=roofline.bottleneck,
-        efficiency_pct=roofline.efficiency_pct,
-        at_roofline=roofline.at_roofline,
-        warnings=list(roofline.warnings),
-    )
+    emit(state, RooflineFound(bottleneck=roofline.bottleneck, efficiency_pct=roofline.efficiency_pct,
+                              at_roofline=roofline.at_roofline, warnings=list(roofline.warnings)))
     update: dict[str, Any] = {"roofline": roofline, "ncu_metrics": metrics or {}}
     reason = should_stop(after(state, update), ctx, Step(profiled=True))
     if reason and not state.get("stop_reason"):  # a reason set before stays where it was set

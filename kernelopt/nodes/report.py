@@ -8,6 +8,7 @@ from typing import Any
 from langgraph.runtime import Runtime
 
 from kernelopt.context import Context
+from kernelopt.events import ReportWritten, Stopped
 from kernelopt.nodes.common import context_of, emit, verifiers_for
 from kernelopt.report.run import summarize_run, write_reports
 from kernelopt.runs import log_event
@@ -26,8 +27,8 @@ def report(state: KernelOptState, runtime: Runtime[Context]) -> dict[str, Any]:
     if state.get("problem_file"):  # the run is over: its reference processes leave the GPUs
         for verifier in verifiers_for(state, ctx):
             verifier.close()
-    log_event(run_dir, {"event": "stopped", "stop_reason": state.get("stop_reason"), "round": state.get("round", 0)})
+    log_event(run_dir, Stopped(stop_reason=state.get("stop_reason"), round=state.get("round", 0)).payload())
     summary = summarize_run(dict(state), gpu_named=ctx.gpu is not None)
     files = [str(path) for path in write_reports(summary, run_dir)]
-    emit(state, "report", path=str(Path(run_dir) / "report.md"), files=files)
+    emit(state, ReportWritten(path=str(Path(run_dir) / "report.md"), files=files))
     return {"progress": {"node": "report", "files": files, "stop_reason": state.get("stop_reason")}}

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
+from kernelopt.events import Reviewed
 from kernelopt.nodes.approval import REJECTED_RULE, STARTING_KERNEL, rejection_error, review
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, digest_of, emit
@@ -39,8 +40,8 @@ def review_step(
     settled: list[tuple[int, Attempt]] = []
     for candidate, reply in reviewed:  # after the last question: once per step, however often resumed
         if reply is not None:
-            emit(state, "review", round=round_, repair=repair, branch=candidate.branch, action=reply["action"],
-                 change=candidate.change, path=candidate.path, reason=reply.get("reason"))
+            emit(state, Reviewed(round=round_, repair=repair, branch=candidate.branch, action=reply["action"],
+                                 change=candidate.change, path=candidate.path, reason=reply.get("reason")))
         if reply is not None and reply["action"] == "reject":
             settled.append((candidate.branch, _rejected(candidate, round_, repair, reply, parent_of(candidate, state))))
         else:

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
+from kernelopt.events import BaselinesTimed, CompilerSeedMade, ModelDropped, SetupDone
 from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import checked_sources, read_source
@@ -58,7 +59,7 @@ def make_setup(chat_model: BaseChatModel | ChatModels | None = None) -> Callable
         update["uses_llm"] = uses_llm
         update |= {"models": models, "dropped_models": dropped} if models else {}
         for name, why in dropped.items():
-            emit(update, "model_dropped", model=name, reason=why, round=0)
+            emit(update, ModelDropped(model=name, reason=why, round=0))
         halts = (f"llm_unavailable: {next(iter(unreachable.values()))}",) if unreachable else ()
         reason = should_stop(update, ctx, Step(input_error=input_error, halts=halts, wrote=not halts))
         if reason:
@@ -108,7 +109,7 @@ def _setup(
     problem_file = run_dir / "problem.py"
     problem_file.write_text(problem)
     update: dict[str, Any] = {**fresh, "run_dir": str(run_dir), "problem_file": str(problem_file), "gpu_key": gpu.key}
-    emit(update, "setup", run_dir=str(run_dir), gpu=gpu.key)
+    emit(update, SetupDone(run_dir=str(run_dir), gpu=gpu.key))
     if not baselines:
         return update, None
     try:
@@ -116,9 +117,7 @@ def _setup(
     except InputError as err:
         return update, str(err)
     update["baselines"] = baselines
-    emit(
-        update,
-        "baselines",
+    emit(update, BaselinesTimed(
         eager_ms=baselines.eager.median_ms if baselines.eager else None,
         compile_ms=baselines.compile.median_ms if baselines.compile else None,
         compile_error=baselines.compile_error,
@@ -126,7 +125,7 @@ def _setup(
         max_autotune_error=baselines.max_autotune_error,
         cuda_graph_ms=baselines.cuda_graph.median_ms if baselines.cuda_graph else None,
         wall_s=baselines.wall_s,
-    )
+    ))
     starts: list[Candidate] = []
     if kernel:
         starts.append(written(kernel_path(run_dir, 0, 0), kernel, STARTING_KERNEL))
@@ -148,10 +147,10 @@ def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[C
     try:
         seed = compiler_seed(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
     except (SeedError, InputError) as err:
-        emit(update, "compiler_seed", error=str(err))
+        emit(update, CompilerSeedMade(error=str(err)))
         return None, f"no compiler seed: {err}"
     path = kernel_path(update["run_dir"], 0, 0, branch)
     candidate = written(path, Path(seed.path).read_text(), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})",
                         branch)
-    emit(update, "compiler_seed", path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels)
+    emit(update, CompilerSeedMade(path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels))
     return candidate, ""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from kernelopt.context import Context
+from kernelopt.events import CandidateWritten, SweepDone, SweepStarted
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.common import emit, verifier_for, written
@@ -132,15 +133,15 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     for number, item in enumerate(planned):
         paths.append(folder / f"config{number:02d}.py")
         paths[-1].write_text(item.source)
-    emit(task, "sweep_started", round=task["round"], configs=len(planned), basis=basis.get("basis"))
+    emit(task, SweepStarted(round=task["round"], configs=len(planned), basis=basis.get("basis")))
     measured = verifier.sweep(paths, folder / "work") if paths else []
     rows = [_row(item, task["round"], m, p) for item, m, p in zip(planned, measured, paths, strict=True)]
     table = {"round": task["round"], **basis, "knobs": sorted({k for item in planned for k in item.config}),
              "rows": rows}
     target.write_text(json.dumps(table, indent=1))
     timed = [r for r in rows if r["time_ms"] is not None]
-    emit(task, "sweep", round=task["round"], configs=len(rows), timed=len(timed),
-         best_ms=min((r["time_ms"] for r in timed), default=None))
+    emit(task, SweepDone(round=task["round"], configs=len(rows), timed=len(timed),
+                         best_ms=min((r["time_ms"] for r in timed), default=None)))
     return table
 
 
@@ -194,8 +195,8 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
         change = _change(row, centre, best_move)
         candidates.append(written(out, text, change, len(candidates)))
-        emit(task, "candidate", round=task["round"], repair=task["repair"], branch=len(candidates) - 1,
-             change=change, path=str(out))
+        emit(task, CandidateWritten(round=task["round"], repair=task["repair"], branch=len(candidates) - 1,
+                                    change=change, path=str(out)))
         if len(candidates) == VERIFIED_PER_ROUND:
             break
     return candidates

@@ -18,6 +18,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from kernelopt.context import Context
+from kernelopt.events import CandidateRunning
 from kernelopt.harness import beats, floor_ms_for
 from kernelopt.nodes.beam import parent_of
 from kernelopt.nodes.common import context_of, digest_of, emit, verifiers_for
@@ -49,7 +50,7 @@ def _report_long_runs(state: KernelOptState, path: str) -> Callable[[str, float]
         nonlocal next_report_s
         if elapsed_s >= next_report_s:
             next_report_s = elapsed_s + REPORT_EVERY_S
-            emit(state, "candidate_running", path=path, phase=phase, elapsed_s=round(elapsed_s, 1))
+            emit(state, CandidateRunning(path=path, phase=phase, elapsed_s=round(elapsed_s, 1)))
 
     return report
 

@@ -5,6 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kernelopt.events import (
+    BaselinesTimed,
+    BestRejected,
+    CandidateRunning,
+    CandidateWritten,
+    DiagnosisMade,
+    LlmRetry,
+    ModelDropped,
+    NewBest,
+    ReportWritten,
+    Reviewed,
+    RooflineFound,
+    RoundStarted,
+    SetupDone,
+    VerdictGiven,
+    read,
+)
+
 OUTCOME_WORDS = {"within_noise": "no gain beyond the noise", "rejected": "rejected", "failed": "failed",
                  "outpaced": "faster than the best, not the step's fastest",
                  "duplicate": "a duplicate (its compiled kernels were timed before)"}
@@ -31,78 +49,80 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f} ms"
 
 
-def _tokens(event: dict[str, Any]) -> str:
-    """The run's token totals so far, as " [tokens: 1,234 in, 567 out]"; '' when the event has none."""
-    tokens = event.get("tokens")
+def _tokens(tokens: dict[str, Any] | None) -> str:
+    """The run's token totals so far, as " [tokens: 1,234 in, 567 out]"; '' when there are none."""
     if not tokens:
         return ""
     estimated = " (some estimated)" if tokens.get("estimated") else ""
     return f" [tokens: {tokens.get('input', 0):,} in, {tokens.get('output', 0):,} out{estimated}]"
 
 
-def render_event(event: dict[str, Any]) -> str | None:
-    """One line for a progress event, or None for events not worth a line."""
-    kind = event.get("event")
-    if kind == "setup":
-        return f"run directory {event['run_dir']} (target GPU {event['gpu']})"
-    if kind == "baselines":
-        error = event.get("compile_error")
-        compile_note = f"failed: {error}" if error else _ms(event.get("compile_ms"))
-        line = f"baselines: eager {_ms(event.get('eager_ms'))}, torch.compile (default) {compile_note}"
-        if event.get("max_autotune_ms") or event.get("max_autotune_error"):
-            error = event.get("max_autotune_error")
-            line += f", torch.compile (max-autotune) {f'failed: {error}' if error else _ms(event['max_autotune_ms'])}"
-        if event.get("cuda_graph_ms"):
-            line += f", CUDA graph of eager {_ms(event['cuda_graph_ms'])}"
-        return line + (f" ({event['wall_s']:.0f} s)" if event.get("wall_s") else "")
-    if kind == "round_started":
-        return f"── round {event['round']} ──"
-    if kind == "diagnosis":
-        note = f" ({event['note']})" if event.get("note") else ""
-        diagnosis = f"{event['category']}: {event['root_cause']} -> {event['fix']}"
-        parent = f" {Path(event['parent']).name}" if event.get("parent") else ""  # a beam's parent
-        return f"  judger [{event['source']}]{parent}: {diagnosis}{note}{_tokens(event)}"
-    by = f" [{event['model']}]" if event.get("model") else ""  # several models: which one wrote
-    if kind == "candidate" and event.get("error"):
-        return f"  optimizer{by}: no usable kernel: {event['error']}{_tokens(event)}"
-    if kind == "candidate" and event.get("tokens"):
-        path = Path(event.get("path") or "-")
-        return f"  optimizer{by}: wrote {path.parent.name}/{path.name}{_tokens(event)}"
-    if kind == "model_dropped":
-        return f"  model {event['model']} dropped from the run: {event['reason']}"
-    if kind == "llm_retry":
-        return (f"  {event['node']}: LLM call failed ({event['error']}); "
-                f"retry {event['retry']} of {event['retries']} in {event['wait_s']:.1f} s")
-    if kind == "verdict":
-        label = "repair " + str(event["repair"]) if event.get("repair") else "candidate"
-        outcome = outcome_words(event["outcome"], event.get("round", 1))
-        if event.get("time_ms") is not None:
-            detail = _ms(event["time_ms"])
-        else:
-            detail = verdict_detail(event.get("error"), event["outcome"], outcome)
-        where = f" on {event['where']}" if event.get("where") else ""
-        if event.get("duplicate_of"):
-            outcome = f"duplicate of {Path(event['duplicate_of']).name}, not timed again"
-        return f"  {label} ({event.get('change') or '-'}): {outcome}{where}" + (f": {detail}" if detail else "")
-    if kind == "candidate_running":
-        phase = f" ({event['phase']})" if event.get("phase") else ""
-        name = Path(event.get("path") or "the candidate").name
-        return f"  still verifying {name}: {event.get('elapsed_s', 0):.0f} s{phase}"
-    if kind == "report":
-        return f"report: {event['path']}"
-    if kind == "review":
-        name = Path(event.get("path") or "-").name
-        if event["action"] == "reject":
-            return f"  you rejected {name}: {event.get('reason') or 'no reason given'}"
-        return f"  you {'edited it into' if event['action'] == 'edit' else 'approved'} {name}"
-    if kind == "best_rejected":
-        return f"  new best ({_ms(event.get('time_ms'))}) not taken: {event.get('error')}"
-    if kind == "new_best":
-        return f"  new best: {_ms(event['time_ms'])}"
-    if kind == "roofline":
-        eff = event.get("efficiency_pct")
-        return f"  roofline: {event['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}"
+def _failed_or(ms: float | None, error: str | None) -> str:
+    return f"failed: {error}" if error else _ms(ms)
+
+
+def render_event(payload: dict[str, Any]) -> str | None:
+    """One line for a progress event (as it came over the stream), or None for events not worth a line."""
+    match read(payload):
+        case SetupDone(run_dir=run_dir, gpu=gpu):
+            return f"run directory {run_dir} (target GPU {gpu})"
+        case BaselinesTimed() as e:
+            compiled = _failed_or(e.compile_ms, e.compile_error)
+            line = f"baselines: eager {_ms(e.eager_ms)}, torch.compile (default) {compiled}"
+            if e.max_autotune_ms or e.max_autotune_error:
+                line += f", torch.compile (max-autotune) {_failed_or(e.max_autotune_ms, e.max_autotune_error)}"
+            if e.cuda_graph_ms:
+                line += f", CUDA graph of eager {_ms(e.cuda_graph_ms)}"
+            return line + (f" ({e.wall_s:.0f} s)" if e.wall_s else "")
+        case RoundStarted(round=round_):
+            return f"── round {round_} ──"
+        case DiagnosisMade() as e:
+            note = f" ({e.note})" if e.note else ""
+            parent = f" {Path(e.parent).name}" if e.parent else ""  # a beam's parent
+            return f"  judger [{e.source}]{parent}: {e.category}: {e.root_cause} -> {e.fix}{note}{_tokens(e.tokens)}"
+        case CandidateWritten() as e if e.error:
+            return f"  optimizer{_by(e.model)}: no usable kernel: {e.error}{_tokens(e.tokens)}"
+        case CandidateWritten() as e if e.tokens:
+            path = Path(e.path or "-")
+            return f"  optimizer{_by(e.model)}: wrote {path.parent.name}/{path.name}{_tokens(e.tokens)}"
+        case ModelDropped(model=model, reason=reason):
+            return f"  model {model} dropped from the run: {reason}"
+        case LlmRetry() as e:
+            return f"  {e.node}: LLM call failed ({e.error}); retry {e.retry} of {e.retries} in {e.wait_s:.1f} s"
+        case VerdictGiven() as e:
+            return _verdict_line(e)
+        case CandidateRunning() as e:
+            phase = f" ({e.phase})" if e.phase else ""
+            return f"  still verifying {Path(e.path or 'the candidate').name}: {e.elapsed_s or 0:.0f} s{phase}"
+        case ReportWritten(path=path):
+            return f"report: {path}"
+        case Reviewed() as e:
+            name = Path(e.path or "-").name
+            if e.action == "reject":
+                return f"  you rejected {name}: {e.reason or 'no reason given'}"
+            return f"  you {'edited it into' if e.action == 'edit' else 'approved'} {name}"
+        case BestRejected() as e:
+            return f"  new best ({_ms(e.time_ms)}) not taken: {e.error}"
+        case NewBest(time_ms=time_ms):
+            return f"  new best: {_ms(time_ms)}"
+        case RooflineFound() as e:
+            eff = "n/a" if e.efficiency_pct is None else f"{e.efficiency_pct:.1f}%"
+            return f"  roofline: {e.bottleneck}-bound, efficiency {eff}"
     return None
+
+
+def _by(model: str | None) -> str:
+    return f" [{model}]" if model else ""  # several models: which one wrote
+
+
+def _verdict_line(e: VerdictGiven) -> str:
+    label = f"repair {e.repair}" if e.repair else "candidate"
+    outcome = outcome_words(e.outcome, e.round if e.round is not None else 1)
+    detail = _ms(e.time_ms) if e.time_ms is not None else verdict_detail(e.error, e.outcome, outcome)
+    where = f" on {e.where}" if e.where else ""
+    if e.duplicate_of:
+        outcome = f"duplicate of {Path(e.duplicate_of).name}, not timed again"
+    return f"  {label} ({e.change or '-'}): {outcome}{where}" + (f": {detail}" if detail else "")
 
 
 def render_question(payload: dict[str, Any]) -> str:
