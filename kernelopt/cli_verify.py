@@ -38,13 +38,13 @@ def verify_command(args: argparse.Namespace) -> int:
     # optimize; one that runs and is wrong is a rejection (exit 1)
     check_kernel_source(read_source(args.kernel, "kernel"), Path(args.kernel).name)
     prewarm()
-    from kernelopt.harness import COMPILE_CACHE, floor_ms_for
+    from kernelopt.harness import floor_ms_for
     from kernelopt.harness.verify import HarnessSettings, Verifier
     from kernelopt.report.figures import baseline_text, figures
-    from kernelopt.runs import default_runs_dir
+    from kernelopt.runs import compile_cache_root
 
     settings = HarnessSettings.detect(time_compile=args.compile, max_autotune=args.max_autotune_baseline,
-                                      compile_cache_dir=str(default_runs_dir() / COMPILE_CACHE),
+                                      compile_cache_dir=compile_cache_root(),
                                       max_autotune_limit_s=args.max_autotune_limit_s, **limit_settings(args))
     say = _Say(quiet=args.json)
     say.warn_if_slow(args.problem, settings.use_cuda)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelopt.harness import COMPILE_CACHE
 from kernelopt.harness.problem import source_hash
 
 RUNS_DIR_ENV = "KERNELOPT_RUNS_DIR"
@@ -26,6 +27,12 @@ def default_runs_dir() -> Path:
         return Path(named).expanduser().resolve()
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(cache).expanduser().resolve() / "kernelopt" / "runs"
+
+
+def compile_cache_root(runs_dir: str | Path | None = None) -> str:
+    """Where runs keep Inductor's caches, one folder per problem: the runs folder's .compile-cache
+    (`runs_dir`, default `default_runs_dir()`), shared by a run, `kernelopt verify` and a suite."""
+    return str(Path(runs_dir or default_runs_dir()) / COMPILE_CACHE)
 
 
 def new_run_dir(runs_dir: str | Path | None, problem_source: str) -> Path:

@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from kernelopt.context import Context
-from kernelopt.harness import COMPILE_CACHE, floor_ms_for
+from kernelopt.harness import floor_ms_for
 from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import FloorEstimate, InputError
 from kernelopt.report.figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.report.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
-from kernelopt.runs import default_runs_dir
+from kernelopt.runs import compile_cache_root
 from kernelopt.seed.obtain import seed_possible
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
@@ -216,7 +216,7 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
 
     settings = HarnessSettings.detect(time_compile=spec.settings.time_compile, max_autotune=spec.settings.max_autotune,
                                       max_autotune_limit_s=spec.settings.max_autotune_limit_s, **_limits(spec.settings),
-                                      compile_cache_dir=str(default_runs_dir() / COMPILE_CACHE))  # as a run's
+                                      compile_cache_dir=compile_cache_root())
     verifier = Verifier(spec.problem_path, Path(spec.run_dir) / "harness", settings)
     try:
         baselines = verifier.baselines()

@@ -64,11 +64,6 @@ def missing_gpus(indices: Sequence[int], count: int, flag: str = "--gpus") -> st
             f"name GPUs it has, or leave {flag} out to use what is here")
 
 
-def _gpu_device_files() -> bool:
-    dev = Path("/dev")
-    return any(dev.glob("nvidia[0-9]*")) or (dev / "dxg").exists()
-
-
 def _driver_present() -> bool:
     """Any NVIDIA device file (nvidiactl, nvidia-uvm, nvidia0, ...) or WSL's: a driver is here."""
     dev = Path("/dev")
@@ -97,7 +92,7 @@ def visible_gpu_count() -> int:
         ids = [part.strip() for part in visible.split(",") if part.strip()]
         if all((i.isdigit() and int(i) < len(uuids)) or i in uuids for i in ids):
             return len(ids)  # else (an id CUDA would stop at, a UUID's prefix): torch counts
-    elif not _gpu_device_files():
+    elif not _driver_present():
         return 0  # no NVIDIA device file (nor WSL's): no CUDA GPU, known without torch's seconds of imports
     import torch
 

@@ -15,11 +15,11 @@ from kernelopt.context import Context
 from kernelopt.events import Event
 from kernelopt.hardware.gpus import run_gpus
 from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
-from kernelopt.harness import COMPILE_CACHE, timing_config_for
+from kernelopt.harness import timing_config_for
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.records import Candidate
-from kernelopt.runs import default_runs_dir, log_event
+from kernelopt.runs import compile_cache_root, log_event
 from kernelopt.state import KernelOptState
 
 DEFAULT_TARGET_GPU = "H200"
@@ -52,7 +52,7 @@ def verifiers_for(state: KernelOptState, ctx: Context) -> list[Verifier]:
         time_compile=ctx.time_compile,
         max_autotune=ctx.max_autotune_baseline,
         max_autotune_limit_s=ctx.max_autotune_limit_s,
-        compile_cache_dir=str(Path(ctx.runs_dir or default_runs_dir()) / COMPILE_CACHE),
+        compile_cache_dir=compile_cache_root(ctx.runs_dir),
         timing=timing_config_for(
             get_gpu_spec(state["gpu_key"]).l2_cache_mb if state.get("gpu_key") else None,
             ctx.timing_target_ms,
@@ -99,10 +99,12 @@ def after(state: KernelOptState | dict[str, Any], update: dict[str, Any]) -> dic
     return merged
 
 
-def written(path: Path, text: str, change: str, branch: int = 0, **fields: Any) -> Candidate:
-    """Write a candidate's kernel to `path`; the Candidate carries the file's source hash."""
+def written(path: Path, text: str, change: str, branch: int = 0, digest: str | None = None,
+            **fields: Any) -> Candidate:
+    """Write a candidate's kernel to `path`; the Candidate carries the file's source hash (`digest`,
+    when the caller has taken it already)."""
     path.write_text(text)
-    return Candidate(str(path), change, branch, source_hash=source_hash(text), **fields)
+    return Candidate(str(path), change, branch, source_hash=digest or source_hash(text), **fields)
 
 
 def digest_of(candidate: Candidate) -> str:

@@ -189,12 +189,13 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
     candidates: list[Candidate] = []
     for row in rows:
         text = Path(row["path"]).read_text()
-        if source_hash(text) in tried:
+        digest = source_hash(text)
+        if digest in tried:
             continue
-        tried.add(source_hash(text))
+        tried.add(digest)
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
         change = _change(row, centre, best_move)
-        candidates.append(written(out, text, change, len(candidates)))
+        candidates.append(written(out, text, change, len(candidates), digest=digest))
         emit(task, CandidateWritten(round=task["round"], repair=task["repair"], branch=len(candidates) - 1,
                                     change=change, path=str(out)))
         if len(candidates) == VERIFIED_PER_ROUND:
