@@ -292,7 +292,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from kernelopt.report.run import REPORT_JSON, load_summary
+    from kernelopt.report.summary import REPORT_JSON, load_summary
 
     run_dir = Path(args.run_dir).resolve()
     if not run_dir.is_dir():

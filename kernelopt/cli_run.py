@@ -14,6 +14,7 @@ from kernelopt.checkpoint import RUN_FILE
 from kernelopt.context import Context
 from kernelopt.harness import stop_running_jobs
 from kernelopt.records import InputError
+from kernelopt.report.summary import RunSummary
 
 if TYPE_CHECKING:
     from kernelopt.checkpoint import RunRecord
@@ -211,7 +212,8 @@ class _Asker:
 def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished: bool = False) -> int:
     """Print the summary the report node wrote (report.json: made once, read here); the exit code
     says whether a best kernel exists."""
-    from kernelopt.report.run import REPORT_MD, load_summary, summarize_run, write_reports
+    from kernelopt.report.run import REPORT_MD, summarize_run, write_reports
+    from kernelopt.report.summary import load_summary
 
     run_dir = Path(final["run_dir"]) if final.get("run_dir") else None
     summary = load_summary(run_dir) if run_dir else None
@@ -220,7 +222,8 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
     if already_finished and run_dir and run_dir.is_dir() and not (run_dir / REPORT_MD).is_file():
         write_reports(summary, run_dir)  # asked again of a finished run: its reports are there again
     if as_json:
-        print(json.dumps(summary | ({"already_finished": True} if already_finished else {}), indent=2, default=str))
+        found = summary.to_json() | ({"already_finished": True} if already_finished else {})
+        print(json.dumps(found, indent=2, default=str))
     else:
         note = "this run had already finished; nothing was redone\n" if already_finished else ""
         print(note + final_text(summary))
@@ -229,25 +232,25 @@ def _finish(final: dict[str, Any], ctx: Context, as_json: bool, already_finished
                   "(--base-url/--model to change them)", file=sys.stderr)
     if str(final.get("stop_reason") or "").startswith("bad input"):
         return BAD_INPUT  # a problem that does not run, as `verify` says it: the input, not the kernel
-    return 0 if summary.get("best_kernel_path") and not _llm_stopped(final) else 1
+    return 0 if summary.best_kernel_path and not _llm_stopped(final) else 1
 
 
-def final_text(summary: dict[str, Any]) -> str:
+def final_text(summary: RunSummary) -> str:
     from kernelopt.report.figures import baseline_text
     from kernelopt.report.models import models_text
     from kernelopt.report.run import roofline_notes
 
-    lines = [f"stopped: {summary['stop_reason']}", f"run directory: {summary['run_dir']}"]
-    if summary.get("best_kernel_path"):
-        lines.append(f"best kernel: {summary['best_kernel_path']} (round {summary['best_round']})")
-        lines.append(f"best time: {summary['best_time_ms']:.4f} ms{_clock_note(summary)}")
-        if text := baseline_text(summary):
+    lines = [f"stopped: {summary.stop_reason}", f"run directory: {summary.run_dir}"]
+    if summary.best_kernel_path:
+        lines.append(f"best kernel: {summary.best_kernel_path} (round {summary.best_round})")
+        lines.append(f"best time: {summary.best_time_ms:.4f} ms{_clock_note(summary)}")
+        if text := baseline_text(summary.to_json()):  # the figures' JSON, as `verify` has them too
             lines.append(text)
-    if summary.get("duplicates_removed"):
-        lines.append(f"duplicates removed: {summary['duplicates_removed']} (compiled to kernels already timed: "
+    if summary.duplicates_removed:
+        lines.append(f"duplicates removed: {summary.duplicates_removed} (compiled to kernels already timed: "
                      "checked, not timed again)")
-    roof = summary.get("roofline")
-    if roof and summary.get("is_gpu_time"):
+    roof = summary.roofline
+    if roof and summary.is_gpu_time:
         eff = roof.get("efficiency_pct")
         lines.append(
             f"roofline: {roof['bottleneck']}-bound, efficiency {'n/a' if eff is None else f'{eff:.1f}%'}, "
@@ -264,8 +267,8 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1f}%"
 
 
-def _clock_note(summary: dict[str, Any]) -> str:
-    return "" if summary.get("is_gpu_time") else " (Triton interpreter on CPU: not GPU performance)"
+def _clock_note(summary: RunSummary) -> str:
+    return "" if summary.is_gpu_time else " (Triton interpreter on CPU: not GPU performance)"
 
 
 def out_dir(out: str) -> Path:

@@ -245,7 +245,7 @@ def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     """The graph run on the problem, as `kernelopt optimize` does; the figures from its report."""
     from kernelopt.graph import build_graph
-    from kernelopt.report.run import load_summary
+    from kernelopt.report.summary import RunSummary, load_summary
 
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
@@ -255,23 +255,23 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
               "run_dir": spec.run_dir}
     final = build_graph().compile().invoke(inputs, context=ctx)
-    summary = load_summary(spec.run_dir) or {}
+    summary = load_summary(spec.run_dir) or RunSummary()
     stop = final.get("stop_reason") or "none"
     if stop.startswith("bad input: "):
         return ProblemResult(spec.name, "bad_problem", stop.removeprefix("bad input: "))
-    attempts = summary.get("attempts") or []
+    attempts = summary.attempts
     first = attempts[0] if attempts and attempts[0]["round"] == 0 else {}
-    best_ms = summary.get("best_time_ms")
-    floor = summary.get("floor")
-    floor_ms = floor_ms_for(FloorEstimate(**floor), summary.get("gpu")) if floor and summary.get("gpu") else None
+    best_ms, floor, gpu = summary.best_time_ms, summary.floor, summary.gpu
+    floor_ms = floor_ms_for(FloorEstimate(**floor), gpu) if floor and gpu else None
     rejected = next((a for a in reversed(attempts) if a.get("rule")), {})
     result = ProblemResult(
         spec.name, "correct" if best_ms else "rejected",
         f"stopped: {stop}" if best_ms else stop, None if best_ms else rejected.get("rule"),
-        is_gpu_time=bool(summary.get("is_gpu_time")), start_ms=first.get("time_ms"), best_ms=best_ms,
-        rounds=summary.get("rounds", 0), stop_reason=stop, best_kernel_path=summary.get("best_kernel_path"),
+        is_gpu_time=summary.is_gpu_time, start_ms=first.get("time_ms"), best_ms=best_ms,
+        rounds=summary.rounds, stop_reason=stop, best_kernel_path=summary.best_kernel_path,
     )
-    return _with_figures(_measured(result, summary.get("eager_ms"), summary.get("compile_ms"), floor_ms), summary)
+    measured = _measured(result, summary.eager_ms, summary.compile_ms, floor_ms)
+    return _with_figures(measured, summary.to_json())
 
 
 def _ratio(numerator: float | None, denominator: float | None) -> float | None:

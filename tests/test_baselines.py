@@ -17,6 +17,7 @@ from kernelopt.records import Baselines, FloorEstimate, KernelRecord, Timing, Ti
 from kernelopt.report.figures import gap_closed, launch_note, suite_figures
 from kernelopt.report.run import render_markdown, summarize_run, write_reports
 from kernelopt.report.suite import render_markdown as suite_markdown
+from kernelopt.report.summary import RunSummary
 from kernelopt.suite import ProblemResult, finished_results, read_suite
 
 ADD = DATA / "add" / "problem.py"
@@ -65,13 +66,13 @@ def test_report_names_the_mode_of_every_speedup_and_states_its_method(tmp_path):
     )
     summary = summarize_run(_state(tmp_path, baselines, 0.016))
     assert (tmp_path / "roofline.png") in write_reports(summary, tmp_path)  # every baseline drawn on the roof
-    assert summary["strongest_compile"] == "max-autotune"
-    assert summary["speedup_vs_strongest_compile"] == pytest.approx(2.0)
-    assert summary["best_baseline"] == "CUDA graph of eager"
-    assert summary["speedup_vs_best_baseline"] == pytest.approx(1.25)
-    floor_ms = summary["floor_ms"]
+    assert summary.strongest_compile == "max-autotune"
+    assert summary.speedup_vs_strongest_compile == pytest.approx(2.0)
+    assert summary.best_baseline == "CUDA graph of eager"
+    assert summary.speedup_vs_best_baseline == pytest.approx(1.25)
+    floor_ms = summary.floor_ms
     assert floor_ms == pytest.approx(4_800_000 / 4.8e12 * 1e3, rel=0.01)  # the H200's datasheet bandwidth
-    assert summary["gap_closed"] == pytest.approx((0.020 - 0.016) / (0.020 - floor_ms))
+    assert summary.gap_closed == pytest.approx((0.020 - 0.016) / (0.020 - floor_ms))
     text = render_markdown(summary)
     assert "| torch.compile (default) | 0.0400 | 0.0040 | 200 | 2.5x |" in text
     assert "| torch.compile (max-autotune) | 0.0320 | 0.0032 | 200 | 2x |" in text
@@ -79,7 +80,7 @@ def test_report_names_the_mode_of_every_speedup_and_states_its_method(tmp_path):
     assert ("- Against the strongest torch.compile (the faster of the modes timed): 2x torch.compile (max-autotune)"
             in text)
     assert "- Against the best baseline of all: 1.25x CUDA graph of eager" in text
-    assert f"- Gap closed: {summary['gap_closed']:.0%} of the distance from the best baseline (0.02 ms)" in text
+    assert f"- Gap closed: {summary.gap_closed:.0%} of the distance from the best baseline (0.02 ms)" in text
     assert "- Launch overhead: launch overhead, not the kernel, dominates eager" in text  # 0.020 <= half of 0.050
     assert "max-autotune in 1.5 s (taken from Inductor's cache)" in text and "took 12.5 s of wall time" in text
     method = text.split("## Method", 1)[1]
@@ -92,7 +93,7 @@ def test_a_slower_kernel_has_a_negative_gap_and_a_failed_autotune_is_marked(tmp_
     baselines = Baselines(eager=_timing(0.5), compile=_timing(0.4), floor=FLOOR, method=GPU_METHOD,
                           max_autotune_error="the max-autotune compile ran past its limit of 600 s and was stopped")
     summary = summarize_run(_state(tmp_path, baselines, 0.45))
-    assert summary["strongest_compile"] == "default" and summary["gap_closed"] < 0
+    assert summary.strongest_compile == "default" and summary.gap_closed < 0
     text = render_markdown(summary)
     assert "| torch.compile (max-autotune) | failed: the max-autotune compile ran past its limit of 600 s" in text
     assert "(the only mode timed): 0.889x torch.compile (default)" in text
@@ -114,7 +115,7 @@ def test_old_reports_and_results_still_load_and_render(tmp_path):
     old_summary = {"problem": "/p.py", "stop_reason": "max_rounds", "rounds": 1, "gpu": "H200",
                    "best_kernel_path": None, "is_gpu_time": True, "clock": "cuda_events", "eager_ms": 0.1,
                    "compile_ms": 0.08, "attempts": []}
-    text = render_markdown(old_summary)
+    text = render_markdown(RunSummary.read(old_summary))
     assert "| PyTorch eager | 0.1000 |  |  |" in text and "predates the record of its timing settings" in text
     old_baselines = Baselines(eager=_timing(0.1), compile=None, compile_error=None, floor=FLOOR)
     assert old_baselines.max_autotune is None and old_baselines.best() == ("PyTorch eager", old_baselines.eager)

@@ -24,6 +24,7 @@ from kernelopt.harness.verify import Verifier
 from kernelopt.nodes import verifier as verifier_node
 from kernelopt.records import Attempt, Candidate, KernelRecord, Timing, Verdict
 from kernelopt.report.progress import render_event
+from kernelopt.report.summary import RunSummary
 
 DEVICE = "cpu" if os.environ.get("TRITON_INTERPRET") == "1" else "cuda"
 
@@ -179,7 +180,7 @@ def test_a_reworded_kernel_is_verified_once_and_reported(tmp_path: Path, add_pro
     assert verdict["duplicate_of"] == attempts[original].kernel_path
     assert f"duplicate of {original}, not timed again" in (render_event(verdict) or "")
     report = json.loads(Path(final["run_dir"], "report.json").read_text())
-    assert report["duplicates_removed"] == 1 and "duplicates removed: 1" in final_text(report)
+    assert report["duplicates_removed"] == 1 and "duplicates removed: 1" in final_text(RunSummary.read(report))
     assert report["duplicates"][0]["kernel_path"].endswith(copy)
     assert report["duplicates"][0]["duplicate_of"].endswith(original)
     markdown = Path(final["run_dir"], "report.md").read_text()

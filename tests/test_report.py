@@ -53,8 +53,8 @@ def _state(run_dir: Path, clock: str = "cuda_events", floor: FloorEstimate | Non
 def test_summary_and_markdown_on_gpu_times(tmp_path):
     summary = summarize_run(_state(tmp_path))
     write_reports(summary, tmp_path)
-    assert json.loads((tmp_path / "report.json").read_text()) == json.loads(json.dumps(summary))
-    assert summary["speedup_vs_eager"] == pytest.approx(2.0) and summary["speedup_vs_compile"] == pytest.approx(1.6)
+    assert json.loads((tmp_path / "report.json").read_text()) == json.loads(json.dumps(summary.to_json()))
+    assert summary.speedup_vs_eager == pytest.approx(2.0) and summary.speedup_vs_compile == pytest.approx(1.6)
     text = render_markdown(summary)
     assert "- Problem: `/problems/add.py`" in text and "H200 (NVIDIA H200 SXM 141GB)" in text
     assert "- Stop reason: max_rounds" in text and "(round 1)" in text

@@ -13,6 +13,7 @@ from kernelopt.export.names import DEFAULT_NAMESPACE, check_name, default_op_nam
 from kernelopt.export.render import Origin, render_init, render_module
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.records import InputError
+from kernelopt.report.summary import RunSummary, load_summary
 
 MARK = "Written by `kernelopt export`"  # in every module's docstring: such a file may be written over
 
@@ -56,14 +57,14 @@ def export_files(problem: str | Path, kernel: str | Path, qualname: str | None =
     return _write(out_dir, op_names(name)[1], text)
 
 
-def _run_origin(run_dir: Path, report: dict[str, Any]) -> Origin:
+def _run_origin(run_dir: Path, report: RunSummary) -> Origin:
     return Origin(
-        problem=report.get("problem") or str(run_dir / "problem.py"), kernel=str(run_dir / "best_kernel.py"),
-        run=f"{run_dir} (best of round {report.get('best_round')}, stopped: {report.get('stop_reason')})",
-        gpu=report.get("gpu") if report.get("is_gpu_time") or not report.get("gpu") else
-        f"none: a Triton-interpreter run on the CPU (its prompts aimed at {report['gpu']})",
-        best_ms=report.get("best_time_ms"), eager_ms=report.get("eager_ms"),
-        compile_ms=report.get("compile_ms"), is_gpu_time=bool(report.get("is_gpu_time")),
+        problem=report.problem or str(run_dir / "problem.py"), kernel=str(run_dir / "best_kernel.py"),
+        run=f"{run_dir} (best of round {report.best_round}, stopped: {report.stop_reason})",
+        gpu=report.gpu if report.is_gpu_time or not report.gpu else
+        f"none: a Triton-interpreter run on the CPU (its prompts aimed at {report.gpu})",
+        best_ms=report.best_time_ms, eager_ms=report.eager_ms,
+        compile_ms=report.compile_ms, is_gpu_time=report.is_gpu_time,
     )
 
 
@@ -76,8 +77,7 @@ def export_run(run_dir: str | Path, qualname: str | None = None, out_dir: str | 
         if not (folder / needed).is_file():
             raise InputError(f"{folder} has no {needed}; export a run that found a correct kernel "
                              "(or pass PROBLEM KERNEL)")
-    report_path = folder / "report.json"
-    report = json.loads(report_path.read_text()) if report_path.is_file() else {}
+    report = load_summary(folder) or RunSummary()
     name, text = render_export(folder / "problem.py", folder / "best_kernel.py", qualname, _run_origin(folder, report))
     return _write(out_dir, op_names(name)[1], text)
 

@@ -96,8 +96,8 @@ BASELINE_KEYS = (("eager", "PyTorch eager"), ("compile", "torch.compile (default
 
 
 def baseline_text(found: dict[str, Any]) -> str:
-    """The baselines for the terminal (a verify result or a run's summary): each with the
-    kernel's speedup over it, the mode named, then the gap closed and launch overhead."""
+    """The baselines for the terminal (a verify result, or a run's summary as report.json has it):
+    each with the kernel's speedup over it, the mode named, then the gap closed and launch overhead."""
     kernel_ms, on_gpu = found.get("time_ms") or found.get("best_time_ms"), bool(found.get("is_gpu_time"))
     lines = []
     for key, name in BASELINE_KEYS:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kernelopt.records import Attempt
+from kernelopt.report.summary import RunSummary
 
 
 def model_rows(state: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -41,9 +42,9 @@ def model_rows(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def models_markdown(summary: Mapping[str, Any]) -> list[str]:
+def models_markdown(summary: RunSummary) -> list[str]:
     """report.md's Models section; [] unless more than one model ran."""
-    rows = summary.get("models") or []
+    rows = summary.models
     if len(rows) < 2:
         return []
     lines = [
@@ -65,9 +66,9 @@ def models_markdown(summary: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def models_text(summary: Mapping[str, Any]) -> list[str]:
+def models_text(summary: RunSummary) -> list[str]:
     """The terminal's closing lines on the models: one per model; [] unless more than one ran."""
-    rows = summary.get("models") or []
+    rows = summary.models
     if len(rows) < 2:
         return []
     lines = []

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from kernelopt.report.summary import RunSummary
+
 
 def gains(attempt: dict[str, Any]) -> tuple[float | None, float | None]:
     """(the change's gain, parent / pinned; the tuning's, pinned / tuned) of a report.json attempt;
@@ -29,9 +31,9 @@ def pinned_rows(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def pinned_section(summary: dict[str, Any]) -> list[str]:
+def pinned_section(summary: RunSummary) -> list[str]:
     """report.md's "Change and tuning" section (nothing when no rewrite was pinned)."""
-    rows = summary.get("pinned") or pinned_rows(summary.get("attempts") or [])
+    rows = summary.pinned or pinned_rows(summary.attempts)
     if not rows:
         return []
 

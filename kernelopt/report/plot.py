@@ -22,6 +22,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
+from kernelopt.report.summary import RunSummary
 from kernelopt.syntax import parse
 
 OUTCOME_COLOURS = {"faster": "tab:green", "within_noise": "tab:olive", "outpaced": "tab:cyan", "slower": "tab:gray"}
@@ -50,6 +51,7 @@ class RooflineGeometry:
     bandwidth_bytes_per_s: float  # the datasheet's
     peak_flops_per_s: float  # the datasheet's dense peak for the dtype
     ridge_flops_per_byte: float
+    floor_flops: float  # the problem's floor: the FLOPs it needs at least
     intensity_flops_per_byte: float  # the problem's floor: FLOPs / minimal bytes
     attainable_flops_per_s: float  # the roof at that intensity
     attempts: tuple[RooflinePoint, ...]
@@ -58,19 +60,19 @@ class RooflineGeometry:
     untimed_attempts: int  # failed or rejected: no time, no point
 
 
-def roofline_geometry(summary: dict[str, Any]) -> RooflineGeometry | None:
+def roofline_geometry(summary: RunSummary) -> RooflineGeometry | None:
     """The roofline of a run's summary, or None without a floor, a known GPU or its dtype's peak."""
-    floor = summary.get("floor")
-    if not floor or not summary.get("gpu") or floor["min_bytes"] <= 0 or floor["flops"] <= 0:
+    floor = summary.floor
+    if not floor or not summary.gpu or floor["min_bytes"] <= 0 or floor["flops"] <= 0:
         return None
     try:
-        spec = get_gpu_spec(summary["gpu"])
+        spec = get_gpu_spec(summary.gpu)
         peak = spec.peak_tflops(floor["dtype"]) * 1e12
     except (UnknownGPUError, ValueError):
         return None
     flops, bandwidth = floor["flops"], spec.memory_bandwidth_gbs * 1e9
     intensity = flops / floor["min_bytes"]
-    attempts = summary.get("attempts", [])
+    attempts = summary.attempts
     timed = [a for a in attempts if a.get("time_ms")]
     best = max((i for i, a in enumerate(timed) if a.get("new_best")), default=None)  # the last new best
     points = tuple(
@@ -78,10 +80,10 @@ def roofline_geometry(summary: dict[str, Any]) -> RooflineGeometry | None:
                       flops / (a["time_ms"] / 1e3), best=i == best)
         for i, a in enumerate(timed)
     )
-    eager, compiled = (summary.get(f"{name}_ms") for name in ("eager", "compile"))
+    eager, compiled = summary.eager_ms, summary.compile_ms
     return RooflineGeometry(
         spec=spec, dtype=floor["dtype"], bandwidth_bytes_per_s=bandwidth, peak_flops_per_s=peak,
-        ridge_flops_per_byte=peak / bandwidth, intensity_flops_per_byte=intensity,
+        ridge_flops_per_byte=peak / bandwidth, floor_flops=flops, intensity_flops_per_byte=intensity,
         attainable_flops_per_s=min(bandwidth * intensity, peak), attempts=points,
         eager_flops_per_s=flops / (eager / 1e3) if eager else None,
         compile_flops_per_s=flops / (compiled / 1e3) if compiled else None,
@@ -89,24 +91,24 @@ def roofline_geometry(summary: dict[str, Any]) -> RooflineGeometry | None:
     )
 
 
-def draw_picture(summary: dict[str, Any], path: str | Path) -> bool:
+def draw_picture(summary: RunSummary, path: str | Path) -> bool:
     """Draw the run's picture to `path` (PNG); False when there is nothing to draw it from.
 
     GPU times: the roofline with every attempt on it. Interpreter times are no GPU's: the
     attempts' times against each other, and beside them the roof of a GPU only when one was
     named (Context.gpu, --gpu), with no point of this run on it.
     """
-    if summary.get("is_gpu_time"):
+    if summary.is_gpu_time:
         geo = roofline_geometry(summary)
         if geo is None:
             return False
         figure = _figure(1)
         _draw_roof(figure.add_subplot(), summary, geo, with_points=True)
         return _save(figure, path, _roof_notes(geo))
-    timed = [a for a in summary.get("attempts", []) if a.get("time_ms")]
+    timed = [a for a in summary.attempts if a.get("time_ms")]
     if not timed:
         return False
-    geo = roofline_geometry(summary) if summary.get("gpu_named") else None
+    geo = roofline_geometry(summary) if summary.gpu_named else None
     figure = _figure(2 if geo else 1)
     _draw_attempts(figure.add_subplot(1, 2 if geo else 1, 1), summary)
     if geo:
@@ -130,13 +132,13 @@ def _save(figure: Figure, path: str | Path, notes: list[str]) -> bool:
     return True
 
 
-def _problem_name(summary: dict[str, Any]) -> str:
+def _problem_name(summary: RunSummary) -> str:
     """The problem as a person knows it: its file's name, or for a file called problem.py its
     folder's (examples/swish/problem.py: swish), or, for the run folder's own copy, its docstring."""
-    path = Path(str(summary.get("problem") or "the problem"))
+    path = Path(str(summary.problem or "the problem"))
     if path.stem != "problem":
         return path.stem
-    if summary.get("run_dir") and path.parent == Path(summary["run_dir"]) and path.is_file():
+    if summary.run_dir and path.parent == Path(summary.run_dir) and path.is_file():
         import ast
 
         try:
@@ -155,13 +157,13 @@ def _label(attempt: dict[str, Any]) -> str:
             + (f"b{branch.group(1)}" if branch else ""))
 
 
-def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
+def _draw_attempts(ax: Axes, summary: RunSummary) -> None:
     """Every attempt in order: a bar for its time, a cross for one without a time, the best starred.
 
     A linear axis from zero, so that the attempts' times compare at a glance; a baseline far
     off that scale (PyTorch on the CPU against the interpreter) is named, not drawn.
     """
-    attempts = summary.get("attempts", [])
+    attempts = summary.attempts
     high = max(a["time_ms"] for a in attempts if a.get("time_ms"))
     best = max((i for i, a in enumerate(attempts) if a.get("new_best") and a.get("time_ms")), default=None)
     handles: list[Any] = []
@@ -182,10 +184,10 @@ def _draw_attempts(ax: Axes, summary: dict[str, Any]) -> None:
         handles.append(ax.scatter([best], [attempts[best]["time_ms"] + high * 0.08], marker="*", s=200, color="gold",
                                   edgecolor="black", zorder=5,
                                   label=f"best: {_label(attempts[best])}, {attempts[best]['time_ms']:.4g} ms"))
-    baselines = (("PyTorch eager", "eager_ms", "tab:purple"), ("torch.compile (default)", "compile_ms", "tab:orange"),
-                 ("torch.compile (max-autotune)", "max_autotune_ms", "tab:red"))
-    for name, key, colour in baselines:
-        value = summary.get(key)
+    baselines = (("PyTorch eager", summary.eager_ms, "tab:purple"),
+                 ("torch.compile (default)", summary.compile_ms, "tab:orange"),
+                 ("torch.compile (max-autotune)", summary.max_autotune_ms, "tab:red"))
+    for name, value, colour in baselines:
         if not value:
             continue
         label = f"{name} on the CPU: {value:.4g} ms"
@@ -211,17 +213,16 @@ def _roof_notes(geo: RooflineGeometry) -> list[str]:
     return notes
 
 
-BASELINE_MARKERS = (("PyTorch eager", "eager_ms", "D", "tab:purple"),
-                    ("torch.compile (default)", "compile_ms", "s", "tab:orange"),
-                    ("torch.compile (max-autotune)", "max_autotune_ms", "^", "tab:red"),
-                    ("CUDA graph of eager", "cuda_graph_ms", "v", "tab:cyan"))
+BASELINE_MARKERS = (("PyTorch eager", "D", "tab:purple"), ("torch.compile (default)", "s", "tab:orange"),
+                    ("torch.compile (max-autotune)", "^", "tab:red"), ("CUDA graph of eager", "v", "tab:cyan"))
 
 
-def _draw_roof(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, with_points: bool) -> None:
+def _draw_roof(ax: Axes, summary: RunSummary, geo: RooflineGeometry, with_points: bool) -> None:
     """The GPU's roofline at the problem's floor intensity; with the run's timed kernels when they are GPU times."""
-    flops = summary["floor"]["flops"]
-    baselines = [(name, key, flops / (summary[key] / 1e3) if summary.get(key) else None, marker, colour)
-                 for name, key, marker, colour in BASELINE_MARKERS]
+    flops = geo.floor_flops
+    times_ms = (summary.eager_ms, summary.compile_ms, summary.max_autotune_ms, summary.cuda_graph_ms)
+    baselines = [(name, ms, flops / (ms / 1e3) if ms else None, marker, colour)
+                 for (name, marker, colour), ms in zip(BASELINE_MARKERS, times_ms, strict=True)]
     heights = [p.flops_per_s for p in geo.attempts] + [v for _, _, v, _, _ in baselines if v]
     ridge, peak, bandwidth = geo.ridge_flops_per_byte, geo.peak_flops_per_s, geo.bandwidth_bytes_per_s
     x_low = min(geo.intensity_flops_per_byte, ridge) / 30
@@ -245,10 +246,10 @@ def _draw_roof(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, with_po
     if with_points:
         _measured_ceilings(ax, summary, geo, x_low, x_high)
         _attempts(ax, geo)
-        for name, key, value, marker, colour in baselines:
+        for name, ms, value, marker, colour in baselines:
             if value:
                 ax.scatter([intensity], [value], marker=marker, s=60, color=colour, edgecolor="black", zorder=4,
-                           label=f"{name}: {summary[key]:.4g} ms")
+                           label=f"{name}: {ms:.4g} ms")
     ax.set_xlabel("arithmetic intensity (floor FLOPs / minimal bytes, FLOP/byte)")
     ax.set_ylabel("achieved FLOP/s (floor FLOPs / time)")
     title = f"{geo.spec.name}: roofline for {_problem_name(summary)} ({geo.dtype})"
@@ -263,9 +264,9 @@ def _note(ax: Axes, text: str, at: tuple[float, float], offset: tuple[int, int],
     ax.annotate(text, at, xytext=offset, textcoords="offset points", ha=ha, fontsize=8)
 
 
-def _measured_ceilings(ax: Axes, summary: dict[str, Any], geo: RooflineGeometry, x_low: float, x_high: float) -> None:
+def _measured_ceilings(ax: Axes, summary: RunSummary, geo: RooflineGeometry, x_low: float, x_high: float) -> None:
     """The ceilings the run's roofline verdict used, where measured ones replaced the datasheet's."""
-    roof = summary.get("roofline") or {}
+    roof = summary.roofline or {}
     if not roof.get("bandwidth_gbs") or not roof.get("peak_tflops"):
         return
     bandwidth, peak = roof["bandwidth_gbs"] * 1e9, roof["peak_tflops"] * 1e12

@@ -23,10 +23,10 @@ from kernelopt.report.story import (
     round_diagnoses,
     start_time_ms,
 )
+from kernelopt.report.summary import REPORT_JSON, RunSummary
 from kernelopt.report.sweep import SWEEP_PNG, sweep_markdown, sweep_tables
 from kernelopt.report.tree import search_tree, tree_section
 
-REPORT_JSON = "report.json"
 REPORT_MD = "report.md"
 ROOFLINE_PNG = "roofline.png"
 ROOFLINE_SOURCES = {
@@ -35,7 +35,7 @@ ROOFLINE_SOURCES = {
 }
 
 
-def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, Any]:
+def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> RunSummary:
     """The figures a person asks for at the end of a run (what RUN_DIR/report.json holds).
 
     `gpu_named`: the person named the target GPU (Context.gpu): on interpreter times its roof
@@ -44,45 +44,44 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> dict[str, A
     best, baselines, roofline = state.get("best"), state.get("baselines"), state.get("roofline")
     floor = baselines.floor if baselines else None
     run_dir = state.get("run_dir") or ""
+    gpu = state.get("gpu_key")
     clock = best.timing.clock if best else (baselines.eager.clock if baselines and baselines.eager else None)
-    summary: dict[str, Any] = {
-        "stop_reason": state.get("stop_reason"),
-        "run_dir": run_dir,
-        "problem": state.get("problem_path") or state.get("problem_file"),
-        "rounds": state.get("round", 0),
-        "gpu": state.get("gpu_key"),
-        "gpu_named": gpu_named,
-        "best_kernel_path": str(Path(run_dir) / "best_kernel.py") if best and run_dir else None,
-        "best_round": best.round if best else None,
-        "best_time_ms": best.time_ms if best else None,
-        "best_timing": dataclasses.asdict(best.timing) if best else None,
-        "clock": clock,
-        "is_gpu_time": clock == "cuda_events",
-        "eager_ms": None, "compile_ms": None, "speedup_vs_eager": None, "speedup_vs_compile": None,
-        "compile_error": baselines.compile_error if baselines else None,
-        "floor": dataclasses.asdict(floor) if floor else None,
-        "roofline": dataclasses.asdict(roofline) if roofline else None,
-        "attempts": [dataclasses.asdict(a) for a in state.get("attempts", [])],
-    }
-    summary["duplicates"] = duplicates(summary["attempts"])
-    summary["duplicates_removed"] = len(summary["duplicates"])
-    summary["sweeps"] = sweep_tables(run_dir, summary["attempts"])
-    summary["start_time_ms"] = start_time_ms(summary["attempts"])
-    summary["diagnoses"] = round_diagnoses(run_dir)
-    summary["models"] = model_rows(state)
-    summary["pinned"] = pinned_rows(summary["attempts"])
-    if state.get("beam"):  # a beam run: its parents at the end, and the tree they grew
-        summary["beam"] = [record.path for record in state["beam"]]
-        summary["tree"] = search_tree(summary["attempts"], summary["beam"])
-    for name in ("eager", "compile"):
-        timing = getattr(baselines, name, None) if baselines else None
-        if timing is not None:
-            summary[f"{name}_ms"] = timing.median_ms
-            if best:
-                summary[f"speedup_vs_{name}"] = timing.median_ms / best.time_ms
-    on_gpu = summary["is_gpu_time"]
-    summary.update(figures(baselines, best.time_ms if best else None, _floor_ms(floor, summary["gpu"]), on_gpu))
-    return summary
+    attempts = [dataclasses.asdict(a) for a in state.get("attempts", [])]
+    found = duplicates(attempts)
+    beam = [record.path for record in state["beam"]] if state.get("beam") else None  # a beam run's parents
+    eager, compiled = (baselines.eager, baselines.compile) if baselines else (None, None)
+    return RunSummary(
+        stop_reason=state.get("stop_reason"),
+        run_dir=run_dir,
+        problem=state.get("problem_path") or state.get("problem_file"),
+        rounds=state.get("round", 0),
+        gpu=gpu,
+        gpu_named=gpu_named,
+        best_kernel_path=str(Path(run_dir) / "best_kernel.py") if best and run_dir else None,
+        best_round=best.round if best else None,
+        best_time_ms=best.time_ms if best else None,
+        best_timing=dataclasses.asdict(best.timing) if best else None,
+        clock=clock,
+        is_gpu_time=clock == "cuda_events",
+        eager_ms=eager.median_ms if eager else None,
+        compile_ms=compiled.median_ms if compiled else None,
+        speedup_vs_eager=eager.median_ms / best.time_ms if eager and best else None,
+        speedup_vs_compile=compiled.median_ms / best.time_ms if compiled and best else None,
+        compile_error=baselines.compile_error if baselines else None,
+        floor=dataclasses.asdict(floor) if floor else None,
+        roofline=dataclasses.asdict(roofline) if roofline else None,
+        attempts=attempts,
+        duplicates=found,
+        duplicates_removed=len(found),
+        sweeps=sweep_tables(run_dir, attempts),
+        start_time_ms=start_time_ms(attempts),
+        diagnoses=round_diagnoses(run_dir),
+        models=model_rows(state),
+        pinned=pinned_rows(attempts),
+        beam=beam,
+        tree=search_tree(attempts, beam) if beam is not None else None,  # the tree the beam grew
+        **figures(baselines, best.time_ms if best else None, _floor_ms(floor, gpu), clock == "cuda_events"),
+    )
 
 
 def duplicates(attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -100,13 +99,13 @@ def _floor_ms(floor: FloorEstimate | None, gpu_key: str | None) -> float | None:
     return datasheet_floor_ms(floor, spec) if floor is not None and spec is not None else None
 
 
-def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
+def write_reports(summary: RunSummary, run_dir: str | Path) -> list[Path]:
     """Write report.json, report.md and roofline.png into the run directory; returns the files written."""
     from kernelopt.report.plot import draw_picture  # matplotlib loads only when a picture is drawn
     from kernelopt.report.sweep import draw_sweep
 
     run_dir = Path(run_dir)
-    (run_dir / REPORT_JSON).write_text(json.dumps(summary, indent=2, default=str))
+    (run_dir / REPORT_JSON).write_text(json.dumps(summary.to_json(), indent=2, default=str))
     written = [run_dir / REPORT_JSON, run_dir / REPORT_MD]
     plot_path = run_dir / ROOFLINE_PNG
     has_plot = draw_picture(summary, plot_path)
@@ -128,12 +127,12 @@ def write_reports(summary: dict[str, Any], run_dir: str | Path) -> list[Path]:
     return written
 
 
-def roofline_notes(summary: dict[str, Any]) -> list[str]:
+def roofline_notes(summary: RunSummary) -> list[str]:
     """The roofline's warnings as the summary says them: on interpreter times one line on why
     there is no efficiency, instead of notes that seem to say the best kernel has no time."""
-    roof = summary.get("roofline") or {}
+    roof = summary.roofline or {}
     notes = list(roof.get("warnings", []))
-    if summary.get("is_gpu_time") or not summary.get("best_time_ms"):
+    if summary.is_gpu_time or not summary.best_time_ms:
         return notes
     about_time = ("no measured time", "times are triton-interpreter")
     return [INTERPRETER_EFFICIENCY] + [n for n in notes if not n.lower().startswith(about_time)]
@@ -144,39 +143,17 @@ INTERPRETER_EFFICIENCY = (
 )
 
 
-def target_gpu(summary: dict[str, Any], spec: GPUSpec | None) -> str:
+def target_gpu(summary: RunSummary, spec: GPUSpec | None) -> str:
     """The target GPU in words, saying when it is only the default aim of the prompts."""
-    name = f"{spec.key} ({spec.name})" if spec else (summary.get("gpu") or "unknown")
-    if summary.get("is_gpu_time") or summary.get("gpu_named") or not summary.get("clock"):
+    name = f"{spec.key} ({spec.name})" if spec else (summary.gpu or "unknown")
+    if summary.is_gpu_time or summary.gpu_named or not summary.clock:
         return name
     return f"no GPU; prompts aim at {name} (name one with --gpu / Context.gpu)"
 
 
-def load_summary(run_dir: str | Path) -> dict[str, Any] | None:
-    """RUN_DIR/report.json as written at the end of the run, or None where there is none; when the
-    folder was moved since, its paths name where the files are now."""
-    path = Path(run_dir) / REPORT_JSON
-    if not path.is_file():
-        return None
-    summary = json.loads(path.read_text())
-    old, new = summary.get("run_dir"), str(Path(run_dir).resolve())
-    return _moved(summary, old, new) if old and old != new else summary
-
-
-def _moved(value: Any, old: str, new: str) -> Any:
-    """`value` with every path under `old` put under `new`."""
-    if isinstance(value, str):
-        return new + value[len(old):] if value == old or value.startswith(old + "/") else value
-    if isinstance(value, dict):
-        return {k: _moved(v, old, new) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_moved(v, old, new) for v in value]
-    return value
-
-
-def _spec(summary: dict[str, Any]) -> GPUSpec | None:
+def _spec(summary: RunSummary) -> GPUSpec | None:
     try:
-        return get_gpu_spec(summary["gpu"]) if summary.get("gpu") else None
+        return get_gpu_spec(summary.gpu) if summary.gpu else None
     except UnknownGPUError:
         return None
 
@@ -190,7 +167,7 @@ def _num(value: float | None, unit: str = "", digits: int = 4) -> str:
 
 
 def render_markdown(
-    summary: dict[str, Any], has_plot: bool = True, has_sweep_plot: bool = False, diff: str | None = None
+    summary: RunSummary, has_plot: bool = True, has_sweep_plot: bool = False, diff: str | None = None
 ) -> str:
     """report.md: what was optimized, how it ended, the roofline, and every attempt."""
     spec = _spec(summary)
@@ -198,12 +175,12 @@ def render_markdown(
     lines = [
         "# kernelopt run report", "",
         *([f"**{top}**", ""] if top else []),
-        f"- Problem: `{summary.get('problem') or '-'}`",
+        f"- Problem: `{summary.problem or '-'}`",
         f"- Target GPU: {target_gpu(summary, spec)}",
-        f"- Stop reason: {summary.get('stop_reason') or 'none yet (the run has not finished)'}",
-        f"- Rounds: {summary.get('rounds', 0)}",
-        f"- Best kernel: `{summary['best_kernel_path']}` (round {summary['best_round']})"
-        if summary.get("best_kernel_path") else "- Best kernel: none (no candidate was correct)",
+        f"- Stop reason: {summary.stop_reason or 'none yet (the run has not finished)'}",
+        f"- Rounds: {summary.rounds}",
+        f"- Best kernel: `{summary.best_kernel_path}` (round {summary.best_round})"
+        if summary.best_kernel_path else "- Best kernel: none (no candidate was correct)",
         "",
     ]
     lines += _result_section(summary)
@@ -214,93 +191,92 @@ def render_markdown(
     lines += tree_section(summary)
     lines += diff_section(diff)
     lines += sweep_markdown(summary, has_sweep_plot)
-    lines += ["## Method", "", *method_lines(summary.get("method"), summary.get("max_autotune_limit_s")), ""]
+    lines += ["## Method", "", *method_lines(summary.method, summary.max_autotune_limit_s), ""]
     return "\n".join(lines) + "\n"
 
 
-BASELINE_ROWS = (  # (summary key, row name, the name Baselines.every() gives it)
-    ("eager", "PyTorch eager", "PyTorch eager"),
-    ("compile", "torch.compile (default)", "torch.compile (default)"),
-    ("max_autotune", "torch.compile (max-autotune)", "torch.compile (max-autotune)"),
-    ("cuda_graph", "CUDA graph of eager", "CUDA graph of eager"),
+BASELINE_ROWS = (  # (row name: the name Baselines.every() gives it, RunSummary's field of its time, of its error)
+    ("PyTorch eager", "eager_ms", None),
+    ("torch.compile (default)", "compile_ms", "compile_error"),
+    ("torch.compile (max-autotune)", "max_autotune_ms", "max_autotune_error"),
+    ("CUDA graph of eager", "cuda_graph_ms", "cuda_graph_error"),
 )
 
 
-def _result_section(summary: dict[str, Any]) -> list[str]:
+def _result_section(summary: RunSummary) -> list[str]:
     lines = ["## Best vs the baselines", ""]
-    on_gpu = bool(summary.get("is_gpu_time"))
-    if not on_gpu and summary.get("clock"):
+    on_gpu = summary.is_gpu_time
+    if not on_gpu and summary.clock:
         lines += [
-            f"> **{NOT_GPU_NOTE}.** The kernels ran in Triton's interpreter on the CPU ({summary['clock']} clock) "
+            f"> **{NOT_GPU_NOTE}.** The kernels ran in Triton's interpreter on the CPU ({summary.clock} clock) "
             "and PyTorch ran on the CPU: these times show the run worked, not how fast the kernel is on a GPU, "
             "and best vs PyTorch is not a speedup.", "",
         ]
     lines += ["| | median (ms) | IQR (ms) | n | best is faster by |", "|---|---:|---:|---:|---:|"]
-    timing = summary.get("best_timing")
+    timing = summary.best_timing
     if timing:
         lines.append(f"| best kernel | {_ms(timing['median_ms'])} | {_ms(timing['p75_ms'] - timing['p25_ms'])} "
                      f"| {timing['trials']} | |")
-    timings = summary.get("baseline_timings") or {}
-    best_ms = summary.get("best_time_ms")
-    for key, label, name in BASELINE_ROWS:
-        median = summary.get(f"{key}_ms")
+    timings = summary.baseline_timings or {}
+    best_ms = summary.best_time_ms
+    for name, time_field, error_field in BASELINE_ROWS:
+        median, error = getattr(summary, time_field), getattr(summary, error_field) if error_field else None
         if median is not None:
             ratio = _num(median / best_ms, "x", 3) if on_gpu and best_ms else "not comparable" if best_ms else ""
             spread = timings.get(name)
             iqr = _ms(spread["p75_ms"] - spread["p25_ms"]) if spread else ""
-            lines.append(f"| {label} | {_ms(median)} | {iqr} | {spread['trials'] if spread else ''} | {ratio} |")
-        elif summary.get(f"{key}_error"):
-            lines.append(f"| {label} | failed: {_cell(summary[f'{key}_error'])} | | | |")
-        elif key == "compile":
-            lines.append(f"| {label} | not timed | | | |")
+            lines.append(f"| {name} | {_ms(median)} | {iqr} | {spread['trials'] if spread else ''} | {ratio} |")
+        elif error:
+            lines.append(f"| {name} | failed: {_cell(error)} | | | |")
+        elif time_field == "compile_ms":
+            lines.append(f"| {name} | not timed | | | |")
     return [*lines, "", *_claims(summary, on_gpu), ""]
 
 
-def _claims(summary: dict[str, Any], on_gpu: bool) -> list[str]:
+def _claims(summary: RunSummary, on_gpu: bool) -> list[str]:
     """The headline figures, each naming what it is against, and what the baselines cost."""
     lines = []
-    if on_gpu and summary.get("best_time_ms"):
-        if summary.get("strongest_compile"):
-            modes = "the faster of the modes timed" if summary.get("max_autotune_ms") else "the only mode timed"
-            against = f"torch.compile ({summary['strongest_compile']})"
+    if on_gpu and summary.best_time_ms:
+        if summary.strongest_compile:
+            modes = "the faster of the modes timed" if summary.max_autotune_ms else "the only mode timed"
+            against = f"torch.compile ({summary.strongest_compile})"
             lines.append(f"- Against the strongest torch.compile ({modes}): "
-                         f"{times(summary['speedup_vs_strongest_compile'], against)}")
-        if summary.get("best_baseline"):
+                         f"{times(summary.speedup_vs_strongest_compile, against)}")
+        if summary.best_baseline:
             lines.append(f"- Against the best baseline of all: "
-                         f"{times(summary['speedup_vs_best_baseline'], summary['best_baseline'])}")
-        floor = summary.get("floor_ms")
+                         f"{times(summary.speedup_vs_best_baseline, summary.best_baseline)}")
+        floor = summary.floor_ms
         lines.append(
-            f"- Gap closed: {share_words(summary.get('gap_closed'), summary.get('gap_closed_note') or '')} of the "
-            f"distance from the best baseline ({_num(summary.get('best_baseline_ms'), ' ms')}) to the floor "
+            f"- Gap closed: {share_words(summary.gap_closed, summary.gap_closed_note or '')} of the "
+            f"distance from the best baseline ({_num(summary.best_baseline_ms, ' ms')}) to the floor "
             f"({_num(floor, ' ms')}): (t_baseline - t_kernel) / (t_baseline - t_floor), the floor at the datasheet's "
             "bandwidth and peak"
         )
-    note = summary.get("launch_note") or (launch_note(summary.get("eager_ms"), summary.get("cuda_graph_ms"), None)
-                                          if on_gpu else None)
+    note = summary.launch_note or (launch_note(summary.eager_ms, summary.cuda_graph_ms, None) if on_gpu else None)
     if note:
         lines.append(f"- Launch overhead: {note}")
     lines += _cost(summary)
     return lines
 
 
-def _cost(summary: dict[str, Any]) -> list[str]:
-    if summary.get("baselines_wall_s") is None:
+def _cost(summary: RunSummary) -> list[str]:
+    if summary.baselines_wall_s is None:
         return []
     parts = []
-    if summary.get("compile_s") is not None:
-        parts.append(f"torch.compile (default) compiled in {summary['compile_s']:.1f} s")
-    if summary.get("max_autotune_compile_s") is not None:
-        cached = "taken from Inductor's cache" if summary.get("max_autotune_cache_hit") else "compiled afresh"
-        parts.append(f"max-autotune in {summary['max_autotune_compile_s']:.1f} s ({cached})")
+    if summary.compile_s is not None:
+        parts.append(f"torch.compile (default) compiled in {summary.compile_s:.1f} s")
+    if summary.max_autotune_compile_s is not None:
+        cached = "taken from Inductor's cache" if summary.max_autotune_cache_hit else "compiled afresh"
+        parts.append(f"max-autotune in {summary.max_autotune_compile_s:.1f} s ({cached})")
     detail = f" ({'; '.join(parts)})" if parts else ""
-    return [f"- Setup cost: the baselines took {summary['baselines_wall_s']:.1f} s of wall time{detail}"]
+    return [f"- Setup cost: the baselines took {summary.baselines_wall_s:.1f} s of wall time{detail}"]
 
 
-def _roofline_section(summary: dict[str, Any], spec: GPUSpec | None, has_plot: bool) -> list[str]:
+def _roofline_section(summary: RunSummary, spec: GPUSpec | None, has_plot: bool) -> list[str]:
     lines = ["## Roofline", ""]
-    floor, roof = summary.get("floor"), summary.get("roofline")
-    on_gpu = bool(summary.get("is_gpu_time"))
-    if not on_gpu and not summary.get("gpu_named"):
+    floor, roof = summary.floor, summary.roofline
+    on_gpu = summary.is_gpu_time
+    if not on_gpu and not summary.gpu_named:
         spec = None  # the default target of the prompts is no GPU this run ran on or was aimed at
     if floor:
         intensity = floor["flops"] / floor["min_bytes"] if floor["min_bytes"] else None
@@ -345,8 +321,8 @@ def _cell(text: str | None, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _attempts_section(summary: dict[str, Any]) -> list[str]:
-    attempts = summary.get("attempts") or []
+def _attempts_section(summary: RunSummary) -> list[str]:
+    attempts = summary.attempts
     lines = [f"## Attempts ({len(attempts)})", ""]
     if not attempts:
         return [*lines, "None.", ""]
@@ -354,7 +330,7 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
         "| round | repair | diagnosis | change | outcome | time (ms) | vs best before | kernel | error |",
         "|---:|---:|---|---|---|---:|---:|---|---|",
     ]
-    diagnoses = summary.get("diagnoses") or {}
+    diagnoses = summary.diagnoses
     for a in attempts:
         words = outcome_words(a["outcome"], a["round"])
         outcome = f"**{words}** (new best)" if a.get("new_best") and a["round"] else words
@@ -372,9 +348,9 @@ def _attempts_section(summary: dict[str, Any]) -> list[str]:
     return [*lines, "", *_duplicates_note(summary)]
 
 
-def _duplicates_note(summary: dict[str, Any]) -> list[str]:
+def _duplicates_note(summary: RunSummary) -> list[str]:
     """The line on duplicates removed: candidates whose compiled kernels had already been timed."""
-    found = summary.get("duplicates") or duplicates(summary.get("attempts") or [])
+    found = summary.duplicates or duplicates(summary.attempts)
     if not found:
         return []
     pairs = ", ".join(f"`{Path(d['kernel_path']).name}` = `{Path(d['duplicate_of']).name}`" for d in found)

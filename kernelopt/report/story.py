@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kernelopt.report.summary import RunSummary
+
 DIFF_FILE = "best_vs_start.diff"
 DIFF_SHOWN_LINES = 80  # report.md shows this much of the diff; the file holds all of it
 NOT_GPU_NOTE = "interpreter time, not GPU performance"
@@ -35,21 +37,21 @@ def round_diagnoses(run_dir: str) -> dict[str, str]:
     return found
 
 
-def headline(summary: dict[str, Any]) -> str | None:
+def headline(summary: RunSummary) -> str | None:
     """start -> best, with the factor, in one line (None before any correct kernel)."""
-    start, best = summary.get("start_time_ms"), summary.get("best_time_ms")
+    start, best = summary.start_time_ms, summary.best_time_ms
     if start is None or best is None:
         return None
-    clock = "" if summary.get("is_gpu_time") else f" ({NOT_GPU_NOTE})"
+    clock = "" if summary.is_gpu_time else f" ({NOT_GPU_NOTE})"
     return f"start -> best: {start:.4f} ms -> {best:.4f} ms ({start / best:.2f}x){clock}"
 
 
-def best_vs_start_diff(run_dir: Path, summary: dict[str, Any]) -> str | None:
+def best_vs_start_diff(run_dir: Path, summary: RunSummary) -> str | None:
     """The best kernel against the run's start as a unified diff (None when either is missing or
     they are the same)."""
     import difflib
 
-    attempts = summary.get("attempts") or []
+    attempts = summary.attempts
     start = next((a["kernel_path"] for a in attempts if a["round"] == 0 and a.get("time_ms")), None)
     best = run_dir / "best_kernel.py"
     start_path = _in_run(run_dir, start)

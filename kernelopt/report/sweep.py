@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.records import config_text
+from kernelopt.report.summary import RunSummary
 
 SWEEP_PNG = "sweep.png"
 
@@ -66,9 +67,9 @@ def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def sweep_markdown(summary: dict[str, Any], has_plot: bool) -> list[str]:
+def sweep_markdown(summary: RunSummary, has_plot: bool) -> list[str]:
     """The report's section on the sweeps: one table per round, fastest first."""
-    tables = summary.get("sweeps") or []
+    tables = summary.sweeps
     if not tables:
         return []
     lines = [*moves_markdown(tables), "", "## Configurations swept", ""]
@@ -104,9 +105,9 @@ def _numbers(label: str) -> tuple[int, ...]:
     return tuple(int(n) for n in re.findall(r"=(\d+)", label))
 
 
-def draw_sweep(summary: dict[str, Any], path: str | Path) -> bool:
+def draw_sweep(summary: RunSummary, path: str | Path) -> bool:
     """sweep.png: time against the swept parameter, one line per num_warps; False without a sweep."""
-    rows = [r for t in summary.get("sweeps") or [] for r in t["rows"] if r["time_ms"] is not None]
+    rows = [r for t in summary.sweeps for r in t["rows"] if r["time_ms"] is not None]
     axis = _axis(rows)
     if not rows or axis is None:
         return False
@@ -132,7 +133,7 @@ def draw_sweep(summary: dict[str, Any], path: str | Path) -> bool:
     ax.set_yscale("log")
     ax.set_xlabel(f"{axis} (other knobs: best time at each value)")
     ax.set_ylabel("time (ms, median)")
-    clock = "GPU time" if summary.get("is_gpu_time") else "interpreter time, not GPU performance"
+    clock = "GPU time" if summary.is_gpu_time else "interpreter time, not GPU performance"
     ax.set_title(f"Configurations swept ({clock})")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.report.progress import outcome_words, verdict_detail
+from kernelopt.report.summary import RunSummary
 
 DETAIL_CHARS = 100  # of a failure's reason, in report.md
 
@@ -40,13 +41,13 @@ def search_tree(attempts: list[dict[str, Any]], beam: list[str]) -> list[dict[st
     return roots
 
 
-def tree_section(summary: dict[str, Any]) -> list[str]:
+def tree_section(summary: RunSummary) -> list[str]:
     """report.md's search tree: one line per kernel, indented under its parent (none without a beam)."""
-    tree = summary.get("tree")
+    tree = summary.tree
     if not tree:
         return []
     lines = ["## Search tree", "",
-             f"The beam kept {len(summary.get('beam') or [])} parents at the end (marked *in the beam*); "
+             f"The beam kept {len(summary.beam or [])} parents at the end (marked *in the beam*); "
              "each kernel under the one it was written from, a repair under the kernel it repairs.", ""]
     for root in tree:
         lines += _lines(root, 0)
