@@ -166,3 +166,18 @@ def test_a_hard_memory_limit_below_the_cap_is_honoured(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "correct on" in done.stdout
     assert done.stderr.count("this shell's hard limit (ulimit -v) is lower") == 1, done.stderr
+
+
+def test_the_wide_and_shifted_cases_scale_each_input_anew_and_leave_the_problems_own() -> None:
+    x, idx = torch.randn(64), torch.arange(5)
+    given = [x, x, idx, 3.0]
+    problem = SimpleNamespace(get_inputs=lambda: [v.clone() if isinstance(v, torch.Tensor) else v for v in given])
+    own = case_inputs(problem, {"seed": 1, "scale": 100.0}, torch.device("cpu"))
+    assert torch.equal(own[0], x * 100.0) and torch.equal(own[2], idx) and own[3] == 3.0
+    twice = SimpleNamespace(get_inputs=lambda: [x.clone()] * 2)  # one tensor given twice: each scaled once
+    first, second = case_inputs(twice, {"seed": 1, "shift": -120.0}, torch.device("cpu"))
+    assert torch.equal(first, x - 120.0) and torch.equal(second, x - 120.0)
+    kept = torch.randn(8)
+    before = kept.clone()
+    made = case_inputs(SimpleNamespace(get_inputs=lambda: [kept]), {"seed": 1, "scale": 2.0}, torch.device("cpu"))
+    assert torch.equal(made[0], before * 2.0) and torch.equal(kept, before)  # the problem's own tensor untouched

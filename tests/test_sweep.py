@@ -1,10 +1,11 @@
-"""A sweep's quick check spread over several processes judges every configuration as one process does."""
+"""A sweep's quick check spread over several processes judges every configuration as one process
+does; the other sizes are checked for the finalists only."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.harness.sandbox.sweep_client import _shards, check_processes
+from kernelopt.harness.sandbox.sweep_client import FINALISTS, _shards, check_processes
 from kernelopt.harness.verify import HarnessSettings, Verifier
 
 ADD = Path(__file__).parent / "data" / "add"
@@ -34,6 +35,41 @@ def test_how_many_processes_check_at_once() -> None:
     assert check_processes(cpu, 1 << 20) == 1  # the interpreter has no compile to overlap
     assert check_processes(HarnessSettings(sweep_check_processes=3), 1 << 20) == 3
     assert check_processes(gpu, 6 << 30) == 1  # a case of several GB: one at a time
-    assert 1 <= check_processes(gpu, 1 << 20) <= 4
+    assert 1 <= check_processes(gpu, 1 << 20) <= 8
     assert _shards([0, 1, 2, 3, 4], 2) == [[0, 2, 4], [1, 3]]
     assert _shards([7], 4) == [[7]]
+
+
+def _checked(work: Path) -> list[int]:
+    """The configurations (their indices in the call) a check in `work` ran, from its rows."""
+    import json
+
+    rows = [json.loads(line) for f in sorted(work.rglob("rows.jsonl")) for line in f.read_text().splitlines()]
+    return sorted({r["variant"] for r in rows if r.get("started")})
+
+
+def test_a_finalist_wrong_at_the_other_sizes_is_rejected_and_only_finalists_run_them(tmp_path: Path) -> None:
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verifier = Verifier(ADD / "problem.py", tmp_path / "harness", settings)
+    names = ["kernel_drops_tail.py", "kernel_base.py", "kernel_block128.py", "kernel_block256.py",
+             "kernel_block512.py", "kernel_fast.py"]
+    work = tmp_path / "sweep"
+    measured = verifier.sweep([ADD / name for name in names], work)
+    first = _checked(work / "check-0") if (work / "check-0").exists() else None
+    finals = _checked(work / "finalists")
+    assert 1 <= len(finals) <= FINALISTS < len(names)  # the other sizes: compiled for the finalists only
+    assert first is None or len(first) == len(names)
+    dropped = measured[0]
+    if dropped.timing is None:  # a finalist (or not timed): the size it breaks at says why
+        assert dropped.rule == "incorrect", dropped
+    else:  # not a finalist: still only ranked; the full verification judges it if it is picked
+        assert dropped.stage < max(m.stage for m in measured if m.timing)
+    assert all(m.timing is not None for m in measured[1:]), measured
+
+
+def test_a_wrong_tail_is_caught_where_both_configurations_are_finalists(tmp_path: Path) -> None:
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verifier = Verifier(ADD / "problem.py", tmp_path / "harness", settings)
+    measured = verifier.sweep([ADD / "kernel_drops_tail.py", ADD / "kernel_fast.py"], tmp_path / "sweep")
+    assert (measured[0].timing, measured[0].rule) == (None, "incorrect")
+    assert measured[1].timing is not None

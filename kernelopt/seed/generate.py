@@ -127,9 +127,9 @@ def generate(problem_path: Path) -> Generated:
     read_source(problem_path, "problem")  # a missing or unreadable file: one line
     problem = load_problem(problem_path)
     torch.manual_seed(0)
-    with torch.device("cuda"):
+    with torch.device("cuda"):  # inputs made on the GPU: a problem's GBs of randn take seconds on the host
         model = problem.Model(*problem.get_init_inputs()).cuda()
-    inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+        inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
     with torch.no_grad():
         reference_out = model(*inputs)
     started = time.perf_counter()

@@ -1,5 +1,6 @@
 """Calling a problem's or a candidate's model the same way in every process: building it from
-the seed on the device, reading its outputs, syncing, and running without reduced precision."""
+the seed on the device, reading its outputs, syncing, and running without reduced precision;
+and the device memory a candidate's cases take (refilled, give_back)."""
 
 from __future__ import annotations
 
@@ -62,3 +63,18 @@ def exact_math() -> Iterator[None]:
     finally:
         for (owner, name), value in zip(flags, saved, strict=True):
             setattr(owner, name, value)
+
+
+def refilled(buffers: list[Any], values: list[Any]) -> list[Any]:
+    """`buffers` refilled with `values`, which go on return: a multi-GB input is held twice only to copy it."""
+    for buf, value in zip(buffers, values, strict=True):
+        if isinstance(buf, torch.Tensor):
+            buf.copy_(value)
+    return buffers
+
+
+def give_back(device: torch.device) -> None:
+    """Hand a multi-GB case's freed blocks back to the driver: the reference process, beside
+    this one on the GPU, needs that memory to judge the case."""
+    if device.type == "cuda" and torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) > 1 << 30:
+        torch.cuda.empty_cache()

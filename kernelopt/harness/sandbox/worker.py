@@ -29,7 +29,7 @@ from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
 from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, transfer
-from kernelopt.harness.sandbox.calls import Rejected, build_model, outputs_of, sync
+from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, outputs_of, refilled, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
 from kernelopt.records import Timing
@@ -91,17 +91,15 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
         for number, index in enumerate(checked, 1):
             progress.mark(f"case {number}/{len(checked)}")
             case = cases[index]
-            fresh = case_inputs(problem, case, device)
             same_shape = set(case) - {"ref_ms"} == {"seed"}
-            # Refill the same input storage for every seed, so that a cache keyed by the
-            # input's address returns a stale answer and fails.
-            if buffers is not None and same_shape:
-                for buf, value in zip(buffers, fresh, strict=True):
-                    if isinstance(buf, torch.Tensor):
-                        buf.copy_(value)
-                fresh = buffers
-            elif same_shape:
-                buffers = fresh
+            # Refill the same input storage for every seed, so that a cache keyed by the input's
+            # address returns a stale answer and fails. The seeds come first: then it goes.
+            buffers = buffers if same_shape else None
+            if buffers is not None:
+                fresh = refilled(buffers, case_inputs(problem, case, device))
+            else:
+                fresh = case_inputs(problem, case, device)
+                buffers = fresh if same_shape else None
             before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
             # Several runs on the same input, each judged on its own by the reference process: a
             # race shows as a run that is wrong; reordered float atomics stay within tolerance.
@@ -117,7 +115,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                     link.send("case", index, run, outputs)
                 del outputs
             del first, before, fresh
-            _give_back(device)
+            give_back(device)
     guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
@@ -174,13 +172,6 @@ def _time(
     for _, snapshot in samples:  # type: ignore[misc]
         link.send("timed", -1, 0, outputs_of(snapshot))
     return timing
-
-
-def _give_back(device: torch.device) -> None:
-    """Hand a multi-GB case's freed blocks back to the driver: the reference process, beside
-    this one on the GPU, needs that memory to judge the case."""
-    if device.type == "cuda" and torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device) > 1 << 30:
-        torch.cuda.empty_cache()
 
 
 def _checked_call(model: Any, inputs: list[Any], device: torch.device) -> list[torch.Tensor]:
