@@ -160,6 +160,8 @@ def _parser() -> argparse.ArgumentParser:
     _max_autotune(sui, default_on=True)
     sui.add_argument("--no-compiler-seed", action="store_true",
                      help="--optimize: do not start from (or race against) the Triton torch.compile writes")
+    sui.add_argument("--max-wall-s", type=SECONDS, help="--optimize: each problem stops (time_budget) at the end "
+                                                        "of the round that passes this many seconds")
     sui.add_argument("--out", help="results folder (default: a new folder under $KERNELOPT_RUNS_DIR, "
                                    "else ~/.cache/kernelopt/runs)")
     sui.add_argument("--resume", metavar="OUT", help="continue a stopped suite; finished problems are not redone")
@@ -330,7 +332,7 @@ def _suite(args: argparse.Namespace) -> int:
             ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
             ("--no-compile", args.no_compile), ("--no-max-autotune", args.no_max_autotune),
             ("--max-autotune-limit-s", args.max_autotune_limit_s != Context.max_autotune_limit_s),
-            ("--no-compiler-seed", args.no_compiler_seed),
+            ("--no-compiler-seed", args.no_compiler_seed), ("--max-wall-s", args.max_wall_s),
             ("--out", args.out), ("--timeout-s", args.timeout_s),
             ("--mem-limit-gb", args.mem_limit_gb)) if value]
         if given:
@@ -344,7 +346,7 @@ def _suite(args: argparse.Namespace) -> int:
             optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
             base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
             max_autotune=not (args.no_compile or args.no_max_autotune), max_autotune_limit_s=args.max_autotune_limit_s,
-            mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed,
+            mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed, max_wall_s=args.max_wall_s,
         )
         if args.out and (Path(args.out) / suites.SUITE_FILE).exists():
             raise InputError(f"{args.out} already holds a suite; continue it with `kernelopt suite --resume "

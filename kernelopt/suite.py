@@ -54,6 +54,7 @@ class SuiteSettings:
     timeout_s: float | None = None  # per candidate phase; None: limits that follow the reference
     mem_limit_gb: float | None = None  # per candidate; None: the harness default
     compiler_seed: bool = True  # optimize: start from (or race against) the Triton torch.compile writes
+    max_wall_s: float | None = None  # optimize: each problem's time budget (Context.max_wall_s)
 
 
 @dataclass(frozen=True)
@@ -206,8 +207,7 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
 
 
 def _limits(settings: SuiteSettings) -> dict[str, float]:
-    given = {"timeout_s": settings.timeout_s, "mem_limit_gb": settings.mem_limit_gb}
-    return {name: value for name, value in given.items() if value is not None}
+    return {name: value for name in ("timeout_s", "mem_limit_gb") if (value := getattr(settings, name)) is not None}
 
 
 def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
@@ -250,7 +250,7 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
                   max_autotune_baseline=s.max_autotune, max_autotune_limit_s=s.max_autotune_limit_s,
-                  compiler_seed=s.compiler_seed, **_limits(s))
+                  compiler_seed=s.compiler_seed, max_wall_s=s.max_wall_s, **_limits(s))
     inputs = {"problem_source": read_source(spec.problem_path, "problem"), "problem_path": spec.problem_path,
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
               "run_dir": spec.run_dir}

@@ -149,6 +149,19 @@ def test_optimize_one_round(tmp_path):
     assert relu["status"] == "no_kernel" and relu["reason"].endswith("; no --model to write one")
 
 
+def test_each_problem_stops_at_its_time_budget_and_the_suite_keeps_it(tmp_path):
+    from kernelopt.suite import ProblemSpec, SuiteSettings, new_suite, read_suite, run_problem
+
+    settings = SuiteSettings(optimize=True, max_rounds=3, time_compile=False, max_wall_s=0.01)
+    spec = ProblemSpec("1_Add", str(PROBLEMS / "1_Add.py"), str(KERNELS / "1_Add.py"), str(tmp_path / "run"), settings)
+    result = run_problem(spec)
+    assert result.status == "correct" and result.rounds == 0, result  # spent before round 1's diagnosis
+    assert result.stop_reason.startswith("time_budget: ") and result.best_ms is not None
+    (tmp_path / "out").mkdir()
+    new_suite(str(PROBLEMS), str(KERNELS), settings, tmp_path / "out")
+    assert read_suite(str(tmp_path / "out")).settings.max_wall_s == 0.01  # --resume runs on the same budget
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -159,6 +172,7 @@ def test_optimize_one_round(tmp_path):
         ([], "name the folder of problems, or continue a stopped suite with --resume OUT"),
         (["--resume", "{tmp}/empty"], "holds no suite.json"),
         (["--resume", "{tmp}/empty", str(PROBLEMS)], "drop PROBLEMS_DIR"),
+        (["--resume", "{tmp}/empty", "--max-wall-s", "60"], "drop --max-wall-s"),
         ([str(PROBLEMS), "--kernels", str(KERNELS), "--out", "{tmp}/done"], "already holds a suite; continue it"),
         ([str(PROBLEMS), "--max-rounds", "0"], "argument --max-rounds: 0 is too small"),
     ],
