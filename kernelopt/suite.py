@@ -239,7 +239,7 @@ def _verified(spec: ProblemSpec, kernel: str) -> ProblemResult:
 
 def _with_figures(result: ProblemResult, found: dict[str, Any]) -> ProblemResult:
     """The result with the stronger baselines' figures (from `figures`, or a run's report.json)."""
-    return dataclasses.replace(result, figures={name: found.get(name) for name in FIGURE_KEYS})
+    return dataclasses.replace(result, figures={name: found.get(name) for name in (*FIGURE_KEYS, "phases_s")})
 
 
 def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:

@@ -146,6 +146,9 @@ def test_optimize_one_round(tmp_path):
     assert add["speedup_vs_eager"] == pytest.approx(add["eager_ms"] / add["best_ms"])
     assert Path(add["best_kernel_path"]) == tmp_path / "out" / "runs" / "1_Add" / "best_kernel.py"
     assert (tmp_path / "out" / "runs" / "1_Add" / "report.md").is_file()  # the problem's own run report
+    assert {"baselines", "round 0", "round 1"} <= set(add["figures"]["phases_s"])  # where its time went
+    assert "Wall time: baselines " in (tmp_path / "out" / "runs" / "1_Add" / "report.md").read_text()
+    assert "Median wall time per problem: " in (tmp_path / "out" / "results.md").read_text()
     assert relu["status"] == "no_kernel" and relu["reason"].endswith("; no --model to write one")
 
 

@@ -78,3 +78,24 @@ def test_an_older_report_json_revives_with_defaults_and_re_renders(tmp_path):
     rewritten = json.loads((tmp_path / "report.json").read_text())
     assert list(rewritten) == [name for name in FIELDS if name not in RunSummary.ONLY_WHEN_SET]
     assert {name: rewritten[name] for name in kept} == {name: old[name] for name in kept}
+
+
+def test_the_wall_time_per_phase_comes_from_the_events_with_a_stopped_runs_pause_left_out(tmp_path):
+    from kernelopt.report.figures import median_phases
+    from kernelopt.report.story import phase_times, phases_words
+
+    events = [("setup", 100.0, {}), ("baselines", 114.0, {}), ("compiler_seed", 151.0, {}), ("verdict", 157.0, {}),
+              ("round_started", 166.0, {"round": 1}), ("sweep_started", 171.0, {"round": 1}),
+              ("resumed", 5000.0, {}),  # the run lay stopped from 171 s to 5000 s: not its time
+              ("verdict", 5030.0, {"round": 1}), ("round_started", 5040.0, {"round": 2}), ("stopped", 5052.0, {})]
+    lines = [json.dumps({"time": t, "event": kind, **extra}) for kind, t, extra in events]
+    lines.insert(3, '{"time": 15')  # a line cut by a kill
+    (tmp_path / "events.jsonl").write_text("\n".join(lines) + "\n")
+    phases = phase_times(str(tmp_path))
+    assert phases == {"baselines": 14.0, "compiler seed": 37.0, "round 0": 15.0, "round 1": 45.0, "round 2": 12.0}
+    assert list(phases) == ["baselines", "compiler seed", "round 0", "round 1", "round 2"]
+    assert phases_words(phases).startswith("baselines 14 s, compiler seed 37 s, round 0 15 s")
+    assert phase_times(str(tmp_path / "nowhere")) == {}
+    other = {"baselines": 10.0, "round 0": 5.0, "round 1": 30.0, "round 10": 1.0}
+    assert median_phases([phases, other, {}]) == {"baselines": 12.0, "compiler seed": 37.0, "round 0": 10.0,
+                                                  "round 1": 37.5, "round 2": 12.0, "round 10": 1.0}

@@ -180,10 +180,25 @@ def suite_figures(results: Sequence[Any], total: int) -> dict[str, Any]:
         "max_autotune_failed": {name: f["max_autotune_error"] for name, f in found.items()
                                 if f.get("max_autotune_error")},
         "baselines_wall_s": round(sum(f.get("baselines_wall_s") or 0.0 for f in found.values()), 2),
+        "median_wall_s": statistics.median(r.wall_s for r in results) if results else None,
+        "median_phases_s": median_phases([f.get("phases_s") or {} for f in found.values()]),
         "method": next((f["method"] for f in found.values() if f.get("method")), None),
         "max_autotune_limit_s": next((f["max_autotune_limit_s"] for f in found.values()
                                       if f.get("max_autotune_limit_s")), None),
     }
+
+
+def median_phases(runs: list[dict[str, float]]) -> dict[str, float]:
+    """Each phase's median wall time over the optimized problems that had it (report/story.py:phase_times),
+    in the order a run goes through them."""
+    names = sorted({name for phases in runs for name in phases}, key=_phase_order)
+    return {name: statistics.median(p[name] for p in runs if name in p) for name in names}
+
+
+def _phase_order(name: str) -> tuple[int, int]:
+    first = {"baselines": 0, "compiler seed": 1, "report": 3}
+    number = name.removeprefix("round ")
+    return (first[name], 0) if name in first else (2, int(number) if number.isdigit() else 0)
 
 
 def _mib(size_bytes: int) -> str:

@@ -20,6 +20,8 @@ from kernelopt.report.story import (
     best_vs_start_diff,
     diff_section,
     headline,
+    phase_times,
+    phases_words,
     round_diagnoses,
     start_time_ms,
 )
@@ -76,6 +78,7 @@ def summarize_run(state: dict[str, Any], gpu_named: bool = False) -> RunSummary:
         sweeps=sweep_tables(run_dir, attempts),
         start_time_ms=start_time_ms(attempts),
         diagnoses=round_diagnoses(run_dir),
+        phases_s=phase_times(run_dir),
         models=model_rows(state),
         pinned=pinned_rows(attempts),
         beam=beam,
@@ -179,6 +182,7 @@ def render_markdown(
         f"- Target GPU: {target_gpu(summary, spec)}",
         f"- Stop reason: {summary.stop_reason or 'none yet (the run has not finished)'}",
         f"- Rounds: {summary.rounds}",
+        *([f"- Wall time: {phases_words(summary.phases_s)}"] if summary.phases_s else []),
         f"- Best kernel: `{summary.best_kernel_path}` (round {summary.best_round})"
         if summary.best_kernel_path else "- Best kernel: none (no candidate was correct)",
         "",

@@ -37,6 +37,39 @@ def round_diagnoses(run_dir: str) -> dict[str, str]:
     return found
 
 
+def phase_times(run_dir: str) -> dict[str, float]:
+    """Where a run's wall time went, from events.jsonl's times: "baselines", "compiler seed",
+    "round 0" (the start verified and profiled), "round N", "report". The time a run lay stopped
+    before a resume is left out."""
+    events = Path(run_dir) / "events.jsonl" if run_dir else None
+    if events is None or not events.is_file():
+        return {}
+    spent: dict[str, float] = {}
+    phase, last = "baselines", None
+    for line in events.read_text().splitlines():
+        try:
+            event = json.loads(line)
+            kind, now = event.get("event"), float(event["time"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue  # a line cut by a kill, or written before events had times
+        if last is not None and kind != "resumed":
+            into = {"baselines": "baselines", "compiler_seed": "compiler seed"}.get(kind, phase)
+            spent[into] = spent.get(into, 0.0) + max(0.0, now - last)
+        last = now
+        if kind == "baselines":
+            phase = "round 0"
+        elif kind == "round_started":
+            phase = f"round {event.get('round')}"
+        elif kind == "stopped":
+            phase = "report"
+    return {name: round(seconds, 2) for name, seconds in spent.items()}
+
+
+def phases_words(phases: dict[str, float]) -> str:
+    """"baselines 14 s, compiler seed 37 s, round 0 14 s, ..." (in the run's order)."""
+    return ", ".join(f"{name} {seconds:.0f} s" for name, seconds in phases.items())
+
+
 def headline(summary: RunSummary) -> str | None:
     """start -> best, with the factor, in one line (None before any correct kernel)."""
     start, best = summary.start_time_ms, summary.best_time_ms

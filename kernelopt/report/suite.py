@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.report.figures import method_lines
+from kernelopt.report.story import phases_words
 
 RESULTS_JSON, RESULTS_MD, RESULTS_PNG = "results.json", "results.md", "results.png"
 
@@ -142,6 +143,10 @@ def aggregate_lines(summary: dict[str, Any]) -> list[str]:
         lines.append(f"- torch.compile (max-autotune) failed or ran past its limit on {failed}")
     if summary.get("baselines_wall_s"):
         lines.append(f"- The baselines took {summary['baselines_wall_s']:.0f} s of wall time in all")
+    if summary.get("median_wall_s") is not None:
+        phases = summary.get("median_phases_s") or {}
+        lines.append(f"- Median wall time per problem: {summary['median_wall_s']:.0f} s"
+                     + (f"; per phase (medians over the problems with it): {phases_words(phases)}" if phases else ""))
     if summary.get("fast_p_vs_best_baseline"):
         lines.append("- fast_p against the best baseline of each problem (not eager): "
                      + ", ".join(f"fast_{p} {v:.2f}" for p, v in summary["fast_p_vs_best_baseline"].items()))

@@ -50,6 +50,7 @@ class RunSummary:
     sweeps: list[dict[str, Any]] = field(default_factory=list)  # report/sweep.py:sweep_tables
     start_time_ms: float | None = None
     diagnoses: dict[str, str] = field(default_factory=dict)  # round (as text) -> its diagnosis in a few words
+    phases_s: dict[str, float] = field(default_factory=dict)  # report/story.py:phase_times (wall time per phase)
     models: list[dict[str, Any]] = field(default_factory=list)  # report/models.py:model_rows
     pinned: list[dict[str, Any]] = field(default_factory=list)  # report/pinned.py:pinned_rows
     beam: list[str] | None = None  # a beam run's parents at the end (their paths)
