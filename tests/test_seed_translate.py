@@ -223,6 +223,26 @@ def test_the_sweep_turns_the_compiler_seeds_knobs_from_where_the_autotuner_stopp
     assert rows > {1}  # more rows per program is a move the sweep makes
 
 
+def _launch_knobs(text: str) -> list[dict[str, int]]:
+    """Each launch's keyword knobs, in source order."""
+    calls = [n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.Call) and isinstance(n.func, ast.Subscript)]
+    return [{k.arg: k.value.value for k in c.keywords if isinstance(k.value, ast.Constant)}
+            for c in sorted(calls, key=lambda c: c.lineno)]
+
+
+def test_a_sweep_of_a_seed_with_two_kernels_moves_each_from_its_own_pick() -> None:
+    text = seed_text("default", "36_RMSNorm_")  # a looped reduction, then a pointwise kernel
+    reduction, pointwise = _launch_knobs(text)
+    assert pointwise["XBLOCK"] != reduction["XBLOCK"]  # the autotuner picked each its own
+    assert with_config(text, knob_values(text)) == text  # the centre is the seed itself
+    wider = {**knob_values(text), "XBLOCK": reduction["XBLOCK"] * 2, "num_warps": reduction["num_warps"] * 2}
+    moved = _launch_knobs(with_config(text, wider))
+    assert moved[0]["XBLOCK"] == reduction["XBLOCK"] * 2 and moved[0]["num_warps"] == reduction["num_warps"] * 2
+    assert moved[1]["XBLOCK"] == pointwise["XBLOCK"] * 2  # not set to the reduction's block
+    assert moved[1]["num_warps"] == min(32, pointwise["num_warps"] * 2)
+    assert moved[0]["R0_BLOCK"] == reduction["R0_BLOCK"] and "R0_BLOCK" not in moved[1]
+
+
 # ── output of the torch installed here (CPU-made: Inductor's Triton backend for CPU tensors) ──
 
 CPU_MADE = FIXTURES / "cpu_made"

@@ -11,6 +11,7 @@ is swept over them, each frozen into a source of its own.
 from __future__ import annotations
 
 import ast
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -150,9 +151,34 @@ def _replace(source: str, edits: list[tuple[int, int, int, str]]) -> str:
 
 
 def with_config(source: str, config: Mapping[str, int]) -> str:
-    """`source` with every place of each named knob set to the configuration's value."""
-    edits = [(p.line, p.col, p.end_col, str(config[p.name])) for p in find_launch_params(source) if p.name in config]
+    """`source` with each named knob set to the configuration's value. A knob is one name: where
+    launches set it to values of their own (a compiler seed's reduction at XBLOCK=64 beside its
+    pointwise kernel at 1024), the first sets the scale and the others move by the same factor,
+    so each launch keeps its own pick relative to the first and no sweep detunes the rest."""
+    params = find_launch_params(source)
+    centre: dict[str, int] = {}
+    for param in params:
+        centre.setdefault(param.name, param.value)
+    edits = [(p.line, p.col, p.end_col, str(_moved_with(p, config[p.name], centre[p.name])))
+             for p in params if p.name in config]
     return _replace(source, edits)
+
+
+def _moved_with(param: LaunchParam, value: int, first: int) -> int:
+    """The value of one place of a knob when its first place goes from `first` to `value`."""
+    if param.value == first or first <= 0:
+        return value
+    moved = param.value * value / first
+    if param.name == "num_stages":
+        return int(min(8, max(1, round(moved))))
+    if param.name == "num_warps" or _power_of_two(param.value):
+        exponent = round(math.log2(max(moved, 1)))
+        return 1 << int(min(5 if param.name == "num_warps" else 16, max(0, exponent)))
+    return max(1, round(moved))
+
+
+def _power_of_two(value: int) -> bool:
+    return value > 0 and value & (value - 1) == 0
 
 
 def autotune_variants(source: str) -> list[tuple[dict[str, int], str]]:
