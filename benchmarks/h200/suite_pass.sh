@@ -27,4 +27,4 @@ fi
 began=$(date +%s)
 timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log" 2>&1
 echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name.log"
-cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" "$name/problems" $(ls "$name"/results.* 2>/dev/null)
+cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" $(ls -d "$name/problems" "$name"/results.* 2>/dev/null)
