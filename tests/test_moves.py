@@ -63,10 +63,12 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert "393216 values is more than" in why["softmax.rows_in_registers"]
     assert "4096 rows already give" in why["softmax.split_row"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
-    assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k"}
+    assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
+                                                   "matmul.split_k_tf32x3"}
     assert "outside the imports the verifier admits" in large_k.skipped[0].why
     square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
-    assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent"]
+    assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent", "matmul.grouped_tf32x3",
+                                                  "matmul.persistent_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
     selu = structural_moves(PROBLEMS / "27_SELU_.py")
@@ -79,6 +81,32 @@ def test_fp32_matmul_never_runs_on_tf32() -> None:
                    matmul.split_k(family.input_names, family.operands, family.transposed)):
         assert 'precision = "ieee" if a.dtype == torch.float32' in source
         assert "input_precision=PRECISION" in source
+        twin = matmul.on_tensor_cores(source)  # three TF32 products, never one
+        assert 'precision = "tf32x3" if a.dtype == torch.float32' in twin and '"ieee"' not in twin
+
+
+def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none() -> None:
+    square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    by_name = {m.name: m for m in square.instances}
+    for name in ("matmul.grouped", "matmul.persistent"):
+        twin = by_name[f"{name}_tf32x3"]
+        assert twin.source == matmul.on_tensor_cores(by_name[name].source)
+        assert twin.grid == by_name[name].grid and "compute" in twin.cures
+        assert "3xTF32" in twin.why
+    half = structural_moves(ROOT / "examples" / "matmul" / "problem.py")  # fp16: the tensor cores are its own
+    assert half.family is not None and half.family.dtype == "float16"
+    assert not any("tf32x3" in m.name for m in half.instances)
+
+
+@pytest.mark.parametrize("template", ["grouped", "split_k"])
+def test_each_3xtf32_twin_passes_the_verifier(template: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    # The interpreter multiplies in fp32 whatever the precision: this checks the twin is a whole,
+    # correct kernel that Triton accepts; its accuracy and speed on tensor cores are the GPU's to show.
+    family = _family(MOVES / "matmul_bt.py")
+    source = matmul.on_tensor_cores(getattr(matmul, template)(family.input_names, family.operands, family.transposed))
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
+    accepted, reason = _verify(MOVES / "matmul_bt.py", with_config(source, config), tmp_path, settings)
+    assert accepted, reason
 
 
 # Small knob values so that every loop runs several blocks and every edge is masked.
@@ -240,8 +268,13 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     few_rows = structural_moves(MOVES / "softmax_long.py", sm_count=132)  # 3 rows of 300 on the CPU
     assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
-    assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == ["matmul.split_k", "matmul.grouped"]
-    assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == ["matmul.grouped", "matmul.split_k"]
+    assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == [
+        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.grouped", "matmul.grouped_tf32x3"]
+    assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == [
+        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.split_k", "matmul.split_k_tf32x3"]
+    # FMA products diagnosed ("compute"): the 3xTF32 structures first.
+    assert [m.name for m in by_diagnosis(large_k.instances, "compute")][:2] == [
+        "matmul.grouped_tf32x3", "matmul.split_k_tf32x3"]
     planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=7)
     assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare one
 

@@ -58,7 +58,7 @@ def test_wide_fixture_gives_the_same_verdict() -> None:
 
 def test_softmax_floor_efficiency_on_h200() -> None:
     roofline = RooflineAnalyzer(H200).analyze(SOFTMAX, SOFTMAX_FLOOR, measured_time_ms=0.0631)
-    floor_s = SOFTMAX_BYTES / 4.8e12  # memory-bound: the FLOPs take ~1 us at 67 TFLOP/s
+    floor_s = SOFTMAX_BYTES / 4.8e12  # memory-bound: the FLOPs take ~1 us at any fp32 roof
     assert roofline.floor_time_ms == pytest.approx(floor_s * 1e3)
     assert roofline.efficiency_pct == pytest.approx(floor_s / 63.1e-6 * 100)
     assert 87 < (roofline.efficiency_pct or 0) < 90
@@ -67,7 +67,7 @@ def test_softmax_floor_efficiency_on_h200() -> None:
     assert roofline.source == "ncu+floor"
     assert roofline.achieved_gbs == pytest.approx(SOFTMAX_BYTES / 63.1e-6 / 1e9)
     assert roofline.arithmetic_intensity == pytest.approx(5 / 8)
-    assert roofline.bandwidth_gbs == 4800 and roofline.peak_tflops == 67
+    assert roofline.bandwidth_gbs == 4800 and roofline.peak_tflops == pytest.approx(494.7 / 3)  # 3xTF32
 
 
 def test_measured_ceilings_override_the_datasheet() -> None:
@@ -157,6 +157,40 @@ def test_no_spec_warns_and_keeps_the_ncu_view() -> None:
     assert roofline.floor_time_ms is None and roofline.source == "ncu"
     assert roofline.bottleneck == "memory"
     assert any("spec" in w for w in roofline.warnings)
+
+
+def test_the_fp32_roof_is_3xtf32_where_tensor_cores_beat_the_fma_peak() -> None:
+    # Three TF32 products give fp32's accuracy on tensor cores: a third of TF32's peak is an fp32
+    # matmul's roof where it is above the FMA peak (H200: 494.7 / 3 > 67; A100: 156 / 3 > 19.5).
+    from kernelopt.hardware.specs import roof_tflops
+
+    assert H200.roof_tflops("fp32") == pytest.approx(494.7 / 3)
+    assert get_gpu_spec("A100-SXM4-80GB").roof_tflops("fp32") == pytest.approx(156.0 / 3)
+    assert H200.roof_tflops("fp16") == H200.peak_tflops("fp16")  # other dtypes keep their own peak
+    assert roof_tflops({"fp32": 51.0, "tf32": 356.0}, "fp32") == pytest.approx(356.0 / 3)
+    assert roof_tflops({"fp32": 51.0, "tf32": 120.0}, "fp32") == 51.0  # 3xTF32 under FMA: FMA's
+    assert roof_tflops({"fp32": 51.0}, "fp32") == 51.0  # no TF32 measured: FMA's
+    assert roof_tflops({"fp16": 700.0}, "bf16") is None
+    # Measured ceilings go through the same rule.
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4240.0, peak_tflops={"fp32": 51.0, "tf32": 356.0})
+    matmul = FloorEstimate(min_bytes=3 * 4096 * 4096 * 4, flops=2.0 * 4096**3, dtype="fp32")
+    roofline = analyzer.analyze(None, matmul, measured_time_ms=2.679)  # cuBLAS's SGEMM on the H200
+    assert roofline.peak_tflops == pytest.approx(356.0 / 3)
+    assert roofline.floor_time_ms == pytest.approx(2.0 * 4096**3 / (356e12 / 3) * 1e3)
+    assert roofline.at_roofline is False  # SGEMM at 51 TFLOP/s is 44% of a 3xTF32 roof
+
+
+def test_a_3xtf32_matmul_time_is_not_impossible() -> None:
+    # An fp32 4096^3 matmul on tensor cores at 3xTF32 in 1.2 ms (115 TFLOP/s): under the FMA-peak
+    # floor (2.05 ms), so the FMA roof would reject an honest kernel; over the 3xTF32 floor.
+    from kernelopt.harness.measure.impossible import floor_ms_for, impossible_speed
+    from kernelopt.records import Timing
+
+    matmul = FloorEstimate(min_bytes=3 * 4096 * 4096 * 4, flops=2.0 * 4096**3, dtype="fp32")
+    floor_ms = floor_ms_for(matmul, "H200")
+    assert floor_ms == pytest.approx(2.0 * 4096**3 / (494.7e12 / 3) * 1e3)
+    assert impossible_speed(Timing(1.2, 1.19, 1.21, 1.18, 1.22, 100, "cuda_events"), floor_ms) is None
+    assert impossible_speed(Timing(0.5, 0.49, 0.51, 0.48, 0.52, 100, "cuda_events"), floor_ms)
 
 
 def test_dtype_without_a_peak_counts_memory_only() -> None:

@@ -17,7 +17,7 @@ from kernelopt.hardware.ncu import (
     TENSOR_GMMA_INST_PCT,
     TENSOR_HMMA_ACTIVE_PCT,
 )
-from kernelopt.hardware.specs import GPUSpec
+from kernelopt.hardware.specs import GPUSpec, roof_tflops
 from kernelopt.records import Baselines, Bound, FloorEstimate, Roofline, least_time_ms
 
 
@@ -60,9 +60,9 @@ def datasheet_floor_ms(floor: FloorEstimate, spec: GPUSpec) -> float:
     """The floor time on a GPU's datasheet ceilings: the lenient floor, which a real time may
     approach but never pass (the impossible-speed rule and the report's figures judge by it)."""
     try:
-        peak_tflops = spec.peak_tflops(floor.dtype)
+        peak_tflops = spec.roof_tflops(floor.dtype)
     except ValueError:
-        peak_tflops = spec.peak_fp32_tflops
+        peak_tflops = spec.roof_tflops("fp32")
     return least_time_ms(floor, spec.memory_bandwidth_gbs, peak_tflops)
 
 
@@ -175,11 +175,11 @@ class RooflineAnalyzer:
 
     def _peak(self, dtype: str) -> float | None:
         if dtype in self.peak_tflops:
-            return self.peak_tflops[dtype]
+            return roof_tflops(self.peak_tflops, dtype)
         if self.spec is None:
             return None
         try:
-            return self.spec.peak_tflops(dtype)
+            return self.spec.roof_tflops(dtype)
         except ValueError:
             return None
 

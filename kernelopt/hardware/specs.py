@@ -46,9 +46,31 @@ class GPUSpec:
             raise ValueError(f"{self.key} has no peak for dtype {dtype!r}")
         return value
 
+    def roof_tflops(self, dtype: str) -> float:
+        """The compute roof for a problem of `dtype` at that dtype's accuracy (`roof_tflops` below)."""
+        roof = roof_tflops({d: self.peak_tflops(d) for d in ("fp32", "tf32")} if dtype == "fp32" else
+                           {dtype: self.peak_tflops(dtype)}, dtype)
+        assert roof is not None
+        return roof
+
     def ridge_point_flops_per_byte(self, dtype: str = "fp32") -> float:
         """FLOPs per DRAM byte above which a kernel of this dtype is compute-bound."""
-        return self.peak_tflops(dtype) * 1e12 / (self.memory_bandwidth_gbs * 1e9)
+        return self.roof_tflops(dtype) * 1e12 / (self.memory_bandwidth_gbs * 1e9)
+
+
+# fp32 products reach fp32 accuracy on tensor cores as three TF32 products (3xTF32: each operand
+# split into its TF32 part and a TF32 remainder, remainder x remainder dropped, an error near
+# fp32's own; Triton's input_precision="tf32x3"). So the FMA peak is no roof for an fp32 matmul.
+TF32X3_PRODUCTS = 3
+
+
+def roof_tflops(peaks: Mapping[str, float], dtype: str) -> float | None:
+    """The compute roof for a problem of `dtype` from peaks by dtype name (datasheet or measured):
+    the dtype's own peak, and for fp32 the better of it and a third of TF32's (3xTF32)."""
+    own = peaks.get(dtype)
+    if dtype != "fp32" or not peaks.get("tf32"):
+        return own
+    return max(own or 0.0, peaks["tf32"] / TF32X3_PRODUCTS)
 
 
 class UnknownGPUError(ValueError):

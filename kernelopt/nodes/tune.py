@@ -65,7 +65,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     """This round's configurations and what the plan rested on: structural moves never measured
     first, a few around each live structure, then the best kernel's own knobs."""
     tables = load_tables(task["run_dir"])
-    moves = _moves(task)
+    moves = _moves(task, source)
     best = task["best"]
     best_move = structure_of(best.source_hash, tables) if best else ""
     seed = 100 * task["round"] + task["repair"]
@@ -87,9 +87,10 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     return planned, {**basis, "basis": fix, "centre": centre, "direction": asdict(direction)}
 
 
-def _moves(task: Branch) -> Moves:
-    """The structural moves for the run's problem on the run's GPU (its SM count)."""
-    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count)
+def _moves(task: Branch, source: str) -> Moves:
+    """The structural moves for the run's problem on the run's GPU (its SM count), and the
+    rewrites of the best kernel's `source`."""
+    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count, source)
 
 
 def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:
@@ -220,14 +221,14 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
     candidates = _pick(tables, tried, task, centre)
     swept = table_path(task["run_dir"], task["round"], task["repair"]).exists()
-    untried = _untried(_moves(task), load_tables(task["run_dir"]))
+    untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
     # A sweep measures at least one configuration of every move never measured: each pass ends one.
     for _ in range(1 + untried):
         if candidates or (swept and not untried):
             break
         candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
         swept = True
-        untried = _untried(_moves(task), load_tables(task["run_dir"]))
+        untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
     if not candidates:
         why = ("search_exhausted: every configuration the sweep measured was tried, "
                "and every structural move that applies was measured")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from kernelopt.hardware import ncu
 from kernelopt.hardware.specs import GPUSpec
+from kernelopt.offline.moves.precision import fma_dots
 from kernelopt.syntax import parse
 
 
@@ -62,6 +63,7 @@ class ProgramFacts:
     spilled_sectors: float | None = None
     loops: tuple[Loop, ...] = ()
     knobs: Mapping[str, int] | None = None  # the source's tunable values (BLOCK_SIZE, num_warps, ...)
+    fma_dots: int = 0  # tl.dot calls multiplying fp32 on the CUDA cores (input_precision="ieee")
 
     @property
     def elements_per_thread(self) -> float | None:
@@ -140,6 +142,7 @@ def program_facts(
         spilled_sectors=metrics.get(ncu.LOCAL_LOAD_SECTORS),
         loops=loops_of(source),
         knobs=dict(knobs or {}),
+        fma_dots=len(fma_dots(source)) if source else 0,
     )
 
 

@@ -127,7 +127,25 @@ def _shallow_pipeline(f: ProgramFacts, _: Roofline | None, t: Thresholds) -> Bot
     )
 
 
+FIX_TF32X3 = 'multiply at input_precision="tf32x3": three TF32 tensor-core products keep fp32\'s accuracy'
+
+
+def _fma_products(f: ProgramFacts, roofline: Roofline | None, _: Thresholds) -> BottleneckResult | None:
+    if not f.fma_dots or (roofline is not None and roofline.bottleneck == "memory"):
+        return None
+    roof = f" (this problem's roof: {roofline.peak_tflops:.0f} TFLOP/s)" if roofline and roofline.peak_tflops else ""
+    return BottleneckResult(
+        category="compute",
+        summary=f"{f.fma_dots} tl.dot call(s) multiply fp32 on the CUDA cores, not the tensor cores",
+        reasoning="at input_precision='ieee' (or allow_tf32=False) every product is an FMA, capped by the fp32 "
+        f"FMA peak; 3xTF32 keeps fp32's accuracy at up to a third of the TF32 tensor-core peak{roof}.",
+        root_causes=("tl.dot at ieee precision: the products run as FMAs",),
+        recommended_fixes=(FIX_TF32X3,),
+    )
+
+
 RULES: tuple[Rule, ...] = (
+    _fma_products,
     _few_waves, _little_work, _little_in_flight, _residency_cap, _spills, _excess_traffic, _shallow_pipeline,
 )
 

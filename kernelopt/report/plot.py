@@ -67,7 +67,7 @@ def roofline_geometry(summary: RunSummary) -> RooflineGeometry | None:
         return None
     try:
         spec = get_gpu_spec(summary.gpu)
-        peak = spec.peak_tflops(floor["dtype"]) * 1e12
+        peak = spec.roof_tflops(floor["dtype"]) * 1e12
     except (UnknownGPUError, ValueError):
         return None
     flops, bandwidth = floor["flops"], spec.memory_bandwidth_gbs * 1e9

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import elementwise, matmul, pooling, rows, standardize
+from kernelopt.offline.moves import elementwise, matmul, pooling, precision, rows, standardize
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -57,6 +57,10 @@ CURES: dict[str, tuple[str, ...]] = {
     "columns": ("memory", "latency", "occupancy"),
     "streaming": ("memory", "latency", "other"),
     "tiled": ("memory", "latency", "occupancy", "other"),
+    "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores
+    "grouped_tf32x3": ("compute", "memory", "other"),
+    "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
+    "split_k_tf32x3": ("compute", "occupancy"),
 }
 
 
@@ -80,9 +84,32 @@ class Moves:
     skipped: tuple[Skipped, ...]
 
 
-def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT) -> Moves:
+def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None) -> Moves:
     """The moves that apply to the problem in `problem_path` on a GPU of `sm_count` SMs, and those
-    that do not with why."""
+    that do not with why; with the best kernel's `source`, the rewrites of that kernel too."""
+    moves = _template_moves(problem_path, sm_count)
+    if source is None:
+        return moves
+    instances, skipped = _rewrites(moves.family, source)
+    return Moves(moves.family, moves.instances + instances, moves.skipped + skipped)
+
+
+def _rewrites(family: Family | None, source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+    """Moves that rewrite the best kernel itself: its fp32 products from the CUDA cores to 3xTF32."""
+    name = "dot.tf32x3"
+    if family is None or family.dtype != "float32":
+        dtype = family.dtype if family else "unknown"
+        return (), (Skipped(name, f"the problem's dtype is {dtype}: tensor cores need no 3xTF32 for it"),)
+    rewritten = precision.to_tf32x3(source)
+    if rewritten is None:
+        return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
+    dots = len(precision.fma_dots(source))
+    return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
+                         "(three TF32 products: fp32's accuracy), its launch unchanged", rewritten, ({},)),), ()
+
+
+def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
+    """The template instances for the problem's family, and the templates that do not apply."""
     from kernelopt.harness.problem import import_file
 
     try:
@@ -256,13 +283,24 @@ def _tiles(family: Family) -> list[Config]:
 
 
 def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    (m, k), n = _mk(family), _n(family)
     params, ops, flips = family.input_names, family.operands, family.transposed
     out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
                         matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
     # Host-side tensor descriptors live in triton.tools, which the verifier's import rules do not admit.
     skipped = [Skipped("matmul.tma", "host-side tensor descriptors (triton.tools.tensor_descriptor) are outside the "
                        "imports the verifier admits")]
+    out, skipped = _matmul_structures(family, sm_count, out, skipped)
+    if family.dtype != "float32":
+        return out, skipped
+    return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
+                               matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+
+
+def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
+                       skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The persistent and split-K templates where the problem's tile count and K call for them."""
+    (m, k), n = _mk(family), _n(family)
+    params, ops, flips = family.input_names, family.operands, family.transposed
     tiles = math.ceil(m / 128) * math.ceil(n / 128)
     if tiles > sm_count:
         out.append(MoveInstance("matmul.persistent", f"one program per SM walking the {tiles} output tiles "

@@ -8,8 +8,10 @@
   a slice of K into an fp32 partial, and a second kernel sums the slices (deterministic: no
   atomics) and casts.
 
-fp32 inputs multiply with input_precision="ieee": no silent TF32 where the problem's tolerance
-is fp32's. Offsets are int64, masks cover every edge, so any M, N, K works.
+fp32 inputs multiply with input_precision="ieee" (FMAs on the CUDA cores), or in each template's
+`on_tensor_cores` twin at "tf32x3" (three TF32 products: fp32's accuracy on the tensor cores);
+never at one TF32 product, whose error fails fp32's tolerance. Offsets are int64, masks cover
+every edge, so any M, N, K works.
 """
 
 from __future__ import annotations
@@ -211,3 +213,12 @@ def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: t
     body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
     header = Template(_HEADER).substitute(what=f"persistent over {programs} programs")
     return header.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
+
+
+_FMA = 'precision = "ieee" if a.dtype == torch.float32 else "tf32"'
+
+
+def on_tensor_cores(source: str) -> str:
+    """A template instance with its fp32 products at 3xTF32 on the tensor cores instead of FMAs."""
+    assert _FMA in source
+    return source.replace(_FMA, _FMA.replace('"ieee"', '"tf32x3"')).replace('"""matmul, ', '"""matmul at 3xTF32, ', 1)

@@ -1,0 +1,106 @@
+"""The 3xTF32 move: a kernel's fp32 products moved from the CUDA cores to the tensor cores at
+fp32's accuracy.
+
+A `tl.dot` at `input_precision="ieee"` (or `allow_tf32=False`, as the compiler's GEMM templates
+write it) runs its products as FMAs on the CUDA cores: 67 TFLOP/s on an H200. At
+`input_precision="tf32x3"` Triton splits each fp32 operand into its TF32 part and a TF32
+remainder and adds three tensor-core products (remainder x remainder is dropped): an error near
+fp32's own, at up to a third of TF32's 495 TFLOP/s. One TF32 product alone (Triton's default)
+errs by about 1e-3 and fails an fp32 tolerance; this move never writes it. The rewritten kernel
+is verified like any candidate, so a problem whose tolerance 3xTF32 misses rejects it there.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from kernelopt.syntax import parse
+
+TF32X3 = "tf32x3"
+_POSITIONAL_AFTER_ACC = ("input_precision", "allow_tf32", "max_num_imprecise_acc", "out_dtype")
+
+
+def _is_dot(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "dot"
+            and isinstance(node.func.value, ast.Name) and node.func.value.id == "tl")
+
+
+def _false_names(function: ast.FunctionDef) -> set[str]:
+    """Names a function binds to False: `ALLOW_TF32: tl.constexpr = False` in its body or as a
+    parameter's default."""
+    names = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            value, targets = node.value, [node.target]
+        elif isinstance(node, ast.Assign):
+            value, targets = node.value, [t for t in node.targets if isinstance(t, ast.Name)]
+        else:
+            continue
+        if isinstance(value, ast.Constant) and value.value is False:
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    args = function.args.args
+    for arg, default in zip(args[len(args) - len(function.args.defaults):], function.args.defaults, strict=True):
+        if isinstance(default, ast.Constant) and default.value is False:
+            names.add(arg.arg)
+    return names
+
+
+def _named(call: ast.Call) -> dict[str, ast.expr]:
+    """The call's precision arguments by name, positional ones after the accumulator included."""
+    named = {k.arg: k.value for k in call.keywords if k.arg}
+    for name, value in zip(_POSITIONAL_AFTER_ACC, call.args[3:], strict=False):
+        named[name] = value
+    return named
+
+
+def _on_cuda_cores(call: ast.Call, false_names: set[str]) -> bool:
+    named = _named(call)
+    precision, allow = named.get("input_precision"), named.get("allow_tf32")
+    if isinstance(precision, ast.Constant) and precision.value == "ieee":
+        return True
+    if isinstance(allow, ast.Constant) and allow.value is False:
+        return True
+    return isinstance(allow, ast.Name) and allow.id in false_names
+
+
+def fma_dots(source: str) -> list[ast.Call]:
+    """The `tl.dot` calls of `source`'s functions that multiply on the CUDA cores (ieee precision)."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return []
+    found: list[ast.Call] = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        false_names = _false_names(function)
+        found += [n for n in ast.walk(function) if _is_dot(n) and _on_cuda_cores(n, false_names)]  # type: ignore[misc]
+    return list({id(c): c for c in found}.values())  # a nested function's calls are walked twice
+
+
+def _rewritten(call: ast.Call) -> str:
+    named = _named(call)
+    keep = {k: v for k, v in named.items() if k not in ("input_precision", "allow_tf32")}
+    keywords = [ast.keyword(arg=k, value=v) for k, v in keep.items()]
+    keywords.append(ast.keyword(arg="input_precision", value=ast.Constant(TF32X3)))
+    return ast.unparse(ast.Call(func=call.func, args=call.args[:3], keywords=keywords))
+
+
+def to_tf32x3(source: str) -> str | None:
+    """`source` with each `tl.dot` that multiplies on the CUDA cores at `input_precision="tf32x3"`,
+    or None where there is none."""
+    calls = fma_dots(source)
+    if not calls:
+        return None
+    lines = source.splitlines(keepends=True)
+    starts = [0]
+    for line in lines:
+        starts.append(starts[-1] + len(line.encode()))
+    data = source.encode()
+    edits = []
+    for call in calls:
+        assert call.end_lineno is not None and call.end_col_offset is not None
+        begin = starts[call.lineno - 1] + call.col_offset  # ast offsets count UTF-8 bytes
+        end = starts[call.end_lineno - 1] + call.end_col_offset
+        edits.append((begin, end, _rewritten(call).encode()))
+    for begin, end, text in sorted(edits, reverse=True):
+        data = data[:begin] + text + data[end:]
+    return data.decode()
