@@ -108,3 +108,54 @@ def test_the_fix_moves_no_launch_knob(fix: str) -> None:
     from kernelopt.offline.tuner import Direction, direction_of
 
     assert direction_of(fix) == Direction()  # the structure changes; the sweep keeps its own direction
+
+
+# TTIR lines as Triton 3.9 prints them for one kernel (compiled on this host for sm_90): the
+# default precision on fp32 operands prints "tf32"; ieee is the unprinted default attribute.
+TTIR = """
+    %c = tt.dot %a_8, %b_12, %cst, inputPrecision = tf32 : tensor<32x32xf32> * tensor<32x32xf32> -> tensor<32x32xf32>
+    %d = tt.dot %a_8, %b_12, %c : tensor<32x32xf32> * tensor<32x32xf32> -> tensor<32x32xf32>
+    %e = tt.dot %a_8, %b_12, %d, inputPrecision = tf32x3 : tensor<32x32xf32> * tensor<32x32xf32> -> tensor<32x32xf32>
+    %f = tt.dot %a, %b, %e, inputPrecision = tf32, maxNumImpreciseAcc = 0 : tensor<64x32xf32> * tensor<32x64xf32> -> ...
+    %g = tt.dot %g, %g_13, %f, inputPrecision = tf32 : tensor<32x32xf16> * tensor<32x32xf16> -> tensor<32x32xf32>
+"""
+
+
+def test_one_tf32_product_on_fp32_operands_is_read_from_the_ttir() -> None:
+    from kernelopt.harness.sandbox.precision import tf32_products
+
+    assert tf32_products([TTIR]) == 2  # %c and %f: fp32 at one TF32 product; not ieee, tf32x3 or fp16 operands
+    assert tf32_products([TTIR.replace("inputPrecision = tf32 :", "inputPrecision = tf32x3 :")]) == 1
+
+
+_COMPILE_HERE = """
+import importlib.util, sys
+from kernelopt.harness.sandbox.fingerprint import compile_ttir
+from kernelopt.harness.sandbox.precision import tf32_products
+spec = importlib.util.spec_from_file_location("kernel_under_test", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+signature = {n: "*fp32" for n in ("a_ptr", "b_ptr", "c_ptr")} | {n: "i32" for n in ("M", "N", "K")}
+signature |= {"BLOCK": "constexpr", "BLOCK_K": "constexpr"}
+print(tf32_products([compile_ttir(module.matmul_kernel.fn, signature, {"BLOCK": 16, "BLOCK_K": 32})]))
+"""
+
+
+def test_the_ttir_of_a_default_precision_dot_compiled_here_is_refused(tmp_path: Path) -> None:
+    # The rule reads what Triton itself prints: the cheat's kernel compiled for sm_90 on this host,
+    # and the same kernel at input_precision="ieee" and "tf32x3". In a fresh process, as in the
+    # worker: a process where the interpreter has run other kernels may not compile to TTIR.
+    import subprocess
+    import sys
+
+    cheat = (Path(__file__).parent / "cheats" / "cheat_tf32_matmul.py").read_text()
+    variants = {"default": cheat} | {p: cheat.replace("tl.dot(a, b)", f'tl.dot(a, b, input_precision="{p}")')
+                                     for p in ("ieee", "tf32x3")}
+    found = {}
+    for name, source in variants.items():
+        (tmp_path / f"{name}.py").write_text(source)
+        run = subprocess.run([sys.executable, "-c", _COMPILE_HERE, str(tmp_path / f"{name}.py")],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert run.returncode == 0, run.stderr[-2000:]
+        found[name] = int(run.stdout.split()[-1])
+    assert found == {"default": 1, "ieee": 0, "tf32x3": 0}

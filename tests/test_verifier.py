@@ -47,6 +47,7 @@ RUNTIME_RULES = {
     "cheat_tuple_size_hardcoded": {"incorrect"},  # the sizes inside `input_shape = (N,)` change too
     "cheat_linked_sizes_hardcoded": {"incorrect"},  # linked sizes resized together, not dropped
     "cheat_zeros_below_tolerance": {"incorrect"},  # outputs within atol of zero judged on their own scale
+    "cheat_tf32_matmul": {"one-tf32-product"},  # read from the compiled TTIR: the interpreter multiplies in fp32
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see

@@ -35,6 +35,8 @@ _OTHER = (
     Rule("impossible-speed", "timing", "the GPU time is under the roofline floor: work skipped or not timed"),
     Rule("incorrect", "correctness", "outputs differ from the reference beyond the tolerance"),
     Rule("incorrect-when-timed", "correctness", "a timed call's outputs differ from the reference"),
+    Rule("one-tf32-product", "correctness", "an fp32 problem's tl.dot multiplied fp32 at one TF32 product "
+         "(Triton's default precision)"),
     Rule("unjudgeable", "correctness", "no case of the problem can tell a right answer from zeros"),
     Rule("duplicate", "graph", "the same kernel as another candidate of the step"),
     Rule("bad-reply", "graph", "the optimizer's reply held no runnable kernel"),

@@ -43,6 +43,7 @@ class Recorder:
     failure: str | None = None
     _ir_of_kernel: dict[int, str] = field(default_factory=dict)  # id of a launched kernel -> its IR's hash
     _to_compile: dict[str, tuple[Any, dict[str, str], dict[str, Any]]] = field(default_factory=dict)
+    _ttir: dict[str, str] = field(default_factory=dict)  # a launch's code key -> its TTIR text
 
     def record(self, fn: Any, args: tuple[Any, ...], kwargs: dict[str, Any], launched: Any) -> None:
         """Note one launch (launches.py calls this after each real launch while recording)."""
@@ -79,6 +80,7 @@ class Recorder:
         if isinstance(ttir, str):
             if id(launched) not in self._ir_of_kernel:
                 self._ir_of_kernel[id(launched)] = ir_hash(ttir)
+                self._ttir[self._ir_of_kernel[id(launched)]] = ttir
             return self._ir_of_kernel[id(launched)]
         signature = {name: "constexpr" if name in constexprs or value is None else _triton_type(value)
                      for name, value in arguments.items()}
@@ -93,19 +95,29 @@ class Recorder:
             self.failure = "no Triton launch was recorded"
         if self.failure is not None:
             return None
-        notify = launches.COMPILES.notify if self._to_compile else None  # compiles have their own time limit
+        texts = self.ttirs()
+        if texts is None:
+            return None
+        compiled = {key: ir_hash(texts[key]) for key in self._to_compile}
+        payload = [[compiled.get(code, code), *rest] for code, *rest in self.launches]
+        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:DIGEST_CHARS]
+
+    def ttirs(self) -> dict[str, str] | None:
+        """The TTIR of every kernel launched, by its launch's code key (compiled here, once, for the
+        kernels the interpreter ran), or None when one does not compile (`failure` says why)."""
+        todo = {key: how for key, how in self._to_compile.items() if key not in self._ttir}
+        notify = launches.COMPILES.notify if todo else None  # compiles have their own time limit
         try:
             if notify:
                 notify("compile")
-            compiled = {key: ir_hash(compile_ttir(*how)) for key, how in self._to_compile.items()}
+            self._ttir.update({key: compile_ttir(*how) for key, how in todo.items()})
         except Exception as err:
             self.failure = one_line(f"compiling to TTIR: {type(err).__name__}: {err}", 300)
             return None
         finally:
             if notify:
                 notify("compiled")
-        payload = [[compiled.get(code, code), *rest] for code, *rest in self.launches]
-        return hashlib.sha256(json.dumps(payload).encode()).hexdigest()[:DIGEST_CHARS]
+        return dict(self._ttir)
 
 
 def _value(value: Any, constexpr: bool) -> str:

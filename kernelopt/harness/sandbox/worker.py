@@ -28,7 +28,7 @@ import torch
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, transfer
+from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, precision, transfer
 from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, outputs_of, refilled, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
@@ -70,6 +70,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     link = ReferenceLink(req["reference"], req["token"])
     lock = DeviceLock(req["lock_path"])
     problem = load_problem(req["problem_path"])
+    source = Path(req["kernel_path"]).read_text()  # for the precision rule, read before the sandbox is armed
     guards = _arm(req)
     launches.COMPILES.notify = progress.mark
     recorder = fingerprint.start()  # the checked calls' launches: is this kernel one already timed?
@@ -86,6 +87,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     checked = [i for i, case in enumerate(cases) if not case.get("timing")]
     timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
     buffers = None
+    fp32_outputs = False
     progress.mark("lock")
     with lock.shared(), torch.no_grad():
         for number, index in enumerate(checked, 1):
@@ -108,6 +110,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             _check_inputs_unchanged(before, fresh)
             _check_no_aliasing(fresh, first)
             link.send("case", index, 0, first)
+            fp32_outputs = fp32_outputs or any(t.dtype == torch.float32 for t in first)
             for run in range(1, req.get("repeats", 2)):
                 outputs = _checked_call(model, fresh, device)
                 _check_inputs_unchanged(before, fresh)
@@ -117,6 +120,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             del first, before, fresh
             give_back(device)
     guards.check_untouched()
+    precision.check(recorder, fp32_outputs, source)
     result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
     if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
