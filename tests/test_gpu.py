@@ -47,6 +47,8 @@ def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> N
         ("honest_atomic_rowsum", "problem_rowsum.py", None),  # reordered float atomics stay in tolerance
         ("cheat_dict_dispatch", "problem_add.py", "torch-compute-at-runtime"),
         ("cheat_less_work_when_timed", "problem_add.py", "incorrect-when-timed"),
+        ("cheat_tf32_matmul", "problem_matmul.py", "one-tf32-product"),  # read from the launched kernel's TTIR
+        ("honest_matmul", "problem_matmul.py", None),  # input_precision="ieee"
     ],
 )
 def test_runtime_guards_on_real_launches(kernel: str, problem: str, rule: str | None, tmp_path: Path) -> None:

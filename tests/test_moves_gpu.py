@@ -57,6 +57,24 @@ def test_the_grouped_matmul_is_correct_at_the_examples_size(tmp_path: Path) -> N
     print(f"torch.matmul: {torch_ms:.4f} ms; grouped / torch: {best_ms / torch_ms:.3f}")
 
 
+def test_the_3xtf32_matmul_is_correct_at_a_kernelbench_size(tmp_path: Path) -> None:
+    # fp32 4096^3 (torch.rand): the grouped template on the CUDA cores and its 3xTF32 twin, each
+    # verified at full size (derived cases included) and timed; their times against cuBLAS's SGEMM
+    # are printed (which is faster is RESULTS.md's to record). The one-TF32-product rule must not
+    # fire on either: both name their precision.
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "1_Square_matrix_multiplication_.py"
+    family = trace_family(import_file(problem, "kernelopt_gpu_square"))
+    fma = matmul.grouped(family.input_names, family.operands, family.transposed)
+    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3}
+    fma_ms = _time_ms(problem, with_config(fma, tile), tmp_path, "grouped_ieee")
+    tensor_ms = _time_ms(problem, with_config(matmul.on_tensor_cores(fma), tile), tmp_path, "grouped_tf32x3")
+    from kernelopt.harness.measure.timing import measure
+
+    a, b = torch.rand(4096, 4096, device="cuda"), torch.rand(4096, 4096, device="cuda")
+    sgemm_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms
+    print(f"SGEMM {sgemm_ms:.4f} ms; ieee / SGEMM {fma_ms / sgemm_ms:.3f}; tf32x3 / SGEMM {tensor_ms / sgemm_ms:.3f}")
+
+
 SMALL = sorted(p.name for p in MOVES.glob("*.py") if p.name not in ("log_softmax_kernel.py", "softmax_long.py"))
 
 
