@@ -85,7 +85,7 @@ def test_the_beam_finds_the_kernel_a_chain_misses_with_as_many_verifications(tmp
     assert _block(Path(chain["best"].path).read_text()) in (256, 512) and "beam" not in chain
     # the beam kept 128 beside 256, and 128's child is the fastest
     assert _block(Path(beam["best"].path).read_text()) == 4096 and beam["stop_reason"] == "max_rounds"
-    assert _blocks(beam["beam"]) == [4096, 256]
+    assert _blocks(beam["beam"])[0] == 4096 and len(beam["beam"]) == 2  # the runner-up: as the interpreter times it
     found = next(a for a in beam["attempts"] if a.new_best and a.round == 2)
     assert _block(Path(found.parent).read_text()) == 128
     # round 2 judged each parent on its own: a diagnosis per parent, from a prompt with its own source
@@ -108,8 +108,10 @@ def test_a_branch_that_fails_its_repairs_ends_alone_and_an_interrupted_beam_resu
             list(graph.stream(inputs, config, context=ctx))
             inputs = None
         stopped = graph.get_state(config).values
-    # mid-round: 4096 already entered the beam; the wrong kernel's repair waits for its verification
-    assert _blocks(stopped["beam"]) == [4096, 256]
+    # mid-round: 4096 already entered the beam; the wrong kernel's repair waits for its verification.
+    # (The runner-up is 256 or 128: two interpreter times a load on the machine can reorder.)
+    beam_before = _blocks(stopped["beam"])
+    assert beam_before[0] == 4096 and beam_before[1] in (128, 256)
     assert [(a.round, a.outcome) for a in stopped["attempts"] if a.round == 2] in (
         [(2, "incorrect"), (2, "faster")], [(2, "faster"), (2, "incorrect")])
     with open_checkpointer(run_dir, None) as saver:  # a fresh process's graph, from the checkpoints on disk
@@ -121,7 +123,7 @@ def test_a_branch_that_fails_its_repairs_ends_alone_and_an_interrupted_beam_resu
     assert [a.outcome for a in repaired] == ["failed"] and "x + y" in Path(repaired[0].parent).read_text()
     assert [e["repair"] for e in events if e["event"] == "verdict"] == [1]  # nothing verified twice
     # the branch died alone: the beam and the best it found stand, and the run ran to its last round
-    assert final["stop_reason"] == "max_rounds" and _blocks(final["beam"]) == [4096, 256]
+    assert final["stop_reason"] == "max_rounds" and _blocks(final["beam"]) == beam_before
     assert _block(Path(final["best"].path).read_text()) == 4096
     report = (run_dir / "report.md").read_text()
     tree = report.split("## Search tree", 1)[1].split("\n## ", 1)[0]
