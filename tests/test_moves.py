@@ -53,6 +53,17 @@ def test_a_transposed_operand_is_seen_as_one() -> None:
     family = _family(PROBLEMS / "17_Matmul_with_transposed_B.py")
     assert family.name == "matmul" and family.operands == (0, 1) and family.transposed == (False, True)
     assert _family(MOVES / "matmul_bt.py").transposed == (False, True)
+    batched = _family(MOVES / "bmm.py")  # B.transpose(1, 2): the last two dims, a matrix's transpose
+    assert batched.name == "bmm" and batched.operands == (0, 1) and batched.transposed == (False, True)
+    assert _family(PROBLEMS / "3_Batched_matrix_multiplication.py").transposed == (False, False)
+
+
+def test_a_view_that_is_no_matrix_transpose_leaves_the_operand_unknown(tmp_path: Path) -> None:
+    # bmm(A.transpose(0, 1), B) swaps batch and rows: no template's operand, so no template at all.
+    source = (MOVES / "bmm.py").read_text().replace("torch.bmm(A, B.transpose(1, 2))",
+                                                      "torch.bmm(A.transpose(0, 1), B.transpose(1, 2))")
+    (tmp_path / "bmm_swapped.py").write_text(source.replace("torch.randn(BATCH, M, K)", "torch.randn(M, BATCH, K)"))
+    assert _family(tmp_path / "bmm_swapped.py").name == "other"
 
 
 def test_moves_that_do_not_apply_say_why() -> None:
@@ -98,15 +109,25 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
     assert not any("tf32x3" in m.name for m in half.instances)
 
 
-@pytest.mark.parametrize("template", ["grouped", "split_k"])
-def test_each_3xtf32_twin_passes_the_verifier(template: str, tmp_path: Path, settings: HarnessSettings) -> None:
+@pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
+                                                  ("batched", "bmm.py")])
+def test_each_3xtf32_twin_passes_the_verifier(
+    template: str, problem: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
     # The interpreter multiplies in fp32 whatever the precision: this checks the twin is a whole,
     # correct kernel that Triton accepts; its accuracy and speed on tensor cores are the GPU's to show.
-    family = _family(MOVES / "matmul_bt.py")
+    family = _family(MOVES / problem)
     source = matmul.on_tensor_cores(getattr(matmul, template)(family.input_names, family.operands, family.transposed))
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
-    accepted, reason = _verify(MOVES / "matmul_bt.py", with_config(source, config), tmp_path, settings)
+    accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
+
+
+def test_the_batched_matmul_is_a_move_of_torch_bmm_problems() -> None:
+    bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
+    assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3"]
+    assert "bmm_kernel" in bmm.instances[0].source and "B.transpose" not in bmm.instances[0].source
+    assert 'precision = "tf32x3"' in bmm.instances[1].source and "compute" in bmm.instances[1].cures
 
 
 # Small knob values so that every loop runs several blocks and every edge is masked.
@@ -196,7 +217,8 @@ def test_each_standardize_template_passes_the_verifier(
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
-                                                  ("grouped", "matmul.py"), ("persistent", "matmul.py")])
+                                                  ("grouped", "matmul.py"), ("persistent", "matmul.py"),
+                                                  ("batched", "bmm.py")])
 def test_each_matmul_template_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:

@@ -61,6 +61,8 @@ CURES: dict[str, tuple[str, ...]] = {
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
     "split_k_tf32x3": ("compute", "occupancy"),
+    "batched": ("memory", "other"),
+    "batched_tf32x3": ("compute", "memory", "other"),
 }
 
 
@@ -129,6 +131,8 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
         instances, skipped = _standardize_moves(family)
     elif family.name == "matmul":
         instances, skipped = _matmul_moves(family, sm_count)
+    elif family.name == "bmm":
+        instances, skipped = _bmm_moves(family)
     else:
         ops = ", ".join(family.ops) or "none"
         why = f"no template for this reference (its operators: {ops}); only the launch is swept"
@@ -294,6 +298,16 @@ def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], li
         return out, skipped
     return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
                                matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+
+
+def _bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    source = matmul.batched(family.input_names, family.operands, family.transposed)
+    out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
+                        source, tuple(_tiles(family)))]
+    if family.dtype == "float32":
+        out.append(MoveInstance("bmm.batched_tf32x3", f"{out[0].why}; fp32 products at 3xTF32 on the tensor cores",
+                                matmul.on_tensor_cores(source), out[0].grid))
+    return out, []
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],

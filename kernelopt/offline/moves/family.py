@@ -33,13 +33,13 @@ _ELEMENTWISE = frozenset({("relu",), ("sigmoid",), ("tanh",), ("sigmoid", "mul")
 class Family:
     """What the reference computes, as far as a template needs to know."""
 
-    name: str  # "softmax", "log_softmax", "matmul", row norms, "standardize", "elementwise", "other"
+    name: str  # "softmax", "log_softmax", "matmul", "bmm", row norms, "standardize", "elementwise", "other"
     input_names: tuple[str, ...]  # the forward's parameters, in order
     dim: int | None = None  # the reduced dimension (softmax, norms), non-negative; standardize: the first of the row's
     eps: float | None = None  # standardize: the reference's epsilon
     ndim: int | None = None  # of the first input
-    transposed: tuple[bool, ...] = ()  # matmul: whether A, B enter transposed views of the inputs
-    operands: tuple[int, ...] = ()  # matmul: which inputs are A and B
+    transposed: tuple[bool, ...] = ()  # matmul, bmm: whether A, B enter transposed views of the inputs
+    operands: tuple[int, ...] = ()  # matmul, bmm: which inputs are A and B
     dtype: str = "float32"
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
@@ -58,10 +58,23 @@ class _Recorder(TorchDispatchMode):
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         self.calls.append((name, args))
-        if name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin:
+        swap = name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin
+        if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
             self.origin[id(out)] = (index, not flipped)
         return out
+
+
+def _swaps_last_two(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether a transpose or permute swaps the last two dims and nothing else (a matrix's transpose;
+    another view leaves the operand unknown, so no template takes it)."""
+    ndim = args[0].dim()
+    if name == "t" or ndim < 2:
+        return name == "t"
+    last = [ndim - 2, ndim - 1]
+    if name == "transpose":
+        return sorted(int(d) % ndim for d in args[1:3]) == last
+    return [int(p) % ndim for p in args[1]] == [*range(ndim - 2), *reversed(last)]
 
 
 def _meta_call(make: Callable[[], Any]) -> Any:
@@ -110,6 +123,13 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         if all(known):
             pairs = [k for k in known if k is not None]
             return Family(name="matmul", operands=tuple(p[0] for p in pairs),
+                          transposed=tuple(p[1] for p in pairs), **base)
+    if n_inputs == 2 and ops == ("bmm",) and ndim == 3:
+        a, b = calls[0][1][:2]
+        known = [recorder.origin.get(id(a)), recorder.origin.get(id(b))]
+        if all(known):
+            pairs = [k for k in known if k is not None]
+            return Family(name="bmm", operands=tuple(p[0] for p in pairs),
                           transposed=tuple(p[1] for p in pairs), **base)
     if n_inputs == 1 and len(calls) == 1:
         standard = _standardize(calls[0], ndim)

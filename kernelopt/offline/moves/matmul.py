@@ -1,9 +1,12 @@
-"""Templates for the matmul family: C = A @ B with A, B any 2-D views (strides read at run time).
+"""Templates for the matmul family: C = A @ B with A, B any 2-D views (strides read at run time),
+and for torch.bmm: each batch's product, with any 3-D views.
 
 - `grouped`: output tiles in GROUP_M-tall column groups, so that the programs running at once
   share their A rows and B columns in L2 (the order cuBLAS-class kernels use).
 - `persistent`: PROGRAMS programs (one per SM) walk the output tiles in GROUP_M order, so no
   program is launched per tile and the last wave is spread over every SM.
+- `batched`: one program per (batch, output tile), on one flat grid axis (no 65535-batch limit),
+  tiles in GROUP_M order inside each batch.
 - `split_k`: a long K with few output tiles leaves SMs idle; SPLIT_K programs per tile each take
   a slice of K into an fp32 partial, and a second kernel sums the slices (deterministic: no
   atomics) and casts.
@@ -151,6 +154,43 @@ class ModelNew(nn.Module):
 '''
 
 
+_BATCHED = '''
+
+@triton.jit
+def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, scm, scn,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+               PRECISION: tl.constexpr):
+    # Program p: output tile p % tiles of batch p // tiles (batches one after another on one axis).
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0)
+    batch = (pid // tiles).to(tl.int64)
+    pid_m, pid_n = _tile_ids(pid % tiles, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _dot_range(a_ptr + batch * sab, b_ptr + batch * sbb, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, 0, K,
+                     BLOCK_M, BLOCK_N, BLOCK_K, PRECISION)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        batches, M, K = a.shape
+        N = b.shape[2]
+        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
+        precision = "ieee" if a.dtype == torch.float32 else "tf32"
+        grid = (batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+        bmm_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),
+                         b.stride(2), c.stride(0), c.stride(1), c.stride(2), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                         BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
+        return c
+'''
+
+
 _PERSISTENT = '''
 
 @triton.jit
@@ -197,6 +237,13 @@ def grouped(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_GROUPED).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="grouped (GROUP_M) program order") + _TILE + body
+
+
+def batched(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
+    """A batched matmul (torch.bmm): a program per batch and output tile, GROUP_M order in a batch."""
+    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
+    body = Template(_BATCHED).substitute(params=", ".join(params), a=a, b=b)
+    return Template(_HEADER).substitute(what="batched (torch.bmm), GROUP_M order per batch") + _TILE + body
 
 
 def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
