@@ -123,6 +123,44 @@ def test_each_3xtf32_twin_passes_the_verifier(
     assert accepted, reason
 
 
+# (file, the reduction written in its place, the family's op): every reduction and both structures.
+REDUCTIONS = [
+    ("reduce_argmax.py", None, "argmax"),
+    ("reduce_argmax.py", "torch.sum(x, dim=1, keepdim=True)", "sum"),
+    ("reduce_argmax.py", "torch.max(x, dim=1)[0]", "max"),
+    ("reduce_mean_last.py", None, "mean"),
+    ("reduce_mean_last.py", "torch.min(x, dim=-1)[1]", "argmin"),
+    ("reduce_mean_last.py", "torch.amax(x, dim=2)", "amax"),
+]
+
+
+@pytest.mark.parametrize(("problem", "expression", "op"), REDUCTIONS)
+def test_each_reduction_template_passes_the_verifier(
+    problem: str, expression: str | None, op: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    path = MOVES / problem
+    if expression:
+        source = path.read_text()
+        written = source.replace("torch.argmax(x, dim=1)", expression).replace("torch.mean(x, dim=-1)", expression)
+        path = tmp_path / problem
+        path.write_text(written)
+    moves = structural_moves(path)
+    assert moves.family is not None and (moves.family.name, moves.family.ops) == ("reduce", (op,))
+    (move,) = moves.instances
+    structure = "rows" if problem == "reduce_mean_last.py" else "columns"
+    assert move.name == f"reduce_{op}.{structure}"
+    small = {"ROWS": 2, "BLOCK": 64, "BLOCK_N": 8, "BLOCK_I": 16}  # every loop runs several blocks, edges masked
+    accepted, reason = _verify(path, with_config(move.source, small), tmp_path, settings)
+    assert accepted, reason
+
+
+def test_a_reduction_over_every_dim_or_with_two_outputs_is_no_row(tmp_path: Path) -> None:
+    source = (MOVES / "reduce_argmax.py").read_text()
+    for expression in ("torch.sum(x)", "torch.max(x, dim=1)", "torch.sum(x, dim=(1, 2))"):
+        (tmp_path / "p.py").write_text(source.replace("torch.argmax(x, dim=1)", expression))
+        assert _family(tmp_path / "p.py").name == "other", expression
+
+
 def test_the_batched_matmul_is_a_move_of_torch_bmm_problems() -> None:
     bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
     assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import elementwise, matmul, pooling, precision, rows, standardize
+from kernelopt.offline.moves import elementwise, matmul, pooling, precision, reduce, rows, standardize
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -62,6 +62,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
     "split_k_tf32x3": ("compute", "occupancy"),
     "batched": ("memory", "other"),
+    "rows": ("memory", "latency", "occupancy", "other"),
     "batched_tf32x3": ("compute", "memory", "other"),
 }
 
@@ -133,6 +134,8 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
         instances, skipped = _matmul_moves(family, sm_count)
     elif family.name == "bmm":
         instances, skipped = _bmm_moves(family)
+    elif family.name == "reduce":
+        instances, skipped = _reduce_moves(family)
     else:
         ops = ", ".join(family.ops) or "none"
         why = f"no template for this reference (its operators: {ops}); only the launch is swept"
@@ -298,6 +301,28 @@ def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], li
         return out, skipped
     return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
                                matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+
+
+def _reduce_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    """sum, mean, max, min, argmax or argmin along one dim: rows when it is the last, columns when strided."""
+    assert family.dim is not None
+    shape, dim, op, keepdim = family.shapes[0], family.dim, family.ops[0], bool(family.scalars[0])
+    n, inner = shape[dim], math.prod(shape[dim + 1:])
+    name = f"reduce_{op}"
+    if inner == 1:
+        grid = [{"ROWS": r, "BLOCK": b, "num_warps": w} for r in (1, 2, 4, 8) for b in (1024, 2048, 4096)
+                for w in (4, 8) if 4 <= r * b // (32 * w) <= 64 and b <= max(1024, 1 << (n - 1).bit_length())]
+        grid.sort(key=lambda c: abs(c["ROWS"] * c["BLOCK"] - 8192) + c["num_warps"])
+        return [MoveInstance(f"{name}.rows", f"ROWS rows of {n} per program, BLOCK-long contiguous steps",
+                             reduce.rows(op, dim, keepdim, family.input_names), tuple(grid))], [
+            Skipped(f"{name}.columns", "the reduced dim is the last: its values are contiguous already")]
+    grid = sorted(({"BLOCK_N": b, "BLOCK_I": i, "num_warps": w} for b in (8, 16, 32, 64) for i in (64, 128, 256)
+                   for w in (4, 8) if 4 <= b * i // (32 * w) <= 64),
+                  key=lambda c: abs(c["BLOCK_N"] * c["BLOCK_I"] - 4096) + abs(c["BLOCK_I"] - 128))
+    return [MoveInstance(f"{name}.columns", f"the reduced dim ({n}) is strided by {inner}: each program reduces "
+                         "BLOCK_I contiguous positions at once", reduce.columns(op, dim, keepdim, family.input_names),
+                         tuple(grid))], [
+        Skipped(f"{name}.rows", f"rows strided by {inner}: a program per output would read one value every {inner}")]
 
 
 def _bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

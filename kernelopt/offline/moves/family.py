@@ -44,6 +44,7 @@ class Family:
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
+    out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
 
 
 class _Recorder(TorchDispatchMode):
@@ -91,13 +92,15 @@ def trace_family(problem: ModuleType) -> Family:
     tensors = [t for t in inputs if isinstance(t, torch.Tensor)]
     recorder = _Recorder(tensors)
     with recorder, torch.no_grad():
-        model(*inputs)
+        returned = model(*inputs)
     ops = tuple(name for name, _ in recorder.calls if name not in _VIEWS)
     first = tensors[0] if tensors else None
+    outputs = returned if isinstance(returned, tuple | list) else (returned,)
     base = {
         "input_names": names, "ops": ops, "ndim": first.dim() if first is not None else None,
         "dtype": str(first.dtype).removeprefix("torch.") if first is not None else "float32",
         "shapes": tuple(tuple(t.shape) for t in tensors),
+        "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
     return _classify(recorder, ops, base, len(tensors))
 
@@ -131,6 +134,11 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
             pairs = [k for k in known if k is not None]
             return Family(name="bmm", operands=tuple(p[0] for p in pairs),
                           transposed=tuple(p[1] for p in pairs), **base)
+    if n_inputs == 1 and len(calls) == 1 and ndim:
+        reduction = _reduction(calls[0], ndim, base["out_dtypes"])
+        if reduction:
+            return Family(name="reduce", dim=reduction[1], **{**base, "ops": (reduction[0],),
+                                                             "scalars": (reduction[2],)})
     if n_inputs == 1 and len(calls) == 1:
         standard = _standardize(calls[0], ndim)
         if standard:
@@ -160,6 +168,26 @@ def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str,
         if len(dims) == 1 and isinstance(eps, float):
             return "row_rms_norm", _dim(dims[0], ndim), eps
     return None
+
+
+_REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"})
+
+
+def _reduction(
+    call: tuple[str, tuple[Any, ...]], ndim: int, out_dtypes: tuple[str, ...]
+) -> tuple[str, int, bool] | None:
+    """A reduction along one dim with one output: the op (max(x, dim)[1] is an argmax), the dim, keepdim."""
+    name, args = call
+    if name not in _REDUCTIONS or len(args) < 2 or len(out_dtypes) != 1:
+        return None
+    dims = args[1]
+    dims = list(dims) if isinstance(dims, list | tuple) else [dims]
+    if len(dims) != 1 or not isinstance(dims[0], int):
+        return None  # every dim, or several: no row
+    keepdim = bool(args[2]) if len(args) > 2 else False
+    if name in ("max", "min") and out_dtypes[0] == "int64":
+        name = "arg" + name
+    return name, _dim(dims[0], ndim), keepdim
 
 
 def _standardize(call: tuple[str, tuple[Any, ...]], ndim: int | None) -> tuple[int, float] | None:
