@@ -48,6 +48,7 @@ RUNTIME_RULES = {
     "cheat_linked_sizes_hardcoded": {"incorrect"},  # linked sizes resized together, not dropped
     "cheat_zeros_below_tolerance": {"incorrect"},  # outputs within atol of zero judged on their own scale
     "cheat_tf32_matmul": {"one-tf32-product"},  # read from the compiled TTIR: the interpreter multiplies in fp32
+    "cheat_layernorm_skips_affine": {"incorrect"},  # right on weight 1 and bias 0: the drawn ones tell
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see
@@ -151,6 +152,28 @@ def test_honest_kernels_are_accepted(name: str, work_root: Path) -> None:
     _, problem = _header(CHEATS / f"{name}.py")
     verdict = _verifier(problem, work_root).verify(CHEATS / f"{name}.py", time=False)
     assert verdict.accepted, verdict.reason
+
+
+def test_a_kernel_with_its_own_parameter_names_is_not_run_on_the_parameters_case(work_root: Path) -> None:
+    verifier = _verifier("problem_layernorm_default.py", work_root)
+    honest = verifier.verify(CHEATS / "honest_layernorm_own_names.py", time=False)
+    assert honest.accepted, honest.reason
+    assert "correct on 6 of 7 cases" in honest.reason
+    assert "not run for this kernel: norm layers' weights" in honest.reason
+    assert "ModelNew's parameter ln.weight is missing" in honest.reason
+    # Model's own names: run on the parameters case, its weight and bias drawn like the reference's
+    mirrored = _verifier("problem_layernorm.py", work_root).verify(CHEATS / "honest_layernorm_property.py", time=False)
+    assert mirrored.accepted and "not run for this kernel" not in mirrored.reason, mirrored.reason
+    assert re.match(r"correct on (\d+) cases", mirrored.reason), mirrored.reason
+
+
+def test_the_parameters_case_is_planned_only_for_models_with_norm_layers() -> None:
+    from kernelopt.harness.measure.cases import plan_cases
+    from kernelopt.harness.problem import load_problem
+
+    with_norm = plan_cases(load_problem(CHEATS / "problem_layernorm_default.py"), [1, 2])
+    assert [c for c in with_norm if "params" in c] == [{"seed": 2003, "params": 4001}]
+    assert not [c for c in plan_cases(load_problem(CHEATS / "problem_matmul.py"), [1, 2]) if "params" in c]
 
 
 @pytest.mark.slow

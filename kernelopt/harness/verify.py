@@ -92,14 +92,14 @@ class HarnessSettings:
         return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
 
 
-def _correct_reason(ran: int, reference: Any) -> str | None:
+def _correct_reason(ran: int, reference: Any, not_run: list[str] | tuple[str, ...] = ()) -> str | None:
     """The first words of an accepted verdict: how many cases proved it, out of how many the
     verifier plans; the cases dropped, not run or judged on their own scale, by name. None when no
     case could have failed a kernel that writes zeros."""
     counted = ran - len(reference.uninformative)
     if counted <= 0:
         return None
-    planned = ran + len(reference.dropped) + len(reference.skipped)
+    planned = ran + len(reference.dropped) + len(reference.skipped) + len(not_run)
     reason = f"correct on {counted} cases" if counted == planned else f"correct on {counted} of {planned} cases"
     notes = []
     if reference.uninformative:
@@ -113,6 +113,8 @@ def _correct_reason(ran: int, reference: Any) -> str | None:
         notes.append(f"cases the reference itself cannot run, dropped: {'; '.join(reference.dropped)}")
     if reference.skipped:
         notes.append(f"not run: {'; '.join(reference.skipped)}")
+    if not_run:
+        notes.append(f"not run for this kernel: {'; '.join(not_run)}")
     return reason + "".join(f" ({note})" for note in notes)
 
 
@@ -341,7 +343,7 @@ class Verifier:
         if too_fast:
             return Verdict(accepted=False, reason=too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reference = self.reference()
-        reason = _correct_reason(int(result["cases"]), reference)
+        reason = _correct_reason(int(result["cases"]), reference, judged.get("not_run") or ())
         if reason is None:
             return Verdict(
                 accepted=False,

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from kernelopt.harness.measure.parameters import reference_norm_parameters
 from kernelopt.syntax import compile_tree, parse
 
 
@@ -153,7 +154,8 @@ def case_choices(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
-    """Every seed on get_inputs, each extra input set, other sizes (smaller and larger), wide values."""
+    """Every seed on get_inputs, each extra input set, other sizes (smaller and larger), wide and
+    shifted values, and (for a model with norm layers) their weights and biases drawn."""
     cases: list[dict[str, Any]] = [{"seed": seed} for seed in seeds]
     if hasattr(problem, "get_extra_inputs"):
         torch.manual_seed(seeds[0])
@@ -175,6 +177,8 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
         cases.append(grown)
     cases.append({"seed": seeds[0] + 2000, "scale": WIDE_SCALE})
     cases.append({"seed": seeds[0] + 2001, "shift": SHIFT})
+    if reference_norm_parameters(problem):  # weight 1 and bias 0 would hide a kernel that skips them
+        cases.append({"seed": seeds[0] + 2002, "params": seeds[0] + 4000})
     # Inputs for timing only: no checked call sees them, so no answer can be remembered.
     cases.append({"seed": seeds[0] + 3000, "timing": True})
     return cases
@@ -256,4 +260,6 @@ def case_label(case: dict[str, Any]) -> str:
         return f"other sizes: get_inputs' literal sizes {'grown' if case['literal'] == 'larger' else 'halved'}"
     if "extra" in case:
         return f"extra input set {case['extra']}"
+    if "params" in case:
+        return "norm layers' weights and biases drawn from the case's seed"
     return ""

@@ -28,7 +28,7 @@ import torch
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import launches, poison
+from kernelopt.harness.sandbox import launches, poison, transfer
 from kernelopt.harness.sandbox import worker as candidate
 from kernelopt.harness.sandbox.audit import install_audit_guard
 from kernelopt.harness.sandbox.calls import Rejected, build_model
@@ -98,7 +98,7 @@ def run_check(req: dict[str, Any]) -> dict[str, Any]:
             rows.add({"variant": index, "started": True})
             try:
                 model = _model(req, index, problem, device)
-                link = candidate.ReferenceLink(req["reference"], req["tokens"][index])
+                link = transfer.ReferenceLink(req["reference"], req["tokens"][index])
                 for case in req["quick"]:
                     outputs = candidate._checked_call(model, case_inputs(problem, cases[case], device), device)
                     link.send("case", case, 0, outputs)

@@ -158,3 +158,23 @@ def _map_cuda(spec: Any, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
         )
     except (KeyError, TypeError, ValueError, RuntimeError) as err:
         raise TransferError(f"a CUDA handle that cannot be mapped: {err}") from None
+
+
+class ReferenceLink:
+    """The candidate's one-way line to the reference process: outputs go, only "received" comes back."""
+
+    def __init__(self, address: str, token: str) -> None:
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.connect("\0" + address)
+        if not request(self._sock, {"op": "hello", "token": token}).get("ok"):
+            raise RuntimeError("the reference process refused this candidate")
+
+    def send(self, kind: str, case: int, run: int, outputs: list[torch.Tensor]) -> None:
+        header = {"op": kind, "case": case, "run": run}
+        if not send_tensors(self._sock, header, outputs).get("ok"):
+            raise RuntimeError("the reference process did not take the outputs")
+
+    def not_run(self, case: int, why: str) -> None:
+        """Say that this candidate cannot take a case (measure/parameters.py), and why."""
+        if not request(self._sock, {"op": "not-run", "case": case, "why": why}).get("ok"):
+            raise RuntimeError("the reference process did not take the note")

@@ -14,7 +14,6 @@ import faulthandler
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -25,13 +24,15 @@ from typing import Any
 
 import torch
 
+from kernelopt.harness.measure import parameters
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, precision, transfer
+from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, precision
 from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, outputs_of, refilled, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
+from kernelopt.harness.sandbox.transfer import ReferenceLink
 from kernelopt.records import Timing
 
 
@@ -48,21 +49,6 @@ class Progress:
         print(f"[{time.monotonic() - self._born:8.3f} s] {phase}", flush=True)  # the log says where time went
 
 
-class ReferenceLink:
-    """The candidate's one-way line to the reference process: outputs go, only "received" comes back."""
-
-    def __init__(self, address: str, token: str) -> None:
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._sock.connect("\0" + address)
-        if not transfer.request(self._sock, {"op": "hello", "token": token}).get("ok"):
-            raise RuntimeError("the reference process refused this candidate")
-
-    def send(self, kind: str, case: int, run: int, outputs: list[torch.Tensor]) -> None:
-        header = {"op": kind, "case": case, "run": run}
-        if not transfer.send_tensors(self._sock, header, outputs).get("ok"):
-            raise RuntimeError("the reference process did not take the outputs")
-
-
 def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     """Check the candidate on every case (outputs go to the reference process) and, if asked, time it."""
     device = torch.device(req["device"])
@@ -71,6 +57,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     lock = DeviceLock(req["lock_path"])
     problem = load_problem(req["problem_path"])
     source = Path(req["kernel_path"]).read_text()  # for the precision rule, read before the sandbox is armed
+    drawn = parameters.reference_norm_parameters(problem) if any("params" in c for c in req["cases"]) else {}
     guards = _arm(req)
     launches.COMPILES.notify = progress.mark
     recorder = fingerprint.start()  # the checked calls' launches: is this kernel one already timed?
@@ -88,40 +75,47 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
     buffers = None
     fp32_outputs = False
+    not_run = 0
     progress.mark("lock")
     with lock.shared(), torch.no_grad():
         for number, index in enumerate(checked, 1):
             progress.mark(f"case {number}/{len(checked)}")
             case = cases[index]
-            same_shape = set(case) - {"ref_ms"} == {"seed"}
-            # Refill the same input storage for every seed, so that a cache keyed by the input's
-            # address returns a stale answer and fails. The seeds come first: then it goes.
-            buffers = buffers if same_shape else None
-            if buffers is not None:
-                fresh = refilled(buffers, case_inputs(problem, case, device))
-            else:
-                fresh = case_inputs(problem, case, device)
-                buffers = fresh if same_shape else None
-            before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
-            # Several runs on the same input, each judged on its own by the reference process: a
-            # race shows as a run that is wrong; reordered float atomics stay within tolerance.
-            # Only runs that differ from the first are sent again (most kernels are deterministic).
-            first = _checked_call(model, fresh, device)
-            _check_inputs_unchanged(before, fresh)
-            _check_no_aliasing(fresh, first)
-            link.send("case", index, 0, first)
-            fp32_outputs = fp32_outputs or any(t.dtype == torch.float32 for t in first)
-            for run in range(1, req.get("repeats", 2)):
-                outputs = _checked_call(model, fresh, device)
+            unfit = parameters.mismatch(model, drawn) if "params" in case else None
+            if unfit:
+                link.not_run(index, unfit)
+                not_run += 1
+                continue
+            with parameters.perturbed(model, case, drawn):  # a parameters case's draw, restored after
+                same_shape = set(case) - {"ref_ms"} == {"seed"}
+                # Refill the same input storage for every seed, so that a cache keyed by the input's
+                # address returns a stale answer and fails. The seeds come first: then it goes.
+                buffers = buffers if same_shape else None
+                if buffers is not None:
+                    fresh = refilled(buffers, case_inputs(problem, case, device))
+                else:
+                    fresh = case_inputs(problem, case, device)
+                    buffers = fresh if same_shape else None
+                before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
+                # Several runs on the same input, each judged on its own by the reference process: a
+                # race shows as a run that is wrong; reordered float atomics stay within tolerance.
+                # Only runs that differ from the first are sent again (most kernels are deterministic).
+                first = _checked_call(model, fresh, device)
                 _check_inputs_unchanged(before, fresh)
-                if not all(torch.equal(a, b) for a, b in zip(first, outputs, strict=True)):
-                    link.send("case", index, run, outputs)
-                del outputs
-            del first, before, fresh
+                _check_no_aliasing(fresh, first)
+                link.send("case", index, 0, first)
+                fp32_outputs = fp32_outputs or any(t.dtype == torch.float32 for t in first)
+                for run in range(1, req.get("repeats", 2)):
+                    outputs = _checked_call(model, fresh, device)
+                    _check_inputs_unchanged(before, fresh)
+                    if not all(torch.equal(a, b) for a, b in zip(first, outputs, strict=True)):
+                        link.send("case", index, run, outputs)
+                    del outputs
+                del first, before, fresh
             give_back(device)
     guards.check_untouched()
     precision.check(recorder, fp32_outputs, source)
-    result: dict[str, Any] = {"ok": True, "cases": len(checked), "launches": guards.launches.total}
+    result: dict[str, Any] = {"ok": True, "cases": len(checked) - not_run, "launches": guards.launches.total}
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
     if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
         progress.mark("lock")
