@@ -49,6 +49,8 @@ def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> N
         ("cheat_less_work_when_timed", "problem_add.py", "incorrect-when-timed"),
         ("cheat_tf32_matmul", "problem_matmul.py", "one-tf32-product"),  # read from the launched kernel's TTIR
         ("honest_matmul", "problem_matmul.py", None),  # input_precision="ieee"
+        ("cheat_layernorm_skips_affine", "problem_layernorm_default.py", "incorrect"),  # the parameters case
+        ("honest_layernorm_own_names", "problem_layernorm_default.py", None),  # not run on it, said so
     ],
 )
 def test_runtime_guards_on_real_launches(kernel: str, problem: str, rule: str | None, tmp_path: Path) -> None:

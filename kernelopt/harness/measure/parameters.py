@@ -63,12 +63,15 @@ def _drawn(seed: int, name: str, param: torch.Tensor) -> torch.Tensor:
 
 
 @contextlib.contextmanager
-def perturbed(model: nn.Module | None, case: dict[str, Any], names: dict[str, tuple[int, ...]]) -> Iterator[None]:
-    """The model with the named parameters drawn from the case's "params" seed, restored after;
-    nothing changes for a case without one (or no model)."""
-    if model is None or "params" not in case or not names:
+def perturbed(
+    model: nn.Module | None, case: dict[str, Any], names: dict[str, tuple[int, ...]] | None = None
+) -> Iterator[None]:
+    """The model with the named parameters (its own norm parameters where none are named) drawn
+    from the case's "params" seed, restored after; nothing changes for a case without one."""
+    if model is None or "params" not in case:
         yield
         return
+    names = norm_parameters(model) if names is None else names
     params = dict(model.named_parameters())
     saved = {name: params[name].detach().clone() for name in names if name in params}
     try:

@@ -27,7 +27,7 @@ import torch
 
 from kernelopt.harness.measure.cases import case_choices, case_inputs, case_label, plan_cases
 from kernelopt.harness.measure.correctness import Judging, compare_case, judging_for
-from kernelopt.harness.measure.parameters import norm_parameters, perturbed
+from kernelopt.harness.measure.parameters import perturbed
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.measure.yardstick import Expected, expected_from, float64_copy
 from kernelopt.harness.problem import load_problem
@@ -138,8 +138,7 @@ class Reference:
         inputs = case_inputs(self.problem, case, self.device)
         self.input_bytes = max(self.input_bytes, sum(v.nbytes for v in inputs if isinstance(v, torch.Tensor)))
         times_ms = []
-        names = norm_parameters(self.model) if "params" in case else {}
-        with torch.no_grad(), exact_math(), perturbed(self.model, case, names), perturbed(self.model64, case, names):
+        with torch.no_grad(), exact_math(), perturbed(self.model, case), perturbed(self.model64, case):
             for _ in range(2 if timed else 1):
                 began = time.perf_counter()
                 returned = self.model(*inputs)
@@ -281,8 +280,8 @@ def _float64_room(device: torch.device, kept_bytes: int) -> int | None:
 
 
 def _derived(case: dict[str, Any]) -> bool:
-    """A case kernelopt made up (other sizes, drawn parameters): the problem may not allow it."""
-    return "overrides" in case or "literal" in case or "params" in case
+    """A case kernelopt made up (other sizes): the problem may not allow it."""
+    return "overrides" in case or "literal" in case
 
 
 def _answer(ref: Reference, op: str, message: dict[str, Any]) -> dict[str, Any]:
@@ -322,9 +321,8 @@ def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> Non
                 transfer.send(conn, {"ok": True})
             elif op == "not-run" and token is not None:  # a case the candidate cannot take (parameters.py)
                 with ref.lock:
-                    index = int(message.get("case", -1))
-                    ref.judged[token].received.add(index)
-                    ref.judged[token].not_run.append(f"{case_label(ref.cases[index])}: {message.get('why')}")
+                    ref.judged[token].received.add(int(message["case"]))
+                    ref.judged[token].not_run.append(f"{case_label(ref.cases[int(message['case'])])}: {message['why']}")
                 transfer.send(conn, {"ok": True})
             elif control and op == "expect":
                 ref.judged[str(message["token"])] = _Judged()
