@@ -4,6 +4,7 @@ and the offline optimizer measuring, choosing and accepting a move in a whole ru
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,8 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (PROBLEMS / "39_L2Norm_.py", "row_l2_norm", 1),
         (MOVES / "softmax3d.py", "softmax", 1),
         (PROBLEMS / "19_ReLU.py", "elementwise", None),
-        (PROBLEMS / "27_SELU_.py", "other", None),  # no formula written for it
+        (PROBLEMS / "27_SELU_.py", "elementwise", None),  # aten.elu with SELU's two constants
+        (PROBLEMS / "89_cumsum.py", "other", None),  # no template written for a scan
         (PROBLEMS / "36_RMSNorm_.py", "row_rms_norm", 1),
         (PROBLEMS / "37_FrobeniusNorm_.py", "other", None),  # a norm over every dim: no row
         (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
@@ -82,8 +84,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
                                                   "matmul.persistent_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
-    selu = structural_moves(PROBLEMS / "27_SELU_.py")
-    assert not selu.instances and "no template for this reference (its operators: elu)" in selu.skipped[0].why
+    scan = structural_moves(PROBLEMS / "89_cumsum.py")
+    assert not scan.instances and "no template for this reference (its operators: cumsum)" in scan.skipped[0].why
 
 
 def test_fp32_matmul_never_runs_on_tf32() -> None:
@@ -209,6 +211,37 @@ def test_the_streaming_elementwise_template_passes_the_verifier(
     source = with_config(moves.instances[0].source, {"BLOCK": 256})  # 3000 values: 12 programs, the last masked
     assert 'eviction_policy="evict_first"' in source
     accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
+    assert accepted, reason
+
+
+ACTIVATIONS = {  # forward's expression -> the ops the family reads
+    "torch.selu(x)": ("elu",),
+    "torch.nn.functional.elu(x, alpha=0.7)": ("elu",),
+    "torch.nn.functional.softplus(x)": ("softplus",),
+    "torch.nn.functional.softsign(x)": ("abs", "add", "div"),
+    "torch.nn.functional.hardtanh(x, -2.0, 2.0)": ("hardtanh",),
+    "torch.nn.functional.relu6(x)": ("hardtanh",),
+    "torch.nn.functional.gelu(x, approximate='tanh')": ("gelu",),
+    "0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))":
+        ("mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"),
+    "torch.nn.functional.silu(x)": ("silu",),
+    "torch.nn.functional.mish(x)": ("mish",),
+    "torch.nn.functional.hardswish(x)": ("hardswish",),
+}
+
+
+@pytest.mark.parametrize("expression", sorted(ACTIVATIONS))
+def test_each_activation_streams_through_the_verifier(
+    expression: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    # randn * 4: both sides of every kink, softplus's threshold and the tanh GELU's tails.
+    source = (MOVES / "gelu.py").read_text()
+    problem = tmp_path / "activation.py"
+    problem.write_text("import math\n" + re.sub(r"return .+\n", f"return {expression}\n", source, count=1))
+    family = _family(problem)
+    assert (family.name, family.ops) == ("elementwise", ACTIVATIONS[expression])
+    (move,) = structural_moves(problem).instances
+    accepted, reason = _verify(problem, with_config(move.source, {"BLOCK": 64}), tmp_path, settings)
     assert accepted, reason
 
 

@@ -207,7 +207,7 @@ def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
 
 
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    source = elementwise.streaming(family.ops, family.scalars, family.input_names[0])
+    source = elementwise.streaming(family.ops, family.scalars, family.input_names[0], dict(family.options))
     if source is None:
         return [], [Skipped("elementwise.streaming", f"no formula written for {', '.join(family.ops)}")]
     grid = tuple({"BLOCK": b, "num_warps": w} for b in (4096, 8192, 2048, 16384) for w in (8, 4, 16)

@@ -1,4 +1,6 @@
-"""A template for one-input elementwise activations: a wide, streaming pass over memory.
+"""A template for one-input elementwise activations (ReLU, LeakyReLU, sigmoid, tanh, Swish/SiLU,
+GELU exact and tanh, ELU, SELU, softplus, softsign, Mish, HardSigmoid, HardSwish, HardTanh, ReLU6):
+a wide, streaming pass over memory.
 
 Each program moves BLOCK contiguous values (BLOCK / threads of them per thread: several 128-bit
 loads in flight), with int64 offsets past 2^31 elements, contiguity hints so every access is
@@ -11,15 +13,50 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-# ATen operator -> the Triton expression of x (fp32), from the call's own arguments.
-EXPRESSIONS: dict[tuple[str, ...], Callable[[tuple[Any, ...]], str]] = {
-    ("relu",): lambda args: "tl.maximum(x, 0.0)",
-    ("sigmoid",): lambda args: "1.0 / (1.0 + tl.exp(-x))",
-    ("tanh",): lambda args: "2.0 / (1.0 + tl.exp(-2.0 * x)) - 1.0",
-    ("sigmoid", "mul"): lambda args: "x / (1.0 + tl.exp(-x))",
-    ("hardsigmoid",): lambda args: "tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)",
-    ("leaky_relu",): lambda args: f"tl.where(x >= 0.0, x, x * {float(args[1]) if len(args) > 1 else 0.01!r})",
-    ("gelu",): lambda args: "0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))",
+_TANH = "(2.0 / (1.0 + tl.exp(-2.0 * ({z}))) - 1.0)"  # tanh(z), exact at both ends (exp overflows to inf: -1)
+_TANH_GELU = "0.5 * x * (1.0 + " + _TANH.format(z="0.7978845608028654 * (x + 0.044715 * x * x * x)") + ")"
+_SOFTPLUS = "tl.where(x > 20.0, x, tl.log(1.0 + tl.exp(x)))"
+
+
+def _arg(args: tuple[Any, ...], index: int, default: float) -> float:
+    return float(args[index]) if len(args) > index and args[index] is not None else default
+
+
+def _gelu(args: tuple[Any, ...], options: dict[str, Any]) -> str:
+    if options.get("approximate", "none") == "tanh":
+        return _TANH_GELU
+    return "0.5 * x * (1.0 + tl.math.erf(x * 0.7071067811865476))"
+
+
+def _elu(args: tuple[Any, ...], options: dict[str, Any]) -> str:
+    # aten.elu(x, alpha, scale, input_scale): SELU is elu with its two constants.
+    alpha, scale, input_scale = _arg(args, 1, 1.0), _arg(args, 2, 1.0), _arg(args, 3, 1.0)
+    return f"tl.where(x > 0.0, {scale!r} * x, {scale * alpha!r} * (tl.exp(x * {input_scale!r}) - 1.0))"
+
+
+def _softplus(args: tuple[Any, ...], options: dict[str, Any]) -> str:
+    beta, threshold = _arg(args, 1, 1.0), _arg(args, 2, 20.0)
+    return f"tl.where(x * {beta!r} > {threshold!r}, x, tl.log(1.0 + tl.exp(x * {beta!r})) / {beta!r})"
+
+
+# ATen operators -> the Triton expression of x (fp32), from the first call's own arguments and options.
+EXPRESSIONS: dict[tuple[str, ...], Callable[[tuple[Any, ...], dict[str, Any]], str]] = {
+    ("relu",): lambda args, options: "tl.maximum(x, 0.0)",
+    ("sigmoid",): lambda args, options: "1.0 / (1.0 + tl.exp(-x))",
+    ("tanh",): lambda args, options: _TANH.format(z="x"),
+    ("sigmoid", "mul"): lambda args, options: "x / (1.0 + tl.exp(-x))",
+    ("silu",): lambda args, options: "x / (1.0 + tl.exp(-x))",
+    ("hardsigmoid",): lambda args, options: "tl.minimum(tl.maximum(x / 6.0 + 0.5, 0.0), 1.0)",
+    ("hardswish",): lambda args, options: "x * tl.minimum(tl.maximum(x + 3.0, 0.0), 6.0) / 6.0",
+    ("hardtanh",): lambda args, options: f"tl.minimum(tl.maximum(x, {_arg(args, 1, -1.0)!r}), {_arg(args, 2, 1.0)!r})",
+    ("leaky_relu",): lambda args, options: f"tl.where(x >= 0.0, x, x * {_arg(args, 1, 0.01)!r})",
+    ("gelu",): _gelu,
+    ("elu",): _elu,
+    ("softplus",): _softplus,
+    ("mish",): lambda args, options: "x * " + _TANH.format(z=_SOFTPLUS),
+    ("abs", "add", "div"): lambda args, options: "x / (1.0 + tl.abs(x))",  # softsign as F.softsign writes it
+    # GPT-2's tanh GELU written out (0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x^3))))
+    ("mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"): lambda args, options: _TANH_GELU,
 }
 
 _SOURCE = '''"""Elementwise $ops, one wide streaming pass (a structural move of the offline optimizer)."""
@@ -55,11 +92,13 @@ class ModelNew(nn.Module):
 '''
 
 
-def streaming(ops: tuple[str, ...], args: tuple[Any, ...], param: str) -> str | None:
+def streaming(
+    ops: tuple[str, ...], args: tuple[Any, ...], param: str, options: dict[str, Any] | None = None
+) -> str | None:
     """The kernel file for the reference's operators, or None when no expression is written for them."""
     expression = EXPRESSIONS.get(ops)
     if expression is None:
         return None
     from string import Template
 
-    return Template(_SOURCE).substitute(ops=", ".join(ops), expr=expression(args), param=param)
+    return Template(_SOURCE).substitute(ops=", ".join(ops), expr=expression(args, options or {}), param=param)

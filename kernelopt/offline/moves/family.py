@@ -17,16 +17,13 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from kernelopt.offline.moves.elementwise import EXPRESSIONS
+
 # Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
 _VIEWS = frozenset({
     "t", "transpose", "permute", "view", "_unsafe_view", "reshape", "expand", "unsqueeze", "squeeze", "detach",
     "alias", "clone", "contiguous", "_to_copy", "lift_fresh", "empty", "empty_strided",
 })
-
-
-# One-input activations a template is written for (elementwise.EXPRESSIONS has their formulas).
-_ELEMENTWISE = frozenset({("relu",), ("sigmoid",), ("tanh",), ("sigmoid", "mul"), ("hardsigmoid",), ("leaky_relu",),
-                          ("gelu",)})
 
 
 @dataclass(frozen=True)
@@ -45,6 +42,7 @@ class Family:
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
+    options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
 
 
 class _Recorder(TorchDispatchMode):
@@ -53,12 +51,14 @@ class _Recorder(TorchDispatchMode):
     def __init__(self, inputs: list[torch.Tensor]) -> None:
         super().__init__()
         self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self.options: list[dict[str, Any]] = []  # each call's keyword arguments, beside it
         self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         self.calls.append((name, args))
+        self.options.append(dict(kwargs or {}))
         swap = name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin
         if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
@@ -113,8 +113,11 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     calls = [(name, args) for name, args in recorder.calls if name not in _VIEWS]
     ndim = base["ndim"]
     if calls:
-        base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1])}
-    if n_inputs == 1 and ops in _ELEMENTWISE:
+        first = next(i for i, (name, _) in enumerate(recorder.calls) if name not in _VIEWS)
+        options = tuple(sorted((k, v) for k, v in recorder.options[first].items() if isinstance(v, str | int | float)))
+        base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1]),
+                "options": options}
+    if n_inputs == 1 and ops in EXPRESSIONS:
         return Family(name="elementwise", **base)
     if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4):
         return Family(name="pooling", **base)
