@@ -35,11 +35,20 @@ def kernel(a, b, acc, OFF: tl.constexpr = False, ON: tl.constexpr = True):
     keep_on = tl.dot(a, b, allow_tf32=ON)
     keep_done = tl.dot(a, b, input_precision="tf32x3")
     keep_other = other.dot(a, b, allow_tf32=False)
+
+
+@triton.jit
+def template(a, b, ALLOW: tl.constexpr):
+    v = tl.dot(a, b, allow_tf32=ALLOW)
+
+
+def launch(a, b):
+    template[(1,)](a, b, ALLOW=False)  # a launch's False reaches the kernel's constexpr
 '''
 
 
 def test_every_form_of_an_fma_dot_is_found_and_rewritten_and_nothing_else() -> None:
-    assert len(fma_dots(FORMS)) == 4
+    assert len(fma_dots(FORMS)) == 5
     out = to_tf32x3(FORMS)
     assert out is not None
     lines = [line.strip() for line in out.splitlines() if "dot(" in line]
@@ -52,6 +61,7 @@ def test_every_form_of_an_fma_dot_is_found_and_rewritten_and_nothing_else() -> N
         "keep_on = tl.dot(a, b, allow_tf32=ON)",
         'keep_done = tl.dot(a, b, input_precision="tf32x3")',
         "keep_other = other.dot(a, b, allow_tf32=False)",
+        "v = tl.dot(a, b, input_precision='tf32x3')",
     ]
     assert fma_dots(out) == [] and to_tf32x3(out) is None  # once is enough
     assert to_tf32x3("def f(:\n") is None  # not Python: nothing to rewrite

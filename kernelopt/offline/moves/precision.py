@@ -70,8 +70,11 @@ def fma_dots(source: str) -> list[ast.Call]:
     except SyntaxError:
         return []
     found: list[ast.Call] = []
+    # A constexpr passed False at a launch (`kernel[grid](..., ALLOW_TF32=False)`) is False inside.
+    launched_false = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+                      if k.arg and isinstance(k.value, ast.Constant) and k.value.value is False}
     for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        false_names = _false_names(function)
+        false_names = _false_names(function) | launched_false
         found += [n for n in ast.walk(function) if _is_dot(n) and _on_cuda_cores(n, false_names)]  # type: ignore[misc]
     return list({id(c): c for c in found}.values())  # a nested function's calls are walked twice
 
