@@ -123,20 +123,13 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         return Family(name="pooling", **base)
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
-    if n_inputs == 2 and ops == ("mm",) and ndim == 2:
-        a, b = calls[0][1][:2]
-        known = [recorder.origin.get(id(a)), recorder.origin.get(id(b))]
-        if all(known):
+    for name, op, rank in (("matmul", "mm", 2), ("bmm", "bmm", 3)):
+        if n_inputs == 2 and ops == (op,) and ndim == rank:
+            known = [recorder.origin.get(id(t)) for t in calls[0][1][:2]]
             pairs = [k for k in known if k is not None]
-            return Family(name="matmul", operands=tuple(p[0] for p in pairs),
-                          transposed=tuple(p[1] for p in pairs), **base)
-    if n_inputs == 2 and ops == ("bmm",) and ndim == 3:
-        a, b = calls[0][1][:2]
-        known = [recorder.origin.get(id(a)), recorder.origin.get(id(b))]
-        if all(known):
-            pairs = [k for k in known if k is not None]
-            return Family(name="bmm", operands=tuple(p[0] for p in pairs),
-                          transposed=tuple(p[1] for p in pairs), **base)
+            if len(pairs) == 2:  # both operands are (transposed) inputs
+                return Family(name=name, operands=tuple(p[0] for p in pairs),
+                              transposed=tuple(p[1] for p in pairs), **base)
     if n_inputs == 1 and len(calls) == 1 and ndim:
         reduction = _reduction(calls[0], ndim, base["out_dtypes"])
         if reduction:
