@@ -166,7 +166,7 @@ def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str,
     return None
 
 
-_REDUCTIONS = frozenset({"sum", "mean", "amax", "amin", "max", "min", "argmax", "argmin"})
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin"})
 
 
 def _reduction(

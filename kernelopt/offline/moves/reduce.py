@@ -1,4 +1,4 @@
-"""Templates for a reduction along one dimension: sum, mean, max, min (values), argmax, argmin.
+"""Templates for a reduction along one dimension: sum, mean, prod, max, min (values), argmax, argmin.
 
 The input is seen as (outer, n, inner) around the reduced dimension, so any rank and any dim
 works; each of the `outer * inner` outputs reduces n values. Two structures:
@@ -9,7 +9,7 @@ works; each of the `outer * inner` outputs reduces n values. Two structures:
   after it and walks the n rows down in BLOCK_N steps, so every load is BLOCK_I contiguous
   values where a program per output would read one value every `inner`.
 
-Sums accumulate in fp32 (mean divides once at the end); max and min propagate NaN as torch
+Sums and products accumulate in fp32 (mean divides once at the end); max and min propagate NaN as torch
 does (tl.max and tl.min drop it, so a block's NaN is carried apart); argmax and argmin keep the
 first index of the extreme value (strictly better values replace it, a block's own first index
 comes from tl.argmax/argmin). Offsets are int64.
@@ -20,9 +20,9 @@ from __future__ import annotations
 from string import Template
 
 # Per reduction: the start value, how a block's values fold into the running one, the output.
-OPS = ("sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin")
-_START = {"sum": "0.0", "max": "float('-inf')", "min": "float('inf')"}
-_KIND = {"sum": "sum", "mean": "sum", "max": "max", "amax": "max", "min": "min", "amin": "min",
+OPS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin")
+_START = {"sum": "0.0", "prod": "1.0", "max": "float('-inf')", "min": "float('inf')"}
+_KIND = {"sum": "sum", "mean": "sum", "prod": "prod", "max": "max", "amax": "max", "min": "min", "amin": "min",
          "argmax": "argmax", "argmin": "argmin"}
 
 _HEADER = '''"""$doc"""
@@ -36,12 +36,20 @@ import triton.language as tl
 
 $constants
 '''
+_TIMES = '''
+
+@triton.jit
+def _times(a, b):
+    return a * b
+'''
 
 
 def _fold(kind: str, axis: int) -> str:
     """Lines folding a block `x` (masked) into the running `acc` (and `idx`), along `axis`."""
     if kind == "sum":
         return f"        acc += tl.sum(tl.where(mask, x, 0.0), axis={axis})"
+    if kind == "prod":
+        return f"        acc *= tl.reduce(tl.where(mask, x, 1.0), {axis}, _times)"
     if kind in ("max", "min"):
         fill = "float('-inf')" if kind == "max" else "float('inf')"
         op = "tl.maximum" if kind == "max" else "tl.minimum"
@@ -150,7 +158,8 @@ def _file(op: str, structure: str, dim: int, keepdim: bool, params: tuple[str, .
     model = Template(_MODEL).substitute(params=", ".join(params), x=params[0], dim=dim, shape=kept,
                                        out_dtype=out_dtype, launch=launch)
     doc = f"{op} along dim {dim}, {what} (a structural move of the offline optimizer)."
-    return Template(_HEADER).substitute(doc=doc, constants=constants) + body + model
+    helper = _TIMES if kind == "prod" else ""
+    return Template(_HEADER).substitute(doc=doc, constants=constants) + helper + body + model
 
 
 def rows(op: str, dim: int, keepdim: bool, params: tuple[str, ...]) -> str:
