@@ -134,6 +134,10 @@ REDUCTIONS = [
     ("reduce_mean_last.py", "torch.min(x, dim=-1)[1]", "argmin"),
     ("reduce_mean_last.py", "torch.amax(x, dim=2)", "amax"),
     ("reduce_argmax.py", "torch.prod(x, dim=1)", "prod"),  # the wide case overflows: the reference drops it
+    ("reduce_argmax.py", "torch.norm(x, dim=1)", "norm2"),
+    ("reduce_mean_last.py", "torch.norm(x, p=1, dim=-1, keepdim=True)", "norm1"),
+    ("reduce_argmax.py", "torch.logsumexp(x, dim=1)", "logsumexp"),
+    ("reduce_mean_last.py", "torch.logsumexp(x, dim=-1, keepdim=True)", "logsumexp"),
 ]
 
 

@@ -166,7 +166,8 @@ def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str,
     return None
 
 
-_REDUCTIONS = frozenset({"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin"})
+_REDUCTIONS = frozenset({"sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "logsumexp",
+                         "linalg_vector_norm"})
 
 
 def _reduction(
@@ -176,6 +177,10 @@ def _reduction(
     name, args = call
     if name not in _REDUCTIONS or len(args) < 2 or len(out_dtypes) != 1:
         return None
+    if name == "linalg_vector_norm":  # (x, ord, dim, keepdim): the 1- and 2-norm along a dim
+        if args[1] not in (1, 2) or len(args) < 3:
+            return None
+        name, args = f"norm{int(args[1])}", (args[0], *args[2:])
     dims = args[1]
     dims = list(dims) if isinstance(dims, list | tuple) else [dims]
     if len(dims) != 1 or not isinstance(dims[0], int):

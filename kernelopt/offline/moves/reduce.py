@@ -1,4 +1,5 @@
-"""Templates for a reduction along one dimension: sum, mean, prod, max, min (values), argmax, argmin.
+"""Templates for a reduction along one dimension: sum, mean, prod, max, min (values), argmax, argmin,
+the 1- and 2-norm, logsumexp.
 
 The input is seen as (outer, n, inner) around the reduced dimension, so any rank and any dim
 works; each of the `outer * inner` outputs reduces n values. Two structures:
@@ -10,7 +11,8 @@ works; each of the `outer * inner` outputs reduces n values. Two structures:
   values where a program per output would read one value every `inner`.
 
 Sums and products accumulate in fp32 (mean divides once at the end); max and min propagate NaN as torch
-does (tl.max and tl.min drop it, so a block's NaN is carried apart); argmax and argmin keep the
+does (tl.max and tl.min drop it, so a block's NaN is carried apart); logsumexp keeps a running max
+and rescales its sum of exponentials when the max grows (one pass); argmax and argmin keep the
 first index of the extreme value (strictly better values replace it, a block's own first index
 comes from tl.argmax/argmin). Offsets are int64.
 """
@@ -20,10 +22,11 @@ from __future__ import annotations
 from string import Template
 
 # Per reduction: the start value, how a block's values fold into the running one, the output.
-OPS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin")
-_START = {"sum": "0.0", "prod": "1.0", "max": "float('-inf')", "min": "float('inf')"}
+OPS = ("sum", "mean", "prod", "max", "min", "amax", "amin", "argmax", "argmin", "norm1", "norm2", "logsumexp")
+_START = {"sum": "0.0", "sumabs": "0.0", "sumsq": "0.0", "prod": "1.0", "max": "float('-inf')",
+          "min": "float('inf')", "logsumexp": "float('-inf')"}
 _KIND = {"sum": "sum", "mean": "sum", "prod": "prod", "max": "max", "amax": "max", "min": "min", "amin": "min",
-         "argmax": "argmax", "argmin": "argmin"}
+         "argmax": "argmax", "argmin": "argmin", "norm1": "sumabs", "norm2": "sumsq", "logsumexp": "logsumexp"}
 
 _HEADER = '''"""$doc"""
 
@@ -46,8 +49,16 @@ def _times(a, b):
 
 def _fold(kind: str, axis: int) -> str:
     """Lines folding a block `x` (masked) into the running `acc` (and `idx`), along `axis`."""
-    if kind == "sum":
-        return f"        acc += tl.sum(tl.where(mask, x, 0.0), axis={axis})"
+    if kind in ("sum", "sumabs", "sumsq"):
+        term = {"sum": "x", "sumabs": "tl.abs(x)", "sumsq": "x * x"}[kind]
+        return f"        acc += tl.sum(tl.where(mask, {term}, 0.0), axis={axis})"
+    if kind == "logsumexp":  # online: the running max, and the sum of exp(x - max) rescaled as it grows
+        spread = "grown[:, None]" if axis == 1 else "grown[None, :]"
+        return (f"        block = tl.where(mask, x, float('-inf'))\n"
+                f"        grown = tl.maximum(acc, tl.max(block, axis={axis}))\n"
+                f"        terms = tl.where(mask, tl.exp(x - {spread}), 0.0)\n"
+                f"        s = s * tl.exp(acc - grown) + tl.sum(terms, axis={axis})\n"
+                f"        acc = grown")
     if kind == "prod":
         return f"        acc *= tl.reduce(tl.where(mask, x, 1.0), {axis}, _times)"
     if kind in ("max", "min"):
@@ -73,12 +84,18 @@ def _start(kind: str, shape: str) -> str:
     lines = f"    acc = tl.full({shape}, {value}, tl.float32)"
     if kind.startswith("arg"):
         lines += f"\n    idx = tl.zeros({shape}, tl.int64)"
+    if kind == "logsumexp":
+        lines += f"\n    s = tl.zeros({shape}, tl.float32)"
     return lines
 
 
 def _result(op: str) -> str:
     if op == "mean":
         return "acc / n"
+    if op == "norm2":
+        return "tl.sqrt(acc)"
+    if op == "logsumexp":
+        return "acc + tl.log(s)"
     return "idx" if op.startswith("arg") else "acc"
 
 
