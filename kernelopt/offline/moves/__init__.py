@@ -304,7 +304,7 @@ def _matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], li
 
 
 def _reduce_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    """sum, mean, max, min, argmax or argmin along one dim: rows when it is the last, columns when strided."""
+    """A reduction along one dim (reduce.OPS): rows when it is the last, columns when it is strided."""
     assert family.dim is not None
     shape, dim, op, keepdim = family.shapes[0], family.dim, family.ops[0], bool(family.scalars[0])
     n, inner = shape[dim], math.prod(shape[dim + 1:])
