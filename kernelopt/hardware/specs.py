@@ -48,10 +48,8 @@ class GPUSpec:
 
     def roof_tflops(self, dtype: str) -> float:
         """The compute roof for a problem of `dtype` at that dtype's accuracy (`roof_tflops` below)."""
-        roof = roof_tflops({d: self.peak_tflops(d) for d in ("fp32", "tf32")} if dtype == "fp32" else
-                           {dtype: self.peak_tflops(dtype)}, dtype)
-        assert roof is not None
-        return roof
+        own = self.peak_tflops(dtype)  # raises for a dtype without a peak
+        return roof_tflops({dtype: own, "tf32": self.peak_tf32_tflops}, dtype) or own
 
     def ridge_point_flops_per_byte(self, dtype: str = "fp32") -> float:
         """FLOPs per DRAM byte above which a kernel of this dtype is compute-bound."""

@@ -291,8 +291,9 @@ def _roofline_section(summary: RunSummary, spec: GPUSpec | None, has_plot: bool)
         if spec:
             try:
                 ridge = spec.ridge_point_flops_per_byte(floor["dtype"])
-                peak = f"{spec.roof_tflops(floor['dtype']):g} TFLOP/s"
-                if spec.roof_tflops(floor["dtype"]) != spec.peak_tflops(floor["dtype"]):
+                compute_roof = spec.roof_tflops(floor["dtype"])
+                peak = f"{compute_roof:g} TFLOP/s"
+                if compute_roof != spec.peak_tflops(floor["dtype"]):
                     peak += f" (3xTF32: a third of TF32's {spec.peak_tf32_tflops:g}; FMA {spec.peak_fp32_tflops:g})"
             except ValueError:
                 ridge, peak = None, "unknown"

@@ -50,15 +50,13 @@ class _Recorder(TorchDispatchMode):
 
     def __init__(self, inputs: list[torch.Tensor]) -> None:
         super().__init__()
-        self.calls: list[tuple[str, tuple[Any, ...]]] = []
-        self.options: list[dict[str, Any]] = []  # each call's keyword arguments, beside it
+        self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []  # (operator, args, kwargs)
         self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
-        self.calls.append((name, args))
-        self.options.append(dict(kwargs or {}))
+        self.calls.append((name, args, dict(kwargs or {})))
         swap = name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin
         if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
@@ -93,7 +91,7 @@ def trace_family(problem: ModuleType) -> Family:
     recorder = _Recorder(tensors)
     with recorder, torch.no_grad():
         returned = model(*inputs)
-    ops = tuple(name for name, _ in recorder.calls if name not in _VIEWS)
+    ops = tuple(name for name, _, _ in recorder.calls if name not in _VIEWS)
     first = tensors[0] if tensors else None
     outputs = returned if isinstance(returned, tuple | list) else (returned,)
     base = {
@@ -110,11 +108,11 @@ def _dim(value: int, ndim: int | None) -> int:
 
 
 def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int) -> Family:
-    calls = [(name, args) for name, args in recorder.calls if name not in _VIEWS]
+    kept = [call for call in recorder.calls if call[0] not in _VIEWS]
+    calls = [(name, args) for name, args, _ in kept]
     ndim = base["ndim"]
-    if calls:
-        first = next(i for i, (name, _) in enumerate(recorder.calls) if name not in _VIEWS)
-        options = tuple(sorted((k, v) for k, v in recorder.options[first].items() if isinstance(v, str | int | float)))
+    if kept:
+        options = tuple(sorted((k, v) for k, v in kept[0][2].items() if isinstance(v, str | int | float)))
         base = {**base, "scalars": tuple(None if isinstance(a, torch.Tensor) else a for a in calls[0][1]),
                 "options": options}
     if n_inputs == 1 and ops in EXPRESSIONS:
