@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.harness.sandbox.sweep_client import FINALISTS, _shards, check_processes
+from kernelopt.harness.sandbox.sweep_client import FINALISTS, _shards, check_processes, usable_cores
 from kernelopt.harness.verify import HarnessSettings, Verifier
 
 ADD = Path(__file__).parent / "data" / "add"
@@ -35,6 +35,10 @@ def test_how_many_processes_check_at_once() -> None:
     assert check_processes(cpu, 1 << 20) == 1  # the interpreter has no compile to overlap
     assert check_processes(HarnessSettings(sweep_check_processes=3), 1 << 20) == 3
     assert check_processes(gpu, 6 << 30) == 1  # a case of several GB: one at a time
+    # ... unless the reference says the device has room: half its free memory, four inputs a check
+    assert check_processes(gpu, 6 << 30, free_bytes=110 << 30) == min(2, max(1, usable_cores() // 2))
+    assert check_processes(gpu, 1 << 30, free_bytes=110 << 30) == min(8, max(1, usable_cores() // 2))
+    assert check_processes(gpu, 40 << 30, free_bytes=110 << 30) == 1
     assert 1 <= check_processes(gpu, 1 << 20) <= 8
     assert _shards([0, 1, 2, 3, 4], 2) == [[0, 2, 4], [1, 3]]
     assert _shards([7], 4) == [[7]]

@@ -102,6 +102,8 @@ class Reference:
         self.judged: dict[str, _Judged] = {}
         self.lock = threading.Lock()
         self._release()
+        # What the device has free with the reference built: how many sweep checks fit at once.
+        self.free_bytes = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
 
     def _first_runnable(
         self, number: int, planned: dict[str, Any], unrunnable: dict[str, str]
@@ -393,7 +395,7 @@ def serve(req: dict[str, Any]) -> int:
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
     transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped,
-                            "input_bytes": ref.input_bytes, **ref.judging_notes()})
+                            "input_bytes": ref.input_bytes, "free_bytes": ref.free_bytes, **ref.judging_notes()})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:
         conn, _ = listener.accept()

@@ -1,0 +1,159 @@
+"""Can an fp32 matmul beat cuBLAS SGEMM on the tensor cores at fp32's accuracy? (H200 probe)
+
+Triton's `input_precision="tf32x3"` splits each operand tile in registers on every step of K; on
+Hopper the split B tile must go back to shared memory before the tensor cores can read it. The
+probe times that against a kernel whose operands are split once, beforehand, into a TF32 part and
+a remainder (two fp32 arrays each, 4 extra reads of memory an fp32 GEMM barely notices), and
+multiplies `hi*hi + hi*lo + lo*hi` with three plain TF32 products per step. Errors are against a
+float64 product, as multiples of cuBLAS SGEMM's own error.
+
+    python3 benchmarks/h200/tf32_split_probe.py [M N K]
+"""
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def split_tf32(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)  # top 19 bits: TF32
+    tl.store(hi_ptr + offs, hi, mask=mask)
+    tl.store(lo_ptr + offs, x - hi, mask=mask)
+
+
+@triton.jit
+def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    pid = tl.program_id(0)
+    npm, npn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group = GROUP_M * npn
+    first = (pid // group) * GROUP_M
+    gm = min(npm - first, GROUP_M)
+    pm = first + (pid % group) % gm
+    pn = (pid % group) // gm
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_off = rm[:, None] * sam + rk[None, :] * sak
+    b_off = rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        km = rk < K - k * BK
+        amask = (rm[:, None] < M) & km[None, :]
+        bmask = km[:, None] & (rn[None, :] < N)
+        a_hi = tl.load(ah + a_off, mask=amask, other=0.0)
+        a_lo = tl.load(al + a_off, mask=amask, other=0.0)
+        b_hi = tl.load(bh + b_off, mask=bmask, other=0.0)
+        b_lo = tl.load(bl + b_off, mask=bmask, other=0.0)
+        acc = tl.dot(a_lo, b_hi, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_hi, acc, input_precision="tf32")
+        a_off += BK * sak
+        b_off += BK * sbk
+    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def gemm_one(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, PREC: tl.constexpr):
+    pid = tl.program_id(0)
+    npm, npn = tl.cdiv(M, BM), tl.cdiv(N, BN)
+    group = GROUP_M * npn
+    first = (pid // group) * GROUP_M
+    gm = min(npm - first, GROUP_M)
+    pm = first + (pid % group) % gm
+    pn = (pid % group) // gm
+    rm = pm * BM + tl.arange(0, BM)
+    rn = pn * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_off = rm[:, None] * sam + rk[None, :] * sak
+    b_off = rk[:, None] * sbk + rn[None, :] * sbn
+    acc = tl.zeros((BM, BN), tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        km = rk < K - k * BK
+        x = tl.load(a + a_off, mask=(rm[:, None] < M) & km[None, :], other=0.0)
+        y = tl.load(b + b_off, mask=km[:, None] & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(x, y, acc, input_precision=PREC)
+        a_off += BK * sak
+        b_off += BK * sbk
+    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def split(x):
+    hi, lo = torch.empty_like(x), torch.empty_like(x)
+    split_tf32[(triton.cdiv(x.numel(), 4096),)](x, hi, lo, x.numel(), BLOCK=4096)
+    return hi, lo
+
+
+def run_split(a, b, cfg):
+    BM, BN, BK, w, s = cfg
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty(M, N, device=a.device, dtype=torch.float32)
+    ah, al = split(a)
+    bh, bl = split(b)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    gemm_split[grid](ah, al, bh, bl, c, M, N, K, ah.stride(0), ah.stride(1), bh.stride(0), bh.stride(1),
+                     c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8, num_warps=w, num_stages=s)
+    return c
+
+
+def run_one(a, b, cfg, prec):
+    BM, BN, BK, w, s = cfg
+    M, K = a.shape
+    N = b.shape[1]
+    c = torch.empty(M, N, device=a.device, dtype=torch.float32)
+    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
+    gemm_one[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+                   BM=BM, BN=BN, BK=BK, GROUP_M=8, PREC=prec, num_warps=w, num_stages=s)
+    return c
+
+
+def main():
+    M, N, K = (int(v) for v in sys.argv[1:4]) if len(sys.argv) > 3 else (4096, 4096, 4096)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    flop = 2 * M * N * K
+    for dist in ("rand", "randn"):
+        gen = torch.rand if dist == "rand" else torch.randn
+        torch.manual_seed(0)
+        a = gen(M, K, device="cuda")
+        b = gen(K, N, device="cuda")
+        exact = (a.double() @ b.double())
+        scale = exact.abs().max().item()
+
+        def err(c):
+            return (c.double() - exact).abs().max().item() / scale
+
+        sgemm = a @ b
+        e0 = err(sgemm)
+        t0 = triton.testing.do_bench(lambda: a @ b, warmup=50, rep=300)
+        print(f"[{dist} {M}x{N}x{K}] SGEMM {t0:.4f} ms {flop / t0 / 1e9:.1f} TFLOP/s err {e0:.2e}", flush=True)
+        cfgs = [(128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (128, 128, 32, 4, 3),
+                (64, 128, 32, 4, 4), (256, 128, 16, 8, 3), (128, 128, 64, 8, 2), (128, 64, 32, 4, 4)]
+        rows = []
+        for cfg in cfgs:
+            for name, fn in (("split3", lambda: run_split(a, b, cfg)),
+                             ("tf32x3", lambda: run_one(a, b, cfg, "tf32x3")),
+                             ("ieee", lambda: run_one(a, b, cfg, "ieee")),
+                             ("tf32(one)", lambda: run_one(a, b, cfg, "tf32"))):
+                try:
+                    c = fn()
+                    t = triton.testing.do_bench(fn, warmup=25, rep=150)
+                    rows.append((name, cfg, t, err(c) / e0))
+                except Exception as exc:  # noqa: BLE001  (a config that does not fit shared memory)
+                    rows.append((name, cfg, float("nan"), float("nan")))
+                    print(f"  {name} {cfg}: {type(exc).__name__}: {str(exc)[:100]}", flush=True)
+        for name in ("split3", "tf32x3", "ieee", "tf32(one)"):
+            mine = sorted((r for r in rows if r[0] == name and r[2] == r[2]), key=lambda r: r[2])
+            for r in mine[:3]:
+                print(f"  {name:10s} {r[1]} {r[2]:.4f} ms {flop / r[2] / 1e9:.1f} TFLOP/s vs SGEMM {t0 / r[2]:.2f}x "
+                      f"err {r[3]:.2f}x SGEMM's", flush=True)
+
+
+if __name__ == "__main__":
+    main()
