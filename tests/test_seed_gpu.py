@@ -1,5 +1,5 @@
-"""The compiler seed made live on a CUDA host: torch.compile's Triton for a softmax, a GEMM and a
-reduction, translated, cached, and accepted by the verifier like any kernel; then a run from it.
+"""The compiler seed made live on a CUDA host: torch.compile's Triton for a softmax, a GEMM, a
+reduction and a transposed convolution (the seed's own Triton convolution where cuDNN was), translated, cached, and accepted by the verifier like any kernel; then a run from it.
 
 Run on the GPU host (max-autotune benchmarks GEMM tiles: allow minutes per test):
     PYTHONPATH=$PWD python3 -m pytest -m gpu --timeout 900 tests/test_seed_gpu.py -v
@@ -31,6 +31,8 @@ PROBLEMS = {
     "softmax": ROOT / "examples" / "softmax" / "problem.py",
     "matmul": ROOT / "examples" / "matmul" / "problem.py",
     "layernorm": ROOT / "benchmarks" / "kernelbench" / "problems" / "40_LayerNorm.py",
+    # the compiler leaves the convolution to cuDNN: the seed launches its own Triton one there
+    "conv_transpose3d": ROOT / "tests" / "data" / "conv" / "conv_transpose3d.py",
 }
 
 
@@ -45,6 +47,8 @@ def test_the_seed_is_made_cached_and_accepted_by_the_verifier(name: str, tmp_pat
     assert "num_warps" in knobs
     if name == "matmul":
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} <= set(knobs) and "extern_kernels" not in text
+    if name.startswith("conv"):
+        assert "conv_triton(" in text and {"CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K"} <= set(knobs)
     started = time.monotonic()
     again = compiler_seed(problem, tmp_path / "cache")
     assert again.cached and again.path == seed.path and time.monotonic() - started < 5

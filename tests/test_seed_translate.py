@@ -27,8 +27,9 @@ from kernelopt.seed.writer import SeedSource, write_seed
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
 PROBLEM_DIRS = (ROOT / "benchmarks/kernelbench/problems", ROOT / "benchmarks/kernelbench/level2")
-# The recorded output with a part that is not Triton: the convolution stays a cuDNN call.
-NOT_TRITON = {("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd"): "extern_kernels.convolution"}
+# The recorded output whose convolution Inductor left to cuDNN: the seed launches its own Triton
+# convolution there (seed/conv.py).
+CUDNN_CONVOLUTION = ("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")
 SMALL_SIZES = (5, 7, 9, 11, 13, 19, 21, 23)  # odd, unequal sizes: a missing mask or a swapped size shows
 MAX_INTERPRETED_ELEMENTS = 40_000  # past this the interpreter takes too long for CI
 
@@ -51,7 +52,7 @@ def recorded() -> list[tuple[str, str]]:
     return found
 
 
-TRANSLATED = [r for r in recorded() if r not in NOT_TRITON]
+TRANSLATED = recorded()
 # Right under the interpreter but too slow for CI (466 s: the Welford reduction over 64 groups of channels).
 INTERPRETER_TOO_SLOW = {("default", "35_GroupNorm_")}
 INTERPRETED = [
@@ -69,13 +70,14 @@ def _load(path: Path, name: str = "problem_under_test") -> Any:
 
 
 @functools.cache
-def seed_text(mode: str, name: str) -> str:
+def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", "")) -> str:
     """The seed file for a recorded problem: the graph's inputs traced on the meta device at the recorded
-    shapes, with and without duck shaping (the recording's setting is not in the record)."""
+    shapes, with and without duck shaping (the recording's setting is not in the record). `edit`
+    replaces a text of the recorded code first."""
     record = json.loads((FIXTURES / mode / f"{name}.json").read_text())
     path = problem_path(name)
     problem = _load(path)
-    code = record["codes"][0]
+    code = record["codes"][0].replace(*edit) if edit[0] else record["codes"][0]
     arguments = len(parse_output(code).arg_names)
     with torch.device("meta"):
         model = problem.Model(*problem.get_init_inputs())
@@ -97,10 +99,11 @@ def shrunk_problem(path: Path, out: Path) -> Path:
     init = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "get_init_inputs")
     kept = {n.id for n in ast.walk(init) if isinstance(n, ast.Name)}
     small: dict[int, int] = {}
-    for stmt in tree.body:
-        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-            value = getattr(problem, stmt.targets[0].id, None)
-            if type(value) is int and value > 16 and stmt.targets[0].id not in kept:
+    for stmt in tree.body:  # `height = width = 128` too
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets):
+            names = [t.id for t in stmt.targets]  # type: ignore[attr-defined]
+            value = getattr(problem, names[0], None)
+            if type(value) is int and value > 16 and not kept & set(names):
                 small.setdefault(value, SMALL_SIZES[len(small) % len(SMALL_SIZES)])
                 stmt.value = ast.Constant(small[value])
     out.write_text(ast.unparse(tree))
@@ -130,7 +133,9 @@ def test_each_recorded_problem_becomes_a_kernel_file_the_guards_accept(mode: str
     assert "class ModelNew(nn.Module)" in text
     knobs = knob_values(text)
     assert "num_warps" in knobs and "num_stages" in knobs  # the autotuner's pick, where the sweep can turn it
-    if mode == "max_autotune_triton":
+    if (mode, name) == CUDNN_CONVOLUTION:
+        assert {"CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K"} <= set(knobs)
+    elif mode == "max_autotune_triton":  # a Triton GEMM template: its tiles
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} <= set(knobs)
 
 
@@ -171,11 +176,22 @@ def test_a_persistent_reductions_block_follows_the_row_and_is_no_knob() -> None:
     assert "R0_BLOCK" not in knob_values(text) or any("_red_" in line for line in text.splitlines())
 
 
-def test_a_graph_with_a_cudnn_convolution_is_refused_naming_the_op() -> None:
-    with pytest.raises(SeedError) as caught:
-        seed_text("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")
+def test_a_cudnn_convolution_becomes_the_seeds_own_triton_convolution_at_the_asserted_layout() -> None:
+    text = seed_text(*CUDNN_CONVOLUTION)
+    forward = text[text.index("    def forward("):]
+    call = next(line.strip() for line in forward.splitlines() if "conv_triton(" in line)
+    # the weight by its module path, no bias (Inductor adds it in the fused epilogue), the conv's settings
+    assert call == "conv_triton(x, self.conv.weight, None, buf0, (1, 1), (0, 0), (1, 1), False, (0, 0), 1)"
+    allocation = next(line.strip() for line in forward.splitlines() if line.strip().startswith("buf0 = "))
+    assert allocation.startswith("buf0 = torch.empty_strided((s77, 128, -2 + s77, -2 + s77), (128 * max(1, -2 + s77)")
+    assert text.count("def conv_triton(") == 1 and "@triton.jit\ndef conv_igemm_kernel(" in text
+
+
+def test_another_library_call_is_still_refused_naming_the_op() -> None:
+    with pytest.raises(SeedError) as caught:  # the same graph, had the compiler picked another library kernel
+        seed_text(*CUDNN_CONVOLUTION, edit=("extern_kernels.convolution(", "extern_kernels._conv_depthwise2d("))
     message = str(caught.value)
-    assert "extern_kernels.convolution" in message and "--kernel" in message and "--model" in message
+    assert "extern_kernels._conv_depthwise2d" in message and "--kernel" in message and "--model" in message
     assert "\n" not in message
 
 

@@ -28,6 +28,7 @@ COMPILER_BLOCKS: Mapping[str, tuple[int, int]] = MappingProxyType(
     {name: (1, 4096) for name in ("XBLOCK", "YBLOCK", "ZBLOCK")}
     | {name: (2, 4096) for name in ("RBLOCK", "R0_BLOCK", "R1_BLOCK")}
     | {name: (16, 256) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
+    | {name: (16, 256) for name in ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K")}  # seed/conv.py's tile
 )
 GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32), "GROUP_SIZE_M": (1, 32)})
 

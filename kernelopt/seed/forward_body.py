@@ -2,8 +2,9 @@
 inputs, buffers allocated with torch.empty_strided, views taken with as_strided, and every
 kernel launched with `kernel[grid](..., KNOB=value, num_warps=w, num_stages=s)`.
 
-Anything else in the body (a call into cuBLAS or cuDNN, an ATen fallback, a random op) is
-work that is not Triton: SeedError names it and says what to give instead.
+A cuDNN convolution becomes a launch of the seed's own Triton convolution (seed/conv.py).
+Anything else in the body (a call into cuBLAS, an ATen fallback, a random op) is work that is
+not Triton: SeedError names it and says what to give instead.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from kernelopt.seed.conv import CONVOLUTION, convolution_lines
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 from kernelopt.seed.kernel_text import StandaloneKernel
 from kernelopt.seed.output_code import InductorKernel, OutputModule, unknown
@@ -170,7 +172,20 @@ def _knob_value(kernel: InductorKernel, knob: str, value: int, args: Mapping[str
     return str(value)
 
 
-def _statement(stmt: ast.stmt, source: ForwardInputs) -> list[str]:
+def asserted_layouts(body: list[ast.stmt]) -> dict[str, tuple[ast.expr, ast.expr]]:
+    """Each buffer's (size, stride) as `assert_size_stride` states it: the layout Inductor's own
+    kernels index a library call's output by."""
+    found: dict[str, tuple[ast.expr, ast.expr]] = {}
+    for stmt in body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if (isinstance(call, ast.Call) and ast.unparse(call.func) == "assert_size_stride" and len(call.args) >= 3
+                and isinstance(call.args[0], ast.Name)):
+            found.setdefault(call.args[0].id, (call.args[1], call.args[2]))
+    return found
+
+
+def _statement(stmt: ast.stmt, source: ForwardInputs,
+               layouts: Mapping[str, tuple[str, str]] | None = None) -> list[str]:
     """The forward lines for one statement of call (none for asserts, streams and dels)."""
     if isinstance(stmt, ast.Delete | ast.Pass):
         return []
@@ -189,7 +204,10 @@ def _statement(stmt: ast.stmt, source: ForwardInputs) -> list[str]:
             return [ast.unparse(stmt)]
         raise unknown("a call in the graph's body", stmt)
     if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-        return _assignment(stmt.targets[0].id, stmt.value, source)
+        target = stmt.targets[0].id
+        if isinstance(stmt.value, ast.Call) and ast.unparse(stmt.value.func) == CONVOLUTION:
+            return convolution_lines(target, stmt.value, (layouts or {}).get(target), source.device_expr)
+        return _assignment(target, stmt.value, source)
     raise unknown("a statement in the graph's body", stmt)
 
 
@@ -243,6 +261,8 @@ def forward_lines(source: ForwardInputs) -> list[str]:
                 unread.append(target)  # read another way below, or not needed at all
             names[value.id] = target
     rename = _Rename(names, source.scalars)
+    layouts = {name: (ast.unparse(rename.visit(copy.deepcopy(size))), ast.unparse(rename.visit(copy.deepcopy(stride))))
+               for name, (size, stride) in asserted_layouts(body).items()}
     for stmt in body:
         if (
             isinstance(stmt, ast.Assign)
@@ -251,7 +271,7 @@ def forward_lines(source: ForwardInputs) -> list[str]:
         ):
             if stmt.value.id not in known:
                 continue  # a size, read above
-        lines += _statement(rename.visit(copy.deepcopy(stmt)), source)
+        lines += _statement(rename.visit(copy.deepcopy(stmt)), source, layouts)
     for size in unread:
         uses = [line for line in lines if re.search(rf"\b{size}\b", line)]
         if uses and not any(re.match(rf"{size} = ", line) for line in lines):

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kernelopt.seed import helpers
+from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.errors import SeedError
 from kernelopt.seed.forward_body import ForwardInputs, LaunchConfig, forward_lines
 from kernelopt.seed.kernel_text import standalone
@@ -153,6 +154,7 @@ def write_seed(source: SeedSource) -> str:
         helpers.sources_for(used) if used else "",
         "\n\n\n".join(k.source for k in kernels.values()),
         GRID_Y_OVERFLOW if any("grid_y_overflow" in line for line in body) else "",
+        CONV_HELPER if any("conv_triton(" in line for line in body) else "",
         "\n\nclass ModelNew(nn.Module):\n" + _init_source(source.problem_source, model),
         signature,
         *("        " + line for line in body),

@@ -1,0 +1,153 @@
+"""A Triton stand-in for the convolutions Inductor hands to cuDNN.
+
+With dynamic shapes Inductor keeps `extern_kernels.convolution` (cuDNN) even when its conv
+backends are Triton only, so a problem with a convolution had no compiler seed at all: every
+KernelBench convolution, and the level-2 problems that fuse one with an epilogue. The seed now
+launches `conv_triton` there instead: an implicit-GEMM convolution written out in the seed file
+(no import), for 1-, 2- and 3-D convolutions, strided, padded, dilated, grouped (depthwise
+included) and transposed, with or without a bias. Inductor's own Triton kernels around it (the
+fused epilogues) stay as they are.
+
+One program computes a BLOCK_M x BLOCK_N tile of the output seen as a matrix: rows are
+(batch, output position), columns the output channels of one group (the grid's third axis).
+The reduction runs over (input channel of the group, kernel offset) in BLOCK_K steps; each step
+gathers the input values each row needs (zero outside the padding; for a transposed convolution,
+only the input positions the stride lands on) and multiplies on `tl.dot`. fp32 multiplies at
+`input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
+cores. A 1- or 2-D convolution is a 3-D one with leading sizes of 1: one kernel for all.
+"""
+
+from __future__ import annotations
+
+import ast
+
+CONV_HELPER = '''
+
+# conv_igemm_kernel's tile: the offline sweep's knobs (CONV_ names: the seed's GEMM tiles are others)
+CONV_BLOCK_M = 64
+CONV_BLOCK_N = 64
+CONV_BLOCK_K = 32
+
+
+@triton.jit
+def conv_igemm_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr,
+    OD, OH, OW, D, H, W, KD, KH, KW, M, CG, OCG,
+    sxn, sxc, sxd, sxh, sxw, sw0, sw1, swd, swh, sww, son, soc, sod, soh, sow,
+    std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
+    TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IS_FP32: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    # Rows: (batch, output position); columns: the output channels of group g; K: (channel, kd, kh, kw).
+    g = tl.program_id(2)
+    rm = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    m_ok = rm < M
+    n_ok = rn < OCG
+    ow = rm % OW
+    t = rm // OW
+    oh = t % OH
+    t = t // OH
+    od = t % OD
+    nb = t // OD
+    k_total = CG * KD * KH * KW
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, k_total, BLOCK_K):
+        rk = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
+        k_ok = rk < k_total
+        kw = rk % KW
+        t = rk // KW
+        kh = t % KH
+        t = t // KH
+        kd = t % KD
+        c = t // KD  # the input channel within the group
+        if TRANSPOSED:  # out[o] gathers in[i] where o = i * stride - pad + k * dilation
+            td = od[:, None] + pdd - kd[None, :] * dld
+            th = oh[:, None] + pdh - kh[None, :] * dlh
+            tw = ow[:, None] + pdw - kw[None, :] * dlw
+            ok = (td >= 0) & (th >= 0) & (tw >= 0) & (td % std == 0) & (th % sth == 0) & (tw % stw == 0)
+            i_d, i_h, i_w = td // std, th // sth, tw // stw
+            ok = ok & (i_d < D) & (i_h < H) & (i_w < W)
+            w_off = (g * CG + c)[:, None] * sw0 + rn[None, :] * sw1
+        else:
+            i_d = od[:, None] * std - pdd + kd[None, :] * dld
+            i_h = oh[:, None] * sth - pdh + kh[None, :] * dlh
+            i_w = ow[:, None] * stw - pdw + kw[None, :] * dlw
+            ok = (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
+            w_off = (g * OCG + rn)[None, :] * sw0 + c[:, None] * sw1
+        x_off = nb[:, None] * sxn + (g * CG + c)[None, :] * sxc + i_d * sxd + i_h * sxh + i_w * sxw
+        a = tl.load(x_ptr + x_off, mask=m_ok[:, None] & k_ok[None, :] & ok, other=0.0)
+        w_off += (kd * swd + kh * swh + kw * sww)[:, None]
+        b = tl.load(w_ptr + w_off, mask=k_ok[:, None] & n_ok[None, :], other=0.0)
+        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+    oc = g * OCG + rn
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + oc, mask=n_ok, other=0.0).to(tl.float32)[None, :]
+    o_off = (nb * son + od * sod + oh * soh + ow * sow)[:, None] + oc[None, :] * soc
+    tl.store(out_ptr + o_off, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
+
+
+def _three(values, fill):
+    """A 1- or 2-D convolution's sizes, strides or settings as 3-D ones (leading `fill`s)."""
+    values = tuple(values)
+    return (fill,) * (3 - len(values)) + values
+
+
+def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
+    """torch's convolution on `conv_igemm_kernel`, into `out` (allocated here when None)."""
+    spatial = x.dim() - 2
+    stride, padding, dilation, output_padding = (
+        tuple(v) * (spatial if len(v) == 1 else 1) for v in (stride, padding, dilation, output_padding))
+    if out is None:
+        if transposed:
+            sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                     zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding, strict=True)]
+            channels = weight.shape[1] * groups
+        else:
+            sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
+                     zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
+            channels = weight.shape[0]
+        out = torch.empty((x.shape[0], channels, *sizes), dtype=x.dtype, device=x.device)
+    OD, OH, OW = _three(out.shape[2:], 1)
+    M = x.shape[0] * OD * OH * OW
+    cg, ocg = x.shape[1] // groups, out.shape[1] // groups
+    grid = (triton.cdiv(M, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
+    conv_igemm_kernel[grid](
+        x, weight, bias if bias is not None else x, out,
+        OD, OH, OW, *_three(x.shape[2:], 1), *_three(weight.shape[2:], 1), M, cg, ocg,
+        x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
+        weight.stride(0), weight.stride(1), *_three(weight.stride()[2:], 0),
+        out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
+        *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
+        TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
+        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K, num_warps=4, num_stages=2,
+    )
+    return out
+'''
+
+CONVOLUTION = "extern_kernels.convolution"
+_SETTINGS = ("stride", "padding", "dilation", "transposed", "output_padding", "groups")
+_DEFAULTS = {"stride": "(1,)", "padding": "(0,)", "dilation": "(1,)", "transposed": "False",
+             "output_padding": "(0,)", "groups": "1"}
+
+
+def convolution_lines(target: str, call: ast.Call, layout: tuple[str, str] | None, device: str) -> list[str]:
+    """`target = extern_kernels.convolution(x, w, stride=..., ..., bias=b)` as the seed's lines:
+    the output allocated at the layout Inductor asserts for it (its later kernels index it so),
+    then `conv_triton` into it."""
+    named = {k.arg: ast.unparse(k.value) for k in call.keywords if k.arg}
+    positional = [ast.unparse(a) for a in call.args]
+    x, weight = positional[0], positional[1]
+    order = ("bias", *_SETTINGS)  # aten.convolution's own order after the two tensors
+    for name, value in zip(order, positional[2:], strict=False):
+        named.setdefault(name, value)
+    settings = ", ".join(named.get(name, _DEFAULTS[name]) for name in _SETTINGS)
+    bias = named.get("bias", "None")
+    if layout is None:
+        return [f"{target} = conv_triton({x}, {weight}, {bias}, None, {settings})"]
+    size, stride = layout
+    return [f"{target} = torch.empty_strided({size}, {stride}, dtype={x}.dtype, device={device})",
+            f"conv_triton({x}, {weight}, {bias}, {target}, {settings})"]

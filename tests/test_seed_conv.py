@@ -1,0 +1,71 @@
+"""The seed's Triton convolution (seed/conv.py), the stand-in for the cuDNN call Inductor keeps:
+under the interpreter it computes aten.convolution for every kind the call takes, at every tile the
+sweep may set, into an output of any layout."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import torch
+import triton
+import triton.language as tl
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.offline.tuner import knob_values, with_config
+from kernelopt.seed.conv import CONV_HELPER
+
+# (input shape, weight shape, bias, stride, padding, dilation, transposed, output_padding, groups)
+CASES = {
+    "conv1d strided dilated": ((2, 3, 11), (5, 3, 3), True, (2,), (1,), (2,), False, (0,), 1),
+    "conv2d grouped": ((2, 4, 7, 9), (6, 2, 3, 2), False, (1, 2), (1, 0), (1, 1), False, (0, 0), 2),
+    "conv2d depthwise": ((2, 4, 7, 9), (4, 1, 3, 3), True, (1, 1), (1, 1), (1, 1), False, (0, 0), 4),
+    "conv3d strided": ((1, 2, 5, 6, 7), (3, 2, 3, 3, 3), True, (2, 2, 2), (1, 1, 1), (1, 1, 1), False, (0, 0, 0), 1),
+    "transposed 2d": ((2, 4, 5, 6), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 2),
+    "transposed 1d dilated": ((2, 3, 8), (3, 2, 3), False, (2,), (1,), (2,), True, (0,), 1),
+    "transposed 3d": ((1, 2, 3, 4, 5), (2, 2, 2, 3, 2), True, (2, 1, 2), (0, 1, 1), (1, 1, 1), True, (1, 0, 0), 1),
+}
+
+
+def _helper(source: str = CONV_HELPER) -> dict[str, Any]:
+    space: dict[str, Any] = {"torch": torch, "triton": triton, "tl": tl}
+    exec(compile(source, "conv_helper", "exec"), space)  # noqa: S102  (the seed file's own text)
+    return space
+
+
+def _case(name: str) -> tuple[list[Any], torch.Tensor]:
+    shape, weight_shape, has_bias, stride, padding, dilation, transposed, output_padding, groups = CASES[name]
+    torch.manual_seed(len(name))
+    x, weight = torch.randn(shape), torch.randn(weight_shape)
+    bias = torch.randn(weight_shape[1] * groups if transposed else weight_shape[0]) if has_bias else None
+    want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), transposed,
+                                      list(output_padding), groups)
+    return [x, weight, bias, stride, padding, dilation, transposed, output_padding, groups], want
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_triton_convolution_computes_atens_convolution(name: str) -> None:
+    args, want = _case(name)
+    got = _helper()["conv_triton"](*args[:3], None, *args[3:])
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_it_writes_the_layout_it_is_given_and_its_tile_is_the_sweeps_to_turn() -> None:
+    knobs = knob_values(CONV_HELPER)
+    assert {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32}.items() <= knobs.items()
+    small = with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16})
+    args, want = _case("conv2d grouped")
+    out = torch.empty_like(want, memory_format=torch.channels_last)  # strides of another layout
+    _helper(small)["conv_triton"](*args[:3], out, *args[3:])
+    assert out.stride() == torch.empty_like(want, memory_format=torch.channels_last).stride()
+    torch.testing.assert_close(out, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_kernel_file_with_it_passes_the_static_guards() -> None:
+    header = "import torch\nimport torch.nn as nn\nimport triton\nimport triton.language as tl\n"
+    model = ("\n\nclass ModelNew(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+             "        self.weight = nn.Parameter(torch.randn(4, 2, 3, 3))\n\n"
+             "    def forward(self, x):\n"
+             "        return conv_triton(x, self.weight, None, None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1)\n")
+    assert check_kernel_source(header + CONV_HELPER + model) == []
