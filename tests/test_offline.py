@@ -132,3 +132,18 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert feasible({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3, "num_warps": 8}, limits)
     unnamed = {"TILE_A": 128, "TILE_B": 64, "TILE_C": 512, "num_stages": 2}
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
+
+
+def test_a_sweep_after_a_slow_one_plans_what_its_pace_fits_in_the_target() -> None:
+    from kernelopt.context import Context
+    from kernelopt.nodes.tune import GPU_SWEEP_CONFIGS, GPU_SWEEP_MIN_CONFIGS, INTERPRETER_SWEEP_CONFIGS, _budget
+
+    def table(wall_s: float, configs: int) -> dict:
+        return {"wall_s": wall_s, "rows": [{}] * configs}
+
+    assert _budget(Context(), True, []) == GPU_SWEEP_CONFIGS  # a run's first sweep: the default
+    assert _budget(Context(), True, [table(8.0, 48)]) == GPU_SWEEP_CONFIGS  # quick: kept
+    assert _budget(Context(), True, [table(8.0, 48), table(88.0, 48)]) == 16  # 1.8 s each: 30 s fit 16
+    assert _budget(Context(), True, [table(600.0, 48)]) == GPU_SWEEP_MIN_CONFIGS
+    assert _budget(Context(), False, [table(600.0, 6)]) == INTERPRETER_SWEEP_CONFIGS  # interpreter times: no pace
+    assert _budget(Context(sweep_configs=20), True, [table(600.0, 48)]) == 20  # the setting wins

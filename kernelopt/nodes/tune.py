@@ -12,6 +12,7 @@ measuring again, and the report shows them all.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
@@ -40,6 +41,10 @@ from kernelopt.state import Branch, KernelOptState
 
 VERIFIED_PER_ROUND = 2
 GPU_SWEEP_CONFIGS, INTERPRETER_SWEEP_CONFIGS = 48, 6
+# After a run's first sweep on a GPU, a sweep plans as many configurations as the last one's pace
+# fits in this many seconds, at least the minimum: a problem of many GB (every check and trial
+# slow) spends its rounds on fewer configurations, a quick one keeps them all.
+SWEEP_TARGET_S, GPU_SWEEP_MIN_CONFIGS = 30.0, 12
 
 
 def sweep_dir(run_dir: str | Path) -> Path:
@@ -108,8 +113,18 @@ def _moves_note(moves: Moves, best_move: str) -> dict[str, Any]:
     }
 
 
-def _budget(ctx: Context, on_gpu: bool) -> int:
-    return ctx.sweep_configs or (GPU_SWEEP_CONFIGS if on_gpu else INTERPRETER_SWEEP_CONFIGS)
+def _budget(ctx: Context, on_gpu: bool, tables: list[dict[str, Any]] | None = None) -> int:
+    """How many configurations this round's sweep plans: the setting, else the default, on a GPU cut
+    to what the run's last sweep measured at its pace in SWEEP_TARGET_S."""
+    if ctx.sweep_configs:
+        return ctx.sweep_configs
+    if not on_gpu:
+        return INTERPRETER_SWEEP_CONFIGS
+    paced = [t for t in tables or [] if t.get("wall_s") and t.get("rows")]
+    if not paced:
+        return GPU_SWEEP_CONFIGS
+    each_s = paced[-1]["wall_s"] / len(paced[-1]["rows"])
+    return max(GPU_SWEEP_MIN_CONFIGS, min(GPU_SWEEP_CONFIGS, int(SWEEP_TARGET_S / max(each_s, 1e-3))))
 
 
 def _row(planned: Planned, round_: int, measured: Measured, path: Path) -> dict[str, Any]:
@@ -126,7 +141,7 @@ def _row(planned: Planned, round_: int, measured: Measured, path: Path) -> dict[
 def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     """Measure this round's configurations; the table, also written to sweeps/round-NNN.json."""
     verifier = verifier_for(cast(KernelOptState, task), ctx)
-    planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda))
+    planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda, load_tables(task["run_dir"])))
     target = _free_table_path(task)
     folder = sweep_dir(task["run_dir"]) / target.stem
     folder.mkdir(parents=True, exist_ok=True)
@@ -135,10 +150,11 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
         paths.append(folder / f"config{number:02d}.py")
         paths[-1].write_text(item.source)
     emit(task, SweepStarted(round=task["round"], configs=len(planned), basis=basis.get("basis")))
+    began = time.monotonic()
     measured = verifier.sweep(paths, folder / "work") if paths else []
     rows = [_row(item, task["round"], m, p) for item, m, p in zip(planned, measured, paths, strict=True)]
     table = {"round": task["round"], **basis, "knobs": sorted({k for item in planned for k in item.config}),
-             "rows": rows}
+             "rows": rows, "wall_s": round(time.monotonic() - began, 2)}
     target.write_text(json.dumps(table, indent=1))
     timed = [r for r in rows if r["time_ms"] is not None]
     emit(task, SweepDone(round=task["round"], configs=len(rows), timed=len(timed),
