@@ -86,8 +86,15 @@ def test_the_rewrite_is_a_move_of_the_best_kernel_for_fp32_problems_only() -> No
     seed = seed_text("max_autotune_triton", BMM)
     moves = structural_moves(problem_path(BMM), 132, source=seed)
     rewrite = {m.name: m for m in moves.instances}["dot.tf32x3"]
-    assert rewrite.source == to_tf32x3(seed) and rewrite.grid == ({},) and rewrite.cures == ("compute",)
-    assert "1 fp32 tl.dot" in rewrite.why
+    assert rewrite.source == to_tf32x3(seed) and rewrite.cures == ("compute",)
+    # its own launch first, then tiles 3xTF32 runs well at: the ieee pick is the wrong tile for it
+    assert rewrite.grid[0] == {} and len(rewrite.grid) > 1
+    assert {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4} in rewrite.grid
+    assert "1 fp32 tl.dot" in rewrite.why and "tiles 3xTF32 runs well at" in rewrite.why
+    conv = seed_text("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")  # the seed's own convolution
+    conv_move = {m.name: m for m in structural_moves(problem_path("1_Conv2D_ReLU_BiasAdd"), 132, conv).instances}
+    assert {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32, "num_warps": 4,
+            "num_stages": 4} in conv_move["dot.tf32x3"].grid
     assert "dot.tf32x3" not in {m.name for m in structural_moves(problem_path(BMM), 132).instances}  # no kernel
     done = structural_moves(problem_path(BMM), 132, source=rewrite.source)
     assert "no tl.dot multiplying fp32 on the CUDA cores" in {s.name: s.why for s in done.skipped}["dot.tf32x3"]

@@ -107,8 +107,32 @@ def _rewrites(family: Family | None, source: str) -> tuple[tuple[MoveInstance, .
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
     dots = len(precision.fma_dots(source))
+    grid = _tf32x3_tiles(rewritten)
+    launch = "its launch unchanged" + (f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else "")
     return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
-                         "(three TF32 products: fp32's accuracy), its launch unchanged", rewritten, ({},)),), ()
+                         f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
+
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) where 3xTF32 beats cuBLAS's SGEMM on the H200:
+# at 4096^3 the tile a kernel tuned at ieee (128 x 128 x 32, 8 warps) ran 1.6x slower than
+# 128 x 64 x 32 at 4 warps, which beat SGEMM by 8% (RESULTS.md (q)).
+_TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (64, 128, 32, 4, 3))
+
+
+def _tf32x3_tiles(source: str) -> list[Config]:
+    """The rewrite's configurations: its own launch, then where it has a GEMM tile among its knobs
+    (a template's BLOCK_M/N/K, the seed convolution's CONV_BLOCK_M/N/K), the tiles 3xTF32 runs
+    well at: a tile picked for FMAs is the wrong one for the tensor cores."""
+    from kernelopt.offline.tuner import knob_values
+
+    knobs = knob_values(source)
+    grid: list[Config] = [{}]
+    for prefix in ("", "CONV_"):
+        names = [f"{prefix}BLOCK_{d}" for d in "MNK"]
+        if all(n in knobs for n in names):
+            keys = [*names, "num_warps", "num_stages"]
+            grid += [dict(zip(keys, tile, strict=True)) for tile in _TF32X3_TILES]
+    return grid
 
 
 def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
