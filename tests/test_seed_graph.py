@@ -98,3 +98,31 @@ def test_no_gpu_is_said_in_one_line_before_torch_loads(tmp_path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "no CUDA GPU" in lines[0] and "--kernel" in lines[0]
     assert not (tmp_path / "kernelopt_runs").exists()  # nothing was started
+
+
+def test_a_seed_or_failure_an_older_seed_format_cached_is_made_again(tmp_path, monkeypatch) -> None:
+    from kernelopt.seed import obtain
+
+    problem = SWISH / "problem.py"
+    made: list[str] = []
+
+    def fake_child(problem_file: Path, out: Path, gpu: str | None, timeout_s: float) -> dict:
+        made.append(str(problem_file))
+        out.write_text(seed_text("default", "swish"))
+        return {"torch_version": "2.11.0+cu130", "gpu": "NVIDIA H200", "kernels": 1, "compile_s": 3.4}
+
+    monkeypatch.setattr(obtain, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(obtain, "gpu_name", lambda gpu: "NVIDIA H200")
+    monkeypatch.setattr(obtain, "_torch_version", lambda: "2.11.0+cu130")
+    monkeypatch.setattr(obtain, "_run_child", fake_child)
+    folder = tmp_path / obtain.CACHE_FOLDER
+    folder.mkdir()
+    key = obtain.cache_key(problem.read_text(), "2.11.0+cu130", "NVIDIA H200")
+    older = key.replace(f"-s{obtain.SEED_FORMAT}-", "-s1-")
+    assert older != key
+    # an older kernelopt's failure for this problem (a convolution it refused) is not served ...
+    (folder / f"{older}.json").write_text('{"error": "the compiled graph calls extern_kernels.convolution"}\n')
+    seed = obtain.compiler_seed(problem, tmp_path)
+    assert not seed.cached and made == [str(problem.resolve())]
+    # ... this format's seed is, the next time
+    assert obtain.compiler_seed(problem, tmp_path).cached and len(made) == 1

@@ -5,7 +5,8 @@ This runs in a trusted child process of its own (`python -m kernelopt.seed`), ne
 process and never beside a candidate: the reference's own code runs here, under the compiler.
 The compiler runs with dynamic shapes and no duck shaping (equal sizes keep symbols of their own,
 so the seed reads each size from its own input), max-autotune with Triton as the only GEMM
-backend (so no cuBLAS call remains), and without autograd (one inference graph).
+backend (so no cuBLAS call remains) and cuDNN as the convolution backend (its calls become the
+seed's own Triton convolution), and without autograd (one inference graph).
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ COMPILER_SETTINGS = {
     "max_autotune": True,
     "coordinate_descent_tuning": True,
     "max_autotune_gemm_backends": "TRITON",
-    "max_autotune_conv_backends": "TRITON",
+    # Convolutions go to cuDNN, and the seed launches its own Triton convolution there (conv.py).
+    # With Triton as the only conv backend, torch 2.11 on the H200 failed to compile a transposed
+    # 3-D convolution at all (NoValidChoicesError) and wrote a 2-D one as a Triton conv template
+    # the translator does not know; a library call it turns into conv_triton for every kind.
+    "max_autotune_conv_backends": "ATEN",
     "force_disable_caches": True,  # a cached graph may skip writing its code out; the seed has its own cache
 }
 CHECK_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}

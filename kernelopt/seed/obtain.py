@@ -75,10 +75,16 @@ def gpu_name(gpu: str | None) -> str:
     return done.stdout.strip().splitlines()[0].strip() if done.returncode == 0 and done.stdout.strip() else ""
 
 
+# What a seed is made with (the compiler's settings, what the translator turns into Triton): a
+# seed or a failure cached by an older kernelopt is not served once this changes. 2: convolutions
+# through cuDNN become the seed's own Triton convolution (they were refused).
+SEED_FORMAT = 2
+
+
 def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:
-    """The seed's file stem: the problem's hash, the torch version and the GPU, as a file name."""
+    """The seed's file stem: the problem's hash, the seed format, the torch version and the GPU, as a file name."""
     slug = re.sub(r"[^A-Za-z0-9.]+", "-", f"{torch_version}-{gpu or 'gpu'}").strip("-")
-    return f"{source_hash(problem_source)[:16]}-{slug}"
+    return f"{source_hash(problem_source)[:16]}-s{SEED_FORMAT}-{slug}"
 
 
 def _torch_version() -> str:
