@@ -27,20 +27,23 @@ def split_tf32(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+def tile_offsets(M, N, sam, sak, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                 GROUP_M: tl.constexpr):
     pid = tl.program_id(0)
     npm, npn = tl.cdiv(M, BM), tl.cdiv(N, BN)
     group = GROUP_M * npn
     first = (pid // group) * GROUP_M
     gm = min(npm - first, GROUP_M)
-    pm = first + (pid % group) % gm
-    pn = (pid % group) // gm
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
+    rm = (first + (pid % group) % gm) * BM + tl.arange(0, BM)
+    rn = ((pid % group) // gm) * BN + tl.arange(0, BN)
     rk = tl.arange(0, BK)
-    a_off = rm[:, None] * sam + rk[None, :] * sak
-    b_off = rk[:, None] * sbk + rn[None, :] * sbn
+    return rm, rn, rk, rm[:, None] * sam + rk[None, :] * sak, rk[:, None] * sbk + rn[None, :] * sbn
+
+
+@triton.jit
+def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+    rm, rn, rk, a_off, b_off = tile_offsets(M, N, sam, sak, sbk, sbn, BM, BN, BK, GROUP_M)
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         km = rk < K - k * BK
@@ -61,18 +64,7 @@ def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
 @triton.jit
 def gemm_one(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, PREC: tl.constexpr):
-    pid = tl.program_id(0)
-    npm, npn = tl.cdiv(M, BM), tl.cdiv(N, BN)
-    group = GROUP_M * npn
-    first = (pid // group) * GROUP_M
-    gm = min(npm - first, GROUP_M)
-    pm = first + (pid % group) % gm
-    pn = (pid % group) // gm
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a_off = rm[:, None] * sam + rk[None, :] * sak
-    b_off = rk[:, None] * sbk + rn[None, :] * sbn
+    rm, rn, rk, a_off, b_off = tile_offsets(M, N, sam, sak, sbk, sbn, BM, BN, BK, GROUP_M)
     acc = tl.zeros((BM, BN), tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         km = rk < K - k * BK

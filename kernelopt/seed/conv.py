@@ -30,6 +30,16 @@ CONV_BLOCK_K = 32
 
 
 @triton.jit
+def conv_unflatten(i, A, B, C):
+    # i as (q, a, b, c) of a row-major (?, A, B, C) index: the first and the three innermost
+    c = i % C
+    t = i // C
+    b = t % B
+    t = t // B
+    return t // A, t % A, b, c
+
+
+@triton.jit
 def conv_igemm_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr,
     OD, OH, OW, D, H, W, KD, KH, KW, M, CG, OCG,
@@ -44,23 +54,13 @@ def conv_igemm_kernel(
     rn = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     m_ok = rm < M
     n_ok = rn < OCG
-    ow = rm % OW
-    t = rm // OW
-    oh = t % OH
-    t = t // OH
-    od = t % OD
-    nb = t // OD
+    nb, od, oh, ow = conv_unflatten(rm, OD, OH, OW)
     k_total = CG * KD * KH * KW
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k0 in range(0, k_total, BLOCK_K):
         rk = (k0 + tl.arange(0, BLOCK_K)).to(tl.int64)
         k_ok = rk < k_total
-        kw = rk % KW
-        t = rk // KW
-        kh = t % KH
-        t = t // KH
-        kd = t % KD
-        c = t // KD  # the input channel within the group
+        c, kd, kh, kw = conv_unflatten(rk, KD, KH, KW)  # c: the input channel within the group
         if TRANSPOSED:  # out[o] gathers in[i] where o = i * stride - pad + k * dilation
             td = od[:, None] + pdd - kd[None, :] * dld
             th = oh[:, None] + pdh - kh[None, :] * dlh
