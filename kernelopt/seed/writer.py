@@ -98,6 +98,12 @@ def _init_source(problem_source: str, model: ast.ClassDef) -> str:
     return "\n".join(line if line.startswith("    ") else "    " + line.lstrip() for line in text.splitlines()) + "\n"
 
 
+def reference_init(problem_source: str) -> str:
+    """The reference Model's __init__ as ModelNew's (indented, `super().__init__()`): the same
+    arguments and parameters, so a seeded init or a state_dict matches."""
+    return _init_source(problem_source, _model_class(problem_source))
+
+
 def forward_parameters(problem_source: str) -> list[str]:
     """The names of the reference forward's inputs, in order."""
     forward = _method(_model_class(problem_source), "forward")
@@ -155,7 +161,7 @@ def write_seed(source: SeedSource) -> str:
         "\n\n\n".join(k.source for k in kernels.values()),
         GRID_Y_OVERFLOW if any("grid_y_overflow" in line for line in body) else "",
         CONV_HELPER if any("conv_triton(" in line for line in body) else "",
-        "\n\nclass ModelNew(nn.Module):\n" + _init_source(source.problem_source, model),
+        "\n\nclass ModelNew(nn.Module):\n" + reference_init(source.problem_source),
         signature,
         *("        " + line for line in body),
     ]

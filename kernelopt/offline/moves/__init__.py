@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import elementwise, matmul, pooling, precision, reduce, rows, standardize
+from kernelopt.offline.moves import conv, elementwise, matmul, pooling, precision, reduce, rows, standardize
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -64,6 +64,8 @@ CURES: dict[str, tuple[str, ...]] = {
     "batched": ("memory", "other"),
     "rows": ("memory", "latency", "occupancy", "other"),
     "batched_tf32x3": ("compute", "memory", "other"),
+    "implicit_gemm": ("memory", "latency", "other"),
+    "implicit_gemm_tf32x3": ("compute", "memory", "other"),
 }
 
 
@@ -113,12 +115,6 @@ def _rewrites(family: Family | None, source: str) -> tuple[tuple[MoveInstance, .
                          f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
 
 
-# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) where 3xTF32 beats cuBLAS's SGEMM on the H200:
-# at 4096^3 the tile a kernel tuned at ieee (128 x 128 x 32, 8 warps) ran 1.6x slower than
-# 128 x 64 x 32 at 4 warps, which beat SGEMM by 8% (RESULTS.md (q)).
-_TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (64, 128, 32, 4, 3))
-
-
 def _tf32x3_tiles(source: str) -> list[Config]:
     """The rewrite's configurations: its own launch, then where it has a GEMM tile among its knobs
     (a template's BLOCK_M/N/K, the seed convolution's CONV_BLOCK_M/N/K), the tiles 3xTF32 runs
@@ -131,7 +127,7 @@ def _tf32x3_tiles(source: str) -> list[Config]:
         names = [f"{prefix}BLOCK_{d}" for d in "MNK"]
         if all(n in knobs for n in names):
             keys = [*names, "num_warps", "num_stages"]
-            grid += [dict(zip(keys, tile, strict=True)) for tile in _TF32X3_TILES]
+            grid += [dict(zip(keys, tile, strict=True)) for tile in precision.TF32X3_TILES]
     return grid
 
 
@@ -160,6 +156,8 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
         instances, skipped = _bmm_moves(family)
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
+    elif family.name == "conv":
+        instances, skipped = conv.conv_moves(family, Path(problem_path).read_text())
     else:
         ops = ", ".join(family.ops) or "none"
         why = f"no template for this reference (its operators: {ops}); only the launch is swept"

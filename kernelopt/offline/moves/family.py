@@ -2,8 +2,9 @@
 
 The problem's Model is built and run on meta tensors (no memory, no compute: a 6.4 GB input
 costs nothing) under a dispatch mode that records each ATen operator it reaches. A reference
-whose work is one softmax, one matmul or one row normalisation belongs to that family; the
-template written for the family is then instantiated, with sizes read at run time.
+whose work is one softmax, one matmul, one row normalisation or one convolution (of its own
+weight) belongs to that family; the template written for the family is then instantiated, with
+sizes read at run time.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Family:
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
+    state: tuple[str, ...] = ()  # conv: the state_dict names of its weight and bias ("" for none)
 
 
 class _Recorder(TorchDispatchMode):
@@ -100,7 +102,21 @@ def trace_family(problem: ModuleType) -> Family:
         "shapes": tuple(tuple(t.shape) for t in tensors),
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
-    return _classify(recorder, ops, base, len(tensors))
+    family = _classify(recorder, ops, base, len(tensors))
+    if family.name == "other" and len(tensors) == 1 and ops == ("convolution",):
+        return _convolution(recorder.calls[0][1], model, family)
+    return family
+
+
+def _convolution(args: tuple[Any, ...], model: Any, family: Family) -> Family:
+    """A convolution alone (aten.convolution's weight and bias found among the model's own
+    parameters, by identity), else the family as it was."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    weight = names.get(id(args[1]))
+    bias = "" if args[2] is None else names.get(id(args[2]))
+    if weight is None or bias is None:
+        return family
+    return Family(**{**family.__dict__, "name": "conv", "state": (weight, bias)})
 
 
 def _dim(value: int, ndim: int | None) -> int:

@@ -17,6 +17,10 @@ import ast
 from kernelopt.syntax import parse
 
 TF32X3 = "tf32x3"
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) where 3xTF32 beats cuBLAS's SGEMM on the H200:
+# at 4096^3 the tile a kernel tuned at ieee (128 x 128 x 32, 8 warps) ran 1.6x slower than
+# 128 x 64 x 32 at 4 warps, which beat SGEMM by 8% (RESULTS.md (q)).
+TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (64, 128, 32, 4, 3))
 _POSITIONAL_AFTER_ACC = ("input_precision", "allow_tf32", "max_num_imprecise_acc", "out_dtype")
 
 

@@ -1,9 +1,11 @@
-"""The seed's Triton convolution (seed/conv.py), the stand-in for the cuDNN call Inductor keeps:
-under the interpreter it computes aten.convolution for every kind the call takes, at every tile the
-sweep may set, into an output of any layout."""
+"""The Triton convolution (seed/conv.py): the compiler seed's stand-in for the cuDNN call Inductor
+keeps, and the convolution family's structural move. Under the interpreter it computes
+aten.convolution for every kind the call takes, at every tile the sweep may set, into an output of
+any layout; the move keeps the reference's constructor and passes the verifier."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +14,10 @@ import triton
 import triton.language as tl
 
 from kernelopt.harness.guards import check_kernel_source
+from kernelopt.harness.problem import import_file
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import structural_moves
+from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.tuner import knob_values, with_config
 from kernelopt.seed.conv import CONV_HELPER
 
@@ -69,3 +75,27 @@ def test_a_kernel_file_with_it_passes_the_static_guards() -> None:
              "    def forward(self, x):\n"
              "        return conv_triton(x, self.weight, None, None, (1, 1), (1, 1), (1, 1), False, (0, 0), 1)\n")
     assert check_kernel_source(header + CONV_HELPER + model) == []
+
+
+CONV2D = Path(__file__).parent / "data" / "moves" / "conv2d.py"
+
+
+def test_a_convolution_of_the_models_own_weight_is_the_conv_family() -> None:
+    family = trace_family(import_file(CONV2D, "kernelopt_test_conv"))
+    assert family.name == "conv" and family.state == ("conv2d.weight", "conv2d.bias")
+    assert family.scalars[3:9] == ([2, 1], [1, 1], [1, 2], False, [0, 0], 2)
+    relu = Path(__file__).parent / "data" / "conv" / "conv_transpose3d.py"  # a convolution and more: no template
+    assert trace_family(import_file(relu, "kernelopt_test_conv_relu")).name == "other"
+
+
+@pytest.mark.parametrize("move", ["conv.implicit_gemm", "conv.implicit_gemm_tf32x3"])
+def test_each_convolution_move_passes_the_verifier(move: str, tmp_path: Path) -> None:
+    instance = {m.name: m for m in structural_moves(CONV2D).instances}[move]
+    assert "def __init__(self, in_channels, out_channels, kernel_size, groups=1, bias=False):" in instance.source
+    assert "(2, 1), (1, 1), (1, 2), False, (0, 0), 2)" in instance.source  # the reference's own settings
+    assert ('input_precision="tf32x3"' in instance.source) == move.endswith("tf32x3")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(instance.source, {**instance.grid[0], "CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16}))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verdict = Verifier(CONV2D, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason

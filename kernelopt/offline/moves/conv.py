@@ -1,0 +1,64 @@
+"""The convolution family's template: one convolution of the model's own weight (KernelBench's
+level-1 convolutions), as the compiler seed's implicit-GEMM Triton convolution (seed/conv.py).
+
+The kernel file keeps the reference's constructor (the same parameters, so a seeded init
+matches) and launches `conv_triton` with the reference's stride, padding, dilation, groups and
+transposition, read from its aten.convolution call. fp32 gets a twin at 3xTF32 on the tensor
+cores, its tiles the ones 3xTF32 runs well at.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernelopt.offline.moves.precision import TF32X3_TILES
+from kernelopt.seed.conv import CONV_HELPER
+from kernelopt.seed.writer import reference_init, state_expression
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves import MoveInstance, Skipped
+    from kernelopt.offline.moves.family import Family
+
+_HEADER = '''"""conv.$name: the reference's convolution as an implicit GEMM (kernelopt's template)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+# (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K, num_warps, num_stages), the template's own first
+_TILES = ((64, 64, 32, 4, 2), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3), (32, 64, 32, 4, 2),
+          (64, 32, 32, 4, 3), (128, 32, 64, 4, 3))
+_KEYS = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stages")
+_IEEE = 'input_precision="ieee"'
+
+
+def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
+    """The kernel file: the helper, then ModelNew with the reference's constructor calling it."""
+    _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
+    weight, bias = family.state
+    x = family.input_names[0]
+    settings = ", ".join(str(tuple(v)) if isinstance(v, list | tuple) else str(v)
+                         for v in (stride, padding, dilation, bool(transposed), output_padding, groups))
+    call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, "
+            f"None, {settings})")
+    helper = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
+    name = "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else "")
+    return (_HEADER.replace("$name", name) + helper + "\n\nclass ModelNew(nn.Module):\n"
+            + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
+
+
+def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The implicit GEMM, and for fp32 its 3xTF32 twin."""
+    from kernelopt.offline.moves import MoveInstance, Skipped
+
+    why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
+           "(channel, kernel offset) on tl.dot")
+    out = [MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
+                        tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))]
+    if family.dtype != "float32":
+        return out, [Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32")]
+    out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
+                            source(family, problem_source, "tf32x3"),
+                            tuple(dict(zip(_KEYS, t, strict=True)) for t in TF32X3_TILES)))
+    return out, []
