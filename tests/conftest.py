@@ -24,6 +24,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(2, os.cpu_count() or 1)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A cache folder ($XDG_CACHE_HOME) for this pytest process and what it starts: the device
+    lock is per machine, so the other xdist worker's timing would otherwise wait for this one's
+    checks (a hanging candidate holds it shared for its whole time limit) and the other way round;
+    runs given no runs folder, and their knowledge store, stay out of the user's cache too."""
+    home = tmp_path_factory.mktemp("cache-home")
+    os.environ["XDG_CACHE_HOME"] = str(home)
+    return home
+
+
 @pytest.fixture
 def add_problem() -> Path:
     return DATA / "add" / "problem.py"
