@@ -1,5 +1,6 @@
 """The compiler seed made live on a CUDA host: torch.compile's Triton for a softmax, a GEMM, a
-reduction and a transposed convolution (the seed's own Triton convolution where cuDNN was), translated, cached, and accepted by the verifier like any kernel; then a run from it.
+reduction and a transposed convolution (the seed's own Triton convolution where cuDNN was),
+translated, cached, and accepted by the verifier like any kernel; then a run from it.
 
 Run on the GPU host (max-autotune benchmarks GEMM tiles: allow minutes per test):
     PYTHONPATH=$PWD python3 -m pytest -m gpu --timeout 900 tests/test_seed_gpu.py -v

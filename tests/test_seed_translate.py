@@ -26,7 +26,8 @@ from kernelopt.seed.writer import SeedSource, write_seed
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
-PROBLEM_DIRS = (ROOT / "benchmarks/kernelbench/problems", ROOT / "benchmarks/kernelbench/level2", ROOT / "tests/data/conv")
+PROBLEM_DIRS = (ROOT / "benchmarks/kernelbench/problems", ROOT / "benchmarks/kernelbench/level2",
+                ROOT / "tests/data/conv")
 # The recorded output whose convolution Inductor left to cuDNN: the seed launches its own Triton
 # convolution there (seed/conv.py).
 CUDNN_CONVOLUTION = ("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")

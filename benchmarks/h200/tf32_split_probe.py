@@ -118,21 +118,21 @@ def main():
         exact = (a.double() @ b.double())
         scale = exact.abs().max().item()
 
-        def err(c):
+        def err(c, exact=exact, scale=scale):
             return (c.double() - exact).abs().max().item() / scale
 
         sgemm = a @ b
         e0 = err(sgemm)
-        t0 = triton.testing.do_bench(lambda: a @ b, warmup=50, rep=300)
+        t0 = triton.testing.do_bench(lambda a=a, b=b: a @ b, warmup=50, rep=300)
         print(f"[{dist} {M}x{N}x{K}] SGEMM {t0:.4f} ms {flop / t0 / 1e9:.1f} TFLOP/s err {e0:.2e}", flush=True)
         cfgs = [(128, 128, 32, 8, 3), (128, 128, 16, 8, 4), (128, 256, 16, 8, 3), (128, 128, 32, 4, 3),
                 (64, 128, 32, 4, 4), (256, 128, 16, 8, 3), (128, 128, 64, 8, 2), (128, 64, 32, 4, 4)]
         rows = []
         for cfg in cfgs:
-            for name, fn in (("split3", lambda: run_split(a, b, cfg)),
-                             ("tf32x3", lambda: run_one(a, b, cfg, "tf32x3")),
-                             ("ieee", lambda: run_one(a, b, cfg, "ieee")),
-                             ("tf32(one)", lambda: run_one(a, b, cfg, "tf32"))):
+            for name, fn in (("split3", lambda a=a, b=b, cfg=cfg: run_split(a, b, cfg)),
+                             ("tf32x3", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "tf32x3")),
+                             ("ieee", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "ieee")),
+                             ("tf32(one)", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "tf32"))):
                 try:
                     c = fn()
                     t = triton.testing.do_bench(fn, warmup=25, rep=150)

@@ -101,8 +101,7 @@ class Reference:
         self.scales = {i: max(1.0, largest[i] / base) if base else 1.0 for i in self.checked}
         self.judged: dict[str, _Judged] = {}
         self.lock = threading.Lock()
-        self._release()
-        # What the device has free with the reference built: how many sweep checks fit at once.
+        self._release()  # then what the device has free with the reference built: how many sweep checks fit
         self.free_bytes = torch.cuda.mem_get_info(self.device)[0] if self.device.type == "cuda" else None
 
     def _first_runnable(
@@ -127,8 +126,7 @@ class Reference:
         return None
 
     def _release(self) -> None:
-        """Give the allocator's cached blocks back to the driver: a candidate in another process
-        needs that memory for a problem of many GB (the float64 runs leave large ones behind)."""
+        """Give the allocator's cached blocks back to the driver, for a candidate's GBs (float64 runs leave some)."""
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
 
