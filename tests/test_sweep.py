@@ -77,3 +77,14 @@ def test_a_wrong_tail_is_caught_where_both_configurations_are_finalists(tmp_path
     measured = verifier.sweep([ADD / "kernel_drops_tail.py", ADD / "kernel_fast.py"], tmp_path / "sweep")
     assert (measured[0].timing, measured[0].rule) == (None, "incorrect")
     assert measured[1].timing is not None
+
+
+def test_a_checked_configurations_later_cases_keep_the_case_limit() -> None:
+    # After its first quick case a configuration's phase names the case just judged; the watchdog
+    # must still give the next case the case limit, not the import limit.
+    from kernelopt.harness.sandbox.runner import PhaseLimits
+    from kernelopt.harness.sandbox.sweep import judged_phase
+
+    limits = PhaseLimits(import_s=20.0, case_s=300.0)
+    assert limits.limit_s(judged_phase(2, 48, 0)) == 300.0
+    assert limits.limit_s("import") == 20.0

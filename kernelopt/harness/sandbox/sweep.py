@@ -85,6 +85,12 @@ def _gpu_broken(err: Exception) -> bool:
     return "CUDA" in str(err) or "device-side" in str(err) or type(err).__name__ == "AcceleratorError"
 
 
+def judged_phase(index: int, count: int, case: object) -> str:
+    """The mark after one quick case (the log's times: compile, call and comparison apart). A
+    `case` phase, so the configuration's next case keeps the case limit, not the import one."""
+    return f"case {index + 1}/{count} judged {case}"
+
+
 def run_check(req: dict[str, Any]) -> dict[str, Any]:
     """Run each configuration on the quick cases; outputs go to the reference under its token."""
     device, progress, problem, guards, rows = _setup(req)
@@ -103,7 +109,7 @@ def run_check(req: dict[str, Any]) -> dict[str, Any]:
                     outputs = candidate._checked_call(model, case_inputs(problem, cases[case], device), device)
                     link.send("case", case, 0, outputs)
                     del outputs
-                    progress.mark("judged")  # the log's times: compile, call and comparison apart
+                    progress.mark(judged_phase(index, count, case))
                 guards.check_untouched()
                 rows.add({"variant": index, "ok": True})
             except Exception as err:  # one configuration's failure is its own row
