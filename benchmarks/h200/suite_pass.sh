@@ -7,7 +7,7 @@
 # If .gpu/NAME.tgz exists (what an earlier call sent back, copied into .gpu/ here), or else
 # benchmarks/h200/state/NAME.tgz (a pass an earlier session left unfinished), the suite is resumed from it, so finished problems are not redone; otherwise it starts. After SECONDS it is
 # stopped (a problem under way is redone next time), and the suite's state (suite.json, one JSON
-# per finished problem, results.*, and each run's events, sweep tables, best kernel and report) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
+# per finished problem, results.*, and each run's events, sweep tables, best kernel, report, and round 0's kernels and logs) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
 set -u
 name=$1 seconds=$2
 shift 2
@@ -27,7 +27,9 @@ fi
 began=$(date +%s)
 timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log" 2>&1
 echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name.log"
-# each finished run's own record too (events with their times, sweep tables, the best kernel, the report): small
+# each finished run's own record too (events with their times, sweep tables, the best kernel, the report, and its
+# start with the start's check log: a rejected start is read here): small
 cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" $(ls -d "$name/problems" "$name"/results.* 2>/dev/null) \
   $(for done in "$name"/problems/*.json; do run="$name/runs/$(basename "$done" .json)"
-      ls "$run"/events.jsonl "$run"/sweeps/round-*.json "$run"/best_kernel.py "$run"/report.md 2>/dev/null; done)
+      ls "$run"/events.jsonl "$run"/sweeps/round-*.json "$run"/best_kernel.py "$run"/report.md "$run"/kernels/r000_*.py \
+        "$run"/harness/candidates/r000_*/worker.log 2>/dev/null; done)
