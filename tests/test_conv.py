@@ -88,6 +88,29 @@ def test_a_convolution_of_the_models_own_weight_is_the_conv_family() -> None:
     assert trace_family(import_file(relu, "kernelopt_test_conv_relu")).name == "other"
 
 
+def test_a_convolution_of_a_view_of_the_input_is_not_the_conv_family(tmp_path: Path) -> None:
+    # The template convolves the input itself: a view in front of it (here a reshape) leaves the
+    # problem to the other families' moves, and tracing it must not fail.
+    problem = tmp_path / "conv_of_view.py"
+    problem.write_text(
+        "import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.conv = nn.Conv1d(4, 6, 3)\n\n    def forward(self, x):\n"
+        "        return self.conv(x.view(2, 4, 10))\n\n\ndef get_inputs():\n    return [torch.rand(80)]\n\n\n"
+        "def get_init_inputs():\n    return []\n")
+    assert trace_family(import_file(problem, "kernelopt_test_conv_view")).name == "other"
+    assert not [m for m in structural_moves(problem).instances if m.name.startswith("conv.")]
+
+
+def test_a_convolution_whose_model_class_is_an_alias_skips_the_template_with_why(tmp_path: Path) -> None:
+    # The template copies Model's constructor from the file's text; a Model bound by assignment has
+    # none there: the move is skipped, saying why, and planning goes on.
+    problem = tmp_path / "conv_alias.py"
+    problem.write_text(CONV2D.read_text().replace("class Model(", "class _Conv(") + "\n\nModel = _Conv\n")
+    moves = structural_moves(problem)
+    assert moves.family is not None and moves.family.name == "conv" and not moves.instances
+    assert [s.name for s in moves.skipped] == ["conv.*"] and "no class Model" in moves.skipped[0].why
+
+
 @pytest.mark.parametrize("move", ["conv.implicit_gemm", "conv.implicit_gemm_tf32x3"])
 def test_each_convolution_move_passes_the_verifier(move: str, tmp_path: Path) -> None:
     instance = {m.name: m for m in structural_moves(CONV2D).instances}[move]

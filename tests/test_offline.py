@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kernelopt.hardware.specs import get_gpu_spec
@@ -147,3 +148,15 @@ def test_a_sweep_after_a_slow_one_plans_what_its_pace_fits_in_the_target() -> No
     assert _budget(Context(), True, [table(600.0, 48)]) == GPU_SWEEP_MIN_CONFIGS
     assert _budget(Context(), False, [table(600.0, 6)]) == INTERPRETER_SWEEP_CONFIGS  # interpreter times: no pace
     assert _budget(Context(sweep_configs=20), True, [table(600.0, 48)]) == 20  # the setting wins
+
+
+def test_sweep_tables_load_in_the_order_they_were_made(tmp_path: Path) -> None:
+    # A repair's table (round-002-a1) comes after its round's, not before it as the names sort:
+    # the pace of the next sweep is read from the last table.
+    from kernelopt.nodes.tune import load_tables, table_path
+
+    for round_, repair in ((2, 1), (10, 0), (2, 0), (1, 0), (2, 2)):
+        path = table_path(tmp_path, round_, repair)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"round": round_, "repair": repair, "rows": []}))
+    assert [(t["round"], t["repair"]) for t in load_tables(tmp_path)] == [(1, 0), (2, 0), (2, 1), (2, 2), (10, 0)]

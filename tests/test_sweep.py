@@ -39,6 +39,7 @@ def test_how_many_processes_check_at_once() -> None:
     assert check_processes(gpu, 6 << 30, free_bytes=110 << 30) == min(2, max(1, usable_cores() // 2))
     assert check_processes(gpu, 1 << 30, free_bytes=110 << 30) == min(8, max(1, usable_cores() // 2))
     assert check_processes(gpu, 40 << 30, free_bytes=110 << 30) == 1
+    assert check_processes(gpu, 1 << 20, free_bytes=0) == 1  # a full device: one, not the fixed allowance
     assert 1 <= check_processes(gpu, 1 << 20) <= 8
     assert _shards([0, 1, 2, 3, 4], 2) == [[0, 2, 4], [1, 3]]
     assert _shards([7], 4) == [[7]]

@@ -59,7 +59,15 @@ def table_path(run_dir: str | Path, round_: int, repair: int = 0) -> Path:
 def load_tables(run_dir: str | Path) -> list[dict[str, Any]]:
     """Every round's sweep table so far, oldest first: {"round", "knobs", "direction", "rows": [...]}."""
     folder = sweep_dir(run_dir)
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"))] if folder.is_dir() else []
+    if not folder.is_dir():
+        return []
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"), key=_table_order)]
+
+
+def _table_order(path: Path) -> tuple[int, int]:
+    """round-003.json, then its repairs round-003-a1.json, -a2 ... (as text, the repairs sort first)."""
+    round_, _, repair = path.stem.removeprefix("round-").partition("-a")
+    return int(round_) if round_.isdigit() else 0, int(repair) if repair.isdigit() else 0
 
 
 def rows_of(table: dict[str, Any]) -> list[SweepRow]:

@@ -50,8 +50,8 @@ def conv_igemm_kernel(
 ):
     # Rows: (batch, output position); columns: the output channels of group g; K: (channel, kd, kh, kw).
     g = tl.program_id(2)
-    rm = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-    rn = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    rm = tl.program_id(0).to(tl.int64) * BLOCK_M + tl.arange(0, BLOCK_M)  # M may pass 2**31
+    rn = tl.program_id(1).to(tl.int64) * BLOCK_N + tl.arange(0, BLOCK_N)
     m_ok = rm < M
     n_ok = rn < OCG
     nb, od, oh, ow = conv_unflatten(rm, OD, OH, OW)

@@ -122,7 +122,7 @@ def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = No
         return max(1, int(settings.sweep_check_processes))
     if not settings.use_cuda:
         return 1
-    by_memory = (free_bytes // 2 if free_bytes else CHECK_MEMORY_BYTES) // max(4 * input_bytes, 1)
+    by_memory = (free_bytes // 2 if free_bytes is not None else CHECK_MEMORY_BYTES) // max(4 * input_bytes, 1)
     return int(max(1, min(8, usable_cores() // 2, by_memory)))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelopt.offline.moves import conv, elementwise, matmul, pooling, precision, reduce, rows, standardize
+from kernelopt.seed.errors import SeedError
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -157,7 +158,10 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
     elif family.name == "conv":
-        instances, skipped = conv.conv_moves(family, Path(problem_path).read_text())
+        try:  # the template takes the reference's own constructor, which must be found in its text
+            instances, skipped = conv.conv_moves(family, Path(problem_path).read_text())
+        except SeedError as err:
+            return Moves(family, (), (Skipped("conv.*", f"the convolution template does not apply: {err}"),))
     else:
         ops = ", ".join(family.ops) or "none"
         why = f"no template for this reference (its operators: {ops}); only the launch is swept"

@@ -103,8 +103,10 @@ def trace_family(problem: ModuleType) -> Family:
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
     family = _classify(recorder, ops, base, len(tensors))
-    if family.name == "other" and len(tensors) == 1 and ops == ("convolution",):
-        return _convolution(recorder.calls[0][1], model, family)
+    calls = recorder.calls
+    if family.name == "other" and len(tensors) == 1 and len(calls) == 1 and calls[0][0] == "convolution" \
+            and recorder.origin.get(id(calls[0][1][0])) == (0, False):  # the input itself, not a view of it
+        return _convolution(calls[0][1], model, family)
     return family
 
 
