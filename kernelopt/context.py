@@ -140,6 +140,11 @@ class Context:
         "Profile the best kernel with "
         "Nsight Compute where ncu and a GPU exist."
     ))
+    profile_final: bool = field(default=True, metadata=_doc(
+        "Profile the best kernel of a run that has already stopped (max_rounds, no_gain), for the "
+        "report only; off, it is placed by its time and the floor, one NCU run (about 8 s on an "
+        "H200) sooner. Suites turn it off."
+    ))
     runs_dir: str | None = field(
         default=None,
         metadata=_doc(

@@ -250,7 +250,7 @@ def _optimized(spec: ProblemSpec, kernel: str | None) -> ProblemResult:
     s = spec.settings
     ctx = Context(model=s.model, base_url=s.base_url, max_rounds=s.max_rounds, time_compile=s.time_compile,
                   max_autotune_baseline=s.max_autotune, max_autotune_limit_s=s.max_autotune_limit_s,
-                  compiler_seed=s.compiler_seed, max_wall_s=s.max_wall_s, **_limits(s))
+                  compiler_seed=s.compiler_seed, max_wall_s=s.max_wall_s, profile_final=False, **_limits(s))
     inputs = {"problem_source": read_source(spec.problem_path, "problem"), "problem_path": spec.problem_path,
               "kernel_source": read_source(kernel, "kernel") if kernel else None, "kernel_path": kernel,
               "run_dir": spec.run_dir}

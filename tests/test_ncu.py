@@ -294,3 +294,31 @@ def test_failures_are_not_cached(tmp_path: Path) -> None:
 def test_corrupt_cache_entry_reads_as_absent(tmp_path: Path) -> None:
     (tmp_path / "k.json").write_text("{not json")
     assert NcuCache(tmp_path).get("k") is None
+
+
+def test_a_stopped_run_profiles_its_last_best_only_when_asked(tmp_path: Path, monkeypatch) -> None:
+    # After max_rounds the last best's NCU profile serves the report alone: profile_final=False
+    # (what suites set) skips it and says so; a run that goes on is profiled whatever the setting.
+    from types import SimpleNamespace
+
+    from kernelopt.context import Context
+    from kernelopt.nodes import profile as node
+    from kernelopt.records import KernelRecord, Timing
+
+    profiled: list[str] = []
+
+    def ncu_metrics(state, ctx, best):
+        profiled.append(best.path)
+        return None, "ncu stands in"
+
+    monkeypatch.setattr(node, "_ncu_metrics", ncu_metrics)
+    timing = Timing(1.0, 1.0, 1.0, 1.0, 1.0, 50, "cuda_events")
+    state = {"run_dir": str(tmp_path), "problem_path": str(tmp_path / "p.py"), "round": 3, "gpu_key": "H200",
+             "best": KernelRecord(str(tmp_path / "k.py"), "h", timing, 3), "baselines": None,
+             "stop_reason": "max_rounds"}
+    skipped = node.profile(state, SimpleNamespace(context=Context(profile_final=False)))
+    assert profiled == [] and skipped.goto == "report"
+    assert any("profile_final is off" in w for w in skipped.update["roofline"].warnings)
+    assert node.profile(state, SimpleNamespace(context=Context())).goto == "report" and len(profiled) == 1
+    going_on = node.profile({**state, "stop_reason": None}, SimpleNamespace(context=Context(profile_final=False)))
+    assert going_on.goto == "judger" and len(profiled) == 2

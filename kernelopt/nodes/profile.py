@@ -73,7 +73,11 @@ def profile(state: KernelOptState, runtime: Runtime[Context]) -> Command[Literal
     ctx = context_of(runtime)
     best = state["best"]
     assert best is not None, "profile runs only after a kernel was accepted"
-    metrics, skipped = _ncu_metrics(state, ctx, best)
+    stopped = state.get("stop_reason")
+    if stopped and not ctx.profile_final:  # no round follows: NCU's metrics would serve the report alone
+        metrics, skipped = None, f"not profiled: the run had stopped ({stopped}) and profile_final is off"
+    else:
+        metrics, skipped = _ncu_metrics(state, ctx, best)
     roofline = roofline_for(state, ctx, best, metrics, skipped)
     emit(state, RooflineFound(bottleneck=roofline.bottleneck, efficiency_pct=roofline.efficiency_pct,
                               at_roofline=roofline.at_roofline, warnings=list(roofline.warnings)))
