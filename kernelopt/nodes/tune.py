@@ -36,6 +36,7 @@ from kernelopt.offline.structures import (
 )
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
 from kernelopt.records import Candidate, Measured, SweepRow, Timing, config_text
+from kernelopt.report.sweep import table_files
 from kernelopt.runs import kernel_path
 from kernelopt.state import Branch, KernelOptState
 
@@ -61,13 +62,7 @@ def load_tables(run_dir: str | Path) -> list[dict[str, Any]]:
     folder = sweep_dir(run_dir)
     if not folder.is_dir():
         return []
-    return [json.loads(p.read_text()) for p in sorted(folder.glob("round-*.json"), key=_table_order)]
-
-
-def _table_order(path: Path) -> tuple[int, int]:
-    """round-003.json, then its repairs round-003-a1.json, -a2 ... (as text, the repairs sort first)."""
-    round_, _, repair = path.stem.removeprefix("round-").partition("-a")
-    return int(round_) if round_.isdigit() else 0, int(repair) if repair.isdigit() else 0
+    return [json.loads(p.read_text()) for p in table_files(folder)]
 
 
 def rows_of(table: dict[str, Any]) -> list[SweepRow]:

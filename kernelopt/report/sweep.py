@@ -15,6 +15,17 @@ from kernelopt.report.summary import RunSummary
 SWEEP_PNG = "sweep.png"
 
 
+def table_files(folder: Path) -> list[Path]:
+    """A run's sweep tables in the order they were made: round-003.json, then its repairs
+    round-003-a1.json, -a2 ... (as text, the repairs would sort first)."""
+
+    def made(path: Path) -> tuple[int, int]:
+        round_, _, repair = path.stem.removeprefix("round-").partition("-a")
+        return int(round_) if round_.isdigit() else 0, int(repair) if repair.isdigit() else 0
+
+    return sorted(folder.glob("round-*.json"), key=made)
+
+
 def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each round's sweep table (sweeps/round-NNN.json), each row with the full verification's
     outcome when it was one of the configurations verified."""
@@ -28,7 +39,7 @@ def sweep_tables(run_dir: str | Path, attempts: list[dict[str, Any]]) -> list[di
             outcome = attempt["outcome"] + (" (new best)" if attempt.get("new_best") else "")
             outcome_of[(attempt["round"], path.read_text())] = outcome
     tables = []
-    for table_file in sorted(folder.glob("round-*.json")):
+    for table_file in table_files(folder):
         table = json.loads(table_file.read_text())
         for row in table["rows"]:
             variant = Path(row.get("path") or "")
