@@ -42,7 +42,10 @@ def verdict(problem: Path, kernel: Path, work: Path) -> str:
         found = verifier.verify(kernel)
     finally:
         verifier.close()
-    return f"{'accepted' if found.accepted else 'REJECTED'}: {found.reason[:300]}"
+    digests = sorted({f"{log.name}: {line.strip()}" for log in work.rglob("*.log") for line in log.read_text(
+        errors="replace").splitlines() if "parameters:" in line})
+    shown = "".join(f"\n   {line}" for line in digests)
+    return f"{'accepted' if found.accepted else 'REJECTED'}: {found.reason[:300]}{shown}"
 
 
 def main() -> None:

@@ -39,6 +39,18 @@ def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -
         return cls(*problem.get_init_inputs()).to(device)
 
 
+def parameter_digest(model: Any) -> str:
+    """A short fingerprint of a module's floating parameters and buffers for the logs: the
+    reference's and a candidate's, built from one seed, should read the same."""
+    if not isinstance(model, torch.nn.Module):
+        return "not a module"
+    tensors = [t for t in (*model.parameters(), *model.buffers()) if t.is_floating_point()]
+    with torch.no_grad():
+        total = sum(float(t.double().sum()) for t in tensors)
+        size = sum(t.numel() for t in tensors)
+    return f"{len(tensors)} tensors, {size} values, sum {total:.9e}"
+
+
 def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)

@@ -55,7 +55,7 @@ class Reference:
     """
 
     def __init__(self, req: dict[str, Any]) -> None:
-        from kernelopt.harness.sandbox.calls import build_model
+        from kernelopt.harness.sandbox.calls import build_model, parameter_digest
 
         self.req = req
         self.device = torch.device(req["device"])
@@ -64,7 +64,7 @@ class Reference:
         self.model64 = float64_copy(self.model)
         self.budget_bytes = _cache_budget_bytes(self.device)
         self.float64_room = _float64_room(self.device, self.budget_bytes)
-        log_stage("model built")
+        log_stage(f"model built; parameters: {parameter_digest(self.model)}")
         self.cases: list[dict[str, Any]] = []
         self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []  # cases the problem itself cannot run
