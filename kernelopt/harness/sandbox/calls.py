@@ -32,9 +32,21 @@ def outputs_of(result: Any) -> list[torch.Tensor]:
     return values
 
 
+def seed_for(seed: int, device: torch.device) -> None:
+    """Seed every generator for draws on `device`, with CUDA started first.
+
+    A `torch.manual_seed` made before CUDA starts is queued and applied when it does; on the H200
+    (torch 2.11) a model whose first CUDA use was its own construction drew other weights than
+    the same model built, from the same seed, in a process where CUDA had already started: the
+    reference and every candidate disagreed on every problem with drawn parameters."""
+    if device.type == "cuda":
+        torch.cuda.init()
+    torch.manual_seed(seed)
+
+
 def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
     """The problem's (or the candidate's) module, its parameters made on the device from the seed."""
-    torch.manual_seed(init_seed)
+    seed_for(init_seed, device)
     with device:
         return cls(*problem.get_init_inputs()).to(device)
 

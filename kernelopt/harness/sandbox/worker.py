@@ -29,9 +29,7 @@ from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
 from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, precision
-from kernelopt.harness.sandbox.calls import (
-    Rejected, build_model, give_back, outputs_of, parameter_digest, refilled, sync,
-)
+from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, outputs_of, refilled, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
 from kernelopt.harness.sandbox.transfer import ReferenceLink
@@ -72,7 +70,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
         model = build_model(module.ModelNew, problem, req["init_seed"], device)
     except Exception as err:  # a constructor that does not take Model's arguments is the kernel's fault
         raise Rejected("runtime-error", f"ModelNew could not be built: {type(err).__name__}: {err}") from err
-    print(f"parameters: {parameter_digest(model)}", flush=True)  # the reference's log has its own
+    print(f"parameters: {calls.parameter_digest(model)}", flush=True)  # the reference's log has its own
     cases = req["cases"]
     checked = [i for i, case in enumerate(cases) if not case.get("timing")]
     timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
