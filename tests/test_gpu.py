@@ -61,6 +61,15 @@ def test_runtime_guards_on_real_launches(kernel: str, problem: str, rule: str | 
     assert verdict.rule == rule, verdict.reason
 
 
+def test_a_problem_with_drawn_parameters_is_judged_on_the_same_weights(tmp_path: Path) -> None:
+    """nn.Linear's weights drawn from the seed: the candidate's worker (its allocator primed with
+    NaN blocks) and the reference process must draw the same ones (they once did not)."""
+    export = ROOT / "tests" / "data" / "export"
+    verifier = Verifier(export / "linear_problem.py", tmp_path, HarnessSettings.detect(seeds=2, time_compile=False))
+    verdict = verifier.verify(export / "linear_kernel.py", time=False)
+    assert verdict.accepted, verdict.reason
+
+
 def test_honest_kernel_faster_than_the_floor_allows_is_rejected(tmp_path: Path) -> None:
     verifier = Verifier(
         EXAMPLES / "swish" / "problem.py", tmp_path, HarnessSettings.detect(seeds=1, time_compile=False)

@@ -33,22 +33,33 @@ def outputs_of(result: Any) -> list[torch.Tensor]:
 
 
 def seed_for(seed: int, device: torch.device) -> None:
-    """Seed every generator for draws on `device`, with CUDA started first.
-
-    A `torch.manual_seed` made before CUDA starts is queued and applied when it does; on the H200
-    (torch 2.11) a model whose first CUDA use was its own construction drew other weights than
-    the same model built, from the same seed, in a process where CUDA had already started: the
-    reference and every candidate disagreed on every problem with drawn parameters."""
+    """Seed every generator for draws on `device`, with CUDA started first (a seed made before
+    CUDA starts is only queued)."""
     if device.type == "cuda":
         torch.cuda.init()
     torch.manual_seed(seed)
 
 
 def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
-    """The problem's (or the candidate's) module, its parameters made on the device from the seed."""
-    seed_for(init_seed, device)
-    with device:
-        return cls(*problem.get_init_inputs()).to(device)
+    """The problem's (or the candidate's) module, its parameters drawn on the CPU from the seed
+    (as KernelBench builds them), then moved to the device with any tensor it keeps outside its
+    parameters and buffers.
+
+    Drawn on the device, they depended on more than the seed: on the H200 a process whose
+    allocator had been primed with NaN blocks (a candidate's worker) drew other weights from the
+    same seed than one that had not (the reference), and every problem with drawn parameters was
+    rejected. The CPU's generator gives the same values in every process.
+    """
+    torch.manual_seed(init_seed)
+    with torch.device("cpu"):
+        model = cls(*problem.get_init_inputs())
+    if isinstance(model, torch.nn.Module):
+        model = model.to(device)
+        for module in model.modules():
+            for name, value in list(vars(module).items()):
+                if type(value) is torch.Tensor and value.device.type != device.type:
+                    setattr(module, name, value.to(device))
+    return model
 
 
 def parameter_digest(model: Any) -> str:
