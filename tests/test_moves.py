@@ -411,3 +411,53 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pyt
         count = torch.full((3,), 100, dtype=torch.int32)
         module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+def test_a_rejected_compiler_seed_is_replaced_by_the_structural_moves(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Offline, a compiler seed that fails the check at round 0 (Inductor's one accumulator over a
+    very long K did) is no dead end: the round's repair sweeps the problem's moves, and a correct
+    one starts the run. The seed here skips the max subtraction: it overflows on wide values."""
+    from kernelopt.nodes import setup
+    from kernelopt.seed.obtain import CompilerSeed
+
+    naive = (MOVES / "log_softmax_kernel.py").read_text()
+    naive = naive.replace("tl.exp(x - row_max)", "tl.exp(x)")
+    naive = naive.replace("x - row_max - tl.log(total)", "x - tl.log(total)")
+    seed = tmp_path / "seed.py"
+    seed.write_text(naive)
+    made = CompilerSeed(str(seed), "2.11", "H200", kernels=1, compile_s=1.0, cached=False)
+    monkeypatch.setattr(setup, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(setup, "compiler_seed", lambda *args, **kwargs: made)
+    inputs = {"problem_source": (MOVES / "log_softmax.py").read_text()}
+    final, events = run_graph(inputs, fast_context(tmp_path, max_rounds=1, sweep_configs=3))
+    verdicts = [e for e in events if e["event"] == "verdict"]
+    assert verdicts[0]["round"] == 0 and verdicts[0]["outcome"] == "incorrect"
+    assert verdicts[0]["change"].startswith("the compiler seed")
+    replaced = [v for v in verdicts if v["round"] == 0 and v["repair"] == 1]
+    assert replaced and replaced[0]["change"].startswith("move log_softmax.")
+    assert replaced[0]["outcome"] not in ("incorrect", "rejected"), replaced[0]
+    table = json.loads((Path(final["run_dir"]) / "sweeps" / "round-000-a1.json").read_text())
+    assert table["basis"] == "the structural moves, in place of a rejected start"
+    assert all(r["move"] for r in table["rows"])  # nothing of the rejected seed was swept
+    assert final["best"] is not None and "no correct kernel" not in (final.get("stop_reason") or "")
+
+
+def test_a_rejected_kernel_of_the_users_own_is_not_replaced(tmp_path: Path) -> None:
+    from kernelopt.nodes.tune import moves_can_replace_start
+    from kernelopt.records import Attempt
+    from kernelopt.seed import COMPILER_SEED
+
+    def _attempt(change: str) -> Attempt:
+        return Attempt(round=0, repair=0, kernel_path="k.py", source_hash="x", outcome="incorrect", change=change)
+
+    state: dict[str, Any] = {"round": 0, "best": None, "problem_file": str(MOVES / "log_softmax.py"), "gpu_key": "H200"}
+    seed = _attempt(f"{COMPILER_SEED} (torch 2.11, H200)")
+    mine = _attempt("the starting kernel")
+    assert moves_can_replace_start(state, [seed])  # type: ignore[arg-type]
+    assert not moves_can_replace_start(state, [mine])  # type: ignore[arg-type]  # the user is told their kernel is wrong
+    assert not moves_can_replace_start({**state, "uses_llm": True}, [seed])  # type: ignore[arg-type]
+    assert not moves_can_replace_start({**state, "round": 1}, [seed])  # type: ignore[arg-type]
+    no_moves = {**state, "problem_file": str(ROOT / "tests" / "cheats" / "problem_add.py")}  # "other": no moves
+    assert not moves_can_replace_start(no_moves, [seed])  # type: ignore[arg-type]

@@ -14,6 +14,7 @@ from kernelopt.nodes.branches import repairs
 from kernelopt.nodes.common import after, emit
 from kernelopt.nodes.models import drop_failing
 from kernelopt.nodes.stop import Step, should_stop
+from kernelopt.nodes.tune import moves_can_replace_start
 from kernelopt.records import Attempt, KernelRecord
 from kernelopt.runs import save_best
 from kernelopt.state import KernelOptState
@@ -58,7 +59,9 @@ def conclude(
         update.update(last_error=None, repairs=0)
         can_repair = False
     else:
-        can_repair = bool(failed) and repair < ctx.max_repairs and (state.get("uses_llm", False) or round_ > 0)
+        can_repair = bool(failed) and repair < ctx.max_repairs and (
+            state.get("uses_llm", False) or round_ > 0 or moves_can_replace_start(state, attempts)
+        )
         update.update(last_error=failed[0].error if failed else None, repairs=repair + 1)
     round_over = not can_repair
     earlier = [a for a in state.get("attempts", []) if a.round == round_]

@@ -35,9 +35,10 @@ from kernelopt.offline.structures import (
     structure_of,
 )
 from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
-from kernelopt.records import Candidate, Measured, SweepRow, Timing, config_text
+from kernelopt.records import Attempt, Candidate, Measured, SweepRow, Timing, config_text
 from kernelopt.report.sweep import table_files
 from kernelopt.runs import kernel_path
+from kernelopt.seed import COMPILER_SEED
 from kernelopt.state import Branch, KernelOptState
 
 VERIFIED_PER_ROUND = 2
@@ -79,6 +80,9 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     seed = 100 * task["round"] + task["repair"]
     category = task["idea"][0].category if task["idea"] else None
     ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first
+    if best is None:  # a rejected start: kernels built from the problem alone, nothing of the start's
+        planned = move_plans(ordered, measured_moves(tables), budget)
+        return planned, {"moves": _moves_note(moves, ""), "basis": "the structural moves, in place of a rejected start"}
     planned = move_plans(ordered, measured_moves(tables), moves_budget(budget, _untried(moves, tables)))
     planned += alive_plans(tables, best_move, seed)[: max(0, budget - len(planned) - 1)]
     basis: dict[str, Any] = {"moves": {**_moves_note(moves, best_move), "diagnosis": category,
@@ -97,8 +101,21 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
 
 def _moves(task: Branch, source: str) -> Moves:
     """The structural moves for the run's problem on the run's GPU (its SM count), and the
-    rewrites of the best kernel's `source`."""
-    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count, source)
+    rewrites of the best kernel's `source` (none without a best: a rejected start is not rewritten)."""
+    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count,
+                            source if task["best"] else None)
+
+
+def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> bool:
+    """Whether the offline optimizer may rebuild a run whose compiler seed was rejected at round 0
+    (nothing correct yet) from the structural moves: there must be moves for the problem. Inductor's
+    own kernels can fail the check (one accumulator over a K of 700k loses 1e-4), where a move
+    (split-K) passes."""
+    if state["round"] or state.get("best") is not None or state.get("uses_llm"):
+        return False
+    if not any(a.change.startswith(COMPILER_SEED) and a.time_ms is None for a in attempts):
+        return False
+    return bool(structural_moves(state["problem_file"], get_gpu_spec(state["gpu_key"]).sm_count).instances)
 
 
 def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:
@@ -231,11 +248,11 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     tables; when they are spent, it sweeps configurations not measured yet.
     """
     best = task["best"]
-    assert best is not None, "the offline optimizer starts from a verified kernel"
     if task["branch"]:
         return {"candidates": []}
-    source = Path(best.path).read_text()
-    tried = set(task["tried"]) | {best.source_hash}
+    # Without a best, the rejected start (moves_can_replace_start): only the moves are swept.
+    source = Path(best.path if best else task["kernel_path"] or "").read_text()
+    tried = set(task["tried"]) | ({best.source_hash} if best else set())
     centre = knob_values(source)
     tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
     candidates = _pick(tables, tried, task, centre)
