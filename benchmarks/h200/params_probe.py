@@ -2,6 +2,12 @@
 
     python3 benchmarks/h200/params_probe.py
 
+Found at 37bd428 (the digests this prints): the reference process and the candidate's worker drew
+different weights from one seed, on the device; a fresh process whose allocator was primed with
+NaN blocks first (the worker's poison) drew other values than one that was not
+(`benchmarks/h200/seed_probe.py`). `build_model` now draws parameters on the CPU and moves them:
+at cc40295 both verdicts below were "accepted" on the H200.
+
 Seen at 3d2270f: the seed's Triton convolution and the `conv.implicit_gemm` move were rejected on
 the H200 ("incorrect", every element of case 0 wrong, plausible values) while
 `benchmarks/h200/conv_probe.py` found `conv_triton` equal to aten's convolution, and the same
