@@ -461,3 +461,26 @@ def test_a_rejected_kernel_of_the_users_own_is_not_replaced(tmp_path: Path) -> N
     assert not moves_can_replace_start({**state, "round": 1}, [seed])  # type: ignore[arg-type]
     no_moves = {**state, "problem_file": str(ROOT / "tests" / "cheats" / "problem_add.py")}  # "other": no moves
     assert not moves_can_replace_start(no_moves, [seed])  # type: ignore[arg-type]
+
+
+def test_when_no_move_passes_either_the_run_says_there_is_no_correct_kernel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kernelopt.nodes import setup, tune
+    from kernelopt.offline.moves import MoveInstance, Moves
+    from kernelopt.seed.obtain import CompilerSeed
+
+    broken = (MOVES / "log_softmax_kernel.py").read_text().replace("x - row_max - tl.log(total)", "x - row_max")
+    seed = tmp_path / "seed.py"
+    seed.write_text(broken)
+    made = CompilerSeed(str(seed), "2.11", "H200", kernels=1, compile_s=1.0, cached=False)
+    monkeypatch.setattr(setup, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(setup, "compiler_seed", lambda *args, **kwargs: made)
+    wrong = MoveInstance("log_softmax.wrong", "a move that is wrong too", broken, ({"BLOCK": 16}, {"BLOCK": 32}))
+    monkeypatch.setattr(tune, "structural_moves", lambda *args, **kwargs: Moves(None, (wrong,), ()))
+    inputs = {"problem_source": (MOVES / "log_softmax.py").read_text()}
+    final, events = run_graph(inputs, fast_context(tmp_path, max_rounds=1, sweep_configs=2))
+    assert final["best"] is None
+    assert final["stop_reason"].startswith("no correct kernel: incorrect")
+    assert final["stop_reason"].endswith("no structural move passed either")
+    assert (Path(final["run_dir"]) / "sweeps" / "round-000-a1.json").is_file()  # the moves were swept

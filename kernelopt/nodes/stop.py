@@ -49,7 +49,11 @@ def should_stop(state: Mapping[str, Any], context: Context, step: Step = Step())
         if spent:
             return spent
     if not step.wrote:
-        return step.halts[0] if step.halts else NO_CANDIDATE
+        halt = step.halts[0] if step.halts else NO_CANDIDATE
+        if state.get("best") is None and halt.startswith(SEARCH_EXHAUSTED) and state.get("last_error"):
+            # the structural moves that stood in for a rejected start (nodes/tune.py) found nothing correct
+            return f"no correct kernel: {state['last_error']}; no structural move passed either"
+        return halt
     fatal = [h for h in step.halts if not h.startswith(SEARCH_EXHAUSTED)]
     if fatal:
         return fatal[0]
