@@ -79,6 +79,11 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
                                                    "matmul.split_k_tf32x3"}
     assert "outside the imports the verifier admits" in large_k.skipped[0].why
+    split = next(m for m in large_k.instances if m.name == "matmul.split_k")
+    programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in split.grid]
+    assert all(66 <= p <= 264 for p in programs[:3])  # a 256 x 256 output: each tile's first split fills the 132 SMs
+    assert {c["SPLIT_K"] for c in split.grid} >= {16, 32, 64} and all(524288 // c["SPLIT_K"] >= 2 * c["BLOCK_K"]
+                                                                       for c in split.grid)
     square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
     assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent", "matmul.grouped_tf32x3",
                                                   "matmul.persistent_tf32x3"]
