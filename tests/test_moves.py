@@ -306,8 +306,9 @@ def test_each_matmul_template_passes_the_verifier(
     family = _family(MOVES / problem)
     args = (family.input_names, family.operands, family.transposed) + ((3,) if template == "persistent" else ())
     source = getattr(matmul, template)(*args)
-    # 3 programs for 6 output tiles: each program walks two
-    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3, "PROGRAMS": 3}
+    # 3 programs for 6 output tiles: each program walks two; the split-K sum in programs of 32
+    # outputs (its grid follows the knob: a literal grid once left 7 in 8 outputs unwritten)
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3, "PROGRAMS": 3, "SUM_BLOCK": 32}
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
 

@@ -103,6 +103,7 @@ class ModelNew(nn.Module):
 
 _SPLIT_K = '''
 SPLIT_K = 4
+SUM_BLOCK = 1024  # outputs per program of the sum; the grid and the launch read this one knob
 
 
 @triton.jit
@@ -149,7 +150,7 @@ class ModelNew(nn.Module):
         partial_kernel[grid](a, b, partial, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                              k_per_split, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
                              PRECISION=precision, num_warps=8, num_stages=3)
-        sum_splits_kernel[(triton.cdiv(M * N, 1024),)](partial, c, M * N, SPLIT_K, BLOCK=1024, num_warps=4)
+        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
         return c
 '''
 
