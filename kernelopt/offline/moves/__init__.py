@@ -375,7 +375,8 @@ def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
         skipped.append(Skipped("matmul.persistent", f"{tiles} output tiles of 128 x 128 are not more than the "
                                f"{sm_count} SMs: a program per tile is already one wave"))
     if tiles < sm_count and k >= 8 * 128:
-        per_tile = [[{**t, "SPLIT_K": s} for s in _splits(m, n, k, t, sm_count)] for t in _tiles(family)[:3]]
+        per_tile = [[{**t, "SPLIT_K": s} for s in matmul.split_counts(m, n, k, t, sm_count)]
+                    for t in _tiles(family)[:3]]
         # each tile's best guess first, then each one's second, ...
         grid = [c for rank in range(3) for configs in per_tile for c in configs[rank : rank + 1]]
         out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
@@ -384,16 +385,6 @@ def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
     why = (f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs" if tiles >= sm_count
            else f"K={k} is too short to split")
     return out, [*skipped, Skipped("matmul.split_k", why)]
-
-
-def _splits(m: int, n: int, k: int, tile: Config, sm_count: int) -> list[int]:
-    """SPLIT_K values for one tile size, most promising first: the power of two nearest to filling
-    every SM once (tiles x SPLIT_K about the SM count), twice that and half of it. A fixed small
-    split leaves a 256 x 256 output (4 tiles of 128) on 32 of 132 SMs. Each slice of K keeps at
-    least two BLOCK_K steps."""
-    tiles = math.ceil(m / tile["BLOCK_M"]) * math.ceil(n / tile["BLOCK_N"])
-    fill = 2 ** max(1, round(math.log2(max(sm_count / tiles, 2))))
-    return [s for s in dict.fromkeys((fill, 2 * fill, max(2, fill // 2))) if k // s >= 2 * tile["BLOCK_K"]]
 
 
 def _mk(family: Family) -> tuple[int, int]:

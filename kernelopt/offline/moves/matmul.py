@@ -19,6 +19,7 @@ every edge, so any M, N, K works.
 
 from __future__ import annotations
 
+import math
 from string import Template
 
 _HEADER = '''"""matmul, $what (a structural move of the offline optimizer)."""
@@ -270,3 +271,13 @@ def on_tensor_cores(source: str) -> str:
     """A template instance with its fp32 products at 3xTF32 on the tensor cores instead of FMAs."""
     assert _FMA in source
     return source.replace(_FMA, _FMA.replace('"ieee"', '"tf32x3"')).replace('"""matmul, ', '"""matmul at 3xTF32, ', 1)
+
+
+def split_counts(m: int, n: int, k: int, tile: dict[str, int], sm_count: int) -> list[int]:
+    """SPLIT_K values for one tile size, most promising first: the power of two nearest to filling
+    every SM once (tiles x SPLIT_K about the SM count), twice that and half of it. A fixed small
+    split leaves a 256 x 256 output (4 tiles of 128) on 32 of 132 SMs. Each slice of K keeps at
+    least two BLOCK_K steps."""
+    tiles = math.ceil(m / tile["BLOCK_M"]) * math.ceil(n / tile["BLOCK_N"])
+    fill = 2 ** max(1, round(math.log2(max(sm_count / tiles, 2))))
+    return [s for s in dict.fromkeys((fill, 2 * fill, max(2, fill // 2))) if k // s >= 2 * tile["BLOCK_K"]]
