@@ -32,9 +32,7 @@ def case_inputs(problem: Any, case: dict[str, Any], device: torch.device) -> lis
     They are made on the device where the problem allows it (its get_inputs runs with the device
     as the default), so a problem's multi-GB inputs never pass through host memory.
     """
-    from kernelopt.harness.sandbox.calls import seed_for
-
-    seed_for(case["seed"], device)
+    torch.manual_seed(case["seed"])
     with device:
         return _to_device(_case_values(problem, case), device)
 

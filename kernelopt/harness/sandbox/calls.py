@@ -32,14 +32,6 @@ def outputs_of(result: Any) -> list[torch.Tensor]:
     return values
 
 
-def seed_for(seed: int, device: torch.device) -> None:
-    """Seed every generator for draws on `device`, with CUDA started first (a seed made before
-    CUDA starts is only queued)."""
-    if device.type == "cuda":
-        torch.cuda.init()
-    torch.manual_seed(seed)
-
-
 def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -> Any:
     """The problem's (or the candidate's) module, its parameters drawn on the CPU from the seed
     (as KernelBench builds them), then moved to the device with any tensor it keeps outside its

@@ -378,7 +378,7 @@ def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
         per_tile = [[{**t, "SPLIT_K": s} for s in matmul.split_counts(m, n, k, t, sm_count)]
                     for t in _tiles(family)[:3]]
         # each tile's best guess first, then each one's second, ...
-        grid = [c for rank in range(3) for configs in per_tile for c in configs[rank : rank + 1]]
+        grid = [c for rank in range(max(map(len, per_tile))) for configs in per_tile for c in configs[rank : rank + 1]]
         out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
                                 "slices, summed by a second kernel", matmul.split_k(params, ops, flips), tuple(grid)))
         return out, skipped
