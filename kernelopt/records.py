@@ -208,6 +208,7 @@ class SweepRow:
 # outpaced: faster than the best on the GPU that timed it, but another candidate of the step gained more
 # duplicate: correct, and compiled to the kernels of one already timed (duplicate_of): its time is that one's
 Outcome = Literal["faster", "within_noise", "outpaced", "slower", "duplicate", "incorrect", "failed", "rejected"]
+REFUSED: frozenset[str] = frozenset({"incorrect", "failed", "rejected"})  # the verifier's refusals: no time
 
 
 @dataclass(frozen=True)

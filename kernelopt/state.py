@@ -110,6 +110,7 @@ class Branch(TypedDict):
     history: list[Attempt]  # the last attempts, as the prompt recalls them
     lessons: str  # the lessons of the finished rounds ('' when none)
     tried: list[str]  # source hashes of every kernel tried
+    failed: NotRequired[list[str]]  # source hashes of the kernels the full verification refused
     tokens: dict[str, dict[str, int]]  # the run's tokens so far, for the budget
     started_at: float | None
     model: NotRequired[str | None]  # the chat model that writes this branch's candidate (None: the first)

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 from helpers import fast_context, run_graph
 
+from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul, rows, structural_moves
 from kernelopt.offline.moves.family import trace_family
-from kernelopt.offline.structures import alive_plans, measured_moves, move_plans
+from kernelopt.offline.structures import alive_plans, dead_moves, measured_moves, move_plans
 from kernelopt.offline.tuner import knob_values, with_config
 
 ROOT = Path(__file__).parents[1]
@@ -334,12 +335,55 @@ def test_moves_never_measured_come_first_and_the_best_few_structures_stay_alive(
     source = with_config(moves.instances[0].source, {"ROWS": 4, "num_warps": 4})
     (tmp_path / "a.py").write_text(source)
     tables = [{"round": 1, "rows": [_row("a.move", 1.0, tmp_path / "a.py", {"num_warps": 4}),
-                                    _row("b.move", 2.0, tmp_path / "a.py", {"num_warps": 8}),
-                                    _row("", 0.5, tmp_path / "a.py"), _row("c.move", None, tmp_path / "a.py")]}]
-    assert measured_moves(tables) == {"a.move", "b.move", "c.move"}  # a move that only failed was tried
+                                    _row("b.move", 1.5, tmp_path / "a.py", {"num_warps": 8}),
+                                    _row("d.move", 2.1, tmp_path / "a.py", {"num_warps": 2}),
+                                    _row("", 0.9, tmp_path / "a.py"), _row("c.move", None, tmp_path / "a.py")]}]
+    assert measured_moves(tables) == {"a.move", "b.move", "c.move", "d.move"}  # a move that only failed was tried
     alive = alive_plans(tables, best_move="a.move", seed=0)
-    assert alive and {p.move for p in alive} == {"b.move"}  # the runner-up lives on; the best's own is planned apart
+    # the runner-up lives on; the best's own is planned apart; d.move, over twice the fastest, is let go
+    assert alive and {p.move for p in alive} == {"b.move"}
     assert all(p.config != {"num_warps": 8} for p in alive)  # nothing measured is measured again
+    assert alive_plans(tables, best_move="a.move", seed=0, dead={"b.move"}) == []
+
+
+def test_a_structure_the_verifier_refused_is_dead_but_never_the_best_kernels_own(tmp_path: Path) -> None:
+    for name, text in (("a.py", "A = 1\n"), ("a2.py", "A = 2\n"), ("b.py", "B = 1\n")):
+        (tmp_path / name).write_text(text)
+    tables = [{"round": 0, "rows": [_row("a.move", 1.0, tmp_path / "a.py"), _row("a.move", 1.1, tmp_path / "a2.py"),
+                                    _row("b.move", 1.2, tmp_path / "b.py")]}]
+    refused = [source_hash("A = 2\n"), "f" * 64]
+    assert dead_moves(refused, tables) == {"a.move"}  # one refused kernel of a move kills the move
+    assert dead_moves(refused, tables, best_move="a.move") == set()  # the best came from it: it passed
+    assert dead_moves([], tables) == set()
+
+
+def test_the_verifier_gets_neither_a_dead_structure_nor_a_row_far_slower_than_the_best(tmp_path: Path) -> None:
+    # The H200 run of 6_Matmul verified matmul.grouped twice (swept at 16.7 ms against a 1.28 ms
+    # best), and twice it was wrong on the larger case.
+    from kernelopt.nodes.tune import VERIFY_WITHIN, _pick, table_path
+    from kernelopt.records import KernelRecord, Timing
+
+    texts = {"best.py": "SPLIT_K = 8\n", "grouped.py": "GROUP_M = 8\n", "near.py": "SPLIT_K = 16\n",
+             "far.py": "SPLIT_K = 64\n", "other.py": "PERSISTENT = 1\n"}
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    rows = [_row("split_k", 1.0, tmp_path / "best.py"), _row("grouped", 0.9, tmp_path / "grouped.py"),
+            _row("split_k", 1.05, tmp_path / "near.py"),
+            _row("split_k", 1.0 * VERIFY_WITHIN + 0.05, tmp_path / "far.py"),
+            _row("persistent", 1.1, tmp_path / "other.py")]
+    table_path(tmp_path, 1).parent.mkdir(parents=True)
+    table_path(tmp_path, 1).write_text(json.dumps({"round": 1, "rows": rows}))
+    best = KernelRecord(str(tmp_path / "best.py"), source_hash(texts["best.py"]),
+                        Timing(1.0, 1.0, 1.0, 1.0, 1.0, 5, "cuda_events"), 0)
+    refused = [source_hash(texts["grouped.py"])]  # an earlier round's grouped kernel was wrong
+    task: dict[str, Any] = {"run_dir": str(tmp_path), "round": 1, "repair": 0, "best": best, "failed": refused}
+    tables = [json.loads(table_path(tmp_path, 1).read_text())]
+    picked = _pick(tables, {best.source_hash}, task, {})  # type: ignore[arg-type]
+    chosen = {Path(c.path).read_text() for c in picked}
+    assert chosen == {texts["other.py"], texts["near.py"]}  # neither grouped (dead) nor far (over the bar)
+    task["failed"] = []
+    again = _pick(tables, {best.source_hash}, task, {})  # type: ignore[arg-type]
+    assert texts["grouped.py"] in {Path(c.path).read_text() for c in again}  # alive, it comes first
 
 
 def test_the_offline_optimizer_takes_a_move_and_accepts_it_when_faster(tmp_path: Path) -> None:

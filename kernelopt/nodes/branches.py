@@ -11,7 +11,7 @@ from kernelopt.nodes.beam import spread
 from kernelopt.nodes.history import HISTORY_SIZE, lessons
 from kernelopt.nodes.ideas import idea_for_branch
 from kernelopt.nodes.models import branch_model, live_models
-from kernelopt.records import Attempt, JudgedParent
+from kernelopt.records import REFUSED, Attempt, JudgedParent
 from kernelopt.state import Branch
 
 
@@ -93,6 +93,7 @@ def _branch(
         # the round under way is no lesson yet: its failures are the error to fix
         lessons=lessons(attempts, state["round"]),
         tried=[a.source_hash for a in attempts if a.source_hash],
+        failed=[a.source_hash for a in attempts if a.source_hash and a.outcome in REFUSED],
         tokens=state.get("tokens") or {},
         started_at=state.get("started_at"),
         model=model,

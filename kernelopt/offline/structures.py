@@ -5,12 +5,16 @@ template. The sweep tables mark each row with the move it came from ("move"), so
 see which moves were never measured (they come first: a run is not exhausted while one is
 left), and which structures measured best so far (the best few stay alive: each gets a few
 configurations around its own best, not only the structure that happened to win first).
+A structure is dead for the rest of the run once a kernel of it was refused by the full
+verification (wrong on a size the sweep's one-case check did not try, a crash, a rule): its
+other configurations compute the same way. One swept at over ALIVE_WITHIN times the fastest
+structure's time is not kept alive either: no knob closes such a gap.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,6 +28,7 @@ from kernelopt.records import SweepRow
 MOVE_SHARE = 0.6  # of a round's budget, for moves never measured (at least one configuration each)
 ALIVE = 3  # structures kept alive: the best few by their best swept time
 ALIVE_CONFIGS = 2  # configurations around each live structure that is not the best's
+ALIVE_WITHIN = 2.0  # a structure's best swept time over this many times the fastest's: not kept alive
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,20 @@ def structure_of(best_hash: str, tables: Iterable[dict[str, Any]]) -> str:
     return ""
 
 
+def dead_moves(refused: Iterable[str], tables: Iterable[dict[str, Any]], best_move: str = "") -> set[str]:
+    """The moves one of whose kernels (by source hash, in `refused`) the full verification refused;
+    never the best kernel's own structure (it passed)."""
+    refused = set(refused)
+    if not refused:
+        return set()
+    dead = set()
+    for row in _rows(tables):
+        path = Path(row.get("path") or "")
+        if row.get("move") and row["move"] not in dead and path.is_file() and source_hash(path.read_text()) in refused:
+            dead.add(str(row["move"]))
+    return dead - {best_move}
+
+
 def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -> list[Planned]:
     """The first configurations of each move never measured, sharing `budget` (at least one each;
     what is left over after an even share goes to the moves first in order: the diagnosis's)."""
@@ -74,13 +93,17 @@ def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -
     return out
 
 
-def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int) -> list[Planned]:
-    """A few configurations around the best row of each live structure other than the best's."""
+def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: Collection[str] = ()) -> list[Planned]:
+    """A few configurations around the best row of each live structure other than the best's (not
+    dead, and within ALIVE_WITHIN of the fastest structure)."""
     by_move: dict[str, list[dict[str, Any]]] = {}
     for row in _rows(tables):
-        if row.get("move") and row["time_ms"] is not None:
+        if row.get("move") and row["move"] not in dead and row["time_ms"] is not None:
             by_move.setdefault(row["move"], []).append(row)
-    fastest = sorted(by_move, key=lambda m: min(r["time_ms"] for r in by_move[m]))[:ALIVE]
+    timed = [r["time_ms"] for r in _rows(tables) if r["time_ms"] is not None]
+    cutoff = ALIVE_WITHIN * min(timed) if timed else 0.0
+    near = [m for m in by_move if min(r["time_ms"] for r in by_move[m]) <= cutoff]
+    fastest = sorted(near, key=lambda m: min(r["time_ms"] for r in by_move[m]))[:ALIVE]
     out: list[Planned] = []
     for move in (m for m in fastest if m != best_move):
         rows = by_move[move]
