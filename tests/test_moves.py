@@ -384,6 +384,14 @@ def test_the_verifier_gets_neither_a_dead_structure_nor_a_row_far_slower_than_th
     task["failed"] = []
     again = _pick(tables, {best.source_hash}, task, {})  # type: ignore[arg-type]
     assert texts["grouped.py"] in {Path(c.path).read_text() for c in again}  # alive, it comes first
+    # No best yet (a rejected seed's repair): the bar is the fastest row still to try, not the
+    # fastest row (here the refused grouped kernel, whose 0.9 ms would bar every other)
+    slow = [_row("grouped", 0.9, tmp_path / "grouped.py"), _row("split_k", 1.3, tmp_path / "near.py"),
+            _row("split_k", 1.3 * VERIFY_WITHIN + 0.1, tmp_path / "far.py")]
+    table_path(tmp_path, 0).write_text(json.dumps({"round": 0, "rows": slow}))
+    repair = {"run_dir": str(tmp_path), "round": 0, "repair": 1, "best": None, "failed": refused}
+    picked = _pick([json.loads(table_path(tmp_path, 0).read_text())], set(refused), repair, {})  # type: ignore[arg-type]
+    assert [Path(c.path).read_text() for c in picked] == [texts["near.py"]]
 
 
 def test_the_offline_optimizer_takes_a_move_and_accepts_it_when_faster(tmp_path: Path) -> None:

@@ -225,12 +225,13 @@ def _distinct_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return first + rest
 
 
-def _verifiable(rows: list[dict[str, Any]], task: Branch, dead: set[str]) -> list[dict[str, Any]]:
-    """The rows worth a full verification: not of a dead structure, and swept within VERIFY_WITHIN
-    of the best kernel's time (with no best: of the fastest row's)."""
+def _verifiable(rows: list[dict[str, Any]], task: Branch, dead: set[str], tried: set[str]) -> list[dict[str, Any]]:
+    """The rows worth a full verification: not tried, not of a dead structure, and swept within
+    VERIFY_WITHIN of the best kernel's time (with no best: of the fastest such row's)."""
+    rows = [r for r in rows if r.get("move", "") not in dead and source_hash(Path(r["path"]).read_text()) not in tried]
     best = task["best"]
     bar = best.time_ms if best else min((r["time_ms"] for r in rows), default=0.0)
-    return [r for r in rows if r.get("move", "") not in dead and r["time_ms"] <= VERIFY_WITHIN * bar]
+    return [r for r in rows if r["time_ms"] <= VERIFY_WITHIN * bar]
 
 
 def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: Config) -> list[Candidate]:
@@ -239,7 +240,7 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
     every = load_tables(task["run_dir"])
     best_move = structure_of(task["best"].source_hash, every) if task["best"] else ""
     rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
-    rows = _distinct_first(_verifiable(rows, task, dead_moves(task.get("failed", []), every, best_move)))
+    rows = _distinct_first(_verifiable(rows, task, dead_moves(task.get("failed", []), every, best_move), tried))
     candidates: list[Candidate] = []
     for row in rows:
         text = Path(row["path"]).read_text()
