@@ -360,7 +360,7 @@ def test_a_structure_the_verifier_refused_is_dead_but_never_the_best_kernels_own
 def test_the_verifier_gets_neither_a_dead_structure_nor_a_row_far_slower_than_the_best(tmp_path: Path) -> None:
     # The H200 run of 6_Matmul verified matmul.grouped twice (swept at 16.7 ms against a 1.28 ms
     # best), and twice it was wrong on the larger case.
-    from kernelopt.nodes.tune import VERIFY_WITHIN, _pick, table_path
+    from kernelopt.nodes.tune import VERIFY_WITHIN, _pick, _verifiable, table_path
     from kernelopt.records import KernelRecord, Timing
 
     texts = {"best.py": "SPLIT_K = 8\n", "grouped.py": "GROUP_M = 8\n", "near.py": "SPLIT_K = 16\n",
@@ -388,10 +388,16 @@ def test_the_verifier_gets_neither_a_dead_structure_nor_a_row_far_slower_than_th
     # fastest row (here the refused grouped kernel, whose 0.9 ms would bar every other)
     slow = [_row("grouped", 0.9, tmp_path / "grouped.py"), _row("split_k", 1.3, tmp_path / "near.py"),
             _row("split_k", 1.3 * VERIFY_WITHIN + 0.1, tmp_path / "far.py")]
-    table_path(tmp_path, 0).write_text(json.dumps({"round": 0, "rows": slow}))
+    table_path(tmp_path, 0).write_text(json.dumps({"round": 0, "rows": slow, "gpu_times": True}))
     repair = {"run_dir": str(tmp_path), "round": 0, "repair": 1, "best": None, "failed": refused}
     picked = _pick([json.loads(table_path(tmp_path, 0).read_text())], set(refused), repair, {})  # type: ignore[arg-type]
     assert [Path(c.path).read_text() for c in picked] == [texts["near.py"]]
+    # Under the interpreter the host's times are too loose for the bar: the far row stays verifiable
+    task["failed"] = refused
+    on_host = _verifiable(tables[0]["rows"], task, {"grouped"}, {best.source_hash}, gpu_times=False)  # type: ignore[arg-type]
+    on_gpu = _verifiable(tables[0]["rows"], task, {"grouped"}, {best.source_hash}, gpu_times=True)  # type: ignore[arg-type]
+    assert texts["far.py"] in {Path(r["path"]).read_text() for r in on_host}
+    assert {Path(r["path"]).read_text() for r in on_gpu} == {texts["near.py"], texts["other.py"]}
 
 
 def test_the_offline_optimizer_takes_a_move_and_accepts_it_when_faster(tmp_path: Path) -> None:
