@@ -226,12 +226,15 @@ def _distinct_first(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _verifiable(
-    rows: list[dict[str, Any]], task: Branch, dead: set[str], tried: set[str], gpu_times: bool
+    rows: list[dict[str, Any]], task: Branch, dead: set[str], tried: set[str], gpu_times: bool,
+    digests: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The rows worth a full verification: not tried, not of a dead structure, and, timed on a GPU,
     swept within VERIFY_WITHIN of the best kernel's time (with no best: of the fastest such row's).
-    The interpreter's times are too loose for the bar: there every row stays."""
-    rows = [r for r in rows if r.get("move", "") not in dead and source_hash(Path(r["path"]).read_text()) not in tried]
+    The interpreter's times are too loose for the bar: there every row stays. `digests` holds the
+    rows' source hashes by path where the caller has them."""
+    digests = digests or {r["path"]: source_hash(Path(r["path"]).read_text()) for r in rows}
+    rows = [r for r in rows if r.get("move", "") not in dead and digests[r["path"]] not in tried]
     if not gpu_times:
         return rows
     best = task["best"]
@@ -243,17 +246,18 @@ def _pick(tables: list[dict[str, Any]], tried: set[str], task: Branch, centre: C
     """The best configurations of these tables not yet verified, one per structure first, written as
     candidates; none of a dead structure, none far slower than the best."""
     every = load_tables(task["run_dir"])
-    best_move = structure_of(task["best"].source_hash, every) if task["best"] else ""
-    rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
     best = task["best"]
+    best_move = structure_of(best.source_hash, every) if best else ""
+    rows = sorted((r for t in tables for r in ranked(t)), key=lambda r: (-r["stage"], r["time_ms"]))
+    texts = {r["path"]: Path(r["path"]).read_text() for r in rows}
+    digests = {path: source_hash(text) for path, text in texts.items()}
     gpu_times = best.timing.is_gpu_time if best else all(t.get("gpu_times") for t in tables)
     dead = dead_moves(task.get("failed", []), every, best_move)
-    rows = _distinct_first(_verifiable(rows, task, dead, tried, gpu_times))
+    rows = _distinct_first(_verifiable(rows, task, dead, tried, gpu_times, digests))
     candidates: list[Candidate] = []
     for row in rows:
-        text = Path(row["path"]).read_text()
-        digest = source_hash(text)
-        if digest in tried:
+        text, digest = texts[row["path"]], digests[row["path"]]
+        if digest in tried:  # two rows of one source: verified once
             continue
         tried.add(digest)
         out = kernel_path(task["run_dir"], task["round"], task["repair"], len(candidates))
