@@ -222,7 +222,9 @@ def test_a_run_with_approval_stops_at_each_question_and_resumes_with_command(ser
         assert [q["question"] for q in asked][:1] == ["try"], asked  # the run stopped before round 1's rewrite
         assert asked[0]["round"] == 1 and asked[0]["kernel_path"].endswith("r001_a0.py") and asked[0]["diff"]
         assert final["stop_reason"] == "max_rounds", final
-        assert Path(final["best"]["path"]).name in ("r000_a0.py", "r001_a0.py")
+        # the start or one of round 1's two candidates (r001_a0.py, r001_a0_b1.py): which is faster
+        # under the interpreter is the host's to decide
+        assert Path(final["best"]["path"]).name in ("r000_a0.py", "r001_a0.py", "r001_a0_b1.py")
 
 
 def test_a_run_with_the_default_settings_runs_to_its_end_with_no_reload_and_leaves_its_report(server, tmp_path):
