@@ -119,6 +119,19 @@ def test_the_judger_names_fma_products_first_unless_the_kernel_is_memory_bound()
     assert all(b.category != "compute" for b in diagnose(_roofline("compute"), {}, source=rewritten))
 
 
+def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> None:
+    """The H200 profile of a level-2 GEMM seed (memory SOL 56% from shared memory, compute 51%,
+    DRAM low) once read as memory-bound, and the judger told it to enlarge its blocks."""
+    from kernelopt.hardware import RooflineAnalyzer, floor_from_counts, get_gpu_spec
+    from kernelopt.hardware.ncu import DRAM_THROUGHPUT_PCT, MEMORY_THROUGHPUT_PCT, SM_THROUGHPUT_PCT
+
+    floor = floor_from_counts(4 * (1024 * 8192 * 2 + 8192 * 8192), 2.0 * 1024 * 8192 * 8192, torch.float32)
+    metrics = {SM_THROUGHPUT_PCT: 51.2, MEMORY_THROUGHPUT_PCT: 56.3, DRAM_THROUGHPUT_PCT: 6.0}
+    roofline = RooflineAnalyzer(get_gpu_spec("H200")).analyze(metrics, floor, measured_time_ms=5.8)
+    first = diagnose(roofline, metrics, source=seed_text("max_autotune_triton", BMM))[0]
+    assert first.category == "compute" and first.recommended_fixes == (FIX_TF32X3,)
+
+
 def test_the_fix_moves_no_launch_knob() -> None:
     from kernelopt.offline.tuner import Direction, direction_of
 

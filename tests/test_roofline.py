@@ -126,6 +126,27 @@ def test_memory_sol_falls_back_to_dram_throughput() -> None:
     assert roofline.memory_sol_pct == 70.0 and roofline.bottleneck == "memory"
 
 
+# 76_Gemm_Add_ReLU's compiler seed on the H200 (fp32, 1024 x 8192 x 8192, FMAs): NCU put its
+# memory SOL (shared memory feeding the FMAs) at 56%, over compute's 51%, while DRAM stayed low.
+GEMM_FLOOR = floor_from_counts(4 * (1024 * 8192 * 2 + 8192 * 8192), 2.0 * 1024 * 8192 * 8192, torch.float32)
+
+
+@pytest.mark.parametrize(
+    ("dram_pct", "floor", "expected"),
+    [
+        (6.0, GEMM_FLOOR, "compute"),  # the lead is on chip, and the floor is above the ridge
+        (55.0, GEMM_FLOOR, "memory"),  # DRAM itself is that busy: fewer bytes would help
+        (None, GEMM_FLOOR, "memory"),  # no DRAM figure: NCU's lead stands
+        (6.0, SOFTMAX_FLOOR, "memory"),  # below the ridge an on-chip lead is still memory
+    ],
+)
+def test_an_on_chip_memory_lead_over_a_compute_bound_floor_is_compute(dram_pct, floor, expected) -> None:
+    metrics = {SM_PCT: 51.2, MEM_PCT: 56.3} | ({DRAM_PCT: dram_pct} if dram_pct is not None else {})
+    roofline = RooflineAnalyzer(H200).analyze(metrics, floor, measured_time_ms=5.8)
+    assert roofline.bottleneck == expected
+    assert roofline.memory_sol_pct == 56.3  # the SOL shown stays NCU's own
+
+
 def test_tensor_core_use_follows_the_config_threshold() -> None:
     metrics = {SM_PCT: 60.0, MEM_PCT: 30.0, HMMA_PCT: 5.0}
     assert RooflineAnalyzer(H200).analyze(metrics).uses_tensor_cores is True

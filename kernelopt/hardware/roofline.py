@@ -29,6 +29,7 @@ class RooflineConfig:
     at_roofline_efficiency_pct: float = 85.0  # floor view: measured within this of the floor
     underutilized_sol_pct: float = 40.0  # both units below this: latency/occupancy bound
     tensor_core_active_pct: float = 1.0  # tensor pipe above this: tensor cores are in use
+    on_chip_share: float = 0.5  # DRAM under this share of the memory SOL: the busy memory is L1/L2
 
 
 def dtype_name(dtype: object) -> str:
@@ -138,6 +139,7 @@ class _NcuView:
     uses_tensor_cores: bool | None
     dram_bytes: float | None
     time_ms: float | None
+    dram_sol_pct: float | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +282,7 @@ class RooflineAnalyzer:
             uses_tensor_cores=(max(tensor) > self.config.tensor_core_active_pct if tensor else None),
             dram_bytes=read + write if read is not None and write is not None else None,
             time_ms=time_ns / 1e6 if time_ns else None,
+            dram_sol_pct=metrics.get(DRAM_THROUGHPUT_PCT),
         )
 
     def _floor_view(self, floor: FloorEstimate, warnings: list[str], baselines_ms: Mapping[str, float]) -> _FloorView:
@@ -306,12 +309,20 @@ class RooflineAnalyzer:
         """NCU's measured SOL decides; when both units are idle-ish (or without NCU), the floor's
         intensity against the ridge names the roof the kernel is under: low SOL says how far it
         is from that roof, not which roof it is (a naive elementwise kernel at 39% of each is
-        still memory-bound). "underutilized" is left for kernels with no floor to ask."""
+        still memory-bound). "underutilized" is left for kernels with no floor to ask.
+
+        NCU's memory SOL is its busiest memory unit, L1 and shared memory included. When that
+        lead comes from on-chip traffic (DRAM runs at under half of it) and the floor's intensity
+        is above the ridge, the kernel is compute-bound: a GEMM feeding FMAs from shared memory
+        is cured by more math per load (tensor cores, larger tiles), not by fewer DRAM bytes."""
         pair = (view.compute_sol_pct, view.memory_sol_pct) if view else (None, None)
         if pair != (None, None):
             compute, memory = (pct or 0.0 for pct in pair)
             if max(compute, memory) >= self.config.underutilized_sol_pct:
-                return "memory" if memory >= compute else "compute"
+                if memory < compute:
+                    return "compute"
+                on_chip = view.dram_sol_pct is not None and view.dram_sol_pct < memory * self.config.on_chip_share
+                return "compute" if on_chip and self._floor_bound(floor) == "compute" else "memory"
             by_floor = self._floor_bound(floor)
             return by_floor if by_floor != "unknown" else "underutilized"
         return self._floor_bound(floor)
