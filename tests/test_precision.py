@@ -120,8 +120,9 @@ def test_the_judger_names_fma_products_first_unless_the_kernel_is_memory_bound()
 
 
 def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> None:
-    """The H200 profile of a level-2 GEMM seed (memory SOL 56% from shared memory, compute 51%,
-    DRAM low) once read as memory-bound, and the judger told it to enlarge its blocks."""
+    """Level-2 GEMM seeds on the H200 were judged memory-bound (NCU's memory SOL leads, a unit on
+    chip among them) and told to enlarge their blocks; with DRAM far below that lead, their FMA
+    products are the diagnosis."""
     from kernelopt.hardware import RooflineAnalyzer, floor_from_counts, get_gpu_spec
     from kernelopt.hardware.ncu import DRAM_THROUGHPUT_PCT, MEMORY_THROUGHPUT_PCT, SM_THROUGHPUT_PCT
 
