@@ -30,6 +30,9 @@ def test_timing_uses_cuda_events_and_adapts_trials_to_kernel_length() -> None:
     assert long.median_ms > 20 * short.median_ms
     assert short.trials > long.trials  # a short kernel needs more trials for the same evidence
     assert long.min_ms <= long.p25_ms <= long.median_ms <= long.p75_ms <= long.max_ms
+    # a sweep's hopeless row: past the give-up time after its warm runs, it is not timed further
+    hopeless = measure(lambda: large.mul_(1.0), device, TimingConfig(target_total_ms=200.0, give_up_ms=short.median_ms))
+    assert hopeless.trials == 1 and 0.7 * long.median_ms < hopeless.median_ms < 1.5 * long.median_ms
 
 
 @pytest.mark.parametrize("cheat", ["cheat_stale_empty", "cheat_race", "cheat_partial_write", "cheat_zero_reliance"])

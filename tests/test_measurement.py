@@ -6,7 +6,7 @@ import torch
 
 from kernelopt.harness.measure.correctness import compare_case, tolerance
 from kernelopt.harness.measure.floor import estimate_floor
-from kernelopt.harness.measure.timing import beats, measure, summarize
+from kernelopt.harness.measure.timing import TimingConfig, beats, measure, summarize
 from kernelopt.records import Timing
 
 
@@ -67,6 +67,22 @@ def test_summary_quartiles_and_the_noise_rule() -> None:
 def test_host_timing_is_labelled_as_not_gpu_time() -> None:
     timing = measure(lambda: torch.ones(10).sum(), torch.device("cpu"), host_clock="cpu")
     assert timing.clock == "cpu" and not timing.is_gpu_time and "[CPU time]" in timing.label()
+
+
+def test_a_run_past_the_give_up_time_ends_the_measurement_unless_trials_are_sampled() -> None:
+    import time
+
+    def slow() -> torch.Tensor:
+        time.sleep(0.02)
+        return torch.zeros(1)
+
+    cpu = torch.device("cpu")
+    assert measure(slow, cpu, TimingConfig(interpreter_trials=4)).trials == 4
+    assert measure(slow, cpu, TimingConfig(interpreter_trials=4, give_up_ms=1000.0)).trials == 4
+    hopeless = measure(slow, cpu, TimingConfig(interpreter_trials=4, give_up_ms=5.0))
+    assert hopeless.trials == 1 and hopeless.median_ms >= 20.0
+    samples: list[object] = []  # the verifier's sampled trials need every pick: no giving up
+    assert measure(slow, cpu, TimingConfig(interpreter_trials=4, give_up_ms=5.0), samples=samples).trials == 4
 
 
 def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> None:

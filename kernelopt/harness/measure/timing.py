@@ -34,6 +34,9 @@ class TimingConfig:
     flush_l2_bytes: int = 256 * 1024 * 1024  # >= 2x the largest L2 in the spec database (see for_gpu)
     # Interpreter runs take seconds; a few trials are enough for a label-only time.
     interpreter_trials: int = 3
+    # A warm run slower than this ends the measurement there, its time the median (a sweep's
+    # hopeless configuration: its trials would cost seconds and rank it no differently).
+    give_up_ms: float | None = None
 
 
 def timing_config_for(
@@ -170,6 +173,8 @@ def _measure_cuda(fn: Callable[[], object], device: torch.device, config: Timing
     # The first call may pay for lazy loading (a module, a cuBLAS handle): it says nothing of the
     # kernel's length, and would leave a microsecond kernel with a handful of trials.
     estimate_ms = max((elapsed_ms - first_ms) / (runs - 1) if runs > 1 else elapsed_ms, 1e-4)
+    if _gives_up(config, sampler, estimate_ms):
+        return summarize([estimate_ms], "cuda_events")
     trials = int(min(config.max_trials, max(config.min_trials, config.target_total_ms / estimate_ms)))
     overhead_ms = _event_pair_ms(flush, device, config.min_trials)
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(trials)]
@@ -216,7 +221,15 @@ def _measure_host(
         result = sampler.call(i, fn)
         times_ms.append((time.perf_counter() - begin) * 1e3)
         sampler.keep(i, result)
+        if _gives_up(config, sampler, times_ms[-1]):
+            break
     return summarize(times_ms, clock)
+
+
+def _gives_up(config: TimingConfig, sampler: _Sampler, run_ms: float) -> bool:
+    """A run past `give_up_ms` ends the measurement, unless its timed calls are being sampled
+    (the verifier's check that timed calls compute the checked answer needs every pick)."""
+    return config.give_up_ms is not None and sampler.samples is None and run_ms > config.give_up_ms
 
 
 def beats(candidate: Timing, best: Timing, min_gain_pct: float) -> bool:
