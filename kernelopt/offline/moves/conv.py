@@ -27,7 +27,7 @@ import triton
 import triton.language as tl
 '''
 # (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K, num_warps, num_stages), the template's own first
-_TILES = ((64, 64, 32, 4, 2), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3), (32, 64, 32, 4, 2),
+_TILES = ((64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3), (32, 64, 32, 4, 2),
           (64, 32, 32, 4, 3), (128, 32, 64, 4, 3))
 _KEYS = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stages")
 _IEEE = 'input_precision="ieee"'
