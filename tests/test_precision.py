@@ -11,8 +11,8 @@ from test_seed_translate import _run_both, problem_path, seed_text, shrunk_probl
 from kernelopt.offline.judge import FIX_TF32X3, diagnose
 from kernelopt.offline.moves import structural_moves
 from kernelopt.offline.moves.precision import fma_dots, to_tf32x3
-from kernelopt.offline.tuner import knob_values, with_config
-from kernelopt.records import Roofline
+from kernelopt.offline.tuner import FIX_SWEEP, knob_values, with_config
+from kernelopt.records import BottleneckResult, Roofline
 
 ROOT = Path(__file__).parents[1]
 BMM = "3_Batched_matrix_multiplication"
@@ -131,6 +131,30 @@ def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> N
     roofline = RooflineAnalyzer(get_gpu_spec("H200")).analyze(metrics, floor, measured_time_ms=5.8)
     first = diagnose(roofline, metrics, source=seed_text("max_autotune_triton", BMM))[0]
     assert first.category == "compute" and first.recommended_fixes == (FIX_TF32X3,)
+
+
+def test_a_round_whose_cure_is_3xtf32_gives_the_fma_kernels_own_knobs_a_few_rows(tmp_path: Path) -> None:
+    from kernelopt.harness.problem import source_hash
+    from kernelopt.nodes.tune import OWN_BESIDE_A_CURE, _plan
+    from kernelopt.records import KernelRecord, Timing
+
+    seed = seed_text("max_autotune_triton", BMM)
+    (tmp_path / "best.py").write_text(seed)
+    timing = Timing(5.8, 5.8, 5.8, 5.8, 5.8, 9, "cuda_events")
+    best = KernelRecord(str(tmp_path / "best.py"), source_hash(seed), timing, 0)
+    fma = diagnose(_roofline("compute"), {}, source=seed)[0]
+    task: dict = {"run_dir": str(tmp_path), "problem_file": str(problem_path(BMM)), "gpu_key": "H200",
+                  "round": 1, "repair": 0, "best": best, "failed": [],
+                  "idea": (fma, fma.root_causes[0], fma.recommended_fixes[0])}
+    planned, basis = _plan(seed, task, 48)  # type: ignore[arg-type]
+    own = [p for p in planned if not p.move]
+    first = basis["moves"]["first"]  # the moves that cure it: the rewrite, and the batched template's twin
+    assert "dot.tf32x3" in first and planned[0].move in first and "dot.tf32x3" in {p.move for p in planned}
+    assert 1 <= len(own) <= OWN_BESIDE_A_CURE
+    # any other diagnosis (here the sweep of an untuned launch) keeps the knobs' full share
+    untuned = BottleneckResult("other", "untuned", "", ("",), (FIX_SWEEP,))
+    full, _ = _plan(seed, {**task, "idea": (untuned, "", FIX_SWEEP)}, 48)  # type: ignore[arg-type]
+    assert len([p for p in full if not p.move]) > OWN_BESIDE_A_CURE
 
 
 def test_the_fix_moves_no_launch_knob() -> None:
