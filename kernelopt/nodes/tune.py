@@ -91,10 +91,11 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     seed = 100 * task["round"] + task["repair"]
     category = task["idea"][0].category if task["idea"] else None
     ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first
+    measured = measured_moves(tables)
     if best is None:  # a rejected start: kernels built from the problem alone, nothing of the start's
-        planned = move_plans(ordered, measured_moves(tables), budget)
+        planned = move_plans(ordered, measured, budget)
         return planned, {"moves": _moves_note(moves, ""), "basis": "the structural moves, in place of a rejected start"}
-    planned = move_plans(ordered, measured_moves(tables), moves_budget(budget, _untried(moves, tables)))
+    planned = move_plans(ordered, measured, moves_budget(budget, _untried(moves, tables)))
     dead = dead_moves(task.get("failed", []), tables, best_move)
     planned += alive_plans(tables, best_move, seed, dead)[: max(0, budget - len(planned) - 1)]
     basis: dict[str, Any] = {"moves": {**_moves_note(moves, best_move), "diagnosis": category,
@@ -107,7 +108,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     fix = task["idea"][2] if task["idea"] else ""
     direction = direction_of(fix)
     own = max(1, budget - len(planned))
-    if fix == FIX_TF32X3 and any(category in m.cures and m.name not in measured_moves(tables) for m in ordered):
+    if fix == FIX_TF32X3 and any(category in m.cures and m.name not in measured for m in ordered):
         own = min(own, OWN_BESIDE_A_CURE)
     configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed)
     planned += [Planned(c, best_move, with_config(source, c), best_move) for c in configs]
