@@ -90,6 +90,12 @@ def test_moves_that_do_not_apply_say_why() -> None:
                                                   "matmul.persistent_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
+    assert "load aligned already" in {s.name: s.why for s in square.skipped}["matmul.aligned"]
+    irregular = structural_moves(PROBLEMS / "8_Matmul_with_irregular_shapes_.py")  # K=2949, N=5921
+    aligned = {m.name: m for m in irregular.instances if m.name.startswith("matmul.aligned")}
+    assert set(aligned) == {"matmul.aligned", "matmul.aligned_tf32x3"}
+    assert "A's 2949, B's 5921 elements are no multiple of 16" in aligned["matmul.aligned"].why
+    assert "compute" in aligned["matmul.aligned_tf32x3"].cures  # the FMA diagnosis puts its 3xTF32 form first
     scan = structural_moves(PROBLEMS / "89_cumsum.py")
     assert not scan.instances and "no template for this reference (its operators: cumsum)" in scan.skipped[0].why
 
@@ -118,7 +124,7 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
-                                                  ("batched", "bmm.py")])
+                                                  ("aligned", "matmul.py"), ("batched", "bmm.py")])
 def test_each_3xtf32_twin_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
@@ -300,6 +306,7 @@ def test_each_standardize_template_passes_the_verifier(
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
                                                   ("grouped", "matmul.py"), ("persistent", "matmul.py"),
+                                                  ("aligned", "matmul.py"), ("aligned", "matmul_bt.py"),
                                                   ("batched", "bmm.py")])
 def test_each_matmul_template_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings

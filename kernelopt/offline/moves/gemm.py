@@ -1,0 +1,106 @@
+"""The matmul family's moves: which templates (moves/matmul.py) apply to a problem's A @ B or
+torch.bmm, with the tiles each sweeps, and why the others do not apply."""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves.family import Family
+
+_MATMUL_TILES = (  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): the tiles Hopper kernels start from
+    (128, 256, 64, 8, 3), (128, 128, 64, 4, 4), (256, 128, 64, 8, 3), (128, 128, 32, 4, 4),
+    (64, 256, 32, 4, 4), (128, 64, 64, 4, 4), (64, 128, 64, 4, 4), (64, 64, 64, 4, 3),
+)
+_MATMUL_TILES_FP32 = (
+    (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4), (128, 128, 16, 8, 4),
+    (64, 64, 16, 4, 3),
+)
+
+
+def _tiles(family: Family) -> list[Config]:
+    table = _MATMUL_TILES_FP32 if family.dtype == "float32" else _MATMUL_TILES
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    return [dict(zip(keys, t, strict=True)) for t in table]
+
+
+def matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    params, ops, flips = family.input_names, family.operands, family.transposed
+    out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
+                        matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
+    # Host-side tensor descriptors live in triton.tools, which the verifier's import rules do not admit.
+    skipped = [Skipped("matmul.tma", "host-side tensor descriptors (triton.tools.tensor_descriptor) are outside the "
+                       "imports the verifier admits")]
+    out, skipped = _matmul_structures(family, sm_count, out, skipped)
+    out, skipped = _aligned(family, out, skipped)
+    if family.dtype != "float32":
+        return out, skipped
+    return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
+                               matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+
+
+def bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    source = matmul.batched(family.input_names, family.operands, family.transposed)
+    out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
+                        source, tuple(_tiles(family)))]
+    if family.dtype == "float32":
+        out.append(MoveInstance("bmm.batched_tf32x3", f"{out[0].why}; fp32 products at 3xTF32 on the tensor cores",
+                                matmul.on_tensor_cores(source), out[0].grid))
+    return out, []
+
+
+def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
+                       skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The persistent and split-K templates where the problem's tile count and K call for them."""
+    (m, k), n = _mk(family), _n(family)
+    params, ops, flips = family.input_names, family.operands, family.transposed
+    tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    if tiles > sm_count:
+        out.append(MoveInstance("matmul.persistent", f"one program per SM walking the {tiles} output tiles "
+                                "in GROUP_M order", matmul.persistent(params, ops, flips, sm_count),
+                                tuple({**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in _tiles(family)[:3])))
+    else:
+        skipped.append(Skipped("matmul.persistent", f"{tiles} output tiles of 128 x 128 are not more than the "
+                               f"{sm_count} SMs: a program per tile is already one wave"))
+    if tiles < sm_count and k >= 8 * 128:
+        per_tile = [[{**t, "SPLIT_K": s} for s in matmul.split_counts(m, n, k, t, sm_count)]
+                    for t in _tiles(family)[:3]]
+        # each tile's best guess first, then each one's second, ...
+        grid = [c for rank in range(max(map(len, per_tile))) for configs in per_tile for c in configs[rank : rank + 1]]
+        out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
+                                "slices, summed by a second kernel", matmul.split_k(params, ops, flips), tuple(grid)))
+        return out, skipped
+    why = (f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs" if tiles >= sm_count
+           else f"K={k} is too short to split")
+    return out, [*skipped, Skipped("matmul.split_k", why)]
+
+
+ALIGN = 16  # elements: a row length Triton can prove a multiple of, so its tiles load as whole vectors
+
+
+def _aligned(family: Family, out: list[MoveInstance],
+             skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The padded, aligned template where a stored row of A or B is no multiple of ALIGN elements."""
+    rows = {family.input_names[i]: family.shapes[i][-1] for i in family.operands}
+    odd = {name: n for name, n in rows.items() if n % ALIGN}
+    stored = ", ".join(f"{name}'s {n}" for name, n in rows.items())
+    if not odd:
+        return out, [*skipped, Skipped("matmul.aligned", f"the stored rows ({stored} elements) are multiples of "
+                                       f"{ALIGN}: their tiles load aligned already")]
+    why = (f"stored rows of {stored} elements are no multiple of {ALIGN}: A and B copied into zero-padded, aligned "
+           "buffers of whole tiles, then multiplied with no mask")
+    source = matmul.aligned(family.input_names, family.operands, family.transposed)
+    return [*out, MoveInstance("matmul.aligned", why, source, tuple(_tiles(family)))], skipped
+
+
+def _mk(family: Family) -> tuple[int, int]:
+    shape = family.shapes[family.operands[0]]
+    return (shape[1], shape[0]) if family.transposed[0] else (shape[0], shape[1])
+
+
+def _n(family: Family) -> int:
+    shape = family.shapes[family.operands[1]]
+    return shape[0] if family.transposed[1] else shape[1]
