@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+import triton.language as tl
 
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.space import plan
@@ -165,6 +166,27 @@ def test_a_gemm_templates_tiles_are_launch_knobs_and_the_grid_follows_them(tmp_p
     path = problem_path("3_Batched_matrix_multiplication")
     expected, got = _run_both(shrunk_problem(path, tmp_path / path.name), seed_file)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_gemm_templates_index_type_follows_its_tensors_not_the_compiled_size(tmp_path: Path) -> None:
+    # Inductor indexed the tall-skinny product in int32, guarding a recompile past 2**31; the seed has
+    # no guard, and a larger case's 46341 x 46341 output made the H200 fault (illegal memory access).
+    text = seed_text("max_autotune_triton", "9_Tall_skinny_matrix_multiplication_")
+    assert "INDEX_DTYPE : tl.constexpr = tl.int32" not in text and "INDEX_DTYPE: tl.constexpr)" in text
+    launch = next(line for line in text.splitlines() if "triton_tem_fused_mm_0[" in line)
+    assert "INDEX_DTYPE=index_dtype(A, B, buf0, " in launch
+    assert "INDEX_DTYPE" not in knob_values(text)  # chosen by the launch, never swept
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    spec = importlib.util.spec_from_file_location("tall_skinny_seed", seed_file)
+    assert spec is not None and spec.loader is not None
+    seed = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(seed)
+    with torch.device("meta"):
+        fits, past = torch.empty(32768, 32768), torch.empty(46341, 46341)
+        narrow, wide = torch.empty(2**15, 2**15).t(), torch.empty(2**16, 2**15).t()  # views reach their storage
+    assert seed.index_dtype(fits, 3) is tl.int32 and seed.index_dtype(fits, past) is tl.int64
+    assert seed.index_dtype(narrow) is tl.int32 and seed.index_dtype(wide) is tl.int64
 
 
 def test_a_persistent_reductions_block_follows_the_row_and_is_no_knob() -> None:

@@ -158,6 +158,8 @@ def _launch(call: ast.Call, source: ForwardInputs) -> str:
         for k, v in knobs.items()
         if k in kernel.constexprs or k in standalone.tile_values
     ]
+    if standalone.index_dtype:  # int64 where an offset into one of the launch's tensors may pass 2**31 - 1
+        settings.append(f"INDEX_DTYPE=index_dtype({', '.join(passed[: len(passed) - extra])})")
     settings += [f"num_warps={config.num_warps}", f"num_stages={config.num_stages}"]
     grid = _grid(kernel, standalone, args, passed[len(passed) - extra :] if extra else [])
     return f"{name}[{grid}]({', '.join([*passed[: len(passed) - extra], *settings])})"

@@ -14,6 +14,9 @@ from kernelopt.syntax import parse
 
 # A GEMM template's tile knobs: the template sets them inside the body; the seed passes them at the launch.
 TEMPLATE_KNOBS = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M")
+# A template's index type: the compiler picked int32 for the sizes it compiled, guarding a recompile
+# at larger ones; the seed has no such guard, so the launch picks it from its tensors (INDEX_HELPER).
+INDEX_DTYPE = "INDEX_DTYPE"
 # Module names a kernel module imports from the compiler's runtime, and what they become in the seed file.
 _RUNTIME_PREFIX = re.compile(r"\btriton_helpers\.(\w+)")
 # libdevice functions Triton's own math module has: written as tl.math so the file also runs under
@@ -34,6 +37,7 @@ class StandaloneKernel:
     source: str
     helpers: frozenset[str]
     tile_values: dict[str, int] = field(default_factory=dict)  # a template's lifted knobs
+    index_dtype: bool = False  # INDEX_DTYPE lifted into a parameter the launch sets
     grid_sizes: dict[str, str] = field(default_factory=dict)  # a template's M and N, in its parameters
     params: tuple[str, ...] = ()  # the parameters a launch passes positionally
 
@@ -82,6 +86,8 @@ def _lift_template_knobs(fn: ast.FunctionDef, lines: list[str]) -> tuple[dict[st
             if name in TEMPLATE_KNOBS and isinstance(stmt.value, ast.Constant) and type(stmt.value.value) is int:
                 values[name] = stmt.value.value
                 drop.append(stmt.lineno)
+            elif name == INDEX_DTYPE:
+                drop.append(stmt.lineno)
             elif name == "EVEN_K":
                 # K divisible by BLOCK_K was decided for the compiled BLOCK_K; a swept BLOCK_K must mask
                 lines[stmt.lineno - 1] = re.sub(r"=\s*True\b", "= False", lines[stmt.lineno - 1])
@@ -111,8 +117,9 @@ def standalone(kernel: InductorKernel) -> StandaloneKernel:
     if kernel.kind == "template":
         tile_values, drop = _lift_template_knobs(fn, lines)
         grid_sizes = _template_grid_sizes(fn)
+    index_dtype = any(lines[number - 1].lstrip().startswith(INDEX_DTYPE) for number in drop)
     params = [ast.unparse(a) for a in fn.args.args]
-    params += [f"{name}: tl.constexpr" for name in tile_values]
+    params += [f"{name}: tl.constexpr" for name in [*tile_values, *([INDEX_DTYPE] if index_dtype else [])]]
     signature = f"def {fn.name}({', '.join(params)}):"
     first, last = fn.body[0].lineno, fn.end_lineno or fn.body[-1].lineno
     body = [lines[number - 1] for number in range(first, last + 1) if number not in drop]
@@ -130,4 +137,4 @@ def standalone(kernel: InductorKernel) -> StandaloneKernel:
     if found := _FORBIDDEN.search(text):
         raise unknown(f"{found.group(0)} inside kernel {kernel.name}")
     positional = tuple(p for p in kernel.params if p not in kernel.constexprs)
-    return StandaloneKernel(kernel.name, text, frozenset(used), tile_values, grid_sizes, positional)
+    return StandaloneKernel(kernel.name, text, frozenset(used), tile_values, index_dtype, grid_sizes, positional)

@@ -43,6 +43,16 @@ def grid_y_overflow(x_blocks, y_blocks):
     return (x_blocks, 0 if z_blocks == 0 else triton.cdiv(y_blocks, z_blocks), z_blocks)
 '''
 
+INDEX_HELPER = '''
+
+def index_dtype(*args):
+    """tl.int64 where an element offset into one of a launch's tensors may pass 2**31 - 1, else tl.int32
+    (the compiler's pick at the size it compiled, kept where it is safe: int32 offsets are cheaper)."""
+    reach = max((sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride())) + 1
+                 for t in args if isinstance(t, torch.Tensor) and t.numel()), default=0)
+    return tl.int64 if reach > 2**31 - 1 else tl.int32
+'''
+
 
 @dataclass(frozen=True)
 class Binding:
@@ -160,6 +170,7 @@ def write_seed(source: SeedSource) -> str:
         helpers.sources_for(used) if used else "",
         "\n\n\n".join(k.source for k in kernels.values()),
         GRID_Y_OVERFLOW if any("grid_y_overflow" in line for line in body) else "",
+        INDEX_HELPER if any("INDEX_DTYPE=index_dtype(" in line for line in body) else "",
         CONV_HELPER if any("conv_triton(" in line for line in body) else "",
         "\n\nclass ModelNew(nn.Module):\n" + reference_init(source.problem_source),
         signature,
