@@ -19,6 +19,7 @@ import triton.language as tl
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.space import plan
 from kernelopt.offline.tuner import Direction, knob_values, with_config
+from kernelopt.seed import helpers
 from kernelopt.seed.bindings import trace_bindings
 from kernelopt.seed.configs import from_record, untuned
 from kernelopt.seed.errors import SeedError
@@ -324,6 +325,67 @@ def test_inference_graphs_with_cudnn_convolutions_translate_and_compute_the_refe
     expected, got = _run_both(shrunk_problem(path, tmp_path / path.name), seed_file)
     assert got.shape == expected.shape and got.stride() == expected.stride()
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def _cpu_made_small_seed(name: str, tmp_path: Path) -> tuple[str, Path]:
+    """The seed of a CPU-made recording of a level-1 problem, recorded on its shrunk copy (record_cpu.py
+    on `shrunk_problem`'s output), and that copy."""
+    record = json.loads((CPU_MADE / f"{name}.json").read_text())
+    path = problem_path(name)
+    small = shrunk_problem(path, tmp_path / path.name)
+    problem = _load(small)
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs())
+    inputs = problem.get_inputs()
+    assert [list(x.shape) for x in inputs] == [i["shape"] for i in record["inputs"]]
+    code = record["codes"][0]
+    bindings = trace_bindings(model, inputs, duck_shape=record["duck_shape"])
+    return write_seed(SeedSource(name, path.read_text(), code, untuned(parse_output(code)), bindings, 1, False)), small
+
+
+@pytest.mark.parametrize("name", ["34_InstanceNorm", "44_Average_Pooling_1D"])
+def test_a_view_returned_as_it_is_made_becomes_a_strided_view(name: str, tmp_path: Path) -> None:
+    # torch 2.13 returns `reinterpret_tensor(buf, size, stride, offset)` in call's return statement
+    text, small = _cpu_made_small_seed(name, tmp_path)
+    forward = text[text.index("    def forward("):]
+    returned = next(line.strip() for line in forward.splitlines() if line.strip().startswith("return "))
+    assert ".as_strided(" in returned and "reinterpret_tensor" not in text
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    expected, got = _run_both(small, seed_file)
+    assert got.shape == expected.shape and got.stride() == expected.stride()
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_global_number_the_tracer_lifted_is_passed_as_its_value(tmp_path: Path) -> None:
+    # 88_MinGPTNewGelu's sqrt(2 / math.pi): torch 2.13 lifts math.pi into a float64 graph input, and
+    # Inductor takes its root in fp64 (libdevice.sqrt), which tl.math.sqrt_rn refuses
+    text, _ = _cpu_made_small_seed("88_MinGPTNewGelu", tmp_path)
+    launch = next(line for line in text.splitlines() if "triton_poi_fused_" in line and "[lambda meta" in line)
+    assert "(x, 3.141592653589793, buf0," in launch
+    assert "helper_sqrt_rn(" in text and "def helper_sqrt_rn(x):" in text and "tl.math.sqrt_rn(tmp" not in text
+    assert check_kernel_source(text) == []
+
+
+def test_the_written_out_root_keeps_each_precision_under_the_interpreter(tmp_path: Path) -> None:
+    kernel = tmp_path / "root.py"
+    kernel.write_text(
+        "import triton\nimport triton.language as tl\n\n"
+        + helpers.sources_for({"sqrt_rn"})
+        + "\n@triton.jit\ndef root(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        "    tl.store(y_ptr + offs, helper_sqrt_rn(tl.load(x_ptr + offs, mask=offs < n)), mask=offs < n)\n"
+    )
+    module = _load(kernel, "root_kernel")
+    for dtype in (torch.float32, torch.float64):
+        x = torch.rand(13, dtype=dtype) * 100
+        y = torch.empty_like(x)
+        module.root[(1,)](x, y, 13, BLOCK=16)
+        assert y.dtype == dtype
+        if dtype == torch.float64:  # the fp64 root is exact to its last bit, not an fp32 one widened
+            assert torch.equal(y, torch.sqrt(x))
+        else:  # the interpreter's fp32 root is within one unit in the last place
+            torch.testing.assert_close(y, torch.sqrt(x), rtol=2.4e-7, atol=0)
 
 
 def test_a_cublas_matmul_in_another_torch_versions_output_is_refused_naming_it() -> None:

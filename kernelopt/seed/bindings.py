@@ -7,6 +7,7 @@ the forward's input tensors and the module's parameters are handed over as they 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +21,7 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
 
     A Python number of the module that the tracer lifted into a tensor (`self.eps`) is a
     "scalar": some compiler versions keep it as an argument of `call`, others specialize it away.
+    One lifted from a global of the reference's module (`math.pi`) is a "constant": its value.
     """
     import torch
 
@@ -49,7 +51,21 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
             found.append(Binding("state", name=state[id(example)]))
         elif (path := _attribute_path(graph_arg)) is not None:
             found.append(Binding("scalar", name=path))
+        elif (value := _global_number(graph_arg, example)) is not None:
+            found.append(Binding("constant", name=value))
     return found
+
+
+def _global_number(graph_arg: Any, example: Any) -> str | None:
+    """The value, as an exact literal, of a Python number the tracer lifted from a global of the
+    reference's module (`math.pi` in `math.sqrt(2.0 / math.pi)`); None for anything else."""
+    source = getattr(graph_arg, "source", None)
+    name = getattr(source, "name", None)
+    text = name() if callable(name) else name
+    if not isinstance(text, str) or not text.startswith("G[") or example.numel() != 1:
+        return None
+    value = example.item()
+    return repr(value) if isinstance(value, int | float) and math.isfinite(value) else None
 
 
 def _attribute_path(graph_arg: Any) -> str | None:

@@ -220,9 +220,7 @@ def _assignment(target: str, value: ast.expr, source: ForwardInputs) -> list[str
             size, stride, dtype = (ast.unparse(a) for a in value.args[:3])
             return [f"{target} = torch.empty_strided({size}, {stride}, dtype={dtype}, device={source.device_expr})"]
         if func == "reinterpret_tensor":
-            base, size, stride = (ast.unparse(a) for a in value.args[:3])
-            offset = ast.unparse(value.args[3]) if len(value.args) > 3 else "0"
-            return [f"{target} = {base}.as_strided({size}, {stride}, {base}.storage_offset() + {offset})"]
+            return [f"{target} = {_as_strided(value)}"]
         if func == "get_raw_stream":
             return []
         if isinstance(value.func, ast.Attribute) and value.func.attr in METADATA_METHODS:
@@ -234,10 +232,24 @@ def _assignment(target: str, value: ast.expr, source: ForwardInputs) -> list[str
     return [f"{target} = {ast.unparse(value)}"]  # an alias (`buf3 = buf1`) or an integer size expression
 
 
+def _as_strided(call: ast.Call) -> str:
+    """The compiler's `reinterpret_tensor(base, size, stride, offset)`: a view of base's storage."""
+    base, size, stride = (ast.unparse(a) for a in call.args[:3])
+    offset = ast.unparse(call.args[3]) if len(call.args) > 3 else "0"
+    return f"{base}.as_strided({size}, {stride}, {base}.storage_offset() + {offset})"
+
+
+def _result(value: ast.expr) -> str:
+    """One returned value: a buffer, or a view of one made where it is returned (torch 2.13 writes those)."""
+    if isinstance(value, ast.Call) and ast.unparse(value.func) == "reinterpret_tensor":
+        return _as_strided(value)
+    return ast.unparse(value)
+
+
 def _return(stmt: ast.Return, source: ForwardInputs) -> str:
     value = stmt.value
     results = list(value.elts) if isinstance(value, ast.Tuple | ast.List) else [value] if value else []
-    kept = [ast.unparse(r) for r in results[: source.outputs]]
+    kept = [_result(r) for r in results[: source.outputs]]
     if len(kept) < source.outputs:
         raise SeedError(f"the compiled graph returns {len(kept)} results where the reference returns {source.outputs}")
     if not source.returns_tuple and len(kept) == 1:

@@ -225,6 +225,19 @@ def helper_exp(x, use_fast_math: tl.constexpr):
 """,
             (),
         ),
+        "sqrt_rn": (
+            """
+@triton.jit
+def helper_sqrt_rn(x):
+    # libdevice.sqrt: the round-to-nearest root in the argument's own precision (tl.math.sqrt_rn takes fp32
+    # only; an fp64 root, as of a lifted Python float, is rounded to nearest by tl.sqrt)
+    if x.dtype == tl.float64:
+        return tl.sqrt(x)
+    else:
+        return tl.math.sqrt_rn(x)
+""",
+            (),
+        ),
         "online_softmax_reduce": (
             """
 @triton.jit

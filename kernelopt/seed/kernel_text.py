@@ -20,11 +20,12 @@ INDEX_DTYPE = "INDEX_DTYPE"
 # Module names a kernel module imports from the compiler's runtime, and what they become in the seed file.
 _RUNTIME_PREFIX = re.compile(r"\btriton_helpers\.(\w+)")
 # libdevice functions Triton's own math module has: written as tl.math so the file also runs under
-# the interpreter (which knows no libdevice); sqrt keeps its round-to-nearest precision.
+# the interpreter (which knows no libdevice). sqrt keeps its round-to-nearest precision through a
+# helper, which takes fp64 too (tl.math.sqrt_rn takes fp32 only).
 _LIBDEVICE_AS_TL_MATH = MappingProxyType(
     {name: name for name in ("exp", "exp2", "log", "log2", "erf", "rsqrt", "sin", "cos", "floor", "ceil")}
-    | {"sqrt": "sqrt_rn"}
 )
+_LIBDEVICE_AS_HELPER = MappingProxyType({"sqrt": "sqrt_rn"})
 _LIBDEVICE_CALL = re.compile(r"\blibdevice\.(\w+)")
 _FORBIDDEN = re.compile(r"\b(triton_heuristics|torch\._inductor|async_compile)\b")
 
@@ -106,6 +107,13 @@ def _template_grid_sizes(fn: ast.FunctionDef) -> dict[str, str]:
     return sizes
 
 
+def _libdevice_call(match: re.Match[str]) -> str:
+    name = match.group(1)
+    if name in _LIBDEVICE_AS_HELPER:
+        return helpers.PREFIX + _LIBDEVICE_AS_HELPER[name]
+    return f"tl.math.{_LIBDEVICE_AS_TL_MATH[name]}" if name in _LIBDEVICE_AS_TL_MATH else match.group(0)
+
+
 def standalone(kernel: InductorKernel) -> StandaloneKernel:
     """The kernel as a seed file holds it."""
     tree = parse(kernel.source)
@@ -130,10 +138,8 @@ def standalone(kernel: InductorKernel) -> StandaloneKernel:
     if strange:
         raise unknown(f"triton_helpers.{strange[0]} in kernel {kernel.name}, a helper the seed cannot write out")
     text = _RUNTIME_PREFIX.sub(lambda m: helpers.PREFIX + m.group(1), text)
-    text = _LIBDEVICE_CALL.sub(
-        lambda m: f"tl.math.{_LIBDEVICE_AS_TL_MATH[m.group(1)]}" if m.group(1) in _LIBDEVICE_AS_TL_MATH else m.group(0),
-        text,
-    )
+    used |= {_LIBDEVICE_AS_HELPER[n] for n in _LIBDEVICE_CALL.findall(text) if n in _LIBDEVICE_AS_HELPER}
+    text = _LIBDEVICE_CALL.sub(_libdevice_call, text)
     if found := _FORBIDDEN.search(text):
         raise unknown(f"{found.group(0)} inside kernel {kernel.name}")
     positional = tuple(p for p in kernel.params if p not in kernel.constexprs)

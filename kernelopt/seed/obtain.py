@@ -78,7 +78,8 @@ def gpu_name(gpu: str | None) -> str:
 # What a seed is made with (the compiler's settings, what the translator turns into Triton): a
 # seed or a failure cached by an older kernelopt is not served once this changes. 2: convolutions
 # through cuDNN become the seed's own Triton convolution (they were refused); 3: its program offsets in int64;
-# 4: a GEMM template's index type follows its launch's tensors (int32 overflowed past 2**31 elements).
+# 4: a GEMM template's index type follows its launch's tensors (int32 overflowed past 2**31 elements), a view
+# made in the return statement, a number lifted from a global (math.pi), an fp64 square root.
 SEED_FORMAT = 4
 
 

@@ -58,7 +58,7 @@ def index_dtype(*args):
 class Binding:
     """What one graph input of the compiled reference is: a forward input, a parameter or buffer, a size."""
 
-    kind: str  # "input" | "state" | "size" | "scalar"
+    kind: str  # "input" | "state" | "size" | "scalar" | "constant"
     index: int = -1  # the forward input's position
     name: str = ""  # the parameter's or buffer's state_dict name; a scalar's attribute path (`ln.eps`)
 
@@ -127,7 +127,7 @@ def write_seed(source: SeedSource) -> str:
     module = parse_output(source.code)
     traced = list(source.bindings)
     if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
-        traced = [b for b in traced if b.kind != "scalar"]
+        traced = [b for b in traced if b.kind not in ("scalar", "constant")]
     if len(traced) != len(module.arg_names):
         raise SeedError(f"the compiled graph takes {len(module.arg_names)} arguments but {len(traced)} were traced")
     names = forward_parameters(source.problem_source)
@@ -140,6 +140,8 @@ def write_seed(source: SeedSource) -> str:
             bindings[arg] = state_expression(binding.name)
         elif binding.kind == "scalar":
             scalars[arg] = state_expression(binding.name)
+        elif binding.kind == "constant":  # a global's number, read back as its value
+            scalars[arg] = binding.name
     if not names:
         raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
     kernels = {name: standalone(kernel) for name, kernel in module.kernels.items()}
