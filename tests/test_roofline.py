@@ -278,6 +278,18 @@ def test_a_kernel_a_baseline_beats_is_never_at_the_roofline() -> None:
     assert ahead.at_roofline and ahead.efficiency_pct == pytest.approx(0.1929 / 0.190 * 100)
 
 
+def test_a_baseline_faster_only_within_noise_is_a_tie_and_says_so() -> None:
+    # 27_SELU_ on the H200: torch.compile 3.021 ms, the seed 3.022 ms at 99.6% of its floor; counted as
+    # beaten, the run swept two rounds (80 s) for nothing
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4000.0, peak_tflops={"fp16": 675.0})
+    tied = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.1935, baselines_ms={"torch.compile": 0.1929})
+    assert tied.at_roofline  # 0.3% apart
+    assert any("a tie within 0.5%" in w and "torch.compile" in w for w in tied.warnings)
+    assert not any("faster than the kernel's" in w for w in tied.warnings)
+    apart = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.1942, baselines_ms={"torch.compile": 0.1929})
+    assert not apart.at_roofline  # 0.7% apart: faster
+
+
 def test_only_gpu_times_of_the_baselines_count() -> None:
     from kernelopt.hardware.roofline import baseline_times_ms
     from kernelopt.records import Baselines, Timing
