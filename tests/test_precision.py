@@ -11,7 +11,7 @@ from test_seed_translate import _run_both, problem_path, seed_text, shrunk_probl
 from kernelopt.offline.judge import FIX_TF32X3, diagnose
 from kernelopt.offline.moves import structural_moves
 from kernelopt.offline.moves.precision import fma_dots, to_tf32x3
-from kernelopt.offline.tuner import FIX_SWEEP, knob_values, with_config
+from kernelopt.offline.tuner import FIX_GROW, FIX_SWEEP, knob_values, with_config
 from kernelopt.records import BottleneckResult, Roofline
 
 ROOT = Path(__file__).parents[1]
@@ -133,7 +133,7 @@ def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> N
     assert first.category == "compute" and first.recommended_fixes == (FIX_TF32X3,)
 
 
-def test_a_round_whose_cure_is_3xtf32_gives_the_fma_kernels_own_knobs_a_few_rows(tmp_path: Path) -> None:
+def test_a_round_with_a_cure_unmeasured_gives_the_kernels_own_knobs_a_few_rows(tmp_path: Path) -> None:
     from kernelopt.harness.problem import source_hash
     from kernelopt.nodes.tune import OWN_BESIDE_A_CURE, _plan
     from kernelopt.records import KernelRecord, Timing
@@ -151,7 +151,11 @@ def test_a_round_whose_cure_is_3xtf32_gives_the_fma_kernels_own_knobs_a_few_rows
     first = basis["moves"]["first"]  # the moves that cure it: the rewrite, and the batched template's twin
     assert "dot.tf32x3" in first and planned[0].move in first and "dot.tf32x3" in {p.move for p in planned}
     assert 1 <= len(own) <= OWN_BESIDE_A_CURE
-    # any other diagnosis (here the sweep of an untuned launch) keeps the knobs' full share
+    # so does any diagnosis an unmeasured move answers (several passes over memory: the batched template)
+    passes = BottleneckResult("memory", "several passes", "", ("",), (FIX_GROW,))
+    capped, _ = _plan(seed, {**task, "idea": (passes, "", FIX_GROW)}, 48)  # type: ignore[arg-type]
+    assert "bmm.batched" in {p.move for p in capped} and 1 <= len([p for p in capped if not p.move]) <= 8
+    # a diagnosis whose fix is the knob sweep itself (an untuned launch) keeps the knobs' full share
     untuned = BottleneckResult("other", "untuned", "", ("",), (FIX_SWEEP,))
     full, _ = _plan(seed, {**task, "idea": (untuned, "", FIX_SWEEP)}, 48)  # type: ignore[arg-type]
     assert len([p for p in full if not p.move]) > OWN_BESIDE_A_CURE

@@ -22,7 +22,6 @@ from kernelopt.events import CandidateWritten, SweepDone, SweepStarted
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.common import emit, verifier_for, written
-from kernelopt.offline.judge import FIX_TF32X3
 from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, plan
 from kernelopt.offline.structures import (
@@ -36,7 +35,7 @@ from kernelopt.offline.structures import (
     row_of,
     structure_of,
 )
-from kernelopt.offline.tuner import autotune_variants, direction_of, knob_values, with_config
+from kernelopt.offline.tuner import FIX_SWEEP, autotune_variants, direction_of, knob_values, with_config
 from kernelopt.records import Attempt, Candidate, Measured, SweepRow, Timing, config_text
 from kernelopt.report.sweep import table_files
 from kernelopt.runs import kernel_path
@@ -53,10 +52,12 @@ GPU_SWEEP_CONFIGS, INTERPRETER_SWEEP_CONFIGS = 48, 6
 # fits in this many seconds, at least the minimum: a problem of many GB (every check and trial
 # slow) spends its rounds on fewer configurations, a quick one keeps them all.
 SWEEP_TARGET_S, GPU_SWEEP_MIN_CONFIGS = 30.0, 12
-# When the diagnosis's fix is a structure (the FMA products at 3xTF32) and a move that makes it has
-# not been measured yet, the best kernel's own knobs get this many rows: the round is for the cure,
-# and the next one sweeps the knobs of whichever kernel won (on the H200, 43 knob rows of an IEEE
-# GEMM seed, all 2.8x or more slower than the 3xTF32 rewrite, took most of a level-2 round's 89 s).
+# When a move that answers the diagnosis's category has not been measured yet, the best kernel's
+# own knobs get this many rows: the round is for the cure, and the next one sweeps the knobs of
+# whichever kernel won. On the H200, 43 knob rows of an IEEE GEMM seed, all 2.8x or more slower than
+# the 3xTF32 rewrite, took most of a level-2 round's 89 s; 36 knob rows of a three-pass softmax seed,
+# all 1.3x or more slower than the one-read and looped moves, most of level 1's 70 s. Only a
+# diagnosis whose fix is the knob sweep itself (an untuned launch) keeps the knobs' full share.
 OWN_BESIDE_A_CURE = 8
 
 
@@ -108,7 +109,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     fix = task["idea"][2] if task["idea"] else ""
     direction = direction_of(fix)
     own = max(1, budget - len(planned))
-    if fix == FIX_TF32X3 and any(category in m.cures and m.name not in measured for m in ordered):
+    if fix != FIX_SWEEP and any(category in m.cures and m.name not in measured for m in ordered):
         own = min(own, OWN_BESIDE_A_CURE)
     configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed)
     planned += [Planned(c, best_move, with_config(source, c), best_move) for c in configs]
