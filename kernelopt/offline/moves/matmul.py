@@ -40,6 +40,18 @@ BLOCK_K = 32
 GROUP_M = 8
 '''
 
+# The start of each 2-D template's ModelNew: A and B (views of the inputs) and their sizes.
+_FORWARD_HEAD = '''
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        M, K = a.shape
+        N = b.shape[1]
+'''
+
 _TILE = '''
 
 @triton.jit
@@ -89,16 +101,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        M, K = a.shape
-        N = b.shape[1]
-        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
@@ -139,16 +142,7 @@ def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
         acc += tl.load(p_ptr + s * total + offs, mask=mask, other=0.0)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        M, K = a.shape
-        N = b.shape[1]
-        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
@@ -215,16 +209,7 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, s
         tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
                  mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        M, K = a.shape
-        N = b.shape[1]
-        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
         matmul_persistent_kernel[(min(PROGRAMS, tiles),)](
@@ -281,16 +266,7 @@ def _padded(x, rows, cols):
         block_r=block_r, block_c=block_c, num_warps=warps)
     return out
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        M, K = a.shape
-        N = b.shape[1]
-        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+''' + _FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
         Np = triton.cdiv(N, BLOCK_N) * BLOCK_N
         a_pad = _padded(a, triton.cdiv(M, BLOCK_M) * BLOCK_M, Kp)
         b_pad = _padded(b, Kp, Np)
