@@ -1,5 +1,5 @@
-"""The compiler seed made live on a CUDA host: torch.compile's Triton for a softmax, a GEMM, a
-reduction and a transposed convolution (the seed's own Triton convolution where cuDNN was),
+"""The compiler seed made live on a CUDA host: torch.compile's Triton for a softmax, GEMMs, a
+reduction, a tanh GELU and a transposed convolution (the seed's own Triton convolution where cuDNN was),
 translated, cached, and accepted by the verifier like any kernel; then a run from it.
 
 Run on the GPU host (max-autotune benchmarks GEMM tiles: allow minutes per test):
@@ -34,6 +34,10 @@ PROBLEMS = {
     "layernorm": ROOT / "benchmarks" / "kernelbench" / "problems" / "40_LayerNorm.py",
     # the compiler leaves the convolution to cuDNN: the seed launches its own Triton one there
     "conv_transpose3d": ROOT / "tests" / "data" / "conv" / "conv_transpose3d.py",
+    # the GEMM template indexed in int32 for the given size; a larger case's output passes 2**31
+    "tall_skinny": ROOT / "benchmarks" / "kernelbench" / "problems" / "9_Tall_skinny_matrix_multiplication_.py",
+    # sqrt(2 / math.pi): a global's number, lifted into the graph by some torch versions, an fp64 root
+    "gelu_tanh": ROOT / "benchmarks" / "kernelbench" / "problems" / "88_MinGPTNewGelu.py",
 }
 
 
@@ -48,6 +52,8 @@ def test_the_seed_is_made_cached_and_accepted_by_the_verifier(name: str, tmp_pat
     assert "num_warps" in knobs
     if name == "matmul":
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} <= set(knobs) and "extern_kernels" not in text
+    if name == "tall_skinny":
+        assert "INDEX_DTYPE=index_dtype(" in text
     if name.startswith("conv"):
         assert "conv_triton(" in text and {"CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K"} <= set(knobs)
     started = time.monotonic()
