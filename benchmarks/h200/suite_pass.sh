@@ -4,8 +4,9 @@
 #   bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
 #
 # Run from the repository root on the device with the wheels in .whl (carry [".whl", ".gpu"]).
-# If .gpu/NAME.tgz exists (what an earlier call sent back, copied into .gpu/ here), or else
-# benchmarks/h200/state/NAME.tgz (a pass an earlier session left unfinished), the suite is resumed from it, so finished problems are not redone; otherwise it starts. After SECONDS it is
+# If .gpu/NAME.tgz (what an earlier call sent back, copied into .gpu/ here) or
+# benchmarks/h200/state/NAME.tgz (a pass an earlier session left unfinished) exists, the suite is resumed from
+# whichever holds more finished problems, so finished problems are not redone; otherwise it starts. After SECONDS it is
 # stopped (a problem under way is redone next time), and the suite's state (suite.json, one JSON
 # per finished problem, results.*, and each run's events, sweep tables, best kernel, report, and round 0's kernels and logs) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
 set -u
@@ -16,8 +17,10 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --tar
 export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns
 out=/tmp/suites/$name
 mkdir -p /tmp/suites
+# of the two states, the one with more finished problems (a stale .gpu copy is not resumed over a newer one)
+finished() { if [ -f "$1" ]; then tar tzf "$1" | grep -c "^$name/problems/.*\.json$"; else echo -1; fi; }
 state=.gpu/$name.tgz
-[ -f "$state" ] || state=benchmarks/h200/state/$name.tgz
+[ "$(finished "$state")" -ge "$(finished benchmarks/h200/state/$name.tgz)" ] || state=benchmarks/h200/state/$name.tgz
 if [ -f "$state" ]; then
   tar xzf "$state" -C /tmp/suites
   how=(--resume "$out")
