@@ -44,7 +44,8 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (PROBLEMS / "37_FrobeniusNorm_.py", "other", None),  # a norm over every dim: no row
         (PROBLEMS / "34_InstanceNorm.py", "standardize", 2),  # rows from dim 2 on: each (batch, channel) plane
         (MOVES / "instance_norm.py", "standardize", 2),
-        (PROBLEMS / "40_LayerNorm.py", "other", None),  # with a weight and a bias: no template
+        (PROBLEMS / "40_LayerNorm.py", "standardize", 1),  # with its weight and bias (the affine form)
+        (MOVES / "layer_norm.py", "standardize", 1),
     ],
 )
 def test_the_family_is_read_from_the_reference_on_meta(problem: Path, name: str, dim: int | None) -> None:
@@ -282,6 +283,15 @@ def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, 
     assert accepted, reason
 
 
+def test_a_layer_norm_with_its_affine_is_standardized_and_its_few_long_rows_split() -> None:
+    layer = structural_moves(PROBLEMS / "40_LayerNorm.py")  # 16 rows of 4,194,304 with a weight and a bias
+    assert [m.name for m in layer.instances] == ["standardize.looped_online", "standardize.split_row"]
+    split = layer.instances[1]
+    assert "self.ln.weight" in split.source and "self.ln = nn.LayerNorm(" in split.source
+    assert 16 * 4194304 // split.grid[0]["CHUNK"] >= 2 * 132  # 16 rows become several programs per SM
+    many = structural_moves(PROBLEMS / "34_InstanceNorm.py")  # 7168 rows: split_row does not apply
+    assert "7168 rows already give" in {s.name: s.why for s in many.skipped}["standardize.split_row"]
+
 def test_a_strided_reduction_takes_the_columns_move() -> None:
     moves = structural_moves(PROBLEMS / "36_RMSNorm_.py")  # (112, 64, 512, 512), features strided by 262144
     assert [m.name for m in moves.instances] == ["row_rms_norm.columns"]
@@ -291,17 +301,33 @@ def test_a_strided_reduction_takes_the_columns_move() -> None:
 
 
 @pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
-                                                 ("one_read", {"CHUNK": 16, "BLOCK": 16})])
+                                                 ("one_read", {"CHUNK": 16, "BLOCK": 16}),
+                                                 # rows of 35 in three pieces; the last piece's second block is empty
+                                                 ("split_row", {"CHUNK": 16, "BLOCK": 8})])
+@pytest.mark.parametrize("problem", ["instance_norm.py", "layer_norm.py"])
 def test_each_standardize_template_passes_the_verifier(
-    template: str, config: dict[str, int], tmp_path: Path, settings: HarnessSettings
+    template: str, config: dict[str, int], problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
-    from kernelopt.offline.moves import standardize
+    # layer_norm.py: elementwise affine, whose weight and bias the verifier draws by name (its parameters case)
+    from kernelopt.offline.moves import standardize, structural_moves
 
-    family = _family(MOVES / "instance_norm.py")
-    assert family.eps == 1e-5
-    source = getattr(standardize, template)(family.dim, family.eps, family.input_names)
-    accepted, reason = _verify(MOVES / "instance_norm.py", with_config(source, config), tmp_path, settings)
+    moves = structural_moves(MOVES / problem)
+    family = moves.family
+    assert family is not None and family.name == "standardize" and family.eps == 1e-5
+    affine = None
+    if problem == "layer_norm.py":
+        assert family.dim == 1 and family.state == ("ln.weight", "ln.bias")
+        affine = standardize.Affine(moves.instances[0].source.split("class ModelNew(nn.Module):\n")[1].split(
+            "    def forward")[0], "self.ln.weight", "self.ln.bias")
+    source = getattr(standardize, template)(family.dim, family.eps, family.input_names, affine)
+    accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
+    if affine:  # the same file with the affine left out is wrong on the drawn weights
+        plain = getattr(standardize, template)(family.dim, family.eps, family.input_names,
+                                               standardize.Affine(affine.init, "None", "None"))
+        (tmp_path / "plain").mkdir()
+        accepted, reason = _verify(MOVES / problem, with_config(plain, config), tmp_path / "plain", settings)
+        assert not accepted and "incorrect" in reason.lower()
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
@@ -480,7 +506,11 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pyt
     out, first, second = torch.empty_like(x), torch.empty(3, 5), torch.empty(3, 5)
     for _ in range(2):
         count = torch.full((3,), 100, dtype=torch.int32)
-        module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
+        if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
+            module.one_read_kernel[(15,)](out, x, x, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8,
+                                          has_w=False, has_b=False)
+        else:
+            module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 

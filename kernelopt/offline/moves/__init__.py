@@ -152,7 +152,7 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
     elif family.name == "elementwise":
         instances, skipped = _elementwise_moves(family)
     elif family.name == "standardize":
-        instances, skipped = _standardize_moves(family)
+        instances, skipped = _standardize_moves(family, _affine(family, problem_path), sm_count)
     elif family.name in ("matmul", "bmm"):
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 
@@ -209,18 +209,25 @@ def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[
     out_one, skip_one = _one_read(family, n)
     out += out_one
     skipped += skip_one
-    if n >= SPLIT_ROW_MIN and n_rows < 2 * sm_count:
-        grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536) for b in (2048, 4096)
-                for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
-        grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
+    grid, why = _split_row(n, n_rows, sm_count)
+    if grid:
         out.append(MoveInstance(f"{name}.split_row", f"each of the {n_rows} rows split in pieces: statistics, "
                                 "then merge and write, in two kernels", rows.split_row(name, dim, params, eps),
                                 tuple(grid)))
     else:
-        why = (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= 2 * sm_count
-               else f"rows of {n} are too short to split")
         skipped.append(Skipped(f"{name}.split_row", why))
     return out, skipped
+
+
+def _split_row(n: int, n_rows: int, sm_count: int) -> tuple[list[Config], str]:
+    """A split row's knob grid (about four programs per SM first), or why rows are not split."""
+    if n < SPLIT_ROW_MIN or n_rows >= 2 * sm_count:
+        return [], (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= 2 * sm_count
+                    else f"rows of {n} are too short to split")
+    grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536) for b in (2048, 4096)
+            for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
+    grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
+    return grid, ""
 
 
 def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
@@ -258,29 +265,48 @@ def _column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance
         Skipped(f"{family.name}.{m}", why) for m in ("rows_in_registers", "looped_online", "one_read", "split_row")]
 
 
-def _standardize_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+def _affine(family: Family, problem_path: str | Path) -> standardize.Affine | None:
+    """An affine LayerNorm's weight and bias as the kernel file reaches them, under the reference's constructor."""
+    if not family.state:
+        return None
+    from kernelopt.seed.writer import reference_init, state_expression
+
+    weight, bias = family.state
+    return standardize.Affine(reference_init(Path(problem_path).read_text()), state_expression(weight),
+                              state_expression(bias) if bias else "None")
+
+
+def _standardize_moves(family: Family, affine: standardize.Affine | None,
+                       sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
     assert family.dim is not None and family.eps is not None
     n = math.prod(family.shapes[0][family.dim:])
     first, eps, params = family.dim, family.eps, family.input_names
+    n_rows = math.prod(family.shapes[0]) // max(n, 1)
+    split, not_split = _split_row(n, n_rows, sm_count)
+    if split:
+        split = [MoveInstance("standardize.split_row", f"each of the {n_rows} rows split in pieces: statistics, then "
+                              "merge and write, in two kernels", standardize.split_row(first, eps, params, affine),
+                              tuple(split))]
     if n <= REGISTER_ROW_MAX:
         block_n = 1 << max(n - 1, 0).bit_length()
         grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8) for w in (4, 8) if 4 <= r * block_n // (32 * w) <= 64]
         return [MoveInstance("standardize.rows_in_registers", f"ROWS whole rows of {n} per program: one read",
-                             standardize.rows_in_registers(first, eps, params), tuple(grid))], [
-            Skipped("standardize.one_read", f"rows of {n} fit in one program's registers")]
+                             standardize.rows_in_registers(first, eps, params, affine), tuple(grid))], [
+            Skipped("standardize.one_read", f"rows of {n} fit in one program's registers"),
+            Skipped("standardize.split_row", not_split)]
     out = [MoveInstance("standardize.looped_online", "one Welford-exact statistics pass, the output pass walking "
-                        "back (L2)", standardize.looped_online(first, eps, params),
+                        "back (L2)", standardize.looped_online(first, eps, params, affine),
                         tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
     if n <= ONE_READ_PIECES * REGISTER_ROW_MAX:
         grid = tuple({"CHUNK": c, "num_warps": w} for c in (8192, 16384, 4096) for w in (8, 16, 4)
                      if 8 <= c // (32 * w) <= 64 and -(-n // c) <= ONE_READ_PIECES)
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
-                                "per-row counter: one read (a GPU move)", standardize.one_read(first, eps, params),
-                                grid))
+                                "per-row counter: one read (a GPU move)",
+                                standardize.one_read(first, eps, params, affine), grid))
     else:
         skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more than {ONE_READ_PIECES} pieces"))
-    return out, skipped
+    return (out + split, skipped) if split else (out, [*skipped, Skipped("standardize.split_row", not_split)])
 
 
 ONE_READ_PIECES = 64  # the template's max_pieces: a row's pieces must all be resident at once

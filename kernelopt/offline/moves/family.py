@@ -44,7 +44,7 @@ class Family:
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
-    state: tuple[str, ...] = ()  # conv: the state_dict names of its weight and bias ("" for none)
+    state: tuple[str, ...] = ()  # conv, an affine LayerNorm: the state_dict names of its weight and bias ("" for none)
 
 
 class _Recorder(TorchDispatchMode):
@@ -104,10 +104,27 @@ def trace_family(problem: ModuleType) -> Family:
     }
     family = _classify(recorder, ops, base, len(tensors))
     calls = recorder.calls
-    if family.name == "other" and len(tensors) == 1 and len(calls) == 1 and calls[0][0] == "convolution" \
-            and recorder.origin.get(id(calls[0][1][0])) == (0, False):  # the input itself, not a view of it
+    alone = family.name == "other" and len(tensors) == 1 and len(calls) == 1 \
+        and recorder.origin.get(id(calls[0][1][0])) == (0, False)  # one operator, on the input itself
+    if alone and calls[0][0] == "convolution":
         return _convolution(calls[0][1], model, family)
+    if alone and calls[0][0] == "native_layer_norm":
+        return _affine_layer_norm(calls[0][1], model, family)
     return family
+
+
+def _affine_layer_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
+    """A LayerNorm with elementwise affine (its weight, and its bias or none, among the model's own
+    parameters by identity): the standardize family with their state_dict names; else the family as it was."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    if len(args) < 5 or not family.ndim or args[2] is None:
+        return family
+    weight = names.get(id(args[2]))
+    bias = "" if args[3] is None else names.get(id(args[3]))
+    if weight is None or bias is None:
+        return family
+    return Family(**{**family.__dict__, "name": "standardize", "dim": family.ndim - len(args[1]),
+                     "eps": float(args[4]), "state": (weight, bias)})
 
 
 def _convolution(args: tuple[Any, ...], model: Any, family: Family) -> Family:

@@ -1,17 +1,32 @@
 """Templates for standardising rows: (x - mean) / sqrt(var + eps) over the trailing dims from FIRST on
-(InstanceNorm without affine: each (batch, channel) plane is a row of H x W contiguous values).
+(InstanceNorm without affine: each (batch, channel) plane is a row of H x W contiguous values), then,
+for a LayerNorm with elementwise affine, times its weight and plus its bias (each of the row's shape,
+read at the row's offsets). An affine file keeps the reference's constructor, so its parameters are
+the reference's own (names, shapes, a seeded init).
 
 Statistics are exact and single-pass: each block (or piece) takes its own mean and sum of squared
 deviations from values in registers, and blocks merge by Chan's formula, so inputs shifted by
 -120 lose nothing to E[x^2] - E[x]^2 cancellation. Structures as for rows.py:
 `rows_in_registers` (a whole row in registers, one read), `looped_online` (one statistics pass,
-the output pass walking back through L2) and `one_read` (a row's pieces in registers, statistics
-merged through a per-row counter; the interpreter takes the looped kernel).
+the output pass walking back through L2), `one_read` (a row's pieces in registers, statistics
+merged through a per-row counter; the interpreter takes the looped kernel) and `split_row` (few
+long rows: each row's pieces take their statistics in one kernel, and each piece merges its
+row's and writes in a second).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from string import Template
+
+
+@dataclass(frozen=True)
+class Affine:
+    """A LayerNorm's weight and bias, as the kernel file reaches them."""
+
+    init: str  # the reference's constructor (seed/writer.py:reference_init)
+    weight: str  # `self.ln.weight`
+    bias: str = "None"  # `self.ln.bias`, or None (LayerNorm(bias=False))
 
 _HEADER = '''"""Row standardisation over dims $first.., $what (a structural move of the offline optimizer)."""
 
@@ -26,24 +41,40 @@ $constants
 eps = $eps  # the reference's epsilon (not a knob)
 '''
 
+_PLAIN_INIT = '''    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+'''
+
 _MODEL = '''
 
 class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
+$init
     def forward(self, $params):
         x = $x
         out = torch.empty_like(x)
         n = math.prod(x.shape[$first:])
         rows = x.numel() // max(n, 1)
+        w, b = $weight, $bias  # the affine's weight and bias (None: no such term)
+        w_in, b_in, has_w, has_b = x if w is None else w, x if b is None else b, w is not None, b is not None
 $launch
         return out
 '''
 
+_SCALED = '''
+@triton.jit
+def scaled(y, w_ptr, b_ptr, offs, mask, has_w: tl.constexpr, has_b: tl.constexpr):
+    # the standardised values times the weight plus the bias, each read at the row's offsets
+    if has_w:
+        y = y * tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    if has_b:
+        y = y + tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    return y
+'''
+
 _LOOP = '''
 @triton.jit
-def row_loop_kernel(out_ptr, x_ptr, n, eps, BLOCK: tl.constexpr):
+def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, BLOCK: tl.constexpr, has_w: tl.constexpr,
+                    has_b: tl.constexpr):
     # One row per program: blocks merged by Chan's formula, then the output walking back (L2).
     row = tl.program_id(0).to(tl.int64)
     base = row * n
@@ -69,12 +100,14 @@ def row_loop_kernel(out_ptr, x_ptr, n, eps, BLOCK: tl.constexpr):
         offs = last - back + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + base + offs, ((x - mean) * rstd).to(out_ptr.dtype.element_ty), mask=mask)
+        y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+        tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 _ROWS = '''
 @triton.jit
-def rows_kernel(out_ptr, x_ptr, n_rows, n, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
+                has_w: tl.constexpr, has_b: tl.constexpr):
     # ROWS whole rows per program in registers: exact mean, then exact variance, one read.
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
@@ -83,13 +116,14 @@ def rows_kernel(out_ptr, x_ptr, n_rows, n, eps, ROWS: tl.constexpr, BLOCK_N: tl.
     mean = tl.sum(x, axis=1)[:, None] / n
     d = tl.where(mask, x - mean, 0.0)
     rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1)[:, None] / n + eps)
-    tl.store(out_ptr + row * n + cols, (d * rstd).to(out_ptr.dtype.element_ty), mask=mask)
+    y = scaled(d * rstd, w_ptr, b_ptr, cols, cols < n, has_w, has_b)
+    tl.store(out_ptr + row * n + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 _ONE_READ = '''
 @triton.jit
-def one_read_kernel(out_ptr, x_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, chunks,
-                    CHUNK: tl.constexpr, PIECES: tl.constexpr):
+def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, chunks,
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
     # Program row * chunks + piece: CHUNK values held in registers from the read to the write; a
     # row's pieces are consecutive programs, dispatched together.
     pid = tl.program_id(0).to(tl.int64)
@@ -117,39 +151,115 @@ def one_read_kernel(out_ptr, x_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, chunks,
     spread = tl.where(live, means - mean, 0.0)
     m2 = tl.sum(m2s + counts * spread * spread, axis=0)
     rstd = 1.0 / tl.sqrt(m2 / n + eps)
-    tl.store(out_ptr + row * n + offs, ((x - mean) * rstd).to(out_ptr.dtype.element_ty), mask=mask)
+    y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+    tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 
-def _file(what: str, constants: str, kernels: str, launch: str, first: int, eps: float, params: tuple[str, ...]) -> str:
-    header = Template(_HEADER).substitute(first=first, what=what, constants=constants, eps=repr(float(eps)))
-    return header + kernels + Template(_MODEL).substitute(params=", ".join(params), x=params[0], first=first,
-                                                          launch=launch)
+_SPLIT = '''
+@triton.jit
+def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    # Program (row, piece): the mean and squared deviations of CHUNK values of one row, blocks merged by
+    # Chan's formula (a block past the row's end counts nothing).
+    row = tl.program_id(0).to(tl.int64)
+    piece = tl.program_id(1)
+    cols = tl.arange(0, BLOCK)
+    count = tl.zeros((), tl.float32)
+    mean = tl.zeros((), tl.float32)
+    m2 = tl.zeros((), tl.float32)
+    for start in range(0, CHUNK, BLOCK):
+        offs = piece * CHUNK + start + cols
+        mask = offs < n
+        x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+        c = tl.sum(mask.to(tl.float32), axis=0)
+        bm = tl.sum(x, axis=0) / tl.maximum(c, 1.0)
+        d = tl.where(mask, x - bm, 0.0)
+        total = count + c
+        delta = bm - mean
+        mean += delta * (c / tl.maximum(total, 1.0))
+        m2 += tl.sum(d * d, axis=0) + delta * delta * (count * c / tl.maximum(total, 1.0))
+        count = total
+    tl.store(mean_ptr + row * chunks + piece, mean)
+    tl.store(m2_ptr + row * chunks + piece, m2)
 
 
-def rows_in_registers(first: int, eps: float, params: tuple[str, ...]) -> str:
-    launch = """        rows_kernel[(triton.cdiv(rows, ROWS),)](out, x, rows, n, eps, ROWS=ROWS,
-                                                 BLOCK_N=triton.next_power_of_2(max(n, 1)), num_warps=4)"""
+@triton.jit
+def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, chunks, CHUNK: tl.constexpr,
+                       BLOCK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
+    # Program (row, piece): the row's piece statistics merged, then this piece standardised and written.
+    row = tl.program_id(0).to(tl.int64)
+    piece = tl.program_id(1)
+    idx = tl.arange(0, PIECES)
+    live = idx < chunks
+    counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
+    means = tl.load(mean_ptr + row * chunks + idx, mask=live, other=0.0)
+    m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0)
+    mean = tl.sum(counts * means, axis=0) / n
+    spread = tl.where(live, means - mean, 0.0)
+    rstd = 1.0 / tl.sqrt(tl.sum(m2s + counts * spread * spread, axis=0) / n + eps)
+    cols = tl.arange(0, BLOCK)
+    for start in range(0, CHUNK, BLOCK):
+        offs = piece * CHUNK + start + cols
+        mask = offs < n
+        x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+        y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+        tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+'''
+
+
+def _file(what: str, constants: str, kernels: str, launch: str, first: int, eps: float, params: tuple[str, ...],
+          affine: Affine | None) -> str:
+    header = Template(_HEADER).substitute(first=first, what=what + (", times the weight plus the bias" if affine
+                                                                    else ""),
+                                          constants=constants, eps=repr(float(eps)))
+    plain = Affine(_PLAIN_INIT, "None", "None")
+    model = Template(_MODEL).substitute(params=", ".join(params), x=params[0], first=first, launch=launch,
+                                        init=(affine or plain).init, weight=(affine or plain).weight,
+                                        bias=(affine or plain).bias)
+    return header + _SCALED + kernels + model
+
+
+def rows_in_registers(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+    launch = """        rows_kernel[(triton.cdiv(rows, ROWS),)](out, x, w_in, b_in, rows, n, eps, ROWS=ROWS,
+                                                 BLOCK_N=triton.next_power_of_2(max(n, 1)), has_w=has_w, has_b=has_b,
+                                                 num_warps=4)"""
     return _file("rows_in_registers: whole rows in registers, ROWS rows per program", "ROWS = 4", _ROWS, launch,
-                 first, eps, params)
+                 first, eps, params, affine)
 
 
-def looped_online(first: int, eps: float, params: tuple[str, ...]) -> str:
-    launch = "        row_loop_kernel[(rows,)](out, x, n, eps, BLOCK=BLOCK, num_warps=8)"
-    return _file("looped_online: one statistics pass, the output pass walking back", "BLOCK = 4096", _LOOP, launch,
-                 first, eps, params)
+_LOOP_LAUNCH = ("row_loop_kernel[(rows,)](out, x, w_in, b_in, n, eps, BLOCK=BLOCK, has_w=has_w, has_b=has_b, "
+                "num_warps=8)")
 
 
-def one_read(first: int, eps: float, params: tuple[str, ...]) -> str:
+def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+    return _file("looped_online: one statistics pass, the output pass walking back", "BLOCK = 4096", _LOOP,
+                 "        " + _LOOP_LAUNCH, first, eps, params, affine)
+
+
+def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
     launch = """        chunks = triton.cdiv(n, CHUNK)
         if x.is_cuda and chunks <= max_pieces:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
-            one_read_kernel[(chunks * rows,)](out, x, mean, m2, count, n, eps, chunks, CHUNK=CHUNK,
-                                              PIECES=triton.next_power_of_2(chunks), num_warps=8)
+            one_read_kernel[(chunks * rows,)](out, x, w_in, b_in, mean, m2, count, n, eps, chunks, CHUNK=CHUNK,
+                                              PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
+                                              num_warps=8)
         else:
-            row_loop_kernel[(rows,)](out, x, n, eps, BLOCK=BLOCK, num_warps=8)"""
+            """ + _LOOP_LAUNCH
     constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 constants + "max_pieces = 64", _ONE_READ + _LOOP, launch, first, eps, params)
+                 constants + "max_pieces = 64", _ONE_READ + _LOOP, launch, first, eps, params, affine)
+
+
+def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+    """Each row split into CHUNK pieces: piece statistics, then each piece merges its row's and writes."""
+    launch = """        chunks = triton.cdiv(n, CHUNK)
+        mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
+        m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
+        chunk_stats_kernel[(rows, chunks)](mean, m2, x, n, chunks, CHUNK=CHUNK, BLOCK=BLOCK, num_warps=8)
+        chunk_write_kernel[(rows, chunks)](out, x, w_in, b_in, mean, m2, n, eps, chunks, CHUNK=CHUNK, BLOCK=BLOCK,
+                                           PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
+                                           num_warps=8)"""
+    return _file("split_row: each row split in CHUNK pieces, statistics then writing in two stages",
+                 "CHUNK = 65536\nBLOCK = 4096", _SPLIT, launch, first, eps, params, affine)
