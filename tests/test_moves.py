@@ -46,6 +46,8 @@ def _family(path: Path):  # noqa: ANN202 - a Family
         (MOVES / "instance_norm.py", "standardize", 2),
         (PROBLEMS / "40_LayerNorm.py", "standardize", 1),  # with its weight and bias (the affine form)
         (MOVES / "layer_norm.py", "standardize", 1),
+        (PROBLEMS / "35_GroupNorm_.py", "standardize", 1),  # 8 groups of 8 channels: 8 rows a sample
+        (MOVES / "group_norm.py", "standardize", 1),
     ],
 )
 def test_the_family_is_read_from_the_reference_on_meta(problem: Path, name: str, dim: int | None) -> None:
@@ -304,27 +306,26 @@ def test_a_strided_reduction_takes_the_columns_move() -> None:
                                                  ("one_read", {"CHUNK": 16, "BLOCK": 16}),
                                                  # rows of 35 in three pieces; the last piece's second block is empty
                                                  ("split_row", {"CHUNK": 16, "BLOCK": 8})])
-@pytest.mark.parametrize("problem", ["instance_norm.py", "layer_norm.py"])
+@pytest.mark.parametrize("problem", ["instance_norm.py", "layer_norm.py", "group_norm.py"])
 def test_each_standardize_template_passes_the_verifier(
     template: str, config: dict[str, int], problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
-    # layer_norm.py: elementwise affine, whose weight and bias the verifier draws by name (its parameters case)
-    from kernelopt.offline.moves import standardize, structural_moves
+    # layer_norm.py: a weight and a bias per element of the row; group_norm.py: 3 groups of 2 channels,
+    # a weight and a bias per channel. The verifier draws them by name (its parameters case).
+    from kernelopt.offline.moves import _affine, standardize
 
-    moves = structural_moves(MOVES / problem)
-    family = moves.family
-    assert family is not None and family.name == "standardize" and family.eps == 1e-5
-    affine = None
-    if problem == "layer_norm.py":
-        assert family.dim == 1 and family.state == ("ln.weight", "ln.bias")
-        affine = standardize.Affine(moves.instances[0].source.split("class ModelNew(nn.Module):\n")[1].split(
-            "    def forward")[0], "self.ln.weight", "self.ln.bias")
-    source = getattr(standardize, template)(family.dim, family.eps, family.input_names, affine)
+    family = _family(MOVES / problem)
+    assert family.name == "standardize" and family.eps == 1e-5
+    assert (family.dim, family.groups, family.state) == {
+        "instance_norm.py": (2, 1, ()), "layer_norm.py": (1, 1, ("ln.weight", "ln.bias")),
+        "group_norm.py": (1, 3, ("gn.weight", "gn.bias"))}[problem]
+    affine = _affine(family, MOVES / problem)
+    source = getattr(standardize, template)(family.dim, family.eps, family.input_names, affine, family.groups)
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
     if affine:  # the same file with the affine left out is wrong on the drawn weights
         plain = getattr(standardize, template)(family.dim, family.eps, family.input_names,
-                                               standardize.Affine(affine.init, "None", "None"))
+                                               standardize.Affine(affine.init, "None", "None"), family.groups)
         (tmp_path / "plain").mkdir()
         accepted, reason = _verify(MOVES / problem, with_config(plain, config), tmp_path / "plain", settings)
         assert not accepted and "incorrect" in reason.lower()
@@ -507,8 +508,8 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pyt
     for _ in range(2):
         count = torch.full((3,), 100, dtype=torch.int32)
         if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
-            module.one_read_kernel[(15,)](out, x, x, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8,
-                                          has_w=False, has_b=False)
+            module.one_read_kernel[(15,)](out, x, x, x, first, second, count, 150, *extra, 1, 1, 5, CHUNK=32,
+                                          PIECES=8, has_w=False, has_b=False)
         else:
             module.one_read_kernel[(15,)](out, x, first, second, count, 150, *extra, 5, CHUNK=32, PIECES=8)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)

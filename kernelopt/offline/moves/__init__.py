@@ -272,30 +272,31 @@ def _affine(family: Family, problem_path: str | Path) -> standardize.Affine | No
     from kernelopt.seed.writer import reference_init, state_expression
 
     weight, bias = family.state
-    return standardize.Affine(reference_init(Path(problem_path).read_text()), state_expression(weight),
-                              state_expression(bias) if bias else "None")
+    return standardize.Affine(reference_init(Path(problem_path).read_text()),
+                              state_expression(weight) if weight else "None",
+                              state_expression(bias) if bias else "None", per_channel=family.groups > 1)
 
 
 def _standardize_moves(family: Family, affine: standardize.Affine | None,
                        sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
     assert family.dim is not None and family.eps is not None
-    n = math.prod(family.shapes[0][family.dim:])
-    first, eps, params = family.dim, family.eps, family.input_names
+    n = math.prod(family.shapes[0][family.dim:]) // family.groups
+    first, eps, params, groups = family.dim, family.eps, family.input_names, family.groups
     n_rows = math.prod(family.shapes[0]) // max(n, 1)
     split, not_split = _split_row(n, n_rows, sm_count)
     if split:
         split = [MoveInstance("standardize.split_row", f"each of the {n_rows} rows split in pieces: statistics, then "
-                              "merge and write, in two kernels", standardize.split_row(first, eps, params, affine),
-                              tuple(split))]
+                              "merge and write, in two kernels",
+                              standardize.split_row(first, eps, params, affine, groups), tuple(split))]
     if n <= REGISTER_ROW_MAX:
         block_n = 1 << max(n - 1, 0).bit_length()
         grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8) for w in (4, 8) if 4 <= r * block_n // (32 * w) <= 64]
         return [MoveInstance("standardize.rows_in_registers", f"ROWS whole rows of {n} per program: one read",
-                             standardize.rows_in_registers(first, eps, params, affine), tuple(grid))], [
+                             standardize.rows_in_registers(first, eps, params, affine, groups), tuple(grid))], [
             Skipped("standardize.one_read", f"rows of {n} fit in one program's registers"),
             Skipped("standardize.split_row", not_split)]
     out = [MoveInstance("standardize.looped_online", "one Welford-exact statistics pass, the output pass walking "
-                        "back (L2)", standardize.looped_online(first, eps, params, affine),
+                        "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
                         tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
     if n <= ONE_READ_PIECES * REGISTER_ROW_MAX:
@@ -303,7 +304,7 @@ def _standardize_moves(family: Family, affine: standardize.Affine | None,
                      if 8 <= c // (32 * w) <= 64 and -(-n // c) <= ONE_READ_PIECES)
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
                                 "per-row counter: one read (a GPU move)",
-                                standardize.one_read(first, eps, params, affine), grid))
+                                standardize.one_read(first, eps, params, affine, groups), grid))
     else:
         skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more than {ONE_READ_PIECES} pieces"))
     return (out + split, skipped) if split else (out, [*skipped, Skipped("standardize.split_row", not_split)])

@@ -44,7 +44,8 @@ class Family:
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps)
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
-    state: tuple[str, ...] = ()  # conv, an affine LayerNorm: the state_dict names of its weight and bias ("" for none)
+    state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
+    groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
 
 
 class _Recorder(TorchDispatchMode):
@@ -110,7 +111,23 @@ def trace_family(problem: ModuleType) -> Family:
         return _convolution(calls[0][1], model, family)
     if alone and calls[0][0] == "native_layer_norm":
         return _affine_layer_norm(calls[0][1], model, family)
+    if alone and calls[0][0] == "native_group_norm":
+        return _group_norm(calls[0][1], model, family)
     return family
+
+
+def _group_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
+    """GroupNorm (input, weight, bias, N, C, HxW, groups, eps): each (sample, group) a row of its
+    channels' planes, with a weight and bias per channel (the model's own, or none); else the family."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    if len(args) < 8 or not family.ndim or family.ndim < 2:
+        return family
+    weight = "" if args[1] is None else names.get(id(args[1]))
+    bias = "" if args[2] is None else names.get(id(args[2]))
+    if weight is None or bias is None or int(args[6]) < 1 or int(args[4]) % int(args[6]):
+        return family
+    return Family(**{**family.__dict__, "name": "standardize", "dim": 1, "eps": float(args[7]),
+                     "state": (weight, bias) if weight or bias else (), "groups": int(args[6])})
 
 
 def _affine_layer_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:

@@ -27,6 +27,7 @@ class Affine:
     init: str  # the reference's constructor (seed/writer.py:reference_init)
     weight: str  # `self.ln.weight`
     bias: str = "None"  # `self.ln.bias`, or None (LayerNorm(bias=False))
+    per_channel: bool = False  # GroupNorm: one weight per channel of dim 1, not one per element of the row
 
 _HEADER = '''"""Row standardisation over dims $first.., $what (a structural move of the offline optimizer)."""
 
@@ -39,6 +40,7 @@ import triton.language as tl
 
 $constants
 eps = $eps  # the reference's epsilon (not a knob)
+groups = $groups  # rows per (batch) sample: GroupNorm's groups, else 1 (not a knob)
 '''
 
 _PLAIN_INIT = '''    def __init__(self, *args, **kwargs) -> None:
@@ -52,8 +54,9 @@ $init
     def forward(self, $params):
         x = $x
         out = torch.empty_like(x)
-        n = math.prod(x.shape[$first:])
+        n = math.prod(x.shape[$first:]) // groups
         rows = x.numel() // max(n, 1)
+        plane = $plane  # the elements one weight covers: 1, or a channel's plane (GroupNorm)
         w, b = $weight, $bias  # the affine's weight and bias (None: no such term)
         w_in, b_in, has_w, has_b = x if w is None else w, x if b is None else b, w is not None, b is not None
 $launch
@@ -62,19 +65,21 @@ $launch
 
 _SCALED = '''
 @triton.jit
-def scaled(y, w_ptr, b_ptr, offs, mask, has_w: tl.constexpr, has_b: tl.constexpr):
-    # the standardised values times the weight plus the bias, each read at the row's offsets
+def scaled(y, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w: tl.constexpr, has_b: tl.constexpr):
+    # the standardised values times the weight plus the bias: one per element of the row (plane 1), or
+    # one per channel of a group's channels (GroupNorm: row % groups is the group)
+    widx = (row % groups) * (n // plane) + offs // plane
     if has_w:
-        y = y * tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        y = y * tl.load(w_ptr + widx, mask=mask, other=0.0).to(tl.float32)
     if has_b:
-        y = y + tl.load(b_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+        y = y + tl.load(b_ptr + widx, mask=mask, other=0.0).to(tl.float32)
     return y
 '''
 
 _LOOP = '''
 @triton.jit
-def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, BLOCK: tl.constexpr, has_w: tl.constexpr,
-                    has_b: tl.constexpr):
+def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: tl.constexpr,
+                    has_w: tl.constexpr, has_b: tl.constexpr):
     # One row per program: blocks merged by Chan's formula, then the output walking back (L2).
     row = tl.program_id(0).to(tl.int64)
     base = row * n
@@ -100,14 +105,14 @@ def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, BLOCK: tl.constexpr, h
         offs = last - back + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+        y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
         tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 _ROWS = '''
 @triton.jit
-def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, ROWS: tl.constexpr, BLOCK_N: tl.constexpr,
-                has_w: tl.constexpr, has_b: tl.constexpr):
+def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, groups, plane, ROWS: tl.constexpr,
+                BLOCK_N: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
     # ROWS whole rows per program in registers: exact mean, then exact variance, one read.
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
     cols = tl.arange(0, BLOCK_N)[None, :]
@@ -116,13 +121,13 @@ def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, ROWS: tl.constexpr
     mean = tl.sum(x, axis=1)[:, None] / n
     d = tl.where(mask, x - mean, 0.0)
     rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1)[:, None] / n + eps)
-    y = scaled(d * rstd, w_ptr, b_ptr, cols, cols < n, has_w, has_b)
+    y = scaled(d * rstd, w_ptr, b_ptr, row, cols, mask, n, groups, plane, has_w, has_b)
     tl.store(out_ptr + row * n + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 _ONE_READ = '''
 @triton.jit
-def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, chunks,
+def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, groups, plane, chunks,
                     CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
     # Program row * chunks + piece: CHUNK values held in registers from the read to the write; a
     # row's pieces are consecutive programs, dispatched together.
@@ -151,7 +156,7 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     spread = tl.where(live, means - mean, 0.0)
     m2 = tl.sum(m2s + counts * spread * spread, axis=0)
     rstd = 1.0 / tl.sqrt(m2 / n + eps)
-    y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+    y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
     tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
@@ -184,8 +189,9 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
 
 
 @triton.jit
-def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, chunks, CHUNK: tl.constexpr,
-                       BLOCK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
+def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, groups, plane, chunks,
+                       CHUNK: tl.constexpr, BLOCK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
+                       has_b: tl.constexpr):
     # Program (row, piece): the row's piece statistics merged, then this piece standardised and written.
     row = tl.program_id(0).to(tl.int64)
     piece = tl.program_id(1)
@@ -202,64 +208,70 @@ def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, c
         offs = piece * CHUNK + start + cols
         mask = offs < n
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - mean) * rstd, w_ptr, b_ptr, offs, mask, has_w, has_b)
+        y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
         tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 
 def _file(what: str, constants: str, kernels: str, launch: str, first: int, eps: float, params: tuple[str, ...],
-          affine: Affine | None) -> str:
+          affine: Affine | None, groups: int) -> str:
     header = Template(_HEADER).substitute(first=first, what=what + (", times the weight plus the bias" if affine
                                                                     else ""),
-                                          constants=constants, eps=repr(float(eps)))
-    plain = Affine(_PLAIN_INIT, "None", "None")
+                                          constants=constants, eps=repr(float(eps)), groups=groups)
+    chosen = affine or Affine(_PLAIN_INIT, "None", "None")
     model = Template(_MODEL).substitute(params=", ".join(params), x=params[0], first=first, launch=launch,
-                                        init=(affine or plain).init, weight=(affine or plain).weight,
-                                        bias=(affine or plain).bias)
+                                        init=chosen.init, weight=chosen.weight, bias=chosen.bias,
+                                        plane="math.prod(x.shape[2:])" if chosen.per_channel else "1")
     return header + _SCALED + kernels + model
 
 
-def rows_in_registers(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
-    launch = """        rows_kernel[(triton.cdiv(rows, ROWS),)](out, x, w_in, b_in, rows, n, eps, ROWS=ROWS,
-                                                 BLOCK_N=triton.next_power_of_2(max(n, 1)), has_w=has_w, has_b=has_b,
-                                                 num_warps=4)"""
+def rows_in_registers(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
+                      groups: int = 1) -> str:
+    launch = """        rows_kernel[(triton.cdiv(rows, ROWS),)](out, x, w_in, b_in, rows, n, eps, groups, plane,
+                                                 ROWS=ROWS, BLOCK_N=triton.next_power_of_2(max(n, 1)), has_w=has_w,
+                                                 has_b=has_b, num_warps=4)"""
     return _file("rows_in_registers: whole rows in registers, ROWS rows per program", "ROWS = 4", _ROWS, launch,
-                 first, eps, params, affine)
+                 first, eps, params, affine, groups)
 
 
-_LOOP_LAUNCH = ("row_loop_kernel[(rows,)](out, x, w_in, b_in, n, eps, BLOCK=BLOCK, has_w=has_w, has_b=has_b, "
-                "num_warps=8)")
+_LOOP_LAUNCH = ("row_loop_kernel[(rows,)](out, x, w_in, b_in, n, eps, groups, plane, BLOCK=BLOCK, has_w=has_w, "
+                "has_b=has_b, num_warps=8)")
 
 
-def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
+                  groups: int = 1) -> str:
     return _file("looped_online: one statistics pass, the output pass walking back", "BLOCK = 4096", _LOOP,
-                 "        " + _LOOP_LAUNCH, first, eps, params, affine)
+                 "        " + _LOOP_LAUNCH, first, eps, params, affine, groups)
 
 
-def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
+             groups: int = 1) -> str:
     launch = """        chunks = triton.cdiv(n, CHUNK)
         if x.is_cuda and chunks <= max_pieces:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
-            one_read_kernel[(chunks * rows,)](out, x, w_in, b_in, mean, m2, count, n, eps, chunks, CHUNK=CHUNK,
+            one_read_kernel[(chunks * rows,)](out, x, w_in, b_in, mean, m2, count, n, eps, groups, plane, chunks,
+                                              CHUNK=CHUNK,
                                               PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
                                               num_warps=8)
         else:
             """ + _LOOP_LAUNCH
     constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 constants + "max_pieces = 64", _ONE_READ + _LOOP, launch, first, eps, params, affine)
+                 constants + "max_pieces = 64", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
 
 
-def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None) -> str:
+def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
+              groups: int = 1) -> str:
     """Each row split into CHUNK pieces: piece statistics, then each piece merges its row's and writes."""
     launch = """        chunks = triton.cdiv(n, CHUNK)
         mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
         m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
         chunk_stats_kernel[(rows, chunks)](mean, m2, x, n, chunks, CHUNK=CHUNK, BLOCK=BLOCK, num_warps=8)
-        chunk_write_kernel[(rows, chunks)](out, x, w_in, b_in, mean, m2, n, eps, chunks, CHUNK=CHUNK, BLOCK=BLOCK,
+        chunk_write_kernel[(rows, chunks)](out, x, w_in, b_in, mean, m2, n, eps, groups, plane, chunks, CHUNK=CHUNK,
+                                           BLOCK=BLOCK,
                                            PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
                                            num_warps=8)"""
     return _file("split_row: each row split in CHUNK pieces, statistics then writing in two stages",
-                 "CHUNK = 65536\nBLOCK = 4096", _SPLIT, launch, first, eps, params, affine)
+                 "CHUNK = 65536\nBLOCK = 4096", _SPLIT, launch, first, eps, params, affine, groups)
