@@ -92,6 +92,23 @@ def test_outputs_within_the_tolerance_of_zero_are_judged_on_their_own_scale() ->
     assert compare_case([want], [honest], judging=judging) is None
 
 
+def test_a_subnormal_flushed_to_zero_is_no_error_on_the_own_scale() -> None:
+    # swish at inputs shifted by -120: every output tiny; where x * sigmoid(x) is still representable
+    # (-5.1e-43, subnormal) a kernel whose exp(-x) overflows writes -0. The own scale is never finer than
+    # the smallest normal number, and an output of subnormals alone tells nothing.
+    x = torch.randn(3, 1000) * 4 - 120
+    x[0, 277] = -96.0
+    want = torch.nn.functional.silu(x.double()).float()  # the float64 truth, as the verifier's yardstick has it
+    assert 0 < -want[0, 277] < torch.finfo(torch.float32).tiny
+    flushed = torch.where(want.abs() < torch.finfo(torch.float32).tiny, torch.zeros_like(want), want)
+    judging = judging_for([want])
+    assert compare_case([want], [flushed], judging=judging) is None
+    assert not judging.informative  # zeros pass it too: the case is counted as one that could not fail
+    tiny_but_normal = torch.randn(5, 37) * 1e-30  # still judged, and zeros still fail
+    assert "own scale" in (compare_case([tiny_but_normal], [torch.zeros_like(tiny_but_normal)],
+                                        judging=judging_for([tiny_but_normal])) or "")
+
+
 def test_ordinary_outputs_keep_the_ordinary_tolerance() -> None:
     want = torch.randn(5, 37)
     assert judging_for([want]).atols == (None,)

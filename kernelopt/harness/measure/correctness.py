@@ -45,9 +45,12 @@ def judging_for(
     answer (x * 1e-6 under fp32's atol of 1e-4; a Frobenius-normalised tensor of a billion values).
     Such an output is judged on its own scale: atol becomes atol times its largest magnitude, plus
     the problem's own worst error there, so a kernel as accurate as PyTorch passes and zeros fail.
-    A case whose outputs are all floating and each all exactly zero, or all NaN/Inf, cannot tell a
-    kernel that computes from one that writes a constant: it still runs (and can fail), but is not
-    informative.
+    That atol is never below the dtype's smallest normal number: a subnormal result flushed to
+    zero (as the GPU's fast paths do, or a formula whose exp(-x) overflows, at swish(-104)) is no
+    error. So an output whose every value is subnormal or zero tells nothing either.
+    A case whose outputs are all floating and each all exactly zero (or subnormal), or all NaN/Inf,
+    cannot tell a kernel that computes from one that writes a constant: it still runs (and can
+    fail), but is not informative.
     """
     atols: list[float | None] = []
     all_zero = bool(want_outputs)
@@ -58,13 +61,14 @@ def judging_for(
             continue
         peak, finite, any_finite = _peak(want)
         atol, rtol = tolerance(want.dtype)
-        all_zero = all_zero and ((finite and peak == 0.0) or not any_finite)
+        tiny = torch.finfo(want.dtype).tiny
+        all_zero = all_zero and ((finite and peak < tiny) or not any_finite)
         if not finite or peak * (1.0 - rtol) > atol * atol_scale:
             atols.append(None)
             continue
         own = slack[index] if slack else None
         own_worst = float(own.max()) if own is not None and own.numel() else 0.0
-        atols.append(atol * peak + own_worst)
+        atols.append(max(atol * peak + own_worst, tiny))
     return Judging(tuple(atols), informative=not all_zero)
 
 
