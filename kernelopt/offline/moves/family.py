@@ -116,43 +116,45 @@ def trace_family(problem: ModuleType) -> Family:
     return family
 
 
+def _state_names(model: Any, *tensors: Any) -> tuple[str, ...] | None:
+    """Each tensor's state_dict name among the model's own parameters, by identity ("" for None);
+    None when one is not the model's."""
+    names = {id(p): n for n, p in model.named_parameters()}
+    found = tuple("" if t is None else names.get(id(t)) for t in tensors)
+    return None if None in found else found  # type: ignore[return-value]
+
+
 def _group_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     """GroupNorm (input, weight, bias, N, C, HxW, groups, eps): each (sample, group) a row of its
     channels' planes, with a weight and bias per channel (the model's own, or none); else the family."""
-    names = {id(p): n for n, p in model.named_parameters()}
-    if len(args) < 8 or not family.ndim or family.ndim < 2:
+    if len(args) < 8 or not family.ndim or family.ndim < 2 or int(args[6]) < 1 or int(args[4]) % int(args[6]):
         return family
-    weight = "" if args[1] is None else names.get(id(args[1]))
-    bias = "" if args[2] is None else names.get(id(args[2]))
-    if weight is None or bias is None or int(args[6]) < 1 or int(args[4]) % int(args[6]):
+    state = _state_names(model, args[1], args[2])
+    if state is None:
         return family
     return Family(**{**family.__dict__, "name": "standardize", "dim": 1, "eps": float(args[7]),
-                     "state": (weight, bias) if weight or bias else (), "groups": int(args[6])})
+                     "state": state if any(state) else (), "groups": int(args[6])})
 
 
 def _affine_layer_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     """A LayerNorm with elementwise affine (its weight, and its bias or none, among the model's own
     parameters by identity): the standardize family with their state_dict names; else the family as it was."""
-    names = {id(p): n for n, p in model.named_parameters()}
     if len(args) < 5 or not family.ndim or args[2] is None:
         return family
-    weight = names.get(id(args[2]))
-    bias = "" if args[3] is None else names.get(id(args[3]))
-    if weight is None or bias is None:
+    state = _state_names(model, args[2], args[3])
+    if state is None:
         return family
     return Family(**{**family.__dict__, "name": "standardize", "dim": family.ndim - len(args[1]),
-                     "eps": float(args[4]), "state": (weight, bias)})
+                     "eps": float(args[4]), "state": state})
 
 
 def _convolution(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     """A convolution alone (aten.convolution's weight and bias found among the model's own
     parameters, by identity), else the family as it was."""
-    names = {id(p): n for n, p in model.named_parameters()}
-    weight = names.get(id(args[1]))
-    bias = "" if args[2] is None else names.get(id(args[2]))
-    if weight is None or bias is None:
+    state = _state_names(model, args[1], args[2])
+    if state is None or not state[0]:
         return family
-    return Family(**{**family.__dict__, "name": "conv", "state": (weight, bias)})
+    return Family(**{**family.__dict__, "name": "conv", "state": state})
 
 
 def _dim(value: int, ndim: int | None) -> int:

@@ -85,9 +85,8 @@ def _aligned(family: Family, out: list[MoveInstance],
              skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
     """The padded, aligned template where a stored row of A or B is no multiple of ALIGN elements."""
     rows = {family.input_names[i]: family.shapes[i][-1] for i in family.operands}
-    odd = {name: n for name, n in rows.items() if n % ALIGN}
     stored = ", ".join(f"{name}'s {n}" for name, n in rows.items())
-    if not odd:
+    if not any(n % ALIGN for n in rows.values()):
         return out, [*skipped, Skipped("matmul.aligned", f"the stored rows ({stored} elements) are multiples of "
                                        f"{ALIGN}: their tiles load aligned already")]
     why = (f"stored rows of {stored} elements are no multiple of {ALIGN}: A and B copied into zero-padded, aligned "
