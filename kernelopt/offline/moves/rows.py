@@ -17,8 +17,8 @@ structures, each fitting a range of row lengths:
 - `one_read`: on a GPU, a row's pieces run at once, each holding its piece in registers; they
   publish their statistics, wait on a per-row counter until every piece of the row has, merge
   and write from registers: one read and one write, where the others read a long row twice.
-  Pieces of a row are consecutive programs, so with at most max_pieces pieces per row (far below
-  the programs a GPU holds at once) every piece a program waits on is resident or done. Rows
+  Pieces of a row are consecutive programs, so with at most one piece per SM in a row (every
+  compiled program fits an SM) every piece a program waits on is resident or done. Rows
   with more pieces, and the interpreter (which runs programs one at a time), take `looped_online`.
 
 All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
@@ -265,7 +265,8 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
 
 {loop_kernel}'''
     launch = """        chunks = triton.cdiv(n, CHUNK)
-        if x_in.is_cuda and chunks <= max_pieces:
+        # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
+        if x_in.is_cuda and chunks <= torch.cuda.get_device_properties(x_in.device).multi_processor_count:
             m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             s = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x_in.device, dtype=torch.int32)
@@ -273,9 +274,8 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
                                               PIECES=triton.next_power_of_2(chunks), num_warps=8)
         else:
             row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=BLOCK, num_warps=8)"""
-    constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 constants + "max_pieces = 64", kernel, launch, dim, params)
+                 "CHUNK = 4096\nBLOCK = 4096", kernel, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

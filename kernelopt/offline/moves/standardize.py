@@ -247,7 +247,8 @@ def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affin
 def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
              groups: int = 1) -> str:
     launch = """        chunks = triton.cdiv(n, CHUNK)
-        if x.is_cuda and chunks <= max_pieces:
+        # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
+        if x.is_cuda and chunks <= torch.cuda.get_device_properties(x.device).multi_processor_count:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
@@ -257,9 +258,8 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
                                               num_warps=8)
         else:
             """ + _LOOP_LAUNCH
-    constants = "CHUNK = 8192\nBLOCK = 4096\n# Not a knob (lower case): a row's pieces must all be resident at once.\n"
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 constants + "max_pieces = 64", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
+                 "CHUNK = 4096\nBLOCK = 4096", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
 
 
 def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
