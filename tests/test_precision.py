@@ -119,6 +119,16 @@ def test_the_judger_names_fma_products_first_unless_the_kernel_is_memory_bound()
     assert all(b.category != "compute" for b in diagnose(_roofline("compute"), {}, source=rewritten))
 
 
+def test_an_fp16_problem_s_dots_are_never_judged_fma_products() -> None:
+    """The fp16 matmul example's run on the H200 was told its products ran as FMAs (the seed's
+    allow_tf32=False) and swept 3xTF32's cure for a round: fp16 multiplies on the tensor cores."""
+    seed = seed_text("max_autotune_triton", BMM)
+    assert diagnose(_roofline("compute"), {}, source=seed, dtype="fp32")[0].recommended_fixes == (FIX_TF32X3,)
+    for dtype in ("fp16", "bf16"):
+        assert all(FIX_TF32X3 not in b.recommended_fixes
+                   for b in diagnose(_roofline("compute"), {}, source=seed, dtype=dtype))
+
+
 def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> None:
     """Level-2 GEMM seeds on the H200 were judged memory-bound (NCU's memory SOL leads, a unit on
     chip among them) and told to enlarge their blocks; with DRAM far below that lead, their FMA

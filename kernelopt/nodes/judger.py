@@ -144,6 +144,7 @@ def _judge(llm: BaseChatModel | None, view: View, state: KernelOptState, ctx: Co
         bottlenecks = offline_judge.diagnose(
             roofline, metrics, source=Path(record.path).read_text() if record and Path(record.path).is_file() else "",
             spec=get_gpu_spec(state["gpu_key"]) if state.get("gpu_key") else None,
+            dtype=floor.dtype if (floor := getattr(state.get("baselines"), "floor", None)) else None,
         )
     return Judged(choose(bottlenecks, state.get("rounds_without_gain", 0), source), update, note)
 

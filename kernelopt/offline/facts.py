@@ -108,8 +108,11 @@ def program_facts(
     knobs: Mapping[str, int] | None = None,
     source: str = "",
     thresholds: Thresholds | None = None,
+    dtype: str | None = None,
 ) -> ProgramFacts:
-    """The per-program facts NCU's launch metrics, the GPU's spec and the source give."""
+    """The per-program facts NCU's launch metrics, the GPU's spec and the source give; `dtype` is
+    the problem's ("fp32", "fp16", ...; None: unknown), and products at ieee precision count as
+    FMAs only in fp32 (an fp16 tl.dot runs on the tensor cores whatever its allow_tf32)."""
     programs = _int(metrics, ncu.GRID_SIZE)
     threads = _int(metrics, ncu.BLOCK_SIZE) or (32 * knobs["num_warps"] if knobs and "num_warps" in knobs else None)
     limits = [(int(metrics[m]), what) for m, what in _LIMITS if metrics.get(m)]
@@ -142,7 +145,7 @@ def program_facts(
         spilled_sectors=metrics.get(ncu.LOCAL_LOAD_SECTORS),
         loops=loops_of(source),
         knobs=dict(knobs or {}),
-        fma_dots=len(fma_dots(source)) if source else 0,
+        fma_dots=len(fma_dots(source)) if source and dtype in (None, "fp32") else 0,
     )
 
 

@@ -174,10 +174,12 @@ def diagnose(
     source: str = "",
     spec: GPUSpec | None = None,
     thresholds: Thresholds | None = None,
+    dtype: str | None = None,
 ) -> list[BottleneckResult]:
-    """Bottlenecks, most important first, each naming the per-program fact it rests on."""
+    """Bottlenecks, most important first, each naming the per-program fact it rests on (`dtype`:
+    the problem's, as the floor names it)."""
     thresholds = thresholds or Thresholds()
     knobs = knob_values(source) if source else {}
-    facts = program_facts(metrics or {}, spec, knobs, source, thresholds)
+    facts = program_facts(metrics or {}, spec, knobs, source, thresholds, dtype)
     found = [b for rule in RULES if (b := rule(facts, roofline, thresholds))]
     return found or [_untuned(facts, roofline)]
