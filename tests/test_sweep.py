@@ -89,3 +89,29 @@ def test_a_checked_configurations_later_cases_keep_the_case_limit() -> None:
     limits = PhaseLimits(import_s=20.0, case_s=300.0)
     assert limits.limit_s(judged_phase(2, 48, 0)) == 300.0
     assert limits.limit_s("import") == 20.0
+
+
+def test_past_the_run_s_time_budget_a_sweep_starts_no_check(tmp_path: Path) -> None:
+    """33_BatchNorm (4.3 GB) with a 150 s budget was still in its first sweep after 160 s on the H200:
+    the checks now stop at the budget's deadline, each configuration left marked, none timed."""
+    import time
+
+    settings = HarnessSettings.detect(seeds=1, time_compile=False, sweep_check_processes=2)
+    verifier = Verifier(ADD / "problem.py", tmp_path / "harness", settings)
+    names = ["kernel_base.py", "kernel_fast.py", "kernel_slow.py"]
+    late = verifier.sweep([ADD / n for n in names], tmp_path / "late", deadline=time.time() - 1)
+    assert [(m.timing, m.rule) for m in late] == [(None, "time-budget")] * 3
+    assert "time budget" in late[0].reason
+    in_time = verifier.sweep([ADD / n for n in names], tmp_path / "in-time", deadline=time.time() + 600)
+    assert all(m.timing is not None for m in in_time)
+
+
+def test_the_sweep_s_deadline_leaves_the_round_a_reserve_of_the_budget() -> None:
+    from kernelopt.context import Context
+    from kernelopt.nodes.tune import SWEEP_RESERVE_S, sweep_deadline
+
+    task = {"started_at": 1000.0}
+    assert sweep_deadline(task, Context()) is None  # type: ignore[arg-type]
+    assert sweep_deadline(task, Context(max_wall_s=600)) == 1000.0 + 600 - SWEEP_RESERVE_S  # type: ignore[arg-type]
+    assert sweep_deadline(task, Context(max_wall_s=50)) == 1000.0 + 40  # type: ignore[arg-type]
+    assert sweep_deadline({"started_at": None}, Context(max_wall_s=50)) is None  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ _OTHER = (
     Rule("duplicate", "graph", "the same kernel as another candidate of the step"),
     Rule("bad-reply", "graph", "the optimizer's reply held no runnable kernel"),
     Rule("rejected-by-person", "graph", "a person rejected the rewrite before it was tried"),
+    Rule("time-budget", "graph", "not run: the run's time budget (max_wall_s) ran out first"),
 )
 
 # A static rule may be checked at run time too (cache-across-calls: timed calls that return the

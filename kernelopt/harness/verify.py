@@ -279,10 +279,12 @@ class Verifier:
         return outcome, reference.request({"op": "verdict", "token": token})
 
     def sweep(
-        self, variants: Sequence[Path], work_dir: Path, on_progress: Progress | None = None
+        self, variants: Sequence[Path], work_dir: Path, on_progress: Progress | None = None,
+        deadline: float | None = None,
     ) -> list[Measured]:
-        """Check and time many configurations of one kernel (see sandbox/sweep_client.py): a ranking, not a verdict."""
-        return run_sweep(self, variants, work_dir, self._private, on_progress)
+        """Check and time many configurations of one kernel (see sandbox/sweep_client.py): a ranking, not a verdict.
+        Past `deadline` (time.time()) no further configuration is checked."""
+        return run_sweep(self, variants, work_dir, self._private, on_progress, deadline)
 
     def verify(
         self,

@@ -59,6 +59,10 @@ SWEEP_TARGET_S, GPU_SWEEP_MIN_CONFIGS = 30.0, 12
 # all 1.3x or more slower than the one-read and looped moves, most of level 1's 70 s. Only a
 # diagnosis whose fix is the knob sweep itself (an untuned launch) keeps the knobs' full share.
 OWN_BESIDE_A_CURE = 8
+# A sweep stops starting checks this long before the run's time budget (max_wall_s) ends, leaving
+# the round time to verify what it measured: on the H200, 33_BatchNorm (4.3 GB) with a 150 s
+# budget was still in its first sweep after 160 s, and in a suite pass ran past 289 s.
+SWEEP_RESERVE_S, SWEEP_RESERVE_SHARE = 30.0, 0.2
 
 
 def sweep_dir(run_dir: str | Path) -> Path:
@@ -188,7 +192,7 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
         paths[-1].write_text(item.source)
     emit(task, SweepStarted(round=task["round"], configs=len(planned), basis=basis.get("basis")))
     began = time.monotonic()
-    measured = verifier.sweep(paths, folder / "work") if paths else []
+    measured = verifier.sweep(paths, folder / "work", deadline=sweep_deadline(task, ctx)) if paths else []
     rows = [_row(item, task["round"], m, p) for item, m, p in zip(planned, measured, paths, strict=True)]
     table = {"round": task["round"], **basis, "knobs": sorted({k for item in planned for k in item.config}),
              "rows": rows, "wall_s": round(time.monotonic() - began, 2), "gpu_times": verifier.settings.use_cuda}
@@ -197,6 +201,15 @@ def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     emit(task, SweepDone(round=task["round"], configs=len(rows), timed=len(timed),
                          best_ms=min((r["time_ms"] for r in timed), default=None)))
     return table
+
+
+def sweep_deadline(task: Branch, ctx: Context) -> float | None:
+    """The time.time() past which this round's sweep starts no check: the run's time budget less a
+    reserve (SWEEP_RESERVE_S, or SWEEP_RESERVE_SHARE of a short budget); None without a budget."""
+    started = task.get("started_at")
+    if ctx.max_wall_s is None or started is None:
+        return None
+    return float(started) + ctx.max_wall_s - min(SWEEP_RESERVE_S, SWEEP_RESERVE_SHARE * ctx.max_wall_s)
 
 
 def _free_table_path(task: Branch) -> Path:

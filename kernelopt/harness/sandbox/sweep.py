@@ -6,7 +6,8 @@ static checks in the parent like any candidate. Two jobs, each a single-use proc
 - `sweep-check` imports every configuration and runs it on a few quick cases (the other
   sizes, where tails and masks break); outputs go to the reference process under one token
   per configuration, and the parent asks it for the verdicts: a configuration never learns
-  whether it was right, and one that fails is not timed.
+  whether it was right, and one that fails is not timed. Past the request's `deadline` (the
+  run's time budget) no further configuration is started: each left gets a `time-budget` row.
 - `sweep-time` times the correct ones with the harness's one protocol (`timing.measure`:
   events, an L2 flush before each trial, the median) by successive halving: every
   configuration with a few trials, the better half with more, the best few with the run's own
@@ -35,6 +36,7 @@ from kernelopt.harness.sandbox.calls import Rejected, build_model
 from kernelopt.harness.sandbox.locks import DeviceLock
 
 ROWS_FILE = "rows.jsonl"
+OUT_OF_TIME = "not checked: the run's time budget (max_wall_s) ran out during the sweep"
 # In the first stage, a configuration whose warm run is this many times the fastest so far is not
 # timed further: 4x is past anything the search keeps alive (2x) or verifies (1.15x).
 GIVE_UP_TIMES = 4.0
@@ -100,9 +102,13 @@ def run_check(req: dict[str, Any]) -> dict[str, Any]:
     lock = DeviceLock(req["lock_path"])
     cases = req["cases"]
     count = len(req["variants"])
+    deadline = req.get("deadline")  # time.time() past which no configuration is started
     progress.mark("lock")
     with lock.shared(), torch.no_grad():
         for index in range(count):
+            if deadline is not None and time.time() > deadline:
+                rows.add({"variant": index, "ok": False, "rule": "time-budget", "reason": OUT_OF_TIME})
+                continue
             progress.mark(f"case {index + 1}/{count}")
             rows.add({"variant": index, "started": True})
             try:

@@ -175,20 +175,23 @@ class _Sweep:
         return True
 
     def check(self, paths: list[Path], pending: list[int], which: CaseChoice = first_case,
-              work: Path | None = None) -> list[int]:
+              work: Path | None = None, deadline: float | None = None) -> list[int]:
         """The configurations correct on the cases `which` picks, checked by several processes
-        at once where the host and the device allow it (most of a check is compiling the kernel)."""
+        at once where the host and the device allow it (most of a check is compiling the kernel);
+        past `deadline` (time.time()) a process starts no further configuration."""
         work = work or self.work
         reference = self.harness.reference()
         shards = _shards(pending, check_processes(self.harness.settings, reference.input_bytes,
                                                   getattr(reference, "free_bytes", None)))
         if len(shards) == 1:  # its own folder too: the timing job's log must not overwrite the check's
-            return self._check(paths, pending, work / "check-0", which)
+            return self._check(paths, pending, work / "check-0", which, deadline)
         with ThreadPoolExecutor(len(shards), thread_name_prefix="kernelopt-sweep-check") as pool:
-            done = pool.map(lambda n: self._check(paths, shards[n], work / f"check-{n}", which), range(len(shards)))
+            done = pool.map(lambda n: self._check(paths, shards[n], work / f"check-{n}", which, deadline),
+                            range(len(shards)))
             return sorted(i for passed in done for i in passed)
 
-    def _check(self, paths: list[Path], pending: list[int], work: Path, which: CaseChoice) -> list[int]:
+    def _check(self, paths: list[Path], pending: list[int], work: Path, which: CaseChoice,
+               deadline: float | None) -> list[int]:
         work.mkdir(parents=True, exist_ok=True)
         passed: list[int] = []
         while pending:
@@ -199,7 +202,8 @@ class _Sweep:
             cases = reference.cases
             limits = self.harness.settings.limits(self.harness.settings.candidate_phases(cases))
             outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, work, tokens=tokens,
-                                      quick=which(cases), cases=cases, reference=reference.address)
+                                      quick=which(cases), cases=cases, reference=reference.address,
+                                      deadline=deadline)
             done = {r["variant"]: r for r in rows if not r.get("started")}
             for local, i in enumerate(pending):
                 verdict = reference.request({"op": "verdict", "token": tokens[local], "partial": True})
@@ -245,9 +249,12 @@ class _Sweep:
 
 
 def run_sweep(
-    harness: _Harness, paths: Sequence[Path], work: Path, secret_dir: Path, on_progress: Progress | None = None
+    harness: _Harness, paths: Sequence[Path], work: Path, secret_dir: Path, on_progress: Progress | None = None,
+    deadline: float | None = None,
 ) -> list[Measured]:
-    """Check and time every configuration (kernel files); one `Measured` each, in order."""
+    """Check and time every configuration (kernel files); one `Measured` each, in order. Past
+    `deadline` (time.time(): the run's time budget) no configuration starts its check; those
+    checked are still timed, and the finalists still checked on the other sizes."""
     paths = [Path(p).resolve() for p in paths]
     work.mkdir(parents=True, exist_ok=True)
     sweep = _Sweep(harness, work, secret_dir, on_progress)
@@ -261,7 +268,7 @@ def run_sweep(
         violation = guards.first_violation(source, path.name)
         if violation:
             sweep.failed[i] = violation
-    passed = sweep.check(paths, [i for i in range(len(paths)) if i not in sweep.failed])
+    passed = sweep.check(paths, [i for i in range(len(paths)) if i not in sweep.failed], deadline=deadline)
     timed = sweep.time(paths, passed) if passed else {}
     if sized_cases(harness.reference().cases) and (best := finalists(timed)):
         sweep.check(paths, best, sized_cases, work / "finalists")  # a failure lands in sweep.failed
