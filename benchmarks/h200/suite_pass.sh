@@ -8,7 +8,8 @@
 # benchmarks/h200/state/NAME.tgz (a pass an earlier session left unfinished) exists, the suite is resumed from
 # whichever holds more finished problems, so finished problems are not redone; otherwise it starts. After SECONDS it is
 # stopped (a problem under way is redone next time), and the suite's state (suite.json, one JSON
-# per finished problem, results.*, and each run's events, sweep tables, best kernel, report, and round 0's kernels and logs) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log.
+# per finished problem, results.*, and each run's events, sweep tables, best kernel, report, and round 0's kernels and logs) goes back as $OUT/NAME.tgz with the log as $OUT/NAME.log;
+# so does the problem stopped under way (its events, sweep tables and worker logs: where its time went).
 set -u
 name=$1 seconds=$2
 shift 2
@@ -35,4 +36,7 @@ echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name
 cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" $(ls -d "$name/problems" "$name"/results.* 2>/dev/null) \
   $(for done in "$name"/problems/*.json; do run="$name/runs/$(basename "$done" .json)"
       ls "$run"/events.jsonl "$run"/sweeps/round-*.json "$run"/best_kernel.py "$run"/report.md "$run"/kernels/r000_*.py \
-        "$run"/harness/candidates/r000_*/worker.log 2>/dev/null; done)
+        "$run"/harness/candidates/r000_*/worker.log 2>/dev/null; done) \
+  $(for run in "$name"/runs/*/; do run=${run%/}; [ -f "$name/problems/$(basename "$run").json" ] && continue
+      find "$run" \( -name events.jsonl -o -name 'round-*.json' -o -name worker.log \) -size -2M 2>/dev/null | head -200
+    done)
