@@ -69,6 +69,8 @@ CURES: dict[str, tuple[str, ...]] = {
     "batched_tf32x3": ("compute", "memory", "other"),
     "implicit_gemm": ("memory", "latency", "other"),
     "implicit_gemm_tf32x3": ("compute", "memory", "other"),
+    # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
+    "split": ("occupancy", "memory", "latency", "other"),
 }
 
 
@@ -159,6 +161,10 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
         instances, skipped = gemm.matmul_moves(family, sm_count) if family.name == "matmul" else gemm.bmm_moves(family)
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
+    elif family.name == "batch_norm":
+        from kernelopt.offline.moves import batchnorm  # it builds MoveInstance, defined above
+
+        instances, skipped = batchnorm.batch_norm_moves(family, Path(problem_path).read_text(), sm_count)
     elif family.name == "conv":
         try:  # the template takes the reference's own constructor, which must be found in its text
             instances, skipped = conv.conv_moves(family, Path(problem_path).read_text())

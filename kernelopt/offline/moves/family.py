@@ -46,6 +46,7 @@ class Family:
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
+    momentum: float | None = None  # batch_norm: the module's momentum (None: a cumulative average)
 
 
 class _Recorder(TorchDispatchMode):
@@ -113,15 +114,38 @@ def trace_family(problem: ModuleType) -> Family:
         return _affine_layer_norm(calls[0][1], model, family)
     if alone and calls[0][0] == "native_group_norm":
         return _group_norm(calls[0][1], model, family)
+    last = calls[-1] if calls else ("", (None,), {})
+    if family.name == "other" and len(tensors) == 1 and last[0] == "native_batch_norm" \
+            and all(c[0] == "add_" or c[0] in _VIEWS for c in calls[:-1]) \
+            and recorder.origin.get(id(last[1][0])) == (0, False):
+        return _batch_norm(last[1], model, family)  # the add_ counts the batch (num_batches_tracked)
     return family
 
 
 def _state_names(model: Any, *tensors: Any) -> tuple[str, ...] | None:
     """Each tensor's state_dict name among the model's own parameters, by identity ("" for None);
     None when one is not the model's."""
-    names = {id(p): n for n, p in model.named_parameters()}
+    names = {id(p): n for n, p in [*model.named_parameters(), *model.named_buffers()]}
     found = tuple("" if t is None else names.get(id(t)) for t in tensors)
     return None if None in found else found  # type: ignore[return-value]
+
+
+def _batch_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
+    """BatchNorm in training mode (input, weight, bias, running_mean, running_var, training, momentum,
+    eps), its tensors the model's own: the batch_norm family, with their state_dict names and the
+    module's momentum (the traced one is a number even where the module's is None)."""
+    if len(args) < 8 or args[5] is not True:
+        return family  # eval mode normalises with the running statistics: no template's work
+    module = next((m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+                   and (m.running_mean is args[3] if args[3] is not None else m.weight is args[1])), None)
+    state = _state_names(model, *args[1:5])
+    if module is None or state is None:
+        return family
+    batches = ""
+    if module.num_batches_tracked is not None:
+        batches = _state_names(model, module.num_batches_tracked)[0]  # type: ignore[index]
+    return Family(**{**family.__dict__, "name": "batch_norm", "dim": 1, "eps": float(args[7]),
+                     "state": (*state, batches), "momentum": module.momentum})
 
 
 def _group_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:

@@ -1,0 +1,211 @@
+"""A template for BatchNorm in training mode: each channel standardised with its batch statistics.
+
+A channel's values are the batch's planes of it, `samples` runs of `plane` contiguous values
+strided by `channels * plane`: few long rows, so the work is split as `split_row` splits a row
+(rows.py, standardize.py). A first kernel takes each piece's mean and sum of squared deviations,
+a piece being CHUNK contiguous values of one (sample, channel) plane, so no per-element division
+finds a value's plane. A second kernel, one program per piece again, merges its channel's pieces
+by Chan's formula (exact for inputs shifted far from zero), folds the weight and bias into one
+scale and shift, and writes its piece; the piece at the channel's start also moves the running
+statistics the way the reference does (momentum, or the cumulative average when it is None, and
+the unbiased variance), and a last one-program kernel counts the batch in `num_batches_tracked`.
+
+The file keeps the reference's constructor, so its weight, bias and buffers are the reference's.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from string import Template
+from typing import TYPE_CHECKING
+
+from kernelopt.seed.writer import reference_init, state_expression
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves import Config, MoveInstance, Skipped
+    from kernelopt.offline.moves.family import Family
+
+# A plane shorter than this is no run of contiguous values worth a piece (BatchNorm1d over (N, C) has
+# planes of 1): such a channel is a strided column, not this template's work.
+MIN_PLANE = 1024
+# The write kernel merges all of a channel's piece statistics in registers: at most this many.
+MAX_PIECES = 4096
+
+
+@dataclass(frozen=True)
+class BatchNormState:
+    """The reference module's tensors, as state_dict names ("" where it has none)."""
+
+    weight: str
+    bias: str
+    running_mean: str
+    running_var: str
+    batches: str  # num_batches_tracked
+
+
+_FILE = '''"""BatchNorm (training mode: batch statistics) over dim 1, split: $what (a structural move of the
+offline optimizer)."""
+
+import math
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+CHUNK = 65536
+BLOCK = 2048
+eps = $eps  # the reference's epsilon (not a knob)
+momentum = $momentum  # the reference's momentum; None: a cumulative average (not a knob)
+
+
+@triton.jit
+def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    # Program (channel, piece): CHUNK contiguous values of one (sample, channel) plane, blocks merged by
+    # Chan's formula (a block past the plane's end counts nothing).
+    c = tl.program_id(0).to(tl.int64)
+    piece = tl.program_id(1).to(tl.int64)
+    base = ((piece // per_plane) * channels + c) * plane
+    part = piece % per_plane
+    cols = tl.arange(0, BLOCK)
+    count = tl.zeros((), tl.float32)
+    mean = tl.zeros((), tl.float32)
+    m2 = tl.zeros((), tl.float32)
+    for start in range(0, CHUNK, BLOCK):
+        offs = part * CHUNK + start + cols
+        mask = offs < plane
+        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        k = tl.sum(mask.to(tl.float32), axis=0)
+        bm = tl.sum(x, axis=0) / tl.maximum(k, 1.0)
+        d = tl.where(mask, x - bm, 0.0)
+        total = count + k
+        delta = bm - mean
+        mean += delta * (k / tl.maximum(total, 1.0))
+        m2 += tl.sum(d * d, axis=0) + delta * delta * (count * k / tl.maximum(total, 1.0))
+        count = total
+    tl.store(mean_ptr + c * pieces + piece, mean)
+    tl.store(m2_ptr + c * pieces + piece, m2)
+
+
+@triton.jit
+def bn_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_ptr, m2_ptr, channels, plane,
+                    per_plane, pieces, eps, momentum, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
+                    PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr, RUNNING: tl.constexpr,
+                    AVERAGE: tl.constexpr):
+    # Program (channel, piece): the channel's piece statistics merged, its piece scaled, shifted, written.
+    c = tl.program_id(0).to(tl.int64)
+    piece = tl.program_id(1).to(tl.int64)
+    idx = tl.arange(0, PIECES)
+    live = idx < pieces
+    counts = tl.where(live, tl.minimum(CHUNK, plane - (idx % per_plane) * CHUNK), 0).to(tl.float32)
+    means = tl.load(mean_ptr + c * pieces + idx, mask=live, other=0.0)
+    m2s = tl.load(m2_ptr + c * pieces + idx, mask=live, other=0.0)
+    n = tl.sum(counts, axis=0)
+    mean = tl.sum(counts * means, axis=0) / n
+    spread = tl.where(live, means - mean, 0.0)
+    var = tl.sum(m2s + counts * spread * spread, axis=0) / n
+    scale = 1.0 / tl.sqrt(var + eps)
+    if has_w:
+        scale = scale * tl.load(w_ptr + c).to(tl.float32)
+    shift = -mean * scale
+    if has_b:
+        shift = shift + tl.load(b_ptr + c).to(tl.float32)
+    base = ((piece // per_plane) * channels + c) * plane
+    part = piece % per_plane
+    cols = tl.arange(0, BLOCK)
+    for start in range(0, CHUNK, BLOCK):
+        offs = part * CHUNK + start + cols
+        mask = offs < plane
+        x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+        tl.store(out_ptr + base + offs, (x * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
+    if RUNNING:
+        if piece == 0:  # the channel's running statistics, moved once per batch (unbiased variance)
+            factor = momentum
+            if AVERAGE:
+                factor = 1.0 / (tl.load(nbt_ptr).to(tl.float32) + 1.0)
+            unbiased = var * n / tl.maximum(n - 1.0, 1.0)
+            rm = tl.load(rm_ptr + c).to(tl.float32)
+            rv = tl.load(rv_ptr + c).to(tl.float32)
+            tl.store(rm_ptr + c, ((1.0 - factor) * rm + factor * mean).to(rm_ptr.dtype.element_ty))
+            tl.store(rv_ptr + c, ((1.0 - factor) * rv + factor * unbiased).to(rv_ptr.dtype.element_ty))
+
+
+@triton.jit
+def bn_count_kernel(nbt_ptr):
+    # num_batches_tracked += 1, after every program has read it
+    tl.store(nbt_ptr, tl.load(nbt_ptr) + 1)
+
+
+class ModelNew(nn.Module):
+$init
+    def forward(self, $params):
+        x = $x.contiguous()
+        out = torch.empty_like(x)
+        samples, channels = x.shape[0], x.shape[1]
+        plane = math.prod(x.shape[2:])
+        per_plane = triton.cdiv(plane, CHUNK)
+        pieces = samples * per_plane
+        w, b = $weight, $bias
+        rm, rv, nbt = $running_mean, $running_var, $batches
+        running = rm is not None and rv is not None and nbt is not None
+        mean = torch.empty((channels, pieces), device=x.device, dtype=torch.float32)
+        m2 = torch.empty((channels, pieces), device=x.device, dtype=torch.float32)
+        bn_stats_kernel[(channels, pieces)](mean, m2, x, channels, plane, per_plane, pieces, CHUNK=CHUNK,
+                                            BLOCK=BLOCK, num_warps=8)
+        bn_write_kernel[(channels, pieces)](out, x, x if w is None else w, x if b is None else b,
+                                            rm if running else x, rv if running else x, nbt if running else x,
+                                            mean, m2, channels, plane, per_plane, pieces, eps,
+                                            0.0 if momentum is None else momentum, CHUNK=CHUNK, BLOCK=BLOCK,
+                                            PIECES=triton.next_power_of_2(pieces), has_w=w is not None,
+                                            has_b=b is not None, RUNNING=running, AVERAGE=momentum is None,
+                                            num_warps=8)
+        if running:
+            bn_count_kernel[(1,)](nbt)
+        return out
+'''
+
+
+def split(init: str, params: tuple[str, ...], eps: float, momentum: float | None, state: BatchNormState) -> str:
+    """The kernel file: statistics per piece of a (sample, channel) plane, then merge and write."""
+    def reach(name: str) -> str:
+        return state_expression(name) if name else "None"
+
+    return Template(_FILE).substitute(
+        what="piece statistics, then each piece merges its channel's and writes", eps=repr(float(eps)),
+        momentum=repr(None if momentum is None else float(momentum)), init=init,
+        params=", ".join(params), x=params[0], weight=reach(state.weight), bias=reach(state.bias),
+        running_mean=reach(state.running_mean), running_var=reach(state.running_var), batches=reach(state.batches))
+
+
+def batch_norm_moves(family: Family, problem_source: str, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The split template where a channel's planes are long enough to be pieces, with its grid."""
+    from kernelopt.offline.moves import MoveInstance, Skipped
+
+    name = "batch_norm.split"
+    shape = family.shapes[0]
+    if len(shape) < 3 or family.eps is None:
+        return [], [Skipped(name, f"an input of shape {shape}: no (sample, channel) planes")]
+    samples, channels, plane = shape[0], shape[1], math.prod(shape[2:])
+    if plane < MIN_PLANE:
+        return [], [Skipped(name, f"planes of {plane} values: too short to split into pieces of a plane")]
+    grid = _grid(samples, channels, plane, sm_count)
+    if not grid:
+        return [], [Skipped(name, f"{samples} samples of a plane of {plane} need over {MAX_PIECES} pieces a channel")]
+    state = BatchNormState(*family.state)
+    why = (f"each of the {channels} channels' {samples} planes split in pieces: statistics, then merge, scale "
+           "and write, in two kernels (running statistics moved as the reference does)")
+    return [MoveInstance(name, why, split(reference_init(problem_source), family.input_names, family.eps,
+                                          family.momentum, state), tuple(grid))], []
+
+
+def _grid(samples: int, channels: int, plane: int, sm_count: int) -> list[Config]:
+    """CHUNK and BLOCK with the pieces in bounds, those nearest eight programs per SM first."""
+    grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536, 131072)
+            for b in (1024, 2048, 4096) for w in (4, 8)
+            if b <= c and 4 <= b // (32 * w) <= 32 and samples * -(-plane // c) <= MAX_PIECES]
+    programs = {c: channels * samples * -(-plane // c) for c in (16384, 32768, 65536, 131072)}
+    grid.sort(key=lambda g: (abs(math.log2(programs[g["CHUNK"]] / (8 * sm_count))), abs(g["BLOCK"] - 2048),
+                             -g["num_warps"]))
+    return grid[:12]
