@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from string import Template
 from typing import TYPE_CHECKING
 
+from kernelopt.offline.moves.standardize import CHAN
 from kernelopt.seed.writer import reference_init, state_expression
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ CHUNK = 65536
 BLOCK = 2048
 eps = $eps  # the reference's epsilon (not a knob)
 momentum = $momentum  # the reference's momentum; None: a cumulative average (not a knob)
-
+$chan
 
 @triton.jit
 def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
@@ -77,14 +78,7 @@ def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces,
         offs = part * CHUNK + start + cols
         mask = offs < plane
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        k = tl.sum(mask.to(tl.float32), axis=0)
-        bm = tl.sum(x, axis=0) / tl.maximum(k, 1.0)
-        d = tl.where(mask, x - bm, 0.0)
-        total = count + k
-        delta = bm - mean
-        mean += delta * (k / tl.maximum(total, 1.0))
-        m2 += tl.sum(d * d, axis=0) + delta * delta * (count * k / tl.maximum(total, 1.0))
-        count = total
+        count, mean, m2 = chan_step(x, mask, count, mean, m2)
     tl.store(mean_ptr + c * pieces + piece, mean)
     tl.store(m2_ptr + c * pieces + piece, m2)
 
@@ -102,10 +96,8 @@ def bn_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_
     counts = tl.where(live, tl.minimum(CHUNK, plane - (idx % per_plane) * CHUNK), 0).to(tl.float32)
     means = tl.load(mean_ptr + c * pieces + idx, mask=live, other=0.0)
     m2s = tl.load(m2_ptr + c * pieces + idx, mask=live, other=0.0)
+    mean, var = chan_pieces(counts, means, m2s, live)
     n = tl.sum(counts, axis=0)
-    mean = tl.sum(counts * means, axis=0) / n
-    spread = tl.where(live, means - mean, 0.0)
-    var = tl.sum(m2s + counts * spread * spread, axis=0) / n
     scale = 1.0 / tl.sqrt(var + eps)
     if has_w:
         scale = scale * tl.load(w_ptr + c).to(tl.float32)
@@ -173,7 +165,7 @@ def split(init: str, params: tuple[str, ...], eps: float, momentum: float | None
         return state_expression(name) if name else "None"
 
     return Template(_FILE).substitute(
-        what="piece statistics, then each piece merges its channel's and writes", eps=repr(float(eps)),
+        what="piece statistics, then each piece merges its channel's and writes", eps=repr(float(eps)), chan=CHAN,
         momentum=repr(None if momentum is None else float(momentum)), init=init,
         params=", ".join(params), x=params[0], weight=reach(state.weight), bias=reach(state.bias),
         running_mean=reach(state.running_mean), running_var=reach(state.running_var), batches=reach(state.batches))

@@ -63,6 +63,30 @@ $launch
         return out
 '''
 
+# Chan's formula, shared by every template that standardises (batchnorm.py too): a block's count,
+# mean and squared deviations merged into the running ones (an empty block changes nothing), and a
+# row's pieces merged into its mean and variance.
+CHAN = '''
+@triton.jit
+def chan_step(x, mask, count, mean, m2):
+    k = tl.sum(mask.to(tl.float32), axis=0)
+    bm = tl.sum(x, axis=0) / tl.maximum(k, 1.0)
+    d = tl.where(mask, x - bm, 0.0)
+    total = count + k
+    delta = bm - mean
+    mean += delta * (k / tl.maximum(total, 1.0))
+    m2 += tl.sum(d * d, axis=0) + delta * delta * (count * k / tl.maximum(total, 1.0))
+    return total, mean, m2
+
+
+@triton.jit
+def chan_pieces(counts, means, m2s, live):
+    n = tl.sum(counts, axis=0)
+    mean = tl.sum(counts * means, axis=0) / n
+    spread = tl.where(live, means - mean, 0.0)
+    return mean, tl.sum(m2s + counts * spread * spread, axis=0) / n
+'''
+
 _SCALED = '''
 @triton.jit
 def scaled(y, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w: tl.constexpr, has_b: tl.constexpr):
@@ -91,14 +115,7 @@ def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: 
         offs = start + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        c = tl.sum(mask.to(tl.float32), axis=0)
-        bm = tl.sum(x, axis=0) / c
-        d = tl.where(mask, x - bm, 0.0)
-        total = count + c
-        delta = bm - mean
-        mean += delta * (c / total)
-        m2 += tl.sum(d * d, axis=0) + delta * delta * (count * c / total)
-        count = total
+        count, mean, m2 = chan_step(x, mask, count, mean, m2)
     rstd = 1.0 / tl.sqrt(m2 / n + eps)
     last = ((n - 1) // BLOCK) * BLOCK
     for back in range(0, n, BLOCK):
@@ -152,10 +169,8 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
     means = tl.load(mean_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
-    mean = tl.sum(counts * means, axis=0) / n
-    spread = tl.where(live, means - mean, 0.0)
-    m2 = tl.sum(m2s + counts * spread * spread, axis=0)
-    rstd = 1.0 / tl.sqrt(m2 / n + eps)
+    mean, var = chan_pieces(counts, means, m2s, live)
+    rstd = 1.0 / tl.sqrt(var + eps)
     y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
     tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
@@ -176,14 +191,7 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
         offs = piece * CHUNK + start + cols
         mask = offs < n
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-        c = tl.sum(mask.to(tl.float32), axis=0)
-        bm = tl.sum(x, axis=0) / tl.maximum(c, 1.0)
-        d = tl.where(mask, x - bm, 0.0)
-        total = count + c
-        delta = bm - mean
-        mean += delta * (c / tl.maximum(total, 1.0))
-        m2 += tl.sum(d * d, axis=0) + delta * delta * (count * c / tl.maximum(total, 1.0))
-        count = total
+        count, mean, m2 = chan_step(x, mask, count, mean, m2)
     tl.store(mean_ptr + row * chunks + piece, mean)
     tl.store(m2_ptr + row * chunks + piece, m2)
 
@@ -200,9 +208,8 @@ def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, g
     counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
     means = tl.load(mean_ptr + row * chunks + idx, mask=live, other=0.0)
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0)
-    mean = tl.sum(counts * means, axis=0) / n
-    spread = tl.where(live, means - mean, 0.0)
-    rstd = 1.0 / tl.sqrt(tl.sum(m2s + counts * spread * spread, axis=0) / n + eps)
+    mean, var = chan_pieces(counts, means, m2s, live)
+    rstd = 1.0 / tl.sqrt(var + eps)
     cols = tl.arange(0, BLOCK)
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
@@ -222,7 +229,7 @@ def _file(what: str, constants: str, kernels: str, launch: str, first: int, eps:
     model = Template(_MODEL).substitute(params=", ".join(params), x=params[0], first=first, launch=launch,
                                         init=chosen.init, weight=chosen.weight, bias=chosen.bias,
                                         plane="math.prod(x.shape[2:])" if chosen.per_channel else "1")
-    return header + _SCALED + kernels + model
+    return header + CHAN + _SCALED + kernels + model
 
 
 def rows_in_registers(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
