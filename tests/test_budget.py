@@ -148,3 +148,25 @@ def test_progress_lines_show_tokens_and_retries():
                          "error": "InternalServerError: 500"})
     assert line == "  judger: LLM call failed (InternalServerError: 500); retry 1 of 4 in 2.0 s"
 
+
+
+def test_a_round_with_no_time_left_for_a_sweep_stops_on_the_budget_not_as_exhausted(tmp_path, add_problem,
+                                                                                      monkeypatch):
+    # The run's budget is not spent when the round begins, but its sweep deadline (the budget less the
+    # reserve to verify) is: no sweep starts, and the stop says time, not that the search was exhausted.
+    import kernelopt.nodes.tune as tune
+
+    monkeypatch.setattr(tune, "sweep_deadline", lambda task, ctx: 0.0)
+    final, _ = run_graph(_inputs(add_problem), fast_context(tmp_path, max_wall_s=1000, max_rounds=2))
+    assert final["stop_reason"].startswith("time_budget: ") and "too little left for a sweep" in final["stop_reason"]
+    assert not list(Path(final["run_dir"]).glob("sweeps/round-*.json"))
+    assert final["best"] is not None and final["best"].round == 0
+
+
+def test_a_move_whose_check_the_budget_kept_from_starting_is_not_measured() -> None:
+    from kernelopt.offline.structures import measured_moves
+
+    rows = [{"move": "softmax.one_read", "rule": "time-budget", "time_ms": None},
+            {"move": "softmax.looped_online", "rule": "incorrect", "time_ms": None},
+            {"move": "softmax.split_row", "rule": None, "time_ms": 1.0}]
+    assert measured_moves([{"rows": rows}]) == {"softmax.looped_online", "softmax.split_row"}

@@ -313,8 +313,9 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     swept = table_path(task["run_dir"], task["round"], task["repair"]).exists()
     untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
     # A sweep measures at least one configuration of every move never measured: each pass ends one.
+    deadline = sweep_deadline(task, ctx)
     for _ in range(1 + untried):
-        if candidates or (swept and not untried):
+        if candidates or (swept and not untried) or (deadline is not None and time.time() > deadline):
             break
         candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
         swept = True
@@ -322,5 +323,8 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     if not candidates:
         why = ("search_exhausted: every configuration the sweep measured was tried, "
                "and every structural move that applies was measured")
+        if deadline is not None and time.time() > deadline:  # not exhausted: out of time
+            why = (f"time_budget: {time.time() - float(task['started_at'] or 0):,.0f} s elapsed of "
+                   f"{ctx.max_wall_s:,.0f} s, too little left for a sweep and its verification")
         return {"candidates": [Candidate(None, "", 0, stop=why)]}
     return {"candidates": candidates}

@@ -50,8 +50,9 @@ def _rows(tables: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def measured_moves(tables: Iterable[dict[str, Any]]) -> set[str]:
-    """The moves some sweep measured (timed or failed: a move whose every configuration failed was tried)."""
-    return {row["move"] for row in _rows(tables) if row.get("move")}
+    """The moves some sweep measured (timed or failed: a move whose every configuration failed was tried;
+    one whose check the run's time budget kept from starting was not)."""
+    return {row["move"] for row in _rows(tables) if row.get("move") and row.get("rule") != "time-budget"}
 
 
 def structure_of(best_hash: str, tables: Iterable[dict[str, Any]]) -> str:
