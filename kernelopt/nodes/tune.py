@@ -164,7 +164,8 @@ def _budget(ctx: Context, on_gpu: bool, tables: list[dict[str, Any]] | None = No
     paced = [t for t in tables or [] if t.get("wall_s") and t.get("rows")]
     if not paced:
         return GPU_SWEEP_CONFIGS
-    each_s = paced[-1]["wall_s"] / len(paced[-1]["rows"])
+    run = [r for r in paced[-1]["rows"] if r.get("rule") != "time-budget"]  # rows the budget skipped took no time
+    each_s = paced[-1]["wall_s"] / max(len(run), 1)
     return max(GPU_SWEEP_MIN_CONFIGS, min(GPU_SWEEP_CONFIGS, int(SWEEP_TARGET_S / max(each_s, 1e-3))))
 
 
@@ -313,17 +314,22 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     swept = table_path(task["run_dir"], task["round"], task["repair"]).exists()
     untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
     # A sweep measures at least one configuration of every move never measured: each pass ends one.
-    deadline = sweep_deadline(task, ctx)
+    deadline, cut = sweep_deadline(task, ctx), False
     for _ in range(1 + untried):
-        if candidates or (swept and not untried) or (deadline is not None and time.time() > deadline):
+        if candidates or (swept and not untried):
             break
-        candidates = _pick([_sweep(task, ctx, source)], tried, task, centre)
+        if deadline is not None and time.time() > deadline:
+            cut = True
+            break
+        table = _sweep(task, ctx, source)
+        cut = any(r.get("rule") == "time-budget" for r in table["rows"])
+        candidates = _pick([table], tried, task, centre)
         swept = True
         untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
     if not candidates:
         why = ("search_exhausted: every configuration the sweep measured was tried, "
                "and every structural move that applies was measured")
-        if deadline is not None and time.time() > deadline:  # not exhausted: out of time
+        if cut:  # not exhausted: the budget kept configurations from their checks
             why = (f"time_budget: {time.time() - float(task['started_at'] or 0):,.0f} s elapsed of "
                    f"{ctx.max_wall_s:,.0f} s, too little left for a sweep and its verification")
         return {"candidates": [Candidate(None, "", 0, stop=why)]}
