@@ -54,16 +54,42 @@ def test_the_kernelbench_batch_norm_is_split_by_planes_and_short_planes_say_why(
     assert [m.name for m in moves.instances] == ["batch_norm.split"]
     # the seed reduces a channel per program: whatever the judger names, the split answers it
     assert all(category in moves.instances[0].cures for category in ("occupancy", "memory", "latency"))
-    assert all(64 * -(-512 * 512 // c["CHUNK"]) <= batchnorm.MAX_PIECES for c in moves.instances[0].grid)
     short = structural_moves(PROBLEM)  # planes of 35
     assert "planes of 35 values" in {s.name: s.why for s in short.skipped}["batch_norm.split"]
-    average = tmp_path / "bn_average.py"  # momentum None reads the batch count as a number: untraceable on meta
-    average.write_text(PROBLEM.read_text().replace("nn.BatchNorm2d(num_features)",
-                                                   "nn.BatchNorm2d(num_features, momentum=None)"))
-    assert "could not be traced" in structural_moves(average).skipped[0].why
-    eval_mode = tmp_path / "bn_eval.py"  # normalised with the running statistics: not this template's work
-    eval_mode.write_text(PROBLEM.read_text().replace("return self.bn(x)", "return self.bn.eval()(x)"))
-    assert trace_family(import_file(eval_mode, "kernelopt_bn_eval")).name == "other"
+    odd = _problem(tmp_path, "odd", "height, width = 2, 3, 5, 7", "height, width = 2, 3, 30, 40")  # planes of 1,200
+    assert {c["CHUNK"] for c in structural_moves(odd).instances[0].grid} <= {1024, 2048}  # no empty pieces
+    average = _problem(tmp_path, "average", "nn.BatchNorm2d(num_features)",
+                       "nn.BatchNorm2d(num_features, momentum=None)")
+    assert "could not be traced" in structural_moves(average).skipped[0].why  # it reads the count as a number
+
+
+@pytest.mark.parametrize(("name", "old", "new", "family"), [
+    ("eval", "return self.bn(x)", "return self.bn.eval()(x)", "other"),  # normalised with the running statistics
+    ("stray_add", "return self.bn(x)", "return self.bn(x.add_(1.0))", "other"),  # an add_ the template would drop
+    ("relu", "return self.bn(x)", "return torch.relu(self.bn(x))", "other"),
+    ("twice", "return self.bn(x)", "return self.bn(self.bn(x))", "other"),
+    ("1d", "self.bn = nn.BatchNorm2d(num_features)", "self.bn = nn.BatchNorm1d(num_features)", "batch_norm"),
+    ("functional", "return self.bn(x)", "return torch.nn.functional.batch_norm(x, self.bn.running_mean, "
+     "self.bn.running_var, self.bn.weight, self.bn.bias, True, 0.5, 1e-3)", "batch_norm"),
+])
+def test_the_family_is_batch_norm_only_where_the_template_does_all_the_work(
+    name: str, old: str, new: str, family: str, tmp_path: Path
+) -> None:
+    problem = _problem(tmp_path, name, old, new)
+    if name == "1d":  # (N, C, L) planes of 35
+        problem.write_text(problem.read_text().replace("torch.randn(batch, features, height, width)",
+                                                       "torch.randn(batch, features, height * width)"))
+    found = trace_family(import_file(problem, f"kernelopt_bn_{name}"))
+    assert found.name == family
+    if name == "functional":  # the call's own momentum and eps, not the module's
+        assert (found.momentum, found.eps) == (0.5, 1e-3)
+
+
+def _problem(tmp_path: Path, name: str, old: str, new: str) -> Path:
+    assert old in PROBLEM.read_text()
+    path = tmp_path / f"bn_{name}.py"
+    path.write_text(PROBLEM.read_text().replace(old, new))
+    return path
 
 
 def test_the_split_batch_norm_passes_the_verifier_and_its_weights_matter(tmp_path: Path) -> None:
@@ -79,17 +105,18 @@ def test_the_split_batch_norm_passes_the_verifier_and_its_weights_matter(tmp_pat
     assert not wrong.accepted and "incorrect" in wrong.reason.lower()
 
 
-@pytest.mark.parametrize("momentum", ["0.3", "None"])
-def test_the_running_statistics_move_as_the_reference_s(momentum: str, tmp_path: Path) -> None:
-    reference_file = tmp_path / "bn.py"
-    reference_file.write_text(PROBLEM.read_text().replace("nn.BatchNorm2d(num_features)",
-                                                          f"nn.BatchNorm2d(num_features, momentum={momentum})"))
+@pytest.mark.parametrize("variant", ["momentum=0.3", "momentum=None", "affine=False", "track_running_stats=False"])
+def test_the_running_statistics_move_as_the_reference_s(variant: str, tmp_path: Path) -> None:
+    reference_file = _problem(tmp_path, "reference", "nn.BatchNorm2d(num_features)",
+                              f"nn.BatchNorm2d(num_features, {variant})")
     reference_module = import_file(reference_file, "kernelopt_bn_reference")
-    source = _source(PROBLEM, average=True) if momentum == "None" else _source(reference_file)
-    assert f"momentum = {momentum}" in source
-    kernel = _load(source, tmp_path, f"bn_kernel_{momentum.replace('.', '_')}")
+    source = _source(PROBLEM, average=True) if variant == "momentum=None" else _source(reference_file)
+    kernel = _load(source, tmp_path, "bn_kernel_" + variant.replace("=", "_").replace(".", "_"))
     torch.manual_seed(0)
     reference = reference_module.Model(3)
+    with torch.no_grad():  # weights other than 1 and 0 where there are any
+        for p in reference.parameters():
+            p.copy_(torch.rand_like(p) + 0.5)
     ours = kernel.ModelNew(3)
     ours.load_state_dict(reference.state_dict())
     for step in range(3):  # a cumulative average needs the count the earlier batches left
@@ -97,4 +124,9 @@ def test_the_running_statistics_move_as_the_reference_s(momentum: str, tmp_path:
         torch.testing.assert_close(ours(x), reference(x), atol=1e-5, rtol=1e-5)
     for name, value in reference.state_dict().items():
         torch.testing.assert_close(ours.state_dict()[name], value, atol=1e-6, rtol=1e-5, msg=name)
-    assert int(ours.bn.num_batches_tracked) == 3
+    ours.eval()
+    reference.eval()  # with running statistics, eval mode normalises with them and moves nothing
+    x = torch.randn(2, 3, 5, 7) + 2
+    torch.testing.assert_close(ours(x), reference(x), atol=1e-5, rtol=1e-5)
+    for name, value in reference.state_dict().items():
+        torch.testing.assert_close(ours.state_dict()[name], value, atol=1e-6, rtol=1e-5, msg=name)

@@ -4,11 +4,12 @@ A channel's values are the batch's planes of it, `samples` runs of `plane` conti
 strided by `channels * plane`: few long rows, so the work is split as `split_row` splits a row
 (rows.py, standardize.py). A first kernel takes each piece's mean and sum of squared deviations,
 a piece being CHUNK contiguous values of one (sample, channel) plane, so no per-element division
-finds a value's plane. A second kernel, one program per piece again, merges its channel's pieces
-by Chan's formula (exact for inputs shifted far from zero), folds the weight and bias into one
-scale and shift, and writes its piece; the piece at the channel's start also moves the running
-statistics the way the reference does (momentum, or the cumulative average when it is None, and
-the unbiased variance), and a last one-program kernel counts the batch in `num_batches_tracked`.
+finds a value's plane. A second, one program per channel, merges the channel's pieces by Chan's
+formula (exact for inputs shifted far from zero), folds the weight and bias into one scale and
+shift, and moves the running statistics the way the reference does (momentum, or the cumulative
+average when it is None; the unbiased variance). A third writes each piece, and a last
+one-program kernel counts the batch in `num_batches_tracked`. In eval mode the running
+statistics are the channel's (no statistics kernel, nothing moved), as PyTorch's.
 
 The file keeps the reference's constructor, so its weight, bias and buffers are the reference's.
 """
@@ -30,8 +31,7 @@ if TYPE_CHECKING:
 # A plane shorter than this is no run of contiguous values worth a piece (BatchNorm1d over (N, C) has
 # planes of 1): such a channel is a strided column, not this template's work.
 MIN_PLANE = 1024
-# The write kernel merges all of a channel's piece statistics in registers: at most this many.
-MAX_PIECES = 4096
+CHUNKS = (1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072)
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,7 @@ class BatchNormState:
     batches: str  # num_batches_tracked
 
 
-_FILE = '''"""BatchNorm (training mode: batch statistics) over dim 1, split: $what (a structural move of the
-offline optimizer)."""
+_FILE = '''\"\"\"BatchNorm over dim 1, split: $what (a structural move of the offline optimizer).\"\"\"
 
 import math
 
@@ -64,69 +63,96 @@ $chan
 @triton.jit
 def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
                     BLOCK: tl.constexpr):
-    # Program (channel, piece): CHUNK contiguous values of one (sample, channel) plane, blocks merged by
-    # Chan's formula (a block past the plane's end counts nothing).
-    c = tl.program_id(0).to(tl.int64)
-    piece = tl.program_id(1).to(tl.int64)
+    # Program channel * pieces + piece: CHUNK contiguous values of one (sample, channel) plane, blocks
+    # merged by Chan's formula (a block past the plane's end counts nothing).
+    pid = tl.program_id(0).to(tl.int64)
+    c = pid // pieces
+    piece = pid % pieces
     base = ((piece // per_plane) * channels + c) * plane
-    part = piece % per_plane
+    first = (piece % per_plane) * CHUNK
     cols = tl.arange(0, BLOCK)
     count = tl.zeros((), tl.float32)
     mean = tl.zeros((), tl.float32)
     m2 = tl.zeros((), tl.float32)
-    for start in range(0, CHUNK, BLOCK):
-        offs = part * CHUNK + start + cols
+    for start in range(0, tl.minimum(CHUNK, plane - first), BLOCK):
+        offs = first + start + cols
         mask = offs < plane
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         count, mean, m2 = chan_step(x, mask, count, mean, m2)
-    tl.store(mean_ptr + c * pieces + piece, mean)
-    tl.store(m2_ptr + c * pieces + piece, m2)
+    tl.store(mean_ptr + pid, mean)
+    tl.store(m2_ptr + pid, m2)
 
 
 @triton.jit
-def bn_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, mean_ptr, m2_ptr, channels, plane,
-                    per_plane, pieces, eps, momentum, CHUNK: tl.constexpr, BLOCK: tl.constexpr,
-                    PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr, RUNNING: tl.constexpr,
-                    AVERAGE: tl.constexpr):
-    # Program (channel, piece): the channel's piece statistics merged, its piece scaled, shifted, written.
+def bn_merge_kernel(scale_ptr, shift_ptr, mean_ptr, m2_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, plane,
+                    per_plane, pieces, eps, momentum, CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
+                    has_b: tl.constexpr, BATCH: tl.constexpr, RUNNING: tl.constexpr, AVERAGE: tl.constexpr):
+    # Program c: the channel's statistics (its pieces merged PIECES at a time, Chan's formula; or, in
+    # eval mode, the running ones), folded with the weight and bias into one scale and shift; in
+    # training mode the running statistics move as the reference's (the unbiased variance).
     c = tl.program_id(0).to(tl.int64)
-    piece = tl.program_id(1).to(tl.int64)
-    idx = tl.arange(0, PIECES)
-    live = idx < pieces
-    counts = tl.where(live, tl.minimum(CHUNK, plane - (idx % per_plane) * CHUNK), 0).to(tl.float32)
-    means = tl.load(mean_ptr + c * pieces + idx, mask=live, other=0.0)
-    m2s = tl.load(m2_ptr + c * pieces + idx, mask=live, other=0.0)
-    mean, var = chan_pieces(counts, means, m2s, live)
-    n = tl.sum(counts, axis=0)
+    if BATCH:
+        idx = tl.arange(0, PIECES)
+        n = tl.zeros((), tl.float32)
+        mean = tl.zeros((), tl.float32)
+        m2 = tl.zeros((), tl.float32)
+        for start in range(0, pieces, PIECES):
+            live = start + idx < pieces
+            counts = tl.where(live, tl.minimum(CHUNK, plane - ((start + idx) % per_plane) * CHUNK), 0)
+            counts = counts.to(tl.float32)
+            bm, bv = chan_pieces(counts, tl.load(mean_ptr + c * pieces + start + idx, mask=live, other=0.0),
+                                 tl.load(m2_ptr + c * pieces + start + idx, mask=live, other=0.0), live)
+            k = tl.sum(counts, axis=0)
+            total = n + k
+            delta = bm - mean
+            mean += delta * (k / total)
+            m2 += bv * k + delta * delta * (n * k / total)
+            n = total
+        var = m2 / n
+    else:
+        mean = tl.load(rm_ptr + c).to(tl.float32)
+        var = tl.load(rv_ptr + c).to(tl.float32)
     scale = 1.0 / tl.sqrt(var + eps)
     if has_w:
         scale = scale * tl.load(w_ptr + c).to(tl.float32)
     shift = -mean * scale
     if has_b:
         shift = shift + tl.load(b_ptr + c).to(tl.float32)
+    tl.store(scale_ptr + c, scale)
+    tl.store(shift_ptr + c, shift)
+    if BATCH and RUNNING:
+        factor = momentum
+        if AVERAGE:
+            factor = 1.0 / (tl.load(nbt_ptr).to(tl.float32) + 1.0)
+        unbiased = var * n / tl.maximum(n - 1.0, 1.0)
+        rm = tl.load(rm_ptr + c).to(tl.float32)
+        rv = tl.load(rv_ptr + c).to(tl.float32)
+        tl.store(rm_ptr + c, ((1.0 - factor) * rm + factor * mean).to(rm_ptr.dtype.element_ty))
+        tl.store(rv_ptr + c, ((1.0 - factor) * rv + factor * unbiased).to(rv_ptr.dtype.element_ty))
+
+
+@triton.jit
+def bn_write_kernel(out_ptr, x_ptr, scale_ptr, shift_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
+                    BLOCK: tl.constexpr):
+    # Program channel * pieces + piece: its piece scaled, shifted and written.
+    pid = tl.program_id(0).to(tl.int64)
+    c = pid // pieces
+    piece = pid % pieces
+    scale = tl.load(scale_ptr + c)
+    shift = tl.load(shift_ptr + c)
     base = ((piece // per_plane) * channels + c) * plane
-    part = piece % per_plane
+    first = (piece % per_plane) * CHUNK
     cols = tl.arange(0, BLOCK)
-    for start in range(0, CHUNK, BLOCK):
-        offs = part * CHUNK + start + cols
+    for start in range(0, tl.minimum(CHUNK, plane - first), BLOCK):
+        offs = first + start + cols
         mask = offs < plane
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
         tl.store(out_ptr + base + offs, (x * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
-    if RUNNING:
-        if piece == 0:  # the channel's running statistics, moved once per batch (unbiased variance)
-            factor = momentum
-            if AVERAGE:
-                factor = 1.0 / (tl.load(nbt_ptr).to(tl.float32) + 1.0)
-            unbiased = var * n / tl.maximum(n - 1.0, 1.0)
-            rm = tl.load(rm_ptr + c).to(tl.float32)
-            rv = tl.load(rv_ptr + c).to(tl.float32)
-            tl.store(rm_ptr + c, ((1.0 - factor) * rm + factor * mean).to(rm_ptr.dtype.element_ty))
-            tl.store(rv_ptr + c, ((1.0 - factor) * rv + factor * unbiased).to(rv_ptr.dtype.element_ty))
 
 
 @triton.jit
 def bn_count_kernel(nbt_ptr):
-    # num_batches_tracked += 1, after every program has read it
+    # num_batches_tracked += 1, after every channel has read it
     tl.store(nbt_ptr, tl.load(nbt_ptr) + 1)
 
 
@@ -141,19 +167,25 @@ $init
         pieces = samples * per_plane
         w, b = $weight, $bias
         rm, rv, nbt = $running_mean, $running_var, $batches
-        running = rm is not None and rv is not None and nbt is not None
-        mean = torch.empty((channels, pieces), device=x.device, dtype=torch.float32)
-        m2 = torch.empty((channels, pieces), device=x.device, dtype=torch.float32)
-        bn_stats_kernel[(channels, pieces)](mean, m2, x, channels, plane, per_plane, pieces, CHUNK=CHUNK,
-                                            BLOCK=BLOCK, num_warps=8)
-        bn_write_kernel[(channels, pieces)](out, x, x if w is None else w, x if b is None else b,
-                                            rm if running else x, rv if running else x, nbt if running else x,
-                                            mean, m2, channels, plane, per_plane, pieces, eps,
-                                            0.0 if momentum is None else momentum, CHUNK=CHUNK, BLOCK=BLOCK,
-                                            PIECES=triton.next_power_of_2(pieces), has_w=w is not None,
-                                            has_b=b is not None, RUNNING=running, AVERAGE=momentum is None,
-                                            num_warps=8)
-        if running:
+        running = rm is not None and rv is not None
+        batch = self.training or not running  # eval mode with running statistics normalises with them
+        scale = torch.empty((channels,), device=x.device, dtype=torch.float32)
+        shift = torch.empty((channels,), device=x.device, dtype=torch.float32)
+        mean = torch.empty((channels * pieces if batch else 1,), device=x.device, dtype=torch.float32)
+        m2 = torch.empty_like(mean)
+        if batch:
+            bn_stats_kernel[(channels * pieces,)](mean, m2, x, channels, plane, per_plane, pieces, CHUNK=CHUNK,
+                                                  BLOCK=BLOCK, num_warps=8)
+        counted = batch and running and nbt is not None
+        bn_merge_kernel[(channels,)](scale, shift, mean, m2, x if w is None else w, x if b is None else b,
+                                     rm if running else x, rv if running else x, nbt if counted else x, plane,
+                                     per_plane, pieces, eps, 0.0 if momentum is None else momentum, CHUNK=CHUNK,
+                                     PIECES=min(1024, triton.next_power_of_2(pieces)), has_w=w is not None,
+                                     has_b=b is not None, BATCH=batch, RUNNING=batch and running,
+                                     AVERAGE=momentum is None and counted)
+        bn_write_kernel[(channels * pieces,)](out, x, scale, shift, channels, plane, per_plane, pieces, CHUNK=CHUNK,
+                                              BLOCK=BLOCK, num_warps=8)
+        if counted:
             bn_count_kernel[(1,)](nbt)
         return out
 '''
@@ -182,9 +214,9 @@ def batch_norm_moves(family: Family, problem_source: str, sm_count: int) -> tupl
     samples, channels, plane = shape[0], shape[1], math.prod(shape[2:])
     if plane < MIN_PLANE:
         return [], [Skipped(name, f"planes of {plane} values: too short to split into pieces of a plane")]
+    if family.dtype not in ("float32", "float16", "bfloat16"):
+        return [], [Skipped(name, f"the problem's dtype is {family.dtype}: the template computes in fp32")]
     grid = _grid(samples, channels, plane, sm_count)
-    if not grid:
-        return [], [Skipped(name, f"{samples} samples of a plane of {plane} need over {MAX_PIECES} pieces a channel")]
     state = BatchNormState(*family.state)
     why = (f"each of the {channels} channels' {samples} planes split in pieces: statistics, then merge, scale "
            "and write, in two kernels (running statistics moved as the reference does)")
@@ -193,11 +225,12 @@ def batch_norm_moves(family: Family, problem_source: str, sm_count: int) -> tupl
 
 
 def _grid(samples: int, channels: int, plane: int, sm_count: int) -> list[Config]:
-    """CHUNK and BLOCK with the pieces in bounds, those nearest eight programs per SM first."""
-    grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536, 131072)
-            for b in (1024, 2048, 4096) for w in (4, 8)
-            if b <= c and 4 <= b // (32 * w) <= 32 and samples * -(-plane // c) <= MAX_PIECES]
-    programs = {c: channels * samples * -(-plane // c) for c in (16384, 32768, 65536, 131072)}
+    """CHUNK (no longer than the plane, rounded up to a power of two) and BLOCK, those nearest eight
+    programs per SM first."""
+    top = 1 << max(plane - 1, 1).bit_length()
+    grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in CHUNKS if c <= top
+            for b in (1024, 2048, 4096) for w in (4, 8) if b <= c and 4 <= b // (32 * w) <= 32]
+    programs = {c: channels * samples * -(-plane // c) for c in CHUNKS}
     grid.sort(key=lambda g: (abs(math.log2(programs[g["CHUNK"]] / (8 * sm_count))), abs(g["BLOCK"] - 2048),
                              -g["num_warps"]))
     return grid[:12]

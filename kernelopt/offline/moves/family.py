@@ -118,7 +118,7 @@ def trace_family(problem: ModuleType) -> Family:
     if family.name == "other" and len(tensors) == 1 and last[0] == "native_batch_norm" \
             and all(c[0] == "add_" or c[0] in _VIEWS for c in calls[:-1]) \
             and recorder.origin.get(id(last[1][0])) == (0, False):
-        return _batch_norm(last[1], model, family)  # the add_ counts the batch (num_batches_tracked)
+        return _batch_norm(calls, model, family)
     return family
 
 
@@ -130,10 +130,13 @@ def _state_names(model: Any, *tensors: Any) -> tuple[str, ...] | None:
     return None if None in found else found  # type: ignore[return-value]
 
 
-def _batch_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
-    """BatchNorm in training mode (input, weight, bias, running_mean, running_var, training, momentum,
-    eps), its tensors the model's own: the batch_norm family, with their state_dict names and the
-    module's momentum (the traced one is a number even where the module's is None)."""
+def _batch_norm(calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]], model: Any, family: Family) -> Family:
+    """BatchNorm in training mode (its last call: input, weight, bias, running_mean, running_var,
+    training, momentum, eps), its tensors a BatchNorm module's own, and before it nothing but that
+    module counting the batch (num_batches_tracked.add_): the batch_norm family, with their
+    state_dict names and the momentum the call used (None where the module averages: the traced
+    call's is then a number)."""
+    args = calls[-1][1]
     if len(args) < 8 or args[5] is not True:
         return family  # eval mode normalises with the running statistics: no template's work
     module = next((m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
@@ -141,11 +144,14 @@ def _batch_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     state = _state_names(model, *args[1:5])
     if module is None or state is None:
         return family
+    counts = [c for c in calls[:-1] if c[0] == "add_"]
+    if any(c[1][0] is not module.num_batches_tracked for c in counts) or len(counts) > 1:
+        return family  # an add_ of something else: work the template would drop
     batches = ""
     if module.num_batches_tracked is not None:
         batches = _state_names(model, module.num_batches_tracked)[0]  # type: ignore[index]
     return Family(**{**family.__dict__, "name": "batch_norm", "dim": 1, "eps": float(args[7]),
-                     "state": (*state, batches), "momentum": module.momentum})
+                     "state": (*state, batches), "momentum": None if module.momentum is None else float(args[6])})
 
 
 def _group_norm(args: tuple[Any, ...], model: Any, family: Family) -> Family:

@@ -18,7 +18,9 @@ structures, each fitting a range of row lengths:
   publish their statistics, wait on a per-row counter until every piece of the row has, merge
   and write from registers: one read and one write, where the others read a long row twice.
   Pieces of a row are consecutive programs, so with at most one piece per SM in a row (every
-  compiled program fits an SM) every piece a program waits on is resident or done. Rows
+  compiled program fits an SM) every piece a program waits on is resident or done: programs are
+  dispatched in order, and the kernel has the GPU to itself (processes time-slice it; an MPS
+  neighbour that also waits on its own pieces could hold SMs this row needs). Rows
   with more pieces, and the interpreter (which runs programs one at a time), take `looped_online`.
 
 All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
