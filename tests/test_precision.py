@@ -226,3 +226,25 @@ def test_the_ttir_of_a_default_precision_dot_compiled_here_is_refused(tmp_path: 
         assert run.returncode == 0, run.stderr[-2000:]
         found[name] = int(run.stdout.split()[-1])
     assert found == {"default": 1, "ieee": 0, "tf32x3": 0}
+
+
+def test_the_judger_node_reads_the_problem_s_dtype_from_the_floor(tmp_path: Path) -> None:
+    """The node, not only the rule: the floor's dtype reaches diagnose (an fp16 floor: no FMA verdict)."""
+    from kernelopt.context import Context
+    from kernelopt.hardware import floor_from_counts
+    from kernelopt.llm import RetryPolicy
+    from kernelopt.nodes.judger import _judge
+    from kernelopt.nodes.llm_calls import LLMCalls
+    from kernelopt.records import Baselines, KernelRecord, Timing
+
+    kernel = tmp_path / "seed.py"
+    kernel.write_text(seed_text("max_autotune_triton", BMM))
+    record = KernelRecord(str(kernel), "h", Timing(1.0, 1.0, 1.0, 1.0, 1.0, 10, "cuda"), 0)
+    fixes = {}
+    for dtype in (torch.float32, torch.float16):
+        baselines = Baselines(eager=None, compile=None, floor=floor_from_counts(1 << 20, 1e9, dtype))
+        state = {"baselines": baselines, "gpu_key": "H200", "rounds_without_gain": 0}
+        calls = LLMCalls(state, "judger", RetryPolicy(0, 0.0, 0.0))
+        judged = _judge(None, (record, _roofline("compute"), {}), state, Context(), calls)  # type: ignore[arg-type]
+        fixes[dtype] = judged.diagnosis.recommended_fix
+    assert fixes[torch.float32] == FIX_TF32X3 and fixes[torch.float16] != FIX_TF32X3
