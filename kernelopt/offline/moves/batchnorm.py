@@ -103,11 +103,7 @@ def bn_merge_kernel(scale_ptr, shift_ptr, mean_ptr, m2_ptr, w_ptr, b_ptr, rm_ptr
             bm, bv = chan_pieces(counts, tl.load(mean_ptr + c * pieces + start + idx, mask=live, other=0.0),
                                  tl.load(m2_ptr + c * pieces + start + idx, mask=live, other=0.0), live)
             k = tl.sum(counts, axis=0)
-            total = n + k
-            delta = bm - mean
-            mean += delta * (k / total)
-            m2 += bv * k + delta * delta * (n * k / total)
-            n = total
+            n, mean, m2 = chan_merge(n, mean, m2, k, bm, bv * k)
         var = m2 / n
     else:
         mean = tl.load(rm_ptr + c).to(tl.float32)
@@ -218,8 +214,8 @@ def batch_norm_moves(family: Family, problem_source: str, sm_count: int) -> tupl
         return [], [Skipped(name, f"the problem's dtype is {family.dtype}: the template computes in fp32")]
     grid = _grid(samples, channels, plane, sm_count)
     state = BatchNormState(*family.state)
-    why = (f"each of the {channels} channels' {samples} planes split in pieces: statistics, then merge, scale "
-           "and write, in two kernels (running statistics moved as the reference does)")
+    why = (f"each of the {channels} channels' {samples} planes split in pieces: piece statistics, a merge per "
+           "channel into a scale and a shift (running statistics moved as the reference does), then the write")
     return [MoveInstance(name, why, split(reference_init(problem_source), family.input_names, family.eps,
                                           family.momentum, state), tuple(grid))], []
 

@@ -46,7 +46,7 @@ class Family:
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
-    momentum: float | None = None  # batch_norm: the module's momentum (None: a cumulative average)
+    momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
 
 
 class _Recorder(TorchDispatchMode):
@@ -123,8 +123,8 @@ def trace_family(problem: ModuleType) -> Family:
 
 
 def _state_names(model: Any, *tensors: Any) -> tuple[str, ...] | None:
-    """Each tensor's state_dict name among the model's own parameters, by identity ("" for None);
-    None when one is not the model's."""
+    """Each tensor's state_dict name among the model's own parameters and buffers, by identity ("" for
+    None); None when one is not the model's."""
     names = {id(p): n for n, p in [*model.named_parameters(), *model.named_buffers()]}
     found = tuple("" if t is None else names.get(id(t)) for t in tensors)
     return None if None in found else found  # type: ignore[return-value]

@@ -63,20 +63,25 @@ $launch
         return out
 '''
 
-# Chan's formula, shared by every template that standardises (batchnorm.py too): a block's count,
-# mean and squared deviations merged into the running ones (an empty block changes nothing), and a
-# row's pieces merged into its mean and variance.
+# Chan's formula, shared by every template that standardises (batchnorm.py too): a group's count,
+# mean and squared deviations merged into the running ones (an empty group changes nothing), a
+# block of values taken as such a group, and a row's pieces merged into its mean and variance.
 CHAN = '''
+@triton.jit
+def chan_merge(count, mean, m2, k, bm, bm2):
+    total = count + k
+    delta = bm - mean
+    mean += delta * (k / tl.maximum(total, 1.0))
+    m2 += bm2 + delta * delta * (count * k / tl.maximum(total, 1.0))
+    return total, mean, m2
+
+
 @triton.jit
 def chan_step(x, mask, count, mean, m2):
     k = tl.sum(mask.to(tl.float32), axis=0)
     bm = tl.sum(x, axis=0) / tl.maximum(k, 1.0)
     d = tl.where(mask, x - bm, 0.0)
-    total = count + k
-    delta = bm - mean
-    mean += delta * (k / tl.maximum(total, 1.0))
-    m2 += tl.sum(d * d, axis=0) + delta * delta * (count * k / tl.maximum(total, 1.0))
-    return total, mean, m2
+    return chan_merge(count, mean, m2, k, bm, tl.sum(d * d, axis=0))
 
 
 @triton.jit
