@@ -438,3 +438,56 @@ def test_a_graph_the_compiler_restarts_is_recorded_once() -> None:
     assert torch.allclose(out, model(x))
     kinds = sorted(b.kind for b in recorded[0])
     assert kinds.count("input") == 1 and kinds.count("state") == 2  # x, weight and bias
+
+
+def test_the_seed_s_own_check_compares_a_slice_at_a_time_and_misses_nothing() -> None:
+    # On the H200 the check took both 8 GiB outputs of 38_L1Norm to float64 at once and ran out of
+    # memory; a slice at a time it holds two slices' float64, and a wrong value in the last slice still shows.
+    from kernelopt.seed.generate import matches
+
+    want = torch.rand(7, 11)
+    assert matches(want.clone(), want, chunk=10)
+    wrong = want.clone()
+    wrong[-1, -1] += 0.01  # in the last, short slice (77 = 7 * 10 + 7)
+    assert not matches(wrong, want, chunk=10)
+    assert matches(want + 5e-4, want, chunk=10)  # fp32's 1e-3 tolerance
+    assert not matches(want.half() + 0.05, want.half(), chunk=10)  # fp16's is 2e-2
+    assert not matches(want.reshape(11, 7), want, chunk=10)
+
+
+def test_a_split_reduction_s_guarded_index_wrap_is_taken_out_and_a_broadcast_s_remainder_kept(tmp_path: Path) -> None:
+    # 100_HingeLoss as the compiler wrote it with dynamic shapes: the padded split reads
+    # `(r + x * ceil(n / 8192)) % n` under the mask `tmp2` (that index < n); the targets' `% ks0` is a broadcast.
+    loads = [line.strip() for line in seed_text("default", "100_HingeLoss").splitlines() if "= tl.load(" in line]
+    first = next(line for line in loads if "in_ptr0" in line)
+    second = next(line for line in loads if "in_ptr1" in line)
+    assert "%" not in first and "r0_mask & tmp2" in first
+    assert "% ks0)" in second
+    # and the file still computes the loss: 97 x 97 values split 8192 ways is two a piece, the last pieces padded
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(with_config(seed_text("default", "100_HingeLoss"), {"XBLOCK": 64, "R0_BLOCK": 16}))
+    seed, problem = _load(seed_file, "unwrapped_hinge"), _load(problem_path("100_HingeLoss"))
+    for n in (9, 97):
+        torch.manual_seed(n)
+        inputs = (torch.rand(n, n), torch.randint(0, 2, (n,)).float() * 2 - 1)
+        torch.testing.assert_close(seed.ModelNew()(*inputs), problem.Model()(*inputs))
+
+
+def test_a_remainder_stays_unless_the_access_s_own_mask_guards_it_with_the_same_values() -> None:
+    from kernelopt.seed.unwrap import unwrap_guarded
+
+    body = [
+        "    idx = r + x * step",
+        "    inside = idx < n",
+        "    a = tl.load(p + (idx % n), m & inside, other=0.0)",  # guarded: taken out
+        "    b = tl.load(p + (idx % n), m, other=0.0)",  # the mask does not hold the guard
+        "    c = tl.load(p + (idx % k), m & inside, other=0.0)",  # another modulus: a real remainder
+        "    tl.store(q + (r + x * step) % n, a, inside)",  # a store's mask is its third argument
+        "    idx = r + 1",  # idx anew: the guard read the old one
+        "    d = tl.load(p + (idx % n), m & inside, other=0.0)",
+    ]
+    out = unwrap_guarded(body)
+    assert out[2] == "    a = tl.load(p + idx, m & inside, other=0.0)"
+    assert out[3:5] == body[3:5]
+    assert out[5] == "    tl.store(q + (r + x * step), a, inside)"
+    assert out[7] == body[7]

@@ -115,10 +115,28 @@ def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> No
             got = model(*inputs)
     expected = reference_out if isinstance(reference_out, tuple | list) else (reference_out,)
     got = got if isinstance(got, tuple | list) else (got,)
-    for want, have in zip(expected, got, strict=True):
-        tolerance = CHECK_TOLERANCE.get(str(want.dtype).removeprefix("torch."), 1e-3)
-        if want.shape != have.shape or not torch.allclose(have.double(), want.double(), rtol=tolerance, atol=tolerance):
-            raise SeedError("the translated compiler seed does not compute the reference's output; " + WHAT_TO_DO)
+    if len(got) != len(expected) or not all(matches(have, want) for want, have in zip(expected, got, strict=True)):
+        raise SeedError("the translated compiler seed does not compute the reference's output; " + WHAT_TO_DO)
+
+
+# Elements compared at once in float64: a whole 8 GiB output taken to float64 twice (the reference's
+# and the seed's) asked for 32 GiB more, and the H200 ran out of memory on 38_L1Norm and 39_L2Norm.
+CHECK_CHUNK = 1 << 26
+
+
+def matches(have: Any, want: Any, chunk: int = CHECK_CHUNK) -> bool:
+    """Whether one output of the seed is the reference's within CHECK_TOLERANCE, compared a slice at a time."""
+    import torch
+
+    if have.shape != want.shape:
+        return False
+    tolerance = CHECK_TOLERANCE.get(str(want.dtype).removeprefix("torch."), 1e-3)
+    flat_have, flat_want = have.reshape(-1), want.reshape(-1)
+    return all(
+        torch.allclose(flat_have[i : i + chunk].double(), flat_want[i : i + chunk].double(), rtol=tolerance,
+                       atol=tolerance)
+        for i in range(0, flat_want.numel(), chunk)
+    )
 
 
 def generate(problem_path: Path) -> Generated:
@@ -140,6 +158,7 @@ def generate(problem_path: Path) -> Generated:
     started = time.perf_counter()
     codes, bindings = _compile(model, inputs)
     compile_s = time.perf_counter() - started
+    torch.cuda.empty_cache()  # the compiled run's output and the autotuner's buffers are gone: the check needs room
     failure: SeedError | None = None
     for code in codes:
         try:
@@ -172,8 +191,12 @@ def _seed_of(problem_path: Path, problem: Any, inputs: list[Any], reference_out:
         triton_version=triton.__version__,
         gpu=torch.cuda.get_device_name(0),
     )
-    text = write_seed(seed)
-    _check(text, problem, reference_out, inputs)
+    try:
+        text = write_seed(seed)
+        _check(text, problem, reference_out, inputs)
+    except SeedError:  # the seed as the compiler wrote it, every index remainder kept (unwrap.py)
+        text = write_seed(seed, unwrap=False)
+        _check(text, problem, reference_out, inputs)
     return Generated(text, seed.torch_version, seed.triton_version, seed.gpu, len(names), round(compile_s, 2))
 
 

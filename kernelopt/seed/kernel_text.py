@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from kernelopt.seed import helpers
 from kernelopt.seed.output_code import InductorKernel, unknown
+from kernelopt.seed.unwrap import unwrap_guarded
 from kernelopt.syntax import parse
 
 # A GEMM template's tile knobs: the template sets them inside the body; the seed passes them at the launch.
@@ -114,8 +115,8 @@ def _libdevice_call(match: re.Match[str]) -> str:
     return f"tl.math.{_LIBDEVICE_AS_TL_MATH[name]}" if name in _LIBDEVICE_AS_TL_MATH else match.group(0)
 
 
-def standalone(kernel: InductorKernel) -> StandaloneKernel:
-    """The kernel as a seed file holds it."""
+def standalone(kernel: InductorKernel, unwrap: bool = True) -> StandaloneKernel:
+    """The kernel as a seed file holds it (`unwrap`: guarded remainders taken out of its addresses, unwrap.py)."""
     tree = parse(kernel.source)
     fn = _jit_function(tree, kernel.name)
     lines = kernel.source.splitlines()
@@ -131,6 +132,7 @@ def standalone(kernel: InductorKernel) -> StandaloneKernel:
     signature = f"def {fn.name}({', '.join(params)}):"
     first, last = fn.body[0].lineno, fn.end_lineno or fn.body[-1].lineno
     body = [lines[number - 1] for number in range(first, last + 1) if number not in drop]
+    body = unwrap_guarded(body) if unwrap else body
     text = "\n".join(["@triton.jit", signature, *body])
     text = "\n\n\n".join([*_other_top_level(tree, kernel.name, kernel.source), text])
     used = set(_RUNTIME_PREFIX.findall(text))

@@ -4,12 +4,14 @@ A channel's values are the batch's planes of it, `samples` runs of `plane` conti
 strided by `channels * plane`: few long rows, so the work is split as `split_row` splits a row
 (rows.py, standardize.py). A first kernel takes each piece's mean and sum of squared deviations,
 a piece being CHUNK contiguous values of one (sample, channel) plane, so no per-element division
-finds a value's plane. A second, one program per channel, merges the channel's pieces by Chan's
-formula (exact for inputs shifted far from zero), folds the weight and bias into one scale and
-shift, and moves the running statistics the way the reference does (momentum, or the cumulative
-average when it is None; the unbiased variance). A third writes each piece, and a last
-one-program kernel counts the batch in `num_batches_tracked`. In eval mode the running
-statistics are the channel's (no statistics kernel, nothing moved), as PyTorch's.
+finds a value's plane. Values are taken less their channel's first one (a pivot), so a channel
+far from zero keeps its mean's low digits in fp32. A second, one program per channel, merges the
+channel's pieces by Chan's formula, adds the pivot back, folds the weight and bias into a scale and
+a shift applied to the value less the mean, and moves the running statistics the way the
+reference does (momentum, or the cumulative average when it is None; the unbiased variance).
+A third writes each piece, and a last one-program kernel counts the batch in
+`num_batches_tracked`. In eval mode the running statistics are the channel's (no statistics
+kernel, nothing moved), as PyTorch's.
 
 The file keeps the reference's constructor, so its weight, bias and buffers are the reference's.
 """
@@ -64,12 +66,14 @@ $chan
 def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
                     BLOCK: tl.constexpr):
     # Program channel * pieces + piece: CHUNK contiguous values of one (sample, channel) plane, blocks
-    # merged by Chan's formula (a block past the plane's end counts nothing).
+    # merged by Chan's formula (a block past the plane's end counts nothing). Values are taken less the
+    # channel's first one (its pivot), so a channel far from zero keeps its mean's low digits.
     pid = tl.program_id(0).to(tl.int64)
     c = pid // pieces
     piece = pid % pieces
     base = ((piece // per_plane) * channels + c) * plane
     first = (piece % per_plane) * CHUNK
+    pivot = tl.load(x_ptr + c * plane).to(tl.float32)
     cols = tl.arange(0, BLOCK)
     count = tl.zeros((), tl.float32)
     mean = tl.zeros((), tl.float32)
@@ -78,18 +82,20 @@ def bn_stats_kernel(mean_ptr, m2_ptr, x_ptr, channels, plane, per_plane, pieces,
         offs = first + start + cols
         mask = offs < plane
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        count, mean, m2 = chan_step(x, mask, count, mean, m2)
+        count, mean, m2 = chan_step(tl.where(mask, x - pivot, 0.0), mask, count, mean, m2)
     tl.store(mean_ptr + pid, mean)
     tl.store(m2_ptr + pid, m2)
 
 
 @triton.jit
-def bn_merge_kernel(scale_ptr, shift_ptr, mean_ptr, m2_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr, nbt_ptr, plane,
-                    per_plane, pieces, eps, momentum, CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
-                    has_b: tl.constexpr, BATCH: tl.constexpr, RUNNING: tl.constexpr, AVERAGE: tl.constexpr):
-    # Program c: the channel's statistics (its pieces merged PIECES at a time, Chan's formula; or, in
-    # eval mode, the running ones), folded with the weight and bias into one scale and shift; in
-    # training mode the running statistics move as the reference's (the unbiased variance).
+def bn_merge_kernel(center_ptr, scale_ptr, shift_ptr, mean_ptr, m2_ptr, x_ptr, w_ptr, b_ptr, rm_ptr, rv_ptr,
+                    nbt_ptr, plane, per_plane, pieces, eps, momentum, CHUNK: tl.constexpr, PIECES: tl.constexpr,
+                    has_w: tl.constexpr, has_b: tl.constexpr, BATCH: tl.constexpr, RUNNING: tl.constexpr,
+                    AVERAGE: tl.constexpr):
+    # Program c: the channel's statistics (its pieces merged PIECES at a time, Chan's formula, and the
+    # pivot added back; or, in eval mode, the running ones): the mean the write subtracts, and the
+    # scale and shift (weight and bias folded in) it applies after; in training mode the running
+    # statistics move as the reference's (the unbiased variance).
     c = tl.program_id(0).to(tl.int64)
     if BATCH:
         idx = tl.arange(0, PIECES)
@@ -105,15 +111,17 @@ def bn_merge_kernel(scale_ptr, shift_ptr, mean_ptr, m2_ptr, w_ptr, b_ptr, rm_ptr
             k = tl.sum(counts, axis=0)
             n, mean, m2 = chan_merge(n, mean, m2, k, bm, bv * k)
         var = m2 / n
+        mean = mean + tl.load(x_ptr + c * plane).to(tl.float32)
     else:
         mean = tl.load(rm_ptr + c).to(tl.float32)
         var = tl.load(rv_ptr + c).to(tl.float32)
     scale = 1.0 / tl.sqrt(var + eps)
     if has_w:
         scale = scale * tl.load(w_ptr + c).to(tl.float32)
-    shift = -mean * scale
+    shift = tl.zeros((), tl.float32)
     if has_b:
-        shift = shift + tl.load(b_ptr + c).to(tl.float32)
+        shift = tl.load(b_ptr + c).to(tl.float32)
+    tl.store(center_ptr + c, mean)
     tl.store(scale_ptr + c, scale)
     tl.store(shift_ptr + c, shift)
     if BATCH and RUNNING:
@@ -128,12 +136,13 @@ def bn_merge_kernel(scale_ptr, shift_ptr, mean_ptr, m2_ptr, w_ptr, b_ptr, rm_ptr
 
 
 @triton.jit
-def bn_write_kernel(out_ptr, x_ptr, scale_ptr, shift_ptr, channels, plane, per_plane, pieces, CHUNK: tl.constexpr,
-                    BLOCK: tl.constexpr):
-    # Program channel * pieces + piece: its piece scaled, shifted and written.
+def bn_write_kernel(out_ptr, x_ptr, center_ptr, scale_ptr, shift_ptr, channels, plane, per_plane, pieces,
+                    CHUNK: tl.constexpr, BLOCK: tl.constexpr):
+    # Program channel * pieces + piece: its piece less the mean, scaled, shifted and written.
     pid = tl.program_id(0).to(tl.int64)
     c = pid // pieces
     piece = pid % pieces
+    center = tl.load(center_ptr + c)
     scale = tl.load(scale_ptr + c)
     shift = tl.load(shift_ptr + c)
     base = ((piece // per_plane) * channels + c) * plane
@@ -143,7 +152,7 @@ def bn_write_kernel(out_ptr, x_ptr, scale_ptr, shift_ptr, channels, plane, per_p
         offs = first + start + cols
         mask = offs < plane
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        tl.store(out_ptr + base + offs, (x * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
+        tl.store(out_ptr + base + offs, ((x - center) * scale + shift).to(out_ptr.dtype.element_ty), mask=mask)
 
 
 @triton.jit
@@ -165,6 +174,7 @@ $init
         rm, rv, nbt = $running_mean, $running_var, $batches
         running = rm is not None and rv is not None
         batch = self.training or not running  # eval mode with running statistics normalises with them
+        center = torch.empty((channels,), device=x.device, dtype=torch.float32)
         scale = torch.empty((channels,), device=x.device, dtype=torch.float32)
         shift = torch.empty((channels,), device=x.device, dtype=torch.float32)
         mean = torch.empty((channels * pieces if batch else 1,), device=x.device, dtype=torch.float32)
@@ -173,14 +183,15 @@ $init
             bn_stats_kernel[(channels * pieces,)](mean, m2, x, channels, plane, per_plane, pieces, CHUNK=CHUNK,
                                                   BLOCK=BLOCK, num_warps=8)
         counted = batch and running and nbt is not None
-        bn_merge_kernel[(channels,)](scale, shift, mean, m2, x if w is None else w, x if b is None else b,
-                                     rm if running else x, rv if running else x, nbt if counted else x, plane,
-                                     per_plane, pieces, eps, 0.0 if momentum is None else momentum, CHUNK=CHUNK,
+        bn_merge_kernel[(channels,)](center, scale, shift, mean, m2, x, x if w is None else w,
+                                     x if b is None else b, rm if running else x, rv if running else x,
+                                     nbt if counted else x, plane, per_plane, pieces, eps,
+                                     0.0 if momentum is None else momentum, CHUNK=CHUNK,
                                      PIECES=min(1024, triton.next_power_of_2(pieces)), has_w=w is not None,
                                      has_b=b is not None, BATCH=batch, RUNNING=batch and running,
                                      AVERAGE=momentum is None and counted)
-        bn_write_kernel[(channels * pieces,)](out, x, scale, shift, channels, plane, per_plane, pieces, CHUNK=CHUNK,
-                                              BLOCK=BLOCK, num_warps=8)
+        bn_write_kernel[(channels * pieces,)](out, x, center, scale, shift, channels, plane, per_plane, pieces,
+                                              CHUNK=CHUNK, BLOCK=BLOCK, num_warps=8)
         if counted:
             bn_count_kernel[(1,)](nbt)
         return out

@@ -6,7 +6,10 @@ the reference's own (names, shapes, a seeded init).
 
 Statistics are exact and single-pass: each block (or piece) takes its own mean and sum of squared
 deviations from values in registers, and blocks merge by Chan's formula, so inputs shifted by
--120 lose nothing to E[x^2] - E[x]^2 cancellation. Structures as for rows.py:
+-120 lose nothing to E[x^2] - E[x]^2 cancellation. Values are taken less the row's first one (its
+pivot): a mean near -120 summed in fp32 over millions of values would otherwise lose its low
+digits (on the H200 a BatchNorm mean without the pivot missed by 3e-5, past the verifier's bar).
+Structures as for rows.py:
 `rows_in_registers` (a whole row in registers, one read), `looped_online` (one statistics pass,
 the output pass walking back through L2), `one_read` (a row's pieces in registers, statistics
 merged through a per-row counter; the interpreter takes the looped kernel) and `split_row` (few
@@ -112,6 +115,7 @@ def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: 
     # One row per program: blocks merged by Chan's formula, then the output walking back (L2).
     row = tl.program_id(0).to(tl.int64)
     base = row * n
+    pivot = tl.load(x_ptr + base).to(tl.float32)
     cols = tl.arange(0, BLOCK)
     count = tl.zeros((), tl.float32)
     mean = tl.zeros((), tl.float32)
@@ -120,14 +124,14 @@ def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: 
         offs = start + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        count, mean, m2 = chan_step(x, mask, count, mean, m2)
+        count, mean, m2 = chan_step(tl.where(mask, x - pivot, 0.0), mask, count, mean, m2)
     rstd = 1.0 / tl.sqrt(m2 / n + eps)
     last = ((n - 1) // BLOCK) * BLOCK
     for back in range(0, n, BLOCK):
         offs = last - back + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
+        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
         tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
@@ -140,6 +144,7 @@ def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, groups, plane, ROW
     cols = tl.arange(0, BLOCK_N)[None, :]
     mask = (row < n_rows) & (cols < n)
     x = tl.load(x_ptr + row * n + cols, mask=mask, other=0.0).to(tl.float32)
+    x = tl.where(mask, x - tl.load(x_ptr + row * n, mask=row < n_rows, other=0.0).to(tl.float32), 0.0)
     mean = tl.sum(x, axis=1)[:, None] / n
     d = tl.where(mask, x - mean, 0.0)
     rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1)[:, None] / n + eps)
@@ -159,6 +164,7 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     offs = piece * CHUNK + tl.arange(0, CHUNK)
     mask = offs < n
     x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
+    x = tl.where(mask, x - tl.load(x_ptr + row * n).to(tl.float32), 0.0)  # less the row's pivot, its first value
     c = tl.sum(mask.to(tl.float32), axis=0)
     pm = tl.sum(x, axis=0) / c
     d = tl.where(mask, x - pm, 0.0)
@@ -188,6 +194,7 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
     # Chan's formula (a block past the row's end counts nothing).
     row = tl.program_id(0).to(tl.int64)
     piece = tl.program_id(1)
+    pivot = tl.load(x_ptr + row * n).to(tl.float32)
     cols = tl.arange(0, BLOCK)
     count = tl.zeros((), tl.float32)
     mean = tl.zeros((), tl.float32)
@@ -196,7 +203,7 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
         offs = piece * CHUNK + start + cols
         mask = offs < n
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-        count, mean, m2 = chan_step(x, mask, count, mean, m2)
+        count, mean, m2 = chan_step(tl.where(mask, x - pivot, 0.0), mask, count, mean, m2)
     tl.store(mean_ptr + row * chunks + piece, mean)
     tl.store(m2_ptr + row * chunks + piece, m2)
 
@@ -214,13 +221,14 @@ def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, g
     means = tl.load(mean_ptr + row * chunks + idx, mask=live, other=0.0)
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0)
     mean, var = chan_pieces(counts, means, m2s, live)
+    pivot = tl.load(x_ptr + row * n).to(tl.float32)  # the pieces' means are less the row's first value
     rstd = 1.0 / tl.sqrt(var + eps)
     cols = tl.arange(0, BLOCK)
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
         mask = offs < n
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
+        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
         tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
