@@ -135,6 +135,23 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
 
 
+def test_a_split_move_s_winner_has_neighbours_its_piece_a_span_and_never_shorter_than_a_step() -> None:
+    """On the H200, round 2 after 33_BatchNorm's split won (CHUNK 65536, BLOCK 4096, 4 warps) planned
+    nothing and stopped on search_exhausted: CHUNK was taken as a tile side (65536 x 4096 accumulators
+    per 128 threads) and capped at 16384. A piece is a span the program walks in BLOCK steps."""
+    centre = {"CHUNK": 65536, "BLOCK": 4096, "num_warps": 4}
+    measured = [SweepRow(config={"CHUNK": c, "BLOCK": b, "num_warps": w}, round=1, time_ms=3.2, stage=3)
+                for c in (65536, 131072) for b in (1024, 2048, 4096) for w in (4, 8)]
+    nxt = plan(centre, Direction(), measured, 12)
+    assert len(nxt) == 12
+    assert {"CHUNK": 65536, "BLOCK": 8192, "num_warps": 4} in nxt
+    assert {"CHUNK": 65536, "BLOCK": 4096, "num_warps": 2} in nxt
+    assert any(c["CHUNK"] > 131072 for c in plan(centre, Direction(), measured, 64))  # a span's range: past 16384
+    limits = SpaceLimits()
+    assert not feasible({"CHUNK": 2048, "BLOCK": 4096, "num_warps": 4}, limits)  # a step past the piece
+    assert feasible({"CHUNK": 8192, "num_warps": 8}, limits) and not feasible({"CHUNK": 65536, "num_warps": 4}, limits)
+
+
 def test_a_sweep_after_a_slow_one_plans_what_its_pace_fits_in_the_target() -> None:
     from kernelopt.context import Context
     from kernelopt.nodes.tune import GPU_SWEEP_CONFIGS, GPU_SWEEP_MIN_CONFIGS, INTERPRETER_SWEEP_CONFIGS, _budget

@@ -16,7 +16,16 @@ import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kernelopt.offline.tuner import SIZE_MAX, SIZE_MIN, STAGES, WARPS, Direction, kind_of, size_range
+from kernelopt.offline.tuner import (
+    SIZE_MAX,
+    SIZE_MIN,
+    SPAN_KNOBS,
+    STAGES,
+    WARPS,
+    Direction,
+    kind_of,
+    size_range,
+)
 from kernelopt.records import SweepRow
 
 Config = dict[str, int]
@@ -60,9 +69,20 @@ def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> li
     return _size_values(centre, direction, several_sizes, low, high)
 
 
+def tile_sides(config: Mapping[str, int]) -> dict[str, int]:
+    """The block sizes that are a program's tile: a span (CHUNK) walked in steps of another block is not one."""
+    sized = {k: v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN}
+    sides = {k: v for k, v in sized.items() if k not in SPAN_KNOBS}
+    return sides if sides else sized
+
+
 def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     """Whether per-program estimates leave the configuration worth compiling."""
-    sizes = sorted((v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN), reverse=True)
+    sides = tile_sides(config)
+    spans = [v for k, v in config.items() if k in SPAN_KNOBS and k not in sides]
+    if spans and min(spans) < max(sides.values()):  # a step past the span would read the next piece
+        return False
+    sizes = sorted(sides.values(), reverse=True)
     warps = config.get("num_warps")
     threads = 32 * warps if warps else None
     if threads and len(sizes) == 1:
@@ -80,7 +100,7 @@ def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
     The K step is the knob named ..K (BLOCK_K, BLOCK_SIZE_K); with none so named, whichever side
     gives the most (a BLOCK_K of 512 beside 128 x 64 tiles is 393 KB at two stages, past any GPU).
     """
-    sized = {k: v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN}
+    sized = tile_sides(config)
     stages = config.get("num_stages", 1)
     named_k = [v for k, v in sized.items() if k.upper().rstrip("_").endswith("K")]
     total = sum(sized.values())
@@ -137,7 +157,7 @@ def _cost(config: Mapping[str, int], centre: Mapping[str, int], direction: Direc
 
 def _balanced(centre: Mapping[str, int]) -> list[Config]:
     """Square tiles with a short reduction step, as kernel engineers start a tile kernel."""
-    sizes = [k for k in centre if kind_of(k) == "size" and centre[k] >= SIZE_MIN]
+    sizes = list(tile_sides(centre))
     if len(sizes) < 2:
         return []
     seeds = []
@@ -161,7 +181,7 @@ def plan(
     """Up to `budget` configurations to measure this round, the centre (the best) first when
     it was never measured, then the directed ones, then exploration."""
     limits = limits or SpaceLimits()
-    several = sum(1 for k, v in centre.items() if kind_of(k) == "size" and v >= SIZE_MIN) >= 2
+    several = len(tile_sides(centre)) >= 2
     ruled = _ruled_out(measured, centre, limits)
     axes = {
         name: [v for v in values_of(name, c, direction.of(name), several) if v == c or v not in ruled[name]]

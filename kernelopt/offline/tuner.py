@@ -31,6 +31,9 @@ COMPILER_BLOCKS: Mapping[str, tuple[int, int]] = MappingProxyType(
     | {name: (16, 256) for name in ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K")}  # seed/conv.py's tile
 )
 GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32), "GROUP_SIZE_M": (1, 32)})
+# A structural move's piece of a row or plane: beside a BLOCK it is the span a program walks in BLOCK
+# steps (split_row, batch_norm.split), never a tile side; alone it is the values a program holds (one_read).
+SPAN_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"CHUNK": (1024, 1 << 20)})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
 FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"
@@ -60,7 +63,7 @@ def kind_of(name: str) -> str:
 
 def size_range(name: str) -> tuple[int, int]:
     """The smallest and largest value a block-size knob (or a group count) is swept over."""
-    return COMPILER_BLOCKS.get(name) or GROUP_KNOBS.get(name) or (SIZE_MIN, SIZE_MAX)
+    return COMPILER_BLOCKS.get(name) or GROUP_KNOBS.get(name) or SPAN_KNOBS.get(name) or (SIZE_MIN, SIZE_MAX)
 
 
 def _is_launch(call: ast.Call) -> bool:
