@@ -299,6 +299,8 @@ def test_a_layer_norm_with_its_affine_is_standardized_and_its_few_long_rows_spli
     assert 16 * 4194304 // split.grid[0]["CHUNK"] >= 2 * 132  # 16 rows become several programs per SM
     many = structural_moves(PROBLEMS / "34_InstanceNorm.py")  # 7168 rows: split_row does not apply
     assert "7168 rows already give" in {s.name: s.why for s in many.skipped}["standardize.split_row"]
+    groups = structural_moves(PROBLEMS / "35_GroupNorm_.py")  # 896 rows of 2,097,152: long, under 8 per SM
+    assert "standardize.split_row" in [m.name for m in groups.instances]
 
 def test_a_strided_reduction_takes_the_columns_move() -> None:
     moves = structural_moves(PROBLEMS / "36_RMSNorm_.py")  # (112, 64, 512, 512), features strided by 262144
