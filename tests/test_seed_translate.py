@@ -483,6 +483,9 @@ def test_a_remainder_stays_unless_the_access_s_own_mask_guards_it_with_the_same_
         "    b = tl.load(p + (idx % n), m, other=0.0)",  # the mask does not hold the guard
         "    c = tl.load(p + (idx % k), m & inside, other=0.0)",  # another modulus: a real remainder
         "    tl.store(q + (r + x * step) % n, a, inside)",  # a store's mask is its third argument
+        "    below = idx < h * w",
+        "    e = tl.load(p + ((idx // h) % w) + idx % h, below)",  # the outer coordinate: taken; the inner stays
+        "    f = tl.load(p + (idx // w) % h, below)",  # h * w is not w * h as written: left alone
         "    idx = r + 1",  # idx anew: the guard read the old one
         "    d = tl.load(p + (idx % n), m & inside, other=0.0)",
     ]
@@ -490,4 +493,5 @@ def test_a_remainder_stays_unless_the_access_s_own_mask_guards_it_with_the_same_
     assert out[2] == "    a = tl.load(p + idx, m & inside, other=0.0)"
     assert out[3:5] == body[3:5]
     assert out[5] == "    tl.store(q + (r + x * step), a, inside)"
-    assert out[7] == body[7]
+    assert out[7] == "    e = tl.load(p + idx // h + idx % h, below)"
+    assert out[8] == body[8] and out[10] == body[10]

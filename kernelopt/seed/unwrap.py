@@ -7,7 +7,8 @@ tail's address in bounds, though no lane past the end loads. A 32-bit remainder 
 only at run time costs about twenty integer instructions per element, more than a memory-bound
 kernel has to spare on the H200 (37_FrobeniusNorm_'s seed took 5.75 ms, torch.compile's
 static-shape kernels 5.12). Where a load's or store's mask holds such a guard `E < M`, every lane
-that touches memory has E < M, and an index is never negative, so `E % M` in its address is E.
+that touches memory has E < M, and an index is never negative, so `E % M` in its address is E,
+and so is `(E // D) % K` with M = D * K (a reduction over several dims: its outermost coordinate).
 
 A remainder whose guard the mask does not hold stays (a broadcast input read at `index % size`).
 The seed is checked against the reference as written, and again without this rewrite if that fails
@@ -47,9 +48,17 @@ class _Remainders(ast.NodeTransformer):
 
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
-        if isinstance(node.op, ast.Mod) and (_text(node.left, self.defs), _text(node.right, self.defs)) in self.held:
+        if not isinstance(node.op, ast.Mod):
+            return node
+        if (_text(node.left, self.defs), _text(node.right, self.defs)) in self.held:
             self.changed = True
             return node.left
+        inner = node.left  # (E // D) % K under E < D * K: a multi-dimensional index's outermost coordinate
+        if isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.FloorDiv):
+            span = ast.unparse(ast.BinOp(inner.right, ast.Mult(), node.right))
+            if (_text(inner.left, self.defs), span) in self.held:
+                self.changed = True
+                return inner
         return node
 
 
