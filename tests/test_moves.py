@@ -201,7 +201,7 @@ ROW_CASES = [
     (problem, template, config)
     for problem in ("softmax3d.py", "log_softmax.py", "l1norm.py", "l2norm.py")
     for template, config in (("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
-                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32, "BLOCK": 16}))
+                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32}))
 ]
 
 
@@ -311,7 +311,7 @@ def test_a_strided_reduction_takes_the_columns_move() -> None:
 
 
 @pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
-                                                 ("one_read", {"CHUNK": 16, "BLOCK": 16}),
+                                                 ("one_read", {"CHUNK": 16}),
                                                  # rows of 35 in three pieces; the last piece's second block is empty
                                                  ("split_row", {"CHUNK": 16, "BLOCK": 8})])
 @pytest.mark.parametrize("problem", ["instance_norm.py", "layer_norm.py", "group_norm.py"])
@@ -594,3 +594,28 @@ def test_when_no_move_passes_either_the_run_says_there_is_no_correct_kernel(
     assert final["stop_reason"].startswith("no correct kernel: incorrect")
     assert final["stop_reason"].endswith("no structural move passed either")
     assert (Path(final["run_dir"]) / "sweeps" / "round-000-a1.json").is_file()  # the moves were swept
+
+
+def test_a_long_row_far_from_zero_is_standardised_to_fp32_s_own_accuracy(tmp_path: Path) -> None:
+    # A row near -120 walked in 1,024 blocks: merged at magnitude 120, its running mean lost its low
+    # digits (4.5e-5 off the truth after standardising, four times PyTorch's own error; on the H200 a
+    # BatchNorm's channel of 16.7M values missed the verifier's bar). Less the row's first value, it is exact.
+    import importlib.util
+
+    import torch
+
+    from kernelopt.offline.moves import standardize
+
+    path = tmp_path / "looped.py"
+    path.write_text(with_config(standardize.looped_online(1, 1e-5, ("x",)), {"BLOCK": 16}))
+    spec = importlib.util.spec_from_file_location("looped_far_from_zero", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    x = torch.rand(1, 16384) - 120
+    truth = (x.double() - x.double().mean(1, keepdim=True)) / torch.sqrt(x.double().var(1, unbiased=False,
+                                                                                         keepdim=True) + 1e-5)
+    pytorch = (torch.nn.functional.layer_norm(x, (16384,), eps=1e-5).double() - truth).abs().max()
+    ours = (module.ModelNew()(x).double() - truth).abs().max()
+    assert ours < 1e-5 and ours < pytorch

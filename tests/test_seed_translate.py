@@ -495,3 +495,57 @@ def test_a_remainder_stays_unless_the_access_s_own_mask_guards_it_with_the_same_
     assert out[5] == "    tl.store(q + (r + x * step), a, inside)"
     assert out[7] == "    e = tl.load(p + idx // h + idx % h, below)"
     assert out[8] == body[8] and out[10] == body[10]
+
+
+@pytest.mark.parametrize("between", [
+    "    idx, other = r + 1, 0",  # a tuple's target
+    "    idx += 1",
+    "    idx: tl.int32 = r + 1",
+    "    for idx in range(4):",  # a loop's header forgets everything
+    "    x = (",  # a statement over several lines: likewise
+])
+def test_a_guard_is_forgotten_once_its_index_may_have_changed(between: str) -> None:
+    from kernelopt.seed.unwrap import unwrap_guarded
+
+    body = ["    idx = r + x * step", "    inside = idx < n", between,
+            "    a = tl.load(p + (idx % n), m & inside, other=0.0)"]
+    assert unwrap_guarded(body)[3] == body[3]
+
+
+def test_a_self_referring_index_or_a_nested_load_keeps_its_remainder() -> None:
+    from kernelopt.seed.unwrap import unwrap_guarded
+
+    stepped = ["    x = x + 1", "    g = x < n", "    a = tl.load(p + (x + 1) % n, g)"]  # x + 1 may be n
+    assert unwrap_guarded(stepped)[2] == stepped[2]
+    nested = ["    g = i < n", "    a = tl.load(p + tl.load(q + i % n, m), g)"]  # the inner load's mask is m
+    assert unwrap_guarded(nested)[1] == nested[1]
+    assert unwrap_guarded(["    g = i < n", "    a = tl.load(p + i % n, g)"])[1] == "    a = tl.load(p + i, g)"
+
+
+def test_a_seed_whose_unwrapped_file_fails_its_check_is_written_again_as_compiled(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from kernelopt.seed import generate
+
+    record = json.loads((FIXTURES / "default" / "100_HingeLoss.json").read_text())
+    path = problem_path("100_HingeLoss")
+    problem = _load(path)
+    with torch.device("meta"):
+        inputs = [torch.empty(i["shape"], dtype=getattr(torch, i["dtype"])) for i in record["inputs"]]
+    arguments = len(parse_output(record["codes"][0]).arg_names)
+    bindings = next(b for duck in (False, True)
+                    if len(b := trace_bindings(problem.Model(), inputs, duck_shape=duck)) == arguments)
+    checked: list[str] = []
+
+    def check(text: str, *args: Any) -> None:
+        checked.append(text)
+        if len(checked) == 1:  # the unwrapped file fails, as a wrong rewrite would, with a kernel's own error
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(generate, "_check", check)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "NVIDIA H200")
+    monkeypatch.setattr(generate, "picked_configs", lambda names: from_record(record["configs"]))  # the autotuner's
+    made = generate._seed_of(path, problem, inputs, torch.empty(()), record["codes"][0], bindings, 1.0)
+    assert len(checked) == 2 and made.text == checked[1] and not made.unwrapped
+    assert "% (ks0*ks0)" in made.text and "% (ks0*ks0)" not in checked[0]  # the compiler's own wrap is back
+    assert "written as compiled" in capsys.readouterr().err

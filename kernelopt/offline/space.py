@@ -69,18 +69,23 @@ def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> li
     return _size_values(centre, direction, several_sizes, low, high)
 
 
+def _spans(config: Mapping[str, int]) -> dict[str, int]:
+    """The span knobs (CHUNK) at a span's size: a smaller CHUNK is some other count, taken as a block size."""
+    return {k: v for k, v in config.items() if k in SPAN_KNOBS and v >= SPAN_KNOBS[k][0]}
+
+
 def tile_sides(config: Mapping[str, int]) -> dict[str, int]:
     """The block sizes that are a program's tile: a span (CHUNK) walked in steps of another block is not one."""
     sized = {k: v for k, v in config.items() if kind_of(k) == "size" and v >= SIZE_MIN}
-    sides = {k: v for k, v in sized.items() if k not in SPAN_KNOBS}
+    sides = {k: v for k, v in sized.items() if k not in _spans(config)}
     return sides if sides else sized
 
 
 def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     """Whether per-program estimates leave the configuration worth compiling."""
     sides = tile_sides(config)
-    spans = [v for k, v in config.items() if k in SPAN_KNOBS and k not in sides]
-    if spans and min(spans) < max(sides.values()):  # a step past the span would read the next piece
+    spans = [v for k, v in _spans(config).items() if k not in sides]
+    if spans and sides and min(spans) < max(sides.values()):  # a step past the span would read the next piece
         return False
     sizes = sorted(sides.values(), reverse=True)
     warps = config.get("num_warps")

@@ -32,7 +32,8 @@ COMPILER_BLOCKS: Mapping[str, tuple[int, int]] = MappingProxyType(
 )
 GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32), "GROUP_SIZE_M": (1, 32)})
 # A structural move's piece of a row or plane: beside a BLOCK it is the span a program walks in BLOCK
-# steps (split_row, batch_norm.split), never a tile side; alone it is the values a program holds (one_read).
+# steps (split_row, batch_norm.split), never a tile side; alone it is the values a program holds
+# (one_read, whose looped fallback steps by CHUNK too). Below its range a CHUNK is a block size.
 SPAN_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"CHUNK": (1024, 1 << 20)})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).

@@ -46,6 +46,9 @@ class _Remainders(ast.NodeTransformer):
     def __init__(self, held: set[tuple[str, str]], defs: dict[str, str]) -> None:
         self.held, self.defs, self.changed = held, defs, False
 
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        return node  # a load inside the address has a mask of its own
+
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         if not isinstance(node.op, ast.Mod):
@@ -65,22 +68,39 @@ class _Remainders(ast.NodeTransformer):
 def _statement(line: str) -> ast.stmt | None:
     """The one simple statement a line holds (the compiler writes one per line), else None."""
     stripped = line.strip()
-    if not stripped or stripped.startswith("#"):
-        return None
     try:
         body = ast.parse(stripped).body
     except SyntaxError:  # `for ...:`, a statement's first line
         return None
-    return body[0] if len(body) == 1 and not isinstance(body[0], ast.For | ast.If | ast.While) else None
+    return body[0] if len(body) == 1 and not isinstance(body[0], ast.For | ast.If | ast.While | ast.With) else None
+
+
+def _assigned(stmt: ast.stmt) -> set[str]:
+    """Every name a statement stores to (tuple targets, `+=`, annotated and walrus assignments)."""
+    return {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
 
 
 def unwrap_guarded(lines: list[str]) -> list[str]:
-    """A kernel body's lines with each guarded remainder in a load's or store's address taken out."""
+    """A kernel body's lines with each guarded remainder in a load's or store's address taken out.
+
+    What is known (each name's expression, each guard) holds from a statement to the next at the
+    same depth; a line that is no simple statement (a loop's or branch's header, a statement over
+    several lines) or a dedent forgets it all.
+    """
     defs: dict[str, str] = {}  # a name's expression, as last assigned
     guards: dict[str, tuple[str, str]] = {}  # `name = E < M`: name -> (E, M)
     out: list[str] = []
+    depth = -1
     for line in lines:
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            out.append(line)
+            continue
+        indent = len(line) - len(line.lstrip())
         stmt = _statement(line)
+        if stmt is None or indent < depth:
+            defs, guards = {}, {}
+        depth = indent
         if stmt is None:
             out.append(line)
             continue
@@ -93,12 +113,15 @@ def unwrap_guarded(lines: list[str]) -> list[str]:
             rewrite = _Remainders(held, defs)
             call.args[0] = rewrite.visit(call.args[0])
             changed |= rewrite.changed
-        out.append(line[: len(line) - len(line.lstrip())] + ast.unparse(stmt) if changed else line)
+        out.append(line[:indent] + ast.unparse(stmt) if changed else line)
+        for name in _assigned(stmt):  # what read the old value no longer holds
+            stale = re.compile(rf"\b{re.escape(name)}\b")
+            guards = {g: pair for g, pair in guards.items() if g != name and not any(stale.search(t) for t in pair)}
+            defs = {d: text for d, text in defs.items() if d != name and not stale.search(text)}
         if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
             name, value = stmt.targets[0].id, stmt.value
-            stale = re.compile(rf"\b{re.escape(name)}\b")  # a guard read through a name assigned anew no longer holds
-            guards = {g: pair for g, pair in guards.items() if g != name and not any(stale.search(t) for t in pair)}
-            defs = {d: text for d, text in defs.items() if not stale.search(text)}
+            if re.search(rf"\b{re.escape(name)}\b", ast.unparse(value)):  # `x = x + 1` defines nothing
+                continue
             if isinstance(value, ast.Compare) and len(value.ops) == 1 and isinstance(value.ops[0], ast.Lt):
                 guards[name] = (_text(value.left, defs), _text(value.comparators[0], defs))
             defs[name] = ast.unparse(value)

@@ -275,9 +275,9 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
             one_read_kernel[(chunks * rows,)](out, x_in, m, s, count, n, inner, chunks, CHUNK=CHUNK,
                                               PIECES=triton.next_power_of_2(chunks), num_warps=8)
         else:
-            row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=BLOCK, num_warps=8)"""
+            row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=CHUNK, num_warps=8)"""
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096\nBLOCK = 4096", kernel, launch, dim, params)
+                 "CHUNK = 4096", kernel, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

@@ -276,10 +276,10 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
                                               CHUNK=CHUNK,
                                               PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
                                               num_warps=8)
-        else:
-            """ + _LOOP_LAUNCH
+        else:  # the looped kernel, stepping by the piece: CHUNK is the file's one size knob
+            """ + _LOOP_LAUNCH.replace("BLOCK=BLOCK", "BLOCK=CHUNK")
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096\nBLOCK = 4096", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
+                 "CHUNK = 4096", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
 
 
 def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
