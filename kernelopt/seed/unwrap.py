@@ -20,6 +20,8 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelopt.syntax import parse
+
 
 def _text(node: ast.expr, defs: dict[str, str]) -> str:
     """An expression's text, a name taken as the expression it was assigned."""
@@ -69,7 +71,7 @@ def _statement(line: str) -> ast.stmt | None:
     """The one simple statement a line holds (the compiler writes one per line), else None."""
     stripped = line.strip()
     try:
-        body = ast.parse(stripped).body
+        body = parse(stripped).body
     except SyntaxError:  # `for ...:`, a statement's first line
         return None
     return body[0] if len(body) == 1 and not isinstance(body[0], ast.For | ast.If | ast.While | ast.With) else None
