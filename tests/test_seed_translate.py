@@ -73,10 +73,10 @@ def _load(path: Path, name: str = "problem_under_test") -> Any:
 
 
 @functools.cache
-def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", "")) -> str:
+def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", ""), rewrite: bool = True) -> str:
     """The seed file for a recorded problem: the graph's inputs traced on the meta device at the recorded
     shapes, with and without duck shaping (the recording's setting is not in the record). `edit`
-    replaces a text of the recorded code first."""
+    replaces a text of the recorded code first; `rewrite` as write_seed's."""
     record = json.loads((FIXTURES / mode / f"{name}.json").read_text())
     path = problem_path(name)
     problem = _load(path)
@@ -91,7 +91,7 @@ def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", "")) -> str:
     ]
     bindings = fits[0] if fits else traced[0]
     source = SeedSource(name, path.read_text(), code, from_record(record["configs"]), bindings, 1, False)
-    return write_seed(source)
+    return write_seed(source, rewrite)
 
 
 def shrunk_problem(path: Path, out: Path) -> Path:
@@ -522,7 +522,7 @@ def test_a_self_referring_index_or_a_nested_load_keeps_its_remainder() -> None:
     assert unwrap_guarded(["    g = i < n", "    a = tl.load(p + i % n, g)"])[1] == "    a = tl.load(p + i, g)"
 
 
-def test_a_seed_whose_unwrapped_file_fails_its_check_is_written_again_as_compiled(
+def test_a_seed_whose_rewritten_file_fails_its_check_is_written_again_as_compiled(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kernelopt.seed import generate
@@ -539,13 +539,14 @@ def test_a_seed_whose_unwrapped_file_fails_its_check_is_written_again_as_compile
 
     def check(text: str, *args: Any) -> None:
         checked.append(text)
-        if len(checked) == 1:  # the unwrapped file fails, as a wrong rewrite would, with a kernel's own error
+        if len(checked) == 1:  # the rewritten file fails, as a wrong rewrite would, with a kernel's own error
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     monkeypatch.setattr(generate, "_check", check)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "NVIDIA H200")
     monkeypatch.setattr(generate, "picked_configs", lambda names: from_record(record["configs"]))  # the autotuner's
     made = generate._seed_of(path, problem, inputs, torch.empty(()), record["codes"][0], bindings, 1.0)
-    assert len(checked) == 2 and made.text == checked[1] and not made.unwrapped
+    assert len(checked) == 2 and made.text == checked[1] and not made.rewritten
     assert "% (ks0*ks0)" in made.text and "% (ks0*ks0)" not in checked[0]  # the compiler's own wrap is back
+    assert "ks0: tl.constexpr" in checked[0] and "ks0: tl.constexpr" not in made.text  # sizes at run time again
     assert "written as compiled" in capsys.readouterr().err

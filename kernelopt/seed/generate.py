@@ -50,7 +50,7 @@ class Generated:
     gpu: str
     kernels: int
     compile_s: float
-    unwrapped: bool = True  # whether the file has the split reductions' guarded index wraps taken out
+    rewritten: bool = True  # guarded index wraps taken out and sizes specialized (kernel_text.standalone)
 
 
 def picked_configs(names: set[str]) -> dict[str, LaunchConfig]:
@@ -192,22 +192,22 @@ def _seed_of(problem_path: Path, problem: Any, inputs: list[Any], reference_out:
         triton_version=triton.__version__,
         gpu=torch.cuda.get_device_name(0),
     )
-    unwrapped = True
+    rewritten = True
     try:
         text = write_seed(seed)
         _check(text, problem, reference_out, inputs)
     except Exception as err:  # a wrong file may fail in any way; the file as written is next
-        unwrapped, why = False, f"{type(err).__name__}: {str(err).strip()[:200]}"
-    if not unwrapped:  # the seed as the compiler wrote it, every index remainder kept (unwrap.py)
+        rewritten, why = False, f"{type(err).__name__}: {str(err).strip()[:200]}"
+    if not rewritten:  # the seed as the compiler wrote it: every index remainder kept, sizes at run time
         gc.collect()  # the failed check's outputs went with its traceback
         if torch.cuda.is_initialized():
             torch.cuda.empty_cache()
-        print(f"the seed with guarded index wraps taken out failed its check ({why}); written as compiled",
-              file=sys.stderr, flush=True)
-        text = write_seed(seed, unwrap=False)
+        print(f"the seed with guarded index wraps taken out and sizes specialized failed its check ({why}); "
+              "written as compiled", file=sys.stderr, flush=True)
+        text = write_seed(seed, rewrite=False)
         _check(text, problem, reference_out, inputs)
     return Generated(text, seed.torch_version, seed.triton_version, seed.gpu, len(names), round(compile_s, 2),
-                     unwrapped)
+                     rewritten)
 
 
 def main(argv: list[str]) -> int:

@@ -24,6 +24,15 @@ def helper_promote_to_tensor(x):
 """,
             (),
         ),
+        "size_value": (
+            """
+@triton.jit
+def helper_size_value(value: tl.constexpr):
+    # a size the launch specialized on, as the value Triton gives a run-time integer argument
+    return tl.full([], value, tl.int32 if value < 2**31 else tl.int64)
+""",
+            (),
+        ),
         "is_floating": (
             """
 @triton.jit

@@ -42,6 +42,7 @@ class CompilerSeed:
     kernels: int
     compile_s: float
     cached: bool
+    rewritten: bool = False  # index wraps taken out and sizes specialized (False: as the compiler wrote it)
 
 
 def no_gpu_reason() -> str | None:
@@ -79,8 +80,9 @@ def gpu_name(gpu: str | None) -> str:
 # seed or a failure cached by an older kernelopt is not served once this changes. 2: convolutions
 # through cuDNN become the seed's own Triton convolution (they were refused); 3: its program offsets in int64;
 # 4: a GEMM template's index type follows its launch's tensors (int32 overflowed past 2**31 elements), a view
-# made in the return statement, a number lifted from a global (math.pi), an fp64 square root.
-SEED_FORMAT = 4
+# made in the return statement, a number lifted from a global (math.pi), an fp64 square root; 5: guarded
+# index wraps taken out, sizes specialized at launch (kernel_text.standalone).
+SEED_FORMAT = 5
 
 
 def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:
@@ -105,9 +107,8 @@ def _cached(stem: Path) -> CompilerSeed | None:
         raise SeedError(facts["error"])
     if not stem.with_suffix(".py").exists():
         return None
-    return CompilerSeed(
-        str(stem.with_suffix(".py")), facts["torch_version"], facts["gpu"], facts["kernels"], facts["compile_s"], True
-    )
+    return CompilerSeed(str(stem.with_suffix(".py")), facts["torch_version"], facts["gpu"], facts["kernels"],
+                        facts["compile_s"], True, bool(facts.get("rewritten")))
 
 
 def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
@@ -163,4 +164,5 @@ def compiler_seed(
     stem.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
     found = _cached(stem)
     assert found is not None
-    return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False)
+    return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False,
+                        found.rewritten)

@@ -122,8 +122,9 @@ def forward_parameters(problem_source: str) -> list[str]:
     return [a.arg for a in forward.args.args[1:]]
 
 
-def write_seed(source: SeedSource, unwrap: bool = True) -> str:
-    """The seed file's text (`unwrap`: guarded remainders taken out of the kernels' addresses, unwrap.py)."""
+def write_seed(source: SeedSource, rewrite: bool = True) -> str:
+    """The seed file's text (`rewrite`: each kernel's guarded remainders taken out and its sizes
+    specialized at launch, kernel_text.standalone; without, the kernels as the compiler wrote them)."""
     module = parse_output(source.code)
     traced = list(source.bindings)
     if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
@@ -144,7 +145,7 @@ def write_seed(source: SeedSource, unwrap: bool = True) -> str:
             scalars[arg] = binding.name
     if not names:
         raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
-    kernels = {name: standalone(kernel, unwrap) for name, kernel in module.kernels.items()}
+    kernels = {name: standalone(kernel, rewrite) for name, kernel in module.kernels.items()}
     body = forward_lines(
         ForwardInputs(
             module=module,

@@ -1,0 +1,116 @@
+"""The compiler seed's sizes specialized at launch (kernel_text._specialized), checked where it matters:
+in the code Triton compiles for an H200. Each recorded seed runs under the interpreter at small sizes with
+its launches recorded; each launched kernel is then compiled for sm_90 in a child process without the
+interpreter (ptxas is in Triton's wheel, no GPU needed) and its PTX searched for integer divisions."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_seed_translate import _run_both, problem_path, seed_text, shrunk_problem
+
+from kernelopt.harness.sandbox import fingerprint, launches
+
+INTEGER_DIVISION = re.compile(r"^\s*(?:div|rem)\.[su](?:32|64)\b", re.M)
+
+_COMPILE = r"""
+import importlib.util, json, re, sys, warnings
+import triton, triton.language as tl
+from triton.backends.compiler import GPUTarget
+found, modules = {}, {}
+for path, name, signature, fixed in json.load(sys.stdin):
+    if path not in modules:
+        spec = importlib.util.spec_from_file_location(f"seed{len(modules)}", path)
+        modules[path] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(modules[path])
+    fixed = {k: getattr(tl, v[3:]) if isinstance(v, str) and v.startswith("tl.") else v for k, v in fixed.items()}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kernel = triton.compile(triton.compiler.ASTSource(getattr(modules[path], name), signature, fixed),
+                                target=GPUTarget("cuda", 90, 32))
+    found[name] = found.get(name, 0) + len(re.findall(sys.argv[1], kernel.asm["ptx"], re.M))
+print(json.dumps(found))
+"""
+
+
+def _constant(value: object) -> object:
+    return f"tl.{value.name}" if hasattr(value, "name") and hasattr(value, "primitive_bitwidth") else value
+
+
+def divisions_per_kernel(mode: str, name: str, rewrite: bool, tmp_path: Path) -> dict[str, int]:
+    """Integer div/rem instructions in the sm_90 PTX of each kernel the seed launches at small sizes."""
+    seed = tmp_path / f"seed_{rewrite}.py"
+    seed.write_text(seed_text(mode, name, rewrite=rewrite))
+    launches.install()
+    recorder = fingerprint.start()
+    try:
+        _run_both(shrunk_problem(problem_path(name), tmp_path / "problem.py"), seed)
+    finally:
+        launches.LOG.record = None
+    jobs = [(str(seed), fn.__name__, signature, {k: _constant(v) for k, v in fixed.items()})
+            for fn, signature, fixed in recorder._to_compile.values()]
+    assert jobs, "the seed launched nothing"
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    done = subprocess.run([sys.executable, "-c", _COMPILE, INTEGER_DIVISION.pattern], input=json.dumps(jobs),
+                          capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(json.loads(done.stdout))
+
+
+@pytest.mark.parametrize(
+    ("mode", "name"),
+    [("default", "36_RMSNorm_"), ("default", "42_Max_Pooling_2D"), ("default", "47_Sum_reduction_over_a_dimension"),
+     ("max_autotune_triton", "3_Batched_matrix_multiplication")],
+)
+def test_a_seed_s_kernels_compile_for_the_h200_with_no_division_by_a_run_time_size(
+    mode: str, name: str, tmp_path: Path
+) -> None:
+    compiled = divisions_per_kernel(mode, name, False, tmp_path)
+    rewritten = divisions_per_kernel(mode, name, True, tmp_path)
+    assert compiled.keys() == rewritten.keys()
+    assert sum(compiled.values()) > 0  # as the compiler wrote them, the kernels divide by sizes read at run time
+    for kernel, count in rewritten.items():
+        if kernel.startswith("triton_tem"):  # a GEMM template's program-id arithmetic, once per program
+            assert count < compiled[kernel] / 4, (kernel, count, compiled[kernel])
+        else:
+            assert count == 0, (kernel, count, compiled[kernel])
+
+
+def test_a_specialized_size_keeps_the_type_a_run_time_integer_has(tmp_path: Path) -> None:
+    """int32 up to 2**31 - 1 and int64 past it, as Triton types an integer argument: a size's product
+    wraps (or not) as it did with dynamic shapes, and `.to(...)` works on it (interpreter)."""
+    import torch
+
+    from kernelopt.seed import helpers
+
+    path = tmp_path / "sized.py"
+    path.write_text(
+        "import triton\nimport triton.language as tl\n\n"
+        + helpers.sources_for({"size_value"})
+        + "@triton.jit\ndef sized(out_ptr, ks0: tl.constexpr):\n"
+        "    ks0 = helper_size_value(ks0)\n"
+        "    tl.store(out_ptr, (ks0 * 3).to(tl.float64))\n"
+    )
+    module = _load_file(path)
+    got = {}
+    for value in (5, 2**31 - 1, 2**31 + 5):
+        out = torch.zeros(1, dtype=torch.float64)
+        module.sized[(1,)](out, value)
+        got[value] = out.item()
+    assert got == {5: 15.0, 2**31 - 1: float((2**31 - 1) * 3 - 2**32), 2**31 + 5: float((2**31 + 5) * 3)}
+
+
+def _load_file(path: Path) -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
