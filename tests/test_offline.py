@@ -135,6 +135,24 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
 
 
+def test_a_compiler_reduction_s_few_rows_count_in_the_values_each_thread_holds() -> None:
+    """On the H200, round 2 of 35_GroupNorm_ from its seed (XBLOCK 1, R0_BLOCK 2048, 16 warps) measured
+    XBLOCK 8-16 x R0_BLOCK 2048 on 1-4 warps: 193-410 ms a call against the seed's 5.4. A side under
+    SIZE_MIN was no side, so the tile was read as a 1-D block of 2,048 values."""
+    limits = SpaceLimits()
+    for rows, warps in ((8, 4), (16, 4), (8, 1)):  # 128-512 values per thread
+        assert not feasible({"XBLOCK": rows, "R0_BLOCK": 2048, "num_warps": warps, "num_stages": 1}, limits)
+    assert feasible({"XBLOCK": 2, "R0_BLOCK": 2048, "num_warps": 16, "num_stages": 2}, limits)  # 8 per thread
+    assert feasible({"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 16, "num_stages": 1}, limits)
+    assert not feasible({"XBLOCK": 2, "R0_BLOCK": 8, "num_warps": 16}, limits)  # fewer values than threads
+    assert feasible({"XBLOCK": 64, "R0_BLOCK": 8, "num_warps": 4}, limits)  # the RMSNorm seed's own pick
+    centre = {"XBLOCK": 1, "R0_BLOCK": 2048, "num_warps": 16, "num_stages": 1}
+    planned = plan(centre, Direction(size=1), [], 48)
+    assert planned and all(c["XBLOCK"] * c["R0_BLOCK"] <= 64 * 32 * c["num_warps"] for c in planned)
+    # a GEMM's tile keeps its own rule: accumulators spread over tl.dot's fragments
+    assert feasible({"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 4, "num_stages": 3}, limits)
+
+
 def test_a_split_move_s_winner_has_neighbours_its_piece_a_span_and_never_shorter_than_a_step() -> None:
     """On the H200, round 2 after 33_BatchNorm's split won (CHUNK 65536, BLOCK 4096, 4 warps) planned
     nothing and stopped on search_exhausted: CHUNK was taken as a tile side (65536 x 4096 accumulators
