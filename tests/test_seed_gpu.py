@@ -47,7 +47,7 @@ def test_the_seed_is_made_cached_and_accepted_by_the_verifier(name: str, tmp_pat
     seed = compiler_seed(problem, tmp_path / "cache")
     text = Path(seed.path).read_text()
     assert not seed.cached and seed.kernels >= 1 and seed.gpu
-    assert seed.rewritten  # its check passed with the index wraps out and the sizes specialized
+    assert "specialize" in seed.rewrites  # its check passed with the sizes specialized
     assert "helper_size_value(" in text or name.startswith("conv")
     assert check_kernel_source(text) == [] and "torch._inductor" not in text
     knobs = knob_values(text)

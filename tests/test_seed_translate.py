@@ -23,6 +23,7 @@ from kernelopt.seed import helpers
 from kernelopt.seed.bindings import trace_bindings
 from kernelopt.seed.configs import from_record, untuned
 from kernelopt.seed.errors import SeedError
+from kernelopt.seed.kernel_text import REWRITES
 from kernelopt.seed.output_code import parse_output
 from kernelopt.seed.writer import SeedSource, write_seed
 
@@ -73,10 +74,10 @@ def _load(path: Path, name: str = "problem_under_test") -> Any:
 
 
 @functools.cache
-def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", ""), rewrite: bool = True) -> str:
+def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", ""), rewrites: tuple[str, ...] = REWRITES) -> str:
     """The seed file for a recorded problem: the graph's inputs traced on the meta device at the recorded
     shapes, with and without duck shaping (the recording's setting is not in the record). `edit`
-    replaces a text of the recorded code first; `rewrite` as write_seed's."""
+    replaces a text of the recorded code first; `rewrites` as write_seed's."""
     record = json.loads((FIXTURES / mode / f"{name}.json").read_text())
     path = problem_path(name)
     problem = _load(path)
@@ -91,7 +92,7 @@ def seed_text(mode: str, name: str, edit: tuple[str, str] = ("", ""), rewrite: b
     ]
     bindings = fits[0] if fits else traced[0]
     source = SeedSource(name, path.read_text(), code, from_record(record["configs"]), bindings, 1, False)
-    return write_seed(source, rewrite)
+    return write_seed(source, rewrites)
 
 
 def shrunk_problem(path: Path, out: Path) -> Path:
@@ -522,8 +523,9 @@ def test_a_self_referring_index_or_a_nested_load_keeps_its_remainder() -> None:
     assert unwrap_guarded(["    g = i < n", "    a = tl.load(p + i % n, g)"])[1] == "    a = tl.load(p + i, g)"
 
 
-def test_a_seed_whose_rewritten_file_fails_its_check_is_written_again_as_compiled(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("failures", [1, 2])
+def test_a_seed_whose_rewritten_file_fails_its_check_drops_one_rewrite_at_a_time(
+    failures: int, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     from kernelopt.seed import generate
 
@@ -539,14 +541,19 @@ def test_a_seed_whose_rewritten_file_fails_its_check_is_written_again_as_compile
 
     def check(text: str, *args: Any) -> None:
         checked.append(text)
-        if len(checked) == 1:  # the rewritten file fails, as a wrong rewrite would, with a kernel's own error
+        if len(checked) <= failures:  # a wrong rewrite fails, with a kernel's own error
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
     monkeypatch.setattr(generate, "_check", check)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda index=0: "NVIDIA H200")
     monkeypatch.setattr(generate, "picked_configs", lambda names: from_record(record["configs"]))  # the autotuner's
     made = generate._seed_of(path, problem, inputs, torch.empty(()), record["codes"][0], bindings, 1.0)
-    assert len(checked) == 2 and made.text == checked[1] and not made.rewritten
-    assert "% (ks0*ks0)" in made.text and "% (ks0*ks0)" not in checked[0]  # the compiler's own wrap is back
-    assert "ks0: tl.constexpr" in checked[0] and "ks0: tl.constexpr" not in made.text  # sizes at run time again
-    assert "written as compiled" in capsys.readouterr().err
+    assert len(checked) == failures + 1 and made.text == checked[-1]
+    assert "% (ks0*ks0)" not in checked[0] and "ks0: tl.constexpr" in checked[0]  # both rewrites first
+    assert "% (ks0*ks0)" in made.text  # the compiler's own wrap is back
+    if failures == 1:  # then without the unwrap: the sizes still specialized
+        assert made.rewrites == ("specialize",) and "ks0: tl.constexpr" in made.text
+    else:  # then as the compiler wrote it
+        assert made.rewrites == () and "ks0: tl.constexpr" not in made.text and "helper_size_value" not in made.text
+    err = capsys.readouterr().err
+    assert "failed its check (RuntimeError: CUDA error" in err and err.count("failed its check") == failures

@@ -23,6 +23,7 @@ from kernelopt.harness.problem import load_problem, read_source
 from kernelopt.seed.bindings import recording_backend
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 from kernelopt.seed.forward_body import LaunchConfig
+from kernelopt.seed.kernel_text import REWRITES
 from kernelopt.seed.output_code import parse_output
 from kernelopt.seed.writer import Binding, SeedSource, write_seed
 
@@ -50,7 +51,7 @@ class Generated:
     gpu: str
     kernels: int
     compile_s: float
-    rewritten: bool = True  # guarded index wraps taken out and sizes specialized (kernel_text.standalone)
+    rewrites: tuple[str, ...] = REWRITES  # the rewrites of the compiler's kernels its check passed with
 
 
 def picked_configs(names: set[str]) -> dict[str, LaunchConfig]:
@@ -192,22 +193,24 @@ def _seed_of(problem_path: Path, problem: Any, inputs: list[Any], reference_out:
         triton_version=triton.__version__,
         gpu=torch.cuda.get_device_name(0),
     )
-    rewritten = True
-    try:
-        text = write_seed(seed)
-        _check(text, problem, reference_out, inputs)
-    except Exception as err:  # a wrong file may fail in any way; the file as written is next
-        rewritten, why = False, f"{type(err).__name__}: {str(err).strip()[:200]}"
-    if not rewritten:  # the seed as the compiler wrote it: every index remainder kept, sizes at run time
-        gc.collect()  # the failed check's outputs went with its traceback
-        if torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
-        print(f"the seed with guarded index wraps taken out and sizes specialized failed its check ({why}); "
-              "written as compiled", file=sys.stderr, flush=True)
-        text = write_seed(seed, rewrite=False)
-        _check(text, problem, reference_out, inputs)
+    # both rewrites, then without the unwrap (a pattern rewrite), then as the compiler wrote it
+    attempts = [REWRITES[i:] for i in range(len(REWRITES) + 1)]
+    for number, rewrites in enumerate(attempts):
+        try:
+            text = write_seed(seed, rewrites)
+            _check(text, problem, reference_out, inputs)
+            break
+        except Exception as err:  # a wrong file may fail in any way; the next is tried
+            if number == len(attempts) - 1:
+                raise
+            gc.collect()  # the failed check's outputs went with its traceback
+            if torch.cuda.is_initialized():
+                torch.cuda.empty_cache()
+            print(f"the seed with rewrites {', '.join(rewrites)} failed its check ({type(err).__name__}: "
+                  f"{str(err).strip()[:200]}); written with {', '.join(attempts[number + 1]) or 'none'}",
+                  file=sys.stderr, flush=True)
     return Generated(text, seed.torch_version, seed.triton_version, seed.gpu, len(names), round(compile_s, 2),
-                     rewritten)
+                     rewrites)
 
 
 def main(argv: list[str]) -> int:

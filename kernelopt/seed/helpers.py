@@ -29,6 +29,7 @@ def helper_promote_to_tensor(x):
 @triton.jit
 def helper_size_value(value: tl.constexpr):
     # a size the launch specialized on, as the value Triton gives a run-time integer argument
+    tl.static_assert(value == value // 1, "a specialized size must be an integer")
     return tl.full([], value, tl.int32 if value < 2**31 else tl.int64)
 """,
             (),

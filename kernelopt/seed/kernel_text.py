@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -135,9 +136,13 @@ def _specialized(fn: ast.FunctionDef, params: list[str], body: list[str]) -> tup
     return params, [f"{indent}{name} = {helpers.PREFIX}{SIZE_HELPER}({name})" for name in sizes] + body
 
 
-def standalone(kernel: InductorKernel, rewrite: bool = True) -> StandaloneKernel:
-    """The kernel as a seed file holds it. `rewrite`: guarded remainders taken out of its addresses
-    (unwrap.py) and its sizes specialized at launch (`_specialized`); without, as the compiler wrote it."""
+# The seed's rewrites of the compiler's kernels, in the order the seed drops them when its check fails.
+REWRITES = ("unwrap", "specialize")
+
+
+def standalone(kernel: InductorKernel, rewrites: Collection[str] = REWRITES) -> StandaloneKernel:
+    """The kernel as a seed file holds it, with `rewrites`: "unwrap" takes guarded remainders out of its
+    addresses (unwrap.py), "specialize" makes its sizes constexpr (`_specialized`); none: as the compiler wrote it."""
     tree = parse(kernel.source)
     fn = _jit_function(tree, kernel.name)
     lines = kernel.source.splitlines()
@@ -153,8 +158,9 @@ def standalone(kernel: InductorKernel, rewrite: bool = True) -> StandaloneKernel
     first, last = fn.body[0].lineno, fn.end_lineno or fn.body[-1].lineno
     body = [lines[number - 1] for number in range(first, last + 1) if number not in drop]
     used: set[str] = set()
-    if rewrite:
+    if "unwrap" in rewrites:
         body = unwrap_guarded(body)
+    if "specialize" in rewrites:
         params, specialized = _specialized(fn, params, body)
         used |= {SIZE_HELPER} if specialized != body else set()
         body = specialized

@@ -42,7 +42,7 @@ class CompilerSeed:
     kernels: int
     compile_s: float
     cached: bool
-    rewritten: bool = False  # index wraps taken out and sizes specialized (False: as the compiler wrote it)
+    rewrites: tuple[str, ...] = ()  # the rewrites of the compiler's kernels it has (kernel_text.REWRITES)
 
 
 def no_gpu_reason() -> str | None:
@@ -108,7 +108,7 @@ def _cached(stem: Path) -> CompilerSeed | None:
     if not stem.with_suffix(".py").exists():
         return None
     return CompilerSeed(str(stem.with_suffix(".py")), facts["torch_version"], facts["gpu"], facts["kernels"],
-                        facts["compile_s"], True, bool(facts.get("rewritten")))
+                        facts["compile_s"], True, tuple(facts.get("rewrites") or ()))
 
 
 def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
@@ -165,4 +165,4 @@ def compiler_seed(
     found = _cached(stem)
     assert found is not None
     return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False,
-                        found.rewritten)
+                        found.rewrites)

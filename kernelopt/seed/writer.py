@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from kernelopt.seed import helpers
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.errors import SeedError
 from kernelopt.seed.forward_body import ForwardInputs, LaunchConfig, forward_lines
-from kernelopt.seed.kernel_text import standalone
+from kernelopt.seed.kernel_text import REWRITES, standalone
 from kernelopt.seed.output_code import parse_output
 from kernelopt.syntax import parse
 
@@ -122,9 +122,9 @@ def forward_parameters(problem_source: str) -> list[str]:
     return [a.arg for a in forward.args.args[1:]]
 
 
-def write_seed(source: SeedSource, rewrite: bool = True) -> str:
-    """The seed file's text (`rewrite`: each kernel's guarded remainders taken out and its sizes
-    specialized at launch, kernel_text.standalone; without, the kernels as the compiler wrote them)."""
+def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
+    """The seed file's text, each kernel with `rewrites` (kernel_text.standalone: "unwrap", "specialize";
+    none: the kernels as the compiler wrote them)."""
     module = parse_output(source.code)
     traced = list(source.bindings)
     if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
@@ -145,7 +145,7 @@ def write_seed(source: SeedSource, rewrite: bool = True) -> str:
             scalars[arg] = binding.name
     if not names:
         raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
-    kernels = {name: standalone(kernel, rewrite) for name, kernel in module.kernels.items()}
+    kernels = {name: standalone(kernel, rewrites) for name, kernel in module.kernels.items()}
     body = forward_lines(
         ForwardInputs(
             module=module,
