@@ -313,21 +313,6 @@ def test_another_torch_versions_output_translates_and_runs(name: str, tmp_path: 
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("name", ["conv_transpose3d", "1_Conv2D_ReLU_BiasAdd"])
-def test_inference_graphs_with_cudnn_convolutions_translate_and_compute_the_reference(name: str, tmp_path: Path):
-    # torch 2.13's own output: the bias passed positionally (transposed 3-D), and a 2-D convolution
-    # whose inputs Inductor first copies to channels-last, its output asserted channels-last too
-    text = cpu_made_seed(name)
-    assert check_kernel_source(text) == [] and "extern_kernels" not in text and "conv_triton(" in text
-    seed_file = tmp_path / "seed.py"
-    seed_file.write_text(with_config(text, {"CONV_BLOCK_M": 32, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 32}))
-    path = problem_path(name)
-    expected, got = _run_both(shrunk_problem(path, tmp_path / path.name), seed_file)
-    assert got.shape == expected.shape and got.stride() == expected.stride()
-    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
-
-
 def _cpu_made_small_seed(name: str, tmp_path: Path) -> tuple[str, Path]:
     """The seed of a CPU-made recording of a level-1 problem, recorded on its shrunk copy (record_cpu.py
     on `shrunk_problem`'s output), and that copy."""

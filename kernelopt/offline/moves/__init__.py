@@ -242,14 +242,19 @@ def _split_row(n: int, n_rows: int, sm_count: int) -> tuple[list[Config], str]:
 
 
 def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    source = pooling.tiled(family.ops[0], family.scalars, family.input_names[0])
-    if source is None:
+    sources = [pooling.tiled(family.ops[0], family.scalars, family.input_names[0], order) for order in (False, True)]
+    if sources[0] is None or sources[1] is None:
         return [], [Skipped("pooling.tiled", "ceil_mode or a divisor override: not written in the template")]
-    rows_ = (1,) if family.ndim == 3 else (4, 2, 8, 1)
-    grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in rows_ for w in (128, 256, 64) for n in (4, 8)
-                 if 2 <= h * w // (32 * n) <= 32)
+    if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
+        grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
+                     if 2 <= w // (32 * n) <= 16)
+    else:
+        grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
+                     for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
     return [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
-                         "window loads are contiguous and overlap in L1", source, grid)], []
+                         "window loads are contiguous and overlap in L1", sources[0], grid),
+            MoveInstance("pooling.streamed", "the same tiles with the programs in memory order on one grid axis: "
+                         "programs running together read neighbouring columns", sources[1], grid)], []
 
 
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

@@ -4,6 +4,11 @@ Each program computes BLOCK_H x BLOCK_W outputs of one (batch, channel) plane, B
 contiguous dim, so each of the KH x KW window loads is BLOCK_W neighbouring values (overlapping
 windows hit L1, not DRAM). A 1-D input is the 2-D case with one row. Window sizes, strides,
 padding and dilation are the reference's own, written in as constants (not knobs).
+
+`tiled` launches a grid of (plane, row block, column block): programs that run together read
+different planes. `streamed` numbers the programs in memory order (column blocks fastest, then
+row blocks, then planes) on one grid axis, as a flat pointwise kernel walks its output: programs
+that run together read neighbouring columns, and a window's overlap with the next block is still in L2.
 """
 
 from __future__ import annotations
@@ -27,11 +32,18 @@ window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
 @triton.jit
 def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
                 SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-                IS_MAX: tl.constexpr, COUNT_PAD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+                IS_MAX: tl.constexpr, COUNT_PAD: tl.constexpr, STREAM: tl.constexpr, BLOCK_H: tl.constexpr,
+                BLOCK_W: tl.constexpr):
     # Program (plane, row block, column block): BLOCK_H x BLOCK_W outputs of one plane.
-    plane = tl.program_id(0).to(tl.int64)
-    oh = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
-    ow = tl.program_id(2) * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
+    if STREAM:  # one axis in memory order: column blocks fastest, then row blocks, then planes
+        pid = tl.program_id(0).to(tl.int64)
+        columns = tl.cdiv(OW, BLOCK_W)
+        rows = tl.cdiv(OH, BLOCK_H)
+        column, row, plane = pid % columns, (pid // columns) % rows, pid // (columns * rows)
+    else:
+        plane, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    oh = row * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
+    ow = column * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
     live = (oh < OH) & (ow < OW)
     src = x_ptr + plane * H * W
     if IS_MAX:
@@ -73,9 +85,11 @@ class ModelNew(nn.Module):
         planes = x.shape[0] * x.shape[1]
         shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
         out = torch.empty(shape, device=x.device, dtype=x.dtype)
-        grid = (planes, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
+        blocks = (planes, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
+        grid = (blocks[0] * blocks[1] * blocks[2],) if $stream else blocks
         pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw,
-                          IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H, BLOCK_W=BLOCK_W, num_warps=4)
+                          IS_MAX=$is_max, COUNT_PAD=$count_pad, STREAM=$stream, BLOCK_H=BLOCK_H, BLOCK_W=BLOCK_W,
+                          num_warps=4)
         return out
 '''
 
@@ -107,12 +121,14 @@ def window_of(op: str, args: tuple[Any, ...]) -> tuple[dict[str, int], bool] | N
     return dict(zip(names, values, strict=True)), count_pad
 
 
-def tiled(op: str, args: tuple[Any, ...], param: str) -> str | None:
-    """The kernel file for the reference's pooling call, or None when the template cannot do it."""
+def tiled(op: str, args: tuple[Any, ...], param: str, streamed: bool = False) -> str | None:
+    """The kernel file for the reference's pooling call (`streamed`: programs in memory order), or None
+    when the template cannot do it."""
     found = window_of(op, args)
     if found is None:
         return None
     window, count_pad = found
     is_max = op == "max_pool2d_with_indices"
     return Template(_SOURCE).substitute(what="max" if is_max else "average", param=param, is_max=is_max,
-                                        count_pad=count_pad, **{k: str(v) for k, v in window.items()})
+                                        count_pad=count_pad, stream=streamed,
+                                        **{k: str(v) for k, v in window.items()})
