@@ -23,7 +23,7 @@ def test_inference_graphs_with_cudnn_convolutions_translate_and_compute_the_refe
     text = cpu_made_seed(name)
     assert check_kernel_source(text) == [] and "extern_kernels" not in text and "conv_triton(" in text
     seed_file = tmp_path / "seed.py"
-    seed_file.write_text(with_config(text, {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 32}))
+    seed_file.write_text(with_config(text, {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 32}))
     path = problem_path(name)
     expected, got = _run_both(shrunk_problem(path, tmp_path / path.name), seed_file)
     assert got.shape == expected.shape and got.stride() == expected.stride()
