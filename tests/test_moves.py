@@ -271,19 +271,24 @@ def test_each_activation_streams_through_the_verifier(
     assert accepted, reason
 
 
-@pytest.mark.parametrize(("problem", "order"), [("max_pool2d.py", 1), ("avg_pool1d.py", 0)])
-def test_the_tiled_pooling_template_passes_the_verifier(
+@pytest.mark.parametrize(("problem", "order"), [("max_pool2d.py", 0), ("avg_pool1d.py", 0), ("max_pool2d.py", 1),
+                                              ("avg_pool1d.py", 1)])
+def test_each_pooling_template_passes_the_verifier(
     problem: str, order: int, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     moves = structural_moves(MOVES / problem)
-    assert [m.name for m in moves.instances] == ["pooling.tiled", "pooling.streamed"]
+    assert [m.name for m in moves.instances] == ["pooling.tiled", "pooling.flat"]
     move = moves.instances[order]
-    assert ("STREAM=True" in move.source) == (move.name == "pooling.streamed")
-    assert set(knob_values(move.source)) == {"BLOCK_H", "BLOCK_W", "num_warps"}  # the order is no knob
-    if problem == "avg_pool1d.py":  # one row: stretches of it, 2-16 outputs per thread
-        assert all(c["BLOCK_H"] == 1 and 2 <= c["BLOCK_W"] // (32 * c["num_warps"]) <= 16 for c in move.grid)
-        assert {"BLOCK_H": 1, "BLOCK_W": 1024, "num_warps": 4} in move.grid
-    source = with_config(move.source, {"BLOCK_H": 2, "BLOCK_W": 4})  # masked tiles on both axes
+    if move.name == "pooling.tiled":
+        assert set(knob_values(move.source)) == {"BLOCK_H", "BLOCK_W", "num_warps"}
+        if problem == "avg_pool1d.py":  # one row: stretches of it, 2-16 outputs per thread
+            assert all(c["BLOCK_H"] == 1 and 2 <= c["BLOCK_W"] // (32 * c["num_warps"]) <= 16 for c in move.grid)
+            assert {"BLOCK_H": 1, "BLOCK_W": 1024, "num_warps": 4} in move.grid
+        source = with_config(move.source, {"BLOCK_H": 2, "BLOCK_W": 4})  # masked tiles on both axes
+    else:  # one flat range: a block of 64 crosses rows (and planes) and ends past the output
+        assert set(knob_values(move.source)) == {"BLOCK", "num_warps"}
+        assert all(2 <= c["BLOCK"] // (32 * c["num_warps"]) <= 16 for c in move.grid)
+        source = with_config(move.source, {"BLOCK": 64})
     accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
     assert accepted, reason
 

@@ -59,6 +59,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "columns": ("memory", "latency", "occupancy"),
     "streaming": ("memory", "latency", "other"),
     "tiled": ("memory", "latency", "occupancy", "other"),
+    "flat": ("memory", "latency", "occupancy", "other"),
     "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
@@ -242,8 +243,9 @@ def _split_row(n: int, n_rows: int, sm_count: int) -> tuple[list[Config], str]:
 
 
 def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    sources = [pooling.tiled(family.ops[0], family.scalars, family.input_names[0], order) for order in (False, True)]
-    if sources[0] is None or sources[1] is None:
+    op, args, param = family.ops[0], family.scalars, family.input_names[0]
+    tiled, flat = pooling.tiled(op, args, param), pooling.flat(op, args, param)
+    if tiled is None or flat is None:  # one window for both: neither is written when it is not understood
         return [], [Skipped("pooling.tiled", "ceil_mode or a divisor override: not written in the template")]
     if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
@@ -251,10 +253,14 @@ def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     else:
         grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
                      for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
+    # 2-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
+    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256) for n in (4, 8)
+                      if 2 <= b // (32 * n) <= 16)
     return [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
-                         "window loads are contiguous and overlap in L1", sources[0], grid),
-            MoveInstance("pooling.streamed", "the same tiles with the programs in memory order on one grid axis: "
-                         "programs running together read neighbouring columns", sources[1], grid)], []
+                         "window loads are contiguous and overlap in L1", tiled, grid),
+            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
+                         "launch: index splits divide by constants, 32-bit where offsets fit",
+                         flat, flat_grid)], []
 
 
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
