@@ -31,7 +31,8 @@ def timed(argv: list[str], env: dict[str, str], cwd: Path) -> tuple[float, str]:
     began = time.monotonic()
     proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, text=True, timeout=300)
     passes = sorted(set(re.findall(r"(\d+) pass", proc.stdout + proc.stderr)))
-    note = f"rc {proc.returncode}, passes {','.join(passes) or '-'}"
+    stages = "; ".join(line.strip() for line in proc.stdout.splitlines() if re.match(r"\[\s*[\d.]+ s\]", line))
+    note = f"rc {proc.returncode}, passes {','.join(passes) or '-'}" + (f"; {stages}" if stages else "")
     if proc.returncode:
         note += " | " + (proc.stderr or proc.stdout).strip().splitlines()[-1][:200]
     return time.monotonic() - began, note

@@ -33,11 +33,13 @@ timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log"
 echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name.log"
 # each finished run's own record too (events with their times, sweep tables, the best kernel, the report, and its
 # start with the start's check log: a rejected start is read here; the sweeps' process logs: where a sweep's time went): small
+# the profiles' ncu output, with the profiled program's own stage times: where a profile's seconds went
 # (sizes in k: find rounds a size up to its unit, so -1M would match only empty files)
 cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" $(ls -d "$name/problems" "$name"/results.* 2>/dev/null) \
   $(for done in "$name"/problems/*.json; do run="$name/runs/$(basename "$done" .json)"
       ls "$run"/events.jsonl "$run"/sweeps/round-*.json "$run"/best_kernel.py "$run"/report.md "$run"/kernels/r000_*.py \
-        "$run"/harness/candidates/r000_*/worker.log 2>/dev/null
+        "$run"/harness/candidates/r000_*/worker.log \
+        "$run"/profiles/*/ncu_raw.csv 2>/dev/null
       find "$run/sweeps" -name worker.log -size -1024k 2>/dev/null | head -40; done) \
   $(for run in "$name"/runs/*/; do run=${run%/}; [ -f "$name/problems/$(basename "$run").json" ] && continue
       find "$run" \( -name events.jsonl -o -name 'round-*.json' -o -name worker.log \) -size -2048k 2>/dev/null | head -200
