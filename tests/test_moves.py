@@ -271,8 +271,8 @@ def test_each_activation_streams_through_the_verifier(
     assert accepted, reason
 
 
-@pytest.mark.parametrize(("problem", "order"), [("max_pool2d.py", 0), ("avg_pool1d.py", 0), ("max_pool2d.py", 1),
-                                              ("avg_pool1d.py", 1)])
+@pytest.mark.parametrize(("problem", "order"), [(p, o) for o in (0, 1)
+                                              for p in ("max_pool2d.py", "avg_pool1d.py", "avg_pool2d.py")])
 def test_each_pooling_template_passes_the_verifier(
     problem: str, order: int, tmp_path: Path, settings: HarnessSettings
 ) -> None:

@@ -17,16 +17,18 @@ from kernelopt.offline.tuner import with_config
 MOVES = Path(__file__).parent / "data" / "moves"
 
 
-def _divisions(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object]) -> int:
+def _count(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object],
+           pattern: str = INTEGER_DIVISION.pattern) -> int:
+    """How often `pattern` (integer div/rem) matches a line of the kernel's PTX for sm_90."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE, INTEGER_DIVISION.pattern],
+    done = subprocess.run([sys.executable, "-c", _COMPILE, pattern],
                           input=json.dumps([(str(path), name, signature, fixed)]), capture_output=True, text=True,
                           env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return int(json.loads(done.stdout)[name])
 
 
-def test_the_flat_pooling_divides_by_no_run_time_size_at_kernelbench_sizes(tmp_path: Path) -> None:
+def test_the_flat_pooling_divides_by_no_run_time_size_and_keeps_nans_at_kernelbench_sizes(tmp_path: Path) -> None:
     # Its sizes are constants of each compile: splitting a flat index into plane, row and column
     # divides by constants (multiplications in PTX), with 32-bit offsets (KernelBench's 1-D max
     # pool: 64 x 192 x 65,536) and with 64-bit ones (a 2-D pool of 2**32 values).
@@ -40,4 +42,6 @@ def test_the_flat_pooling_divides_by_no_run_time_size_at_kernelbench_sizes(tmp_p
     for sizes in (one_row, planes):
         fixed = {**sizes, "IS_MAX": True, "COUNT_PAD": True, "BLOCK": 1024}
         signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", **{k: "constexpr" for k in fixed}}
-        assert _divisions(kernel, "pool_kernel", signature, fixed) == 0, sizes
+        assert _count(kernel, "pool_kernel", signature, fixed) == 0, sizes
+    # a NaN in a max pool's window wins on the GPU too (a plain max.f32 drops it; the interpreter keeps it)
+    assert _count(kernel, "pool_kernel", signature, fixed, r"\bmax\.NaN\.f32\b") > 0

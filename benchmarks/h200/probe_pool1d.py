@@ -1,6 +1,7 @@
 """Is 1-D pooling's gap to torch.compile real? Times, interleaved on one GPU with kernelopt's own
 protocol, eager, torch.compile (static shapes, as the baseline is), and kernel files given for the
-problem (the compiler seed, pooling.tiled, pooling.streamed), each checked against eager first.
+problem (the compiler seed, pooling.tiled, the since-replaced pooling.streamed), each checked
+against eager first.
 
     python3 benchmarks/h200/probe_pool1d.py PROBLEM.py KERNEL.py [KERNEL.py ...]
 """

@@ -246,7 +246,8 @@ def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
     tiled, flat = pooling.tiled(op, args, param), pooling.flat(op, args, param)
     if tiled is None or flat is None:  # one window for both: neither is written when it is not understood
-        return [], [Skipped("pooling.tiled", "ceil_mode or a divisor override: not written in the template")]
+        why = "ceil_mode or a divisor override: not written in the template"
+        return [], [Skipped("pooling.tiled", why), Skipped("pooling.flat", why)]
     if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
                      if 2 <= w // (32 * n) <= 16)

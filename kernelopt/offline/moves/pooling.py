@@ -53,7 +53,7 @@ def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr
             inside = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
             if IS_MAX:
                 v = tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=float("-inf")).to(tl.float32)
-                acc = tl.maximum(acc, v)
+                acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
             else:
                 v = tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=0.0).to(tl.float32)
                 acc += v
@@ -71,7 +71,7 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, $param):
-        x = $param
+        x = $param.contiguous()
         kh, kw, sh, sw, ph, pw, dh, dw = window
         H = x.shape[-2] if x.dim() == 4 else 1
         W = x.shape[-1]
@@ -125,7 +125,7 @@ def pool_kernel(out_ptr, x_ptr, TOTAL: tl.constexpr, H: tl.constexpr, W: tl.cons
             inside = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
             if IS_MAX:
                 v = tl.load(src + ih * W + iw, mask=inside, other=float("-inf")).to(tl.float32)
-                acc = tl.maximum(acc, v)
+                acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
             else:
                 v = tl.load(src + ih * W + iw, mask=inside, other=0.0).to(tl.float32)
                 acc += v
