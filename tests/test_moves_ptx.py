@@ -43,5 +43,5 @@ def test_the_flat_pooling_divides_by_no_run_time_size_and_keeps_nans_at_kernelbe
         fixed = {**sizes, "IS_MAX": True, "COUNT_PAD": True, "BLOCK": 1024}
         signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", **{k: "constexpr" for k in fixed}}
         assert _count(kernel, "pool_kernel", signature, fixed) == 0, sizes
-    # a NaN in a max pool's window wins on the GPU too (a plain max.f32 drops it; the interpreter keeps it)
-    assert _count(kernel, "pool_kernel", signature, fixed, r"\bmax\.NaN\.f32\b") > 0
+        # a NaN in a max pool's window wins on the GPU too (a plain max.f32 drops it; the interpreter keeps it)
+        assert _count(kernel, "pool_kernel", signature, fixed, r"\bmax\.NaN\.f32\b") > 0, sizes

@@ -18,6 +18,46 @@ from __future__ import annotations
 from string import Template
 from typing import Any
 
+# What both templates hold: the window's loop over a block of outputs (`$tile` its shape, `$address`
+# a tap's address), and the forward's sizes.
+_WINDOW_LOOP = '''    if IS_MAX:
+        acc = tl.full($tile, float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros($tile, tl.float32)
+    count = tl.zeros($tile, tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh * DH
+        for kw in tl.static_range(KW):
+            iw = ow * SW - PW + kw * DW
+            inside = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            if IS_MAX:
+                v = tl.load($address, mask=inside, other=float("-inf")).to(tl.float32)
+                acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
+            else:
+                v = tl.load($address, mask=inside, other=0.0).to(tl.float32)
+                acc += v
+                count += inside.to(tl.float32)
+    if not IS_MAX:
+        if COUNT_PAD:
+            acc = acc / (KH * KW)
+        else:
+            acc = acc / tl.maximum(count, 1.0)
+'''
+_SIZES = '''        x = $param.contiguous()
+        kh, kw, sh, sw, ph, pw, dh, dw = window
+        H = x.shape[-2] if x.dim() == 4 else 1
+        W = x.shape[-1]
+        OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+        OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+'''
+
+
+def _completed(template: str, tile: str, address: str) -> str:
+    """`template` with the shared pieces written in (its own placeholders, such as $param, kept)."""
+    loop = Template(_WINDOW_LOOP).substitute(tile=tile, address=address)
+    return Template(template).safe_substitute(window_loop=loop.rstrip("\n"), sizes=_SIZES.rstrip("\n"))
+
+
 _SOURCE = '''"""$what pooling, a tile of outputs per program (a structural move of the offline optimizer)."""
 
 import torch
@@ -41,28 +81,7 @@ def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr
     ow = column * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
     live = (oh < OH) & (ow < OW)
     src = x_ptr + plane * H * W
-    if IS_MAX:
-        acc = tl.full((BLOCK_H, BLOCK_W), float("-inf"), tl.float32)
-    else:
-        acc = tl.zeros((BLOCK_H, BLOCK_W), tl.float32)
-    count = tl.zeros((BLOCK_H, BLOCK_W), tl.float32)
-    for kh in tl.static_range(KH):
-        ih = oh * SH - PH + kh * DH
-        for kw in tl.static_range(KW):
-            iw = ow * SW - PW + kw * DW
-            inside = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            if IS_MAX:
-                v = tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=float("-inf")).to(tl.float32)
-                acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
-            else:
-                v = tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=0.0).to(tl.float32)
-                acc += v
-                count += inside.to(tl.float32)
-    if not IS_MAX:
-        if COUNT_PAD:
-            acc = acc / (KH * KW)
-        else:
-            acc = acc / tl.maximum(count, 1.0)
+$window_loop
     tl.store(out_ptr + plane * OH * OW + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
 
 
@@ -71,12 +90,7 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, $param):
-        x = $param.contiguous()
-        kh, kw, sh, sw, ph, pw, dh, dw = window
-        H = x.shape[-2] if x.dim() == 4 else 1
-        W = x.shape[-1]
-        OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+$sizes
         planes = x.shape[0] * x.shape[1]
         shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
         out = torch.empty(shape, device=x.device, dtype=x.dtype)
@@ -113,28 +127,7 @@ def pool_kernel(out_ptr, x_ptr, TOTAL: tl.constexpr, H: tl.constexpr, W: tl.cons
     ow = offs % OW
     oh = (offs // OW) % OH
     src = x_ptr + (offs // (OW * OH)) * (H * W)
-    if IS_MAX:
-        acc = tl.full((BLOCK,), float("-inf"), tl.float32)
-    else:
-        acc = tl.zeros((BLOCK,), tl.float32)
-    count = tl.zeros((BLOCK,), tl.float32)
-    for kh in tl.static_range(KH):
-        ih = oh * SH - PH + kh * DH
-        for kw in tl.static_range(KW):
-            iw = ow * SW - PW + kw * DW
-            inside = live & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-            if IS_MAX:
-                v = tl.load(src + ih * W + iw, mask=inside, other=float("-inf")).to(tl.float32)
-                acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
-            else:
-                v = tl.load(src + ih * W + iw, mask=inside, other=0.0).to(tl.float32)
-                acc += v
-                count += inside.to(tl.float32)
-    if not IS_MAX:
-        if COUNT_PAD:
-            acc = acc / (KH * KW)
-        else:
-            acc = acc / tl.maximum(count, 1.0)
+$window_loop
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=live)
 
 
@@ -143,12 +136,7 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, $param):
-        x = $param.contiguous()
-        kh, kw, sh, sw, ph, pw, dh, dw = window
-        H = x.shape[-2] if x.dim() == 4 else 1
-        W = x.shape[-1]
-        OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-        OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+$sizes
         shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
         out = torch.empty(shape, device=x.device, dtype=x.dtype)
         total = out.numel()
@@ -158,6 +146,10 @@ class ModelNew(nn.Module):
             IS_MAX=$is_max, COUNT_PAD=$count_pad, WIDE=wide, BLOCK=BLOCK, num_warps=4)
         return out
 '''
+
+
+_SOURCE = _completed(_SOURCE, "(BLOCK_H, BLOCK_W)", "src + ih.to(tl.int64) * W + iw")
+_FLAT_SOURCE = _completed(_FLAT_SOURCE, "(BLOCK,)", "src + ih * W + iw")
 
 
 def _pair(value: Any, default: Any) -> tuple[int, int]:
