@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from kernelopt.harness.sandbox.sweep_client import FINALISTS, _shards, check_processes, usable_cores
+from kernelopt.harness.measure.timing import TimingConfig
+from kernelopt.harness.sandbox.sweep_client import (
+    FINALISTS,
+    FULL_PROTOCOL,
+    _shards,
+    check_processes,
+    halving_stages,
+    usable_cores,
+)
 from kernelopt.harness.verify import HarnessSettings, Verifier
 
 ADD = Path(__file__).parent / "data" / "add"
@@ -115,3 +123,20 @@ def test_the_sweep_s_deadline_leaves_the_round_a_reserve_of_the_budget() -> None
     assert sweep_deadline(task, Context(max_wall_s=600)) == 1000.0 + 600 - SWEEP_RESERVE_S  # type: ignore[arg-type]
     assert sweep_deadline(task, Context(max_wall_s=50)) == 1000.0 + 40  # type: ignore[arg-type]
     assert sweep_deadline({"started_at": None}, Context(max_wall_s=50)) is None  # type: ignore[arg-type]
+
+
+def test_the_halving_gives_the_full_protocol_to_a_few_configurations_only() -> None:
+    run_s = TimingConfig(target_total_ms=500.0, min_trials=20, max_trials=1000)
+
+    def reaching(count: int) -> list[int]:  # how many configurations each stage times
+        timed, stages = [count], halving_stages(run_s, count)
+        for stage in stages[:-1]:
+            timed.append(min(timed[-1], stage["keep"]))
+        return timed
+
+    assert reaching(48) == [48, 24, FULL_PROTOCOL]  # 12 took the full protocol before
+    assert reaching(12) == [12, 6, 3]
+    assert reaching(3) == [3, 2, 2]
+    last = halving_stages(run_s, 48)[-1]
+    assert last["keep"] == 2 and last["timing"]["target_total_ms"] == 500.0  # the run's own settings
+    assert halving_stages(run_s, 48)[0]["timing"]["target_total_ms"] == 25.0
