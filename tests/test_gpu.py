@@ -100,6 +100,22 @@ def test_ncu_profiles_every_kernel_of_one_forward(tmp_path: Path) -> None:
     assert profile.metrics[ncu.DRAM_BYTES_READ] > 0.9 * 8192 * 4096 * 4
     assert not (tmp_path / "profile" / "request.json").exists()  # gone before the kernel was imported
 
+    # started ahead: the same profile from a process that waited, imports done, for its request
+    import time
+
+    try:
+        assert verifier.prepare_profile()
+        time.sleep(5.0)  # the round's verification, while it loads
+        began = time.monotonic()
+        ahead = verifier.profile(EXAMPLES / "softmax" / "kernel.py", tmp_path / "ahead")
+        took_s = time.monotonic() - began
+    finally:
+        verifier.close()
+    assert ahead.ok, ahead.error
+    assert [k.name for k in ahead.kernels] == [k.name for k in profile.kernels]
+    assert ahead.metrics[ncu.DRAM_BYTES_READ] > 0.9 * 8192 * 4096 * 4
+    print(f"a profile started ahead took {took_s:.2f} s")
+
 
 def test_a_hung_kernel_is_killed_in_seconds_and_the_gpu_serves_the_next_candidate(tmp_path: Path) -> None:
     import time

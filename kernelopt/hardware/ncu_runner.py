@@ -124,6 +124,24 @@ def run_ncu(
         hit = cache.get(cache_key)
         if hit is not None:
             return hit
+    started = start_ncu(argv, env=env, workdir=workdir, metrics=metrics, kernel_regex=kernel_regex,
+                        ncu_path=ncu_path)
+    if isinstance(started, NcuProfile):
+        return started
+    return finish_ncu(started, argv, timeout_s=timeout_s, workdir=workdir, metrics=metrics,
+                      kernel_regex=kernel_regex, report_path=report_path, cache=cache, cache_key=cache_key)
+
+
+def start_ncu(
+    argv: list[str],
+    *,
+    env: dict[str, str] | None = None,
+    workdir: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    kernel_regex: str | None = None,
+    ncu_path: str | None = None,
+) -> subprocess.Popen[str] | NcuProfile:
+    """The program started under ncu (its output to be read by `finish_ncu`), or why it could not start."""
     ncu = shutil.which(ncu_path) if ncu_path else find_ncu(env)
     if ncu is None:
         return NcuProfile.failed(
@@ -151,7 +169,7 @@ def run_ncu(
     command += list(argv)
     try:
         # A new session lets a timeout kill ncu and the program it launched together.
-        proc = subprocess.Popen(
+        return subprocess.Popen(
             command,
             cwd=workdir,
             env=env,
@@ -162,11 +180,34 @@ def run_ncu(
         )
     except OSError as exc:
         return NcuProfile.failed(f"could not start ncu ({ncu}): {exc}")
+
+
+def stop_ncu(proc: subprocess.Popen[str]) -> None:
+    """Kill ncu and the program it launched (its session), and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.communicate()
+
+
+def finish_ncu(
+    proc: subprocess.Popen[str],
+    argv: Sequence[str],
+    *,
+    timeout_s: float = 600.0,
+    workdir: str,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    kernel_regex: str | None = None,
+    report_path: str | None = None,
+    cache: NcuCache | None = None,
+    cache_key: str | None = None,
+) -> NcuProfile:
+    """Wait (at most `timeout_s`) for a program started by `start_ncu` and read its profile; never raises."""
     try:
         stdout, stderr = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
+        stop_ncu(proc)
         return NcuProfile.failed(f"ncu timed out after {timeout_s:g} s profiling {' '.join(argv)}")
 
     saved = report_path or str(Path(workdir) / "ncu_raw.csv")

@@ -10,13 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kernelopt.hardware import ncu_runner
+from kernelopt.hardware import ncu, ncu_runner
 from kernelopt.hardware.gpus import cuda_available
 from kernelopt.harness import guards
 from kernelopt.harness.measure.impossible import impossible_speed
 from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
+from kernelopt.harness.sandbox import warm_profile
 from kernelopt.harness.sandbox.audit import host_memory_cap
 from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
@@ -183,19 +184,28 @@ class Verifier:
         ncu, holding the device lock (replays must not share the GPU). Never raises."""
         if cache is not None and cache_key is not None and (hit := cache.get(cache_key)) is not None:
             return hit
+        metrics = tuple(metrics or ncu.DEFAULT_METRICS)
         work = Path(work_dir).resolve()
         work.mkdir(parents=True, exist_ok=True)
         (work / "result.json").unlink(missing_ok=True)
-        request_path = work / "request.json"
-        request_path.write_text(json.dumps(self.profile_request(kernel_path, work)))
+        request = self.profile_request(kernel_path, work)
+        limit_s = self.settings.timeout_s or PROFILE_LIMIT_S
         with device_lock(self.settings.device, self.lock_path):
-            profile = ncu_runner.run_ncu(
-                [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(request_path)],
-                env=worker_env(True, self.settings.gpu),
-                timeout_s=self.settings.timeout_s or PROFILE_LIMIT_S,
-                workdir=str(work),
-                **({"metrics": metrics} if metrics else {}),
-            )
+            waiting = warm_profile.take(self._key, metrics)
+            if waiting is None:
+                request_path = work / "request.json"
+                request_path.write_text(json.dumps(request))
+                profile = ncu_runner.run_ncu(
+                    [sys.executable, "-m", "kernelopt.harness.sandbox.worker", str(request_path)],
+                    env=worker_env(self.settings.use_cuda, self.settings.gpu), timeout_s=limit_s, workdir=str(work),
+                    metrics=metrics,
+                )
+            else:  # started ahead (prepare_profile): its imports are done
+                waiting.hand(request)
+                profile = ncu_runner.finish_ncu(waiting.proc, waiting.argv, timeout_s=limit_s, workdir=str(work),
+                                                metrics=metrics, report_path=str(work / "ncu_raw.csv"))
+        if waiting is not None:  # the next profile's process waits while the next round verifies
+            self.prepare_profile(metrics)
         result_path = work / "result.json"
         result = json.loads(result_path.read_text()) if result_path.exists() else None
         if result is not None and not result.get("ok"):  # the program ran, but the kernel failed in it
@@ -203,6 +213,14 @@ class Verifier:
         if profile.ok and cache is not None and cache_key is not None:
             cache.put(cache_key, profile)
         return profile
+
+    def prepare_profile(self, metrics: Sequence[str] | None = None) -> bool:
+        """Start the next profile's process now (ncu, Python and torch loading: seconds), to wait
+        for its request; each profile then leaves the next one waiting, until `close`. Whether
+        one started (not without ncu)."""
+        folder = self.root / f"profile-ahead{self._tag}"
+        return warm_profile.start(self._key, folder, tuple(metrics or ncu.DEFAULT_METRICS),
+                                  worker_env(self.settings.use_cuda, self.settings.gpu))
 
     def reference(self) -> ReferenceProcess:
         """The running reference process of this problem (started, and its outputs computed, once)."""
@@ -220,6 +238,7 @@ class Verifier:
         from kernelopt.harness.sandbox.reference_client import close_reference
 
         close_reference(self._key)
+        warm_profile.stop(self._key)
 
     @property
     def cases(self) -> list[dict[str, Any]]:

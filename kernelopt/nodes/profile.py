@@ -35,11 +35,25 @@ def _ncu_metrics(state: KernelOptState, ctx: Context, best: KernelRecord) -> tup
     profile = verifier_for(state, ctx).profile(
         best.path,
         Path(state["run_dir"]) / "profiles" / best.source_hash,
-        metrics=ncu.default_metrics(get_gpu_spec(state["gpu_key"]).compute_capability),
+        metrics=_metrics(state["gpu_key"]),
         cache=ncu_runner.NcuCache(Path(state["run_dir"]) / "profiles" / "cache"),
         cache_key=best.source_hash,
     )
     return (profile.metrics, None) if profile.ok else (None, f"NCU profile failed: {profile.error}")
+
+
+def _metrics(gpu_key: str) -> tuple[str, ...]:
+    return ncu.default_metrics(get_gpu_spec(gpu_key).compute_capability)
+
+
+def prepare_profiles(state: KernelOptState | dict[str, Any], ctx: Context) -> None:
+    """Start the first profile's process (ncu, Python, torch: seconds) while round 0 verifies, on
+    a GPU with ncu and profiling on; each profile then leaves the next one waiting."""
+    if not ctx.profile or ncu_runner.ncu_unavailable_reason() is not None:
+        return
+    verifier = verifier_for(state, ctx)  # type: ignore[arg-type]
+    if verifier.settings.use_cuda:
+        verifier.prepare_profile(_metrics(state["gpu_key"]))
 
 
 def analyzer_for(gpu_key: str, ctx: Context) -> RooflineAnalyzer:

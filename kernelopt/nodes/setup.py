@@ -20,6 +20,7 @@ from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
 from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for, written
+from kernelopt.nodes.profile import prepare_profiles
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.records import Candidate, InputError
@@ -126,6 +127,7 @@ def _setup(
         cuda_graph_ms=baselines.cuda_graph.median_ms if baselines.cuda_graph else None,
         wall_s=baselines.wall_s,
     ))
+    prepare_profiles(update, ctx)
     starts: list[Candidate] = []
     if kernel:
         starts.append(written(kernel_path(run_dir, 0, 0), kernel, STARTING_KERNEL))

@@ -33,6 +33,7 @@ from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, ou
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
 from kernelopt.harness.sandbox.transfer import ReferenceLink
+from kernelopt.harness.sandbox.warm_profile import WAIT_FLAG, wait_for
 from kernelopt.records import Timing
 
 
@@ -297,10 +298,13 @@ def run_profile(req: dict[str, Any]) -> dict[str, Any]:
             model(*inputs)
         sync(device)
         stage("warmed up (compiled)")
-        torch.cuda.cudart().cudaProfilerStart()
+        on_gpu = device.type == "cuda"  # on the host there is no profiler range: the forward runs alone
+        if on_gpu:
+            torch.cuda.cudart().cudaProfilerStart()
         model(*inputs)
         sync(device)
-        torch.cuda.cudart().cudaProfilerStop()
+        if on_gpu:
+            torch.cuda.cudart().cudaProfilerStop()
         stage("profiled")
     return {"ok": True}
 
@@ -378,8 +382,13 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[2]) + os.sep  # kernelopt/
 
 def main(argv: list[str]) -> int:
     """`python -m kernelopt.harness.sandbox.worker REQUEST.json`: one job in a process of its own (the
-    NCU profile, which must start under ncu). The request is deleted before the kernel is imported."""
-    request_path = Path(argv[1])
+    NCU profile, which must start under ncu; `--wait-for REQUEST.json OWNER_PID`: started ahead, it
+    waits for the request). The request is deleted before the kernel is imported."""
+    if argv[1] == WAIT_FLAG:  # started ahead under ncu: `--wait-for REQUEST OWNER_PID`
+        request_path = Path(argv[2])
+        wait_for(request_path, int(argv[3]))
+    else:
+        request_path = Path(argv[1])
     req = json.loads(request_path.read_text())
     request_path.unlink()
     return run_job(req["mode"], req)
