@@ -184,11 +184,14 @@ def start_ncu(
 
 def stop_ncu(proc: subprocess.Popen[str]) -> None:
     """Kill ncu and the program it launched (its session), and reap it."""
-    try:
+    try:  # the whole session: ncu may be gone while the program it launched is not
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
-    proc.communicate()
+    try:
+        proc.communicate(timeout=10)
+    except subprocess.TimeoutExpired:  # a process outside the group holds its pipes: leave them
+        pass
 
 
 def finish_ncu(

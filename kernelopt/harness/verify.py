@@ -191,8 +191,8 @@ class Verifier:
         request = self.profile_request(kernel_path, work)
         limit_s = self.settings.timeout_s or PROFILE_LIMIT_S
         with device_lock(self.settings.device, self.lock_path):
-            waiting = warm_profile.take(self._key, metrics)
-            if waiting is None:
+            profile = warm_profile.profile(self._key, request, work, metrics, limit_s)
+            if profile is None:  # none waiting, or its job never began: started cold
                 request_path = work / "request.json"
                 request_path.write_text(json.dumps(request))
                 profile = ncu_runner.run_ncu(
@@ -200,11 +200,7 @@ class Verifier:
                     env=worker_env(self.settings.use_cuda, self.settings.gpu), timeout_s=limit_s, workdir=str(work),
                     metrics=metrics,
                 )
-            else:  # started ahead (prepare_profile): its imports are done
-                waiting.hand(request)
-                profile = ncu_runner.finish_ncu(waiting.proc, waiting.argv, timeout_s=limit_s, workdir=str(work),
-                                                metrics=metrics, report_path=str(work / "ncu_raw.csv"))
-        if waiting is not None:  # the next profile's process waits while the next round verifies
+        if warm_profile.asked(self._key):  # the next profile's process waits while the next round verifies
             self.prepare_profile(metrics)
         result_path = work / "result.json"
         result = json.loads(result_path.read_text()) if result_path.exists() else None
@@ -219,7 +215,7 @@ class Verifier:
         for its request; each profile then leaves the next one waiting, until `close`. Whether
         one started (not without ncu)."""
         folder = self.root / f"profile-ahead{self._tag}"
-        return warm_profile.start(self._key, folder, tuple(metrics or ncu.DEFAULT_METRICS),
+        return warm_profile.start(self._key, self.lock_path, folder, tuple(metrics or ncu.DEFAULT_METRICS),
                                   worker_env(self.settings.use_cuda, self.settings.gpu))
 
     def reference(self) -> ReferenceProcess:
@@ -274,7 +270,9 @@ class Verifier:
             reference = self.reference()
             reference.request({"op": "expect", "token": token})
         except ReferenceGone:  # it died since the last candidate (killed, out of memory): start it again
-            self.close()
+            from kernelopt.harness.sandbox.reference_client import close_reference
+
+            close_reference(self._key)  # only the reference: a profile started ahead stays
             reference = self.reference()
             reference.request({"op": "expect", "token": token})
         request = self.request(

@@ -48,11 +48,13 @@ class Waiting:
 
 
 _WAITING: dict[tuple[str, ...], Waiting] = {}
+_SLOTS: dict[tuple[str, ...], str] = {}  # each key's device (its lock file): one waiting process a device
 _GUARD = threading.Lock()
 
 
-def start(key: tuple[str, ...], folder: Path, metrics: Sequence[str], env: dict[str, str]) -> bool:
-    """Leave a profile process for `key` waiting (one at most: an earlier one is stopped); whether one started."""
+def start(key: tuple[str, ...], slot: str, folder: Path, metrics: Sequence[str], env: dict[str, str]) -> bool:
+    """Leave a profile process for `key` waiting; whether one started (not without ncu). One waits
+    per device (`slot`): one left by an earlier key on it (a run that raised before its end) is stopped."""
     folder.mkdir(parents=True, exist_ok=True)
     request = folder / f"request-{secrets.token_hex(6)}.json"
     argv = (sys.executable, "-m", "kernelopt.harness.sandbox.worker", WAIT_FLAG, str(request), str(os.getpid()))
@@ -60,11 +62,19 @@ def start(key: tuple[str, ...], folder: Path, metrics: Sequence[str], env: dict[
     if isinstance(started, ncu_runner.NcuProfile):  # no ncu here: profiles start cold, and say why
         return False
     with _GUARD:
-        earlier = _WAITING.pop(key, None)
-        _WAITING[key] = Waiting(started, request, argv, tuple(metrics))
-    if earlier is not None:
-        ncu_runner.stop_ncu(earlier.proc)
+        earlier = [_WAITING.pop(k) for k, s in list(_SLOTS.items()) if s == slot and k in _WAITING]
+        for k in [k for k, s in _SLOTS.items() if s == slot]:
+            del _SLOTS[k]
+        _WAITING[key], _SLOTS[key] = Waiting(started, request, argv, tuple(metrics)), slot
+    for waiting in earlier:
+        ncu_runner.stop_ncu(waiting.proc)
     return True
+
+
+def asked(key: tuple[str, ...]) -> bool:
+    """Whether `key`'s verifier asked for profiles started ahead (and has not stopped them)."""
+    with _GUARD:
+        return key in _SLOTS
 
 
 def take(key: tuple[str, ...], metrics: Sequence[str]) -> Waiting | None:
@@ -79,10 +89,35 @@ def take(key: tuple[str, ...], metrics: Sequence[str]) -> Waiting | None:
     return waiting
 
 
+def profile(key: tuple[str, ...], request: dict[str, Any], work: Path, metrics: tuple[str, ...],
+            limit_s: float) -> ncu_runner.NcuProfile | None:
+    """The profile from the process waiting for `key` (the caller holds the device lock); None where
+    none waits or its job never began (it had left, or could not be handed the request): the
+    caller then starts one cold."""
+    waiting = take(key, metrics)
+    if waiting is None:
+        return None
+    try:
+        waiting.hand(request)
+        done = ncu_runner.finish_ncu(waiting.proc, waiting.argv, timeout_s=limit_s, workdir=str(work),
+                                     metrics=metrics, report_path=str(work / "ncu_raw.csv"))
+    except OSError:
+        ncu_runner.stop_ncu(waiting.proc)
+        return None
+    except BaseException:  # interrupted: the job handed over must not go on profiling outside the lock
+        ncu_runner.stop_ncu(waiting.proc)
+        raise
+    if (work / "result.json").exists() or not waiting.request.exists():  # the worker took its request
+        return done
+    waiting.request.unlink(missing_ok=True)
+    return None
+
+
 def stop(key: tuple[str, ...]) -> None:
-    """Stop the process waiting for `key`, if any (its run has ended)."""
+    """Stop the process waiting for `key`, if any, and start none again for it (its run has ended)."""
     with _GUARD:
         waiting = _WAITING.pop(key, None)
+        _SLOTS.pop(key, None)
     if waiting is not None:
         ncu_runner.stop_ncu(waiting.proc)
 

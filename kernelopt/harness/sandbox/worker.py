@@ -391,6 +391,8 @@ def main(argv: list[str]) -> int:
         request_path = Path(argv[1])
     req = json.loads(request_path.read_text())
     request_path.unlink()
+    if argv[1] == WAIT_FLAG:  # where a profile started cold runs: its work dir
+        os.chdir(req["work_dir"])
     return run_job(req["mode"], req)
 
 
