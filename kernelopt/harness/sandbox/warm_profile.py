@@ -62,8 +62,9 @@ def start(key: tuple[str, ...], slot: str, folder: Path, metrics: Sequence[str],
     if isinstance(started, ncu_runner.NcuProfile):  # no ncu here: profiles start cold, and say why
         return False
     with _GUARD:
-        earlier = [_WAITING.pop(k) for k, s in list(_SLOTS.items()) if s == slot and k in _WAITING]
-        for k in [k for k, s in _SLOTS.items() if s == slot]:
+        on_device = [k for k, s in _SLOTS.items() if s == slot]
+        earlier = [w for k in on_device if (w := _WAITING.pop(k, None)) is not None]
+        for k in on_device:
             del _SLOTS[k]
         _WAITING[key], _SLOTS[key] = Waiting(started, request, argv, tuple(metrics)), slot
     for waiting in earlier:

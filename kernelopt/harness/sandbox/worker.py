@@ -384,14 +384,13 @@ def main(argv: list[str]) -> int:
     """`python -m kernelopt.harness.sandbox.worker REQUEST.json`: one job in a process of its own (the
     NCU profile, which must start under ncu; `--wait-for REQUEST.json OWNER_PID`: started ahead, it
     waits for the request). The request is deleted before the kernel is imported."""
-    if argv[1] == WAIT_FLAG:  # started ahead under ncu: `--wait-for REQUEST OWNER_PID`
-        request_path = Path(argv[2])
+    ahead = argv[1] == WAIT_FLAG  # started ahead under ncu: `--wait-for REQUEST OWNER_PID`
+    request_path = Path(argv[2] if ahead else argv[1])
+    if ahead:
         wait_for(request_path, int(argv[3]))
-    else:
-        request_path = Path(argv[1])
     req = json.loads(request_path.read_text())
     request_path.unlink()
-    if argv[1] == WAIT_FLAG:  # where a profile started cold runs: its work dir
+    if ahead:  # where a profile started cold runs: its work dir
         os.chdir(req["work_dir"])
     return run_job(req["mode"], req)
 
