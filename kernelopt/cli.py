@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_knowledge import add_knowledge_parser, knowledge_command
-from kernelopt.cli_run import interrupt, out_dir, run_graph_to_end, stop_jobs
+from kernelopt.cli_run import exit_now, interrupt, out_dir, run_graph_to_end, stop_jobs
 from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
 from kernelopt.export.command import add_export_parser, export_command
@@ -55,6 +55,7 @@ def _number(kind: Callable[[str], Any], least: float, strict: bool) -> Callable[
 
 COUNT = _number(int, 1, strict=False)  # rounds, candidates, patience
 TOKENS = _number(int, 0, strict=True)
+REPAIRS = _number(int, 0, strict=False)
 SECONDS = _number(float, 0, strict=True)
 GIB = _number(float, 0, strict=True)
 
@@ -111,6 +112,8 @@ def _parser() -> argparse.ArgumentParser:
     opt.add_argument("--no-profile", action="store_true", help="skip Nsight Compute profiling")
     opt.add_argument("--no-compiler-seed", action="store_true",
                      help="do not start from (or race against) the Triton kernels torch.compile writes")
+    opt.add_argument("--max-repairs", type=REPAIRS, default=Context.max_repairs, help="repairs of a round's failed "
+                     f"candidate before the next idea (default {Context.max_repairs}; 0: none)")
     opt.add_argument("--candidates", type=COUNT, default=Context.candidates_per_round,
                      help="candidates written per round (LLM calls concurrent; verified side by side, one per GPU)")
     opt.add_argument("--beam", type=COUNT, default=Context.beam, metavar="K", help="keep the K best distinct "
@@ -224,6 +227,7 @@ def _optimize(args: argparse.Namespace) -> int:
     db = check_db_url(args.db)
     ctx = Context(
         **model_settings(args.model), base_url=args.base_url, max_rounds=args.max_rounds, patience=args.patience,
+        max_repairs=args.max_repairs,
         gpu=args.gpu, time_compile=not args.no_compile, profile=not args.no_profile,
         max_autotune_baseline=args.max_autotune_baseline and not args.no_compile,
         max_autotune_limit_s=args.max_autotune_limit_s,
@@ -384,5 +388,10 @@ def _suite(args: argparse.Namespace) -> int:
     return 0 if summary["correct"] == summary["problems"] else 1
 
 
+def console() -> NoReturn:
+    """The `kernelopt` command: main(), then an exit without Python's teardown (cli_run.exit_now)."""
+    exit_now(main())
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -21,11 +21,10 @@ def test_ctrl_c_stops_the_candidate_and_resume_keeps_the_last_verdict(tmp_path):
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 130, stderr
     assert f"kernelopt resume {run_dir}" in stderr and "Traceback" not in stderr
-    assert "still verifying r001_a0.py: 1" in (tmp_path / "stdout.txt").read_text()  # it said it was waiting
     _assert_no_process_left(run_dir)
     assert not (run_dir / "report.json").exists() and _verdicts(run_dir) == [(0, 0)]
 
-    resumed = kernelopt("resume", run_dir, "--timeout-s", "12", cwd=tmp_path)
+    resumed = kernelopt("resume", run_dir, "--timeout-s", "8", cwd=tmp_path)
     assert resumed.returncode == 0, _show(resumed)
     assert f"resuming run {run_dir}: continuing" in resumed.stdout and "stopped: max_rounds" in resumed.stdout
     summary = json.loads((run_dir / "report.json").read_text())
@@ -48,7 +47,7 @@ def test_postgres_run_killed_and_resumed_from_the_database(tmp_path):
     assert row is not None and row[0] >= 3  # the checkpoints are in PostgreSQL
 
     # resume needs only the folder: run.json names the database
-    proc = kernelopt("resume", run_dir, "--json", "--timeout-s", "12", cwd=tmp_path)
+    proc = kernelopt("resume", run_dir, "--json", "--timeout-s", "8", cwd=tmp_path)
     assert proc.returncode == 0, _show(proc)
     summary = json.loads(proc.stdout)
     assert summary["stop_reason"] == "max_rounds"

@@ -140,3 +140,27 @@ def test_the_halving_gives_the_full_protocol_to_a_few_configurations_only() -> N
     last = halving_stages(run_s, 48)[-1]
     assert last["keep"] == 2 and last["timing"]["target_total_ms"] == 500.0  # the run's own settings
     assert halving_stages(run_s, 48)[0]["timing"]["target_total_ms"] == 25.0
+
+
+def test_a_sweep_cuts_a_configurations_compile_off_sooner_than_the_verifier(tmp_path: Path, monkeypatch) -> None:
+    """A configuration still compiling at 120 s cost an H200 matmul sweep 120 of its 136 s: every job of a
+    sweep (the checks, the timing, the finalists' sizes) gives a compile SWEEP_COMPILE_S, the verifier more."""
+    from kernelopt.harness.sandbox import sweep_client
+    from kernelopt.harness.verify import COMPILE_S
+
+    seen: list[tuple[str, float]] = []
+    real = sweep_client.run_job
+
+    def spy(job, request, work, limits, *args):
+        seen.append((job, limits.phases.compile_s))
+        return real(job, request, work, limits, *args)
+
+    monkeypatch.setattr(sweep_client, "run_job", spy)
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verifier = Verifier(ADD / "problem.py", tmp_path / "harness", settings)
+    measured = verifier.sweep([ADD / "kernel_drops_tail.py", ADD / "kernel_fast.py"], tmp_path / "sweep")
+    assert measured[1].timing is not None
+    assert {job for job, _ in seen} == {"sweep-check", "sweep-time"}
+    assert all(compile_s == sweep_client.SWEEP_COMPILE_S for _, compile_s in seen), seen
+    verifying = settings.limits(settings.candidate_phases(verifier.reference().cases))
+    assert verifying.phases.compile_s == COMPILE_S > sweep_client.SWEEP_COMPILE_S

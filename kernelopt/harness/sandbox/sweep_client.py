@@ -68,6 +68,19 @@ def halving_stages(timing: Any, count: int) -> list[dict[str, Any]]:
 # How many of a sweep's best configurations are checked on the other sizes before it returns.
 FINALISTS = 3
 
+# How long one configuration's Triton compile may take in a sweep (the verifier allows COMPILE_S). On
+# the H200 the configurations of a 4096^3 fp32 matmul compiled in 0.5-1.1 s each, but one with a
+# K step of 256 on one warp (64 x 256 operand tiles, spilled) was still compiling at 120 s: a
+# round's sweep went from about 15 s to 136 s and the run past its 150 s budget. A configuration
+# that slow to compile is charged with a timeout; the others run on in a fresh process.
+SWEEP_COMPILE_S = 30.0
+
+
+def sweep_limits(settings: Any, cases: list[dict[str, Any]]) -> WorkerLimits:
+    """A sweep job's limits: the verifier's for the problem, with a compile cut off at SWEEP_COMPILE_S."""
+    limits = settings.limits(settings.candidate_phases(cases))
+    return replace(limits, phases=replace(limits.phases, compile_s=min(limits.phases.compile_s, SWEEP_COMPILE_S)))
+
 
 def first_case(cases: list[dict[str, Any]]) -> list[int]:
     """The case every configuration is checked on: the first seed at the problem's own size."""
@@ -208,7 +221,7 @@ class _Sweep:
             for token in tokens:
                 reference.request({"op": "expect", "token": token})
             cases = reference.cases
-            limits = self.harness.settings.limits(self.harness.settings.candidate_phases(cases))
+            limits = sweep_limits(self.harness.settings, cases)
             outcome, rows = self._run("sweep-check", [paths[i] for i in pending], limits, work, tokens=tokens,
                                       quick=which(cases), cases=cases, reference=reference.address,
                                       deadline=deadline)
@@ -238,7 +251,7 @@ class _Sweep:
             reference = self.harness.reference()
             stages = halving_stages(self.harness.settings.timing, len(pending))
             timing_case = next(c for c in reference.cases if c.get("timing"))
-            limits = self.harness.settings.limits(self.harness.settings.candidate_phases(reference.cases))
+            limits = sweep_limits(self.harness.settings, reference.cases)
             outcome, rows = self._run("sweep-time", [paths[i] for i in pending], limits, stages=stages,
                                       timing_case=timing_case)
             timed = {}
