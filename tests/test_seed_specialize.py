@@ -157,3 +157,50 @@ def test_a_kernel_without_run_time_sizes_is_left_as_it_is(params: str) -> None:
     made = standalone(kernel, ("specialize",))
     assert made.source == standalone(kernel, ()).source and "size_value" not in made.helpers
     assert made.source.count("constexpr") == params.count("constexpr")
+
+
+def _ptx_count(seed: Path, kernel: str, pointers: int, sizes: dict[str, int], pattern: str) -> int:
+    """How many lines of `kernel`'s sm_90 PTX match `pattern`: its first `pointers` parameters fp32
+    pointers, the rest the constexpr `sizes`."""
+    names = getattr(_load_file(seed), kernel).arg_names
+    signature = {name: "*fp32" if n < pointers else "constexpr" for n, name in enumerate(names)}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    job = json.dumps([(str(seed), kernel, signature, sizes)])
+    done = subprocess.run([sys.executable, "-c", _COMPILE, pattern], input=job, capture_output=True, text=True,
+                          env=env, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)[kernel]
+
+
+def test_a_bounds_mask_the_launch_size_makes_all_true_is_compiled_away(tmp_path: Path) -> None:
+    """35_GroupNorm_'s statistics kernel for sm_90: at KernelBench's size (2,097,152 values a group, a multiple
+    of R0_BLOCK) its loads are not predicated and its Welford `tl.where`s fold away, as in the compiler's
+    own static kernel; one value fewer and the masks are back."""
+    seed = tmp_path / "seed.py"
+    seed.write_text(seed_text("default", "35_GroupNorm_"))
+    kernel = "triton_red_fused_native_group_norm_0"
+    counts = {}
+    for values in (2097152, 2097151):
+        sizes = {"ks0": 262144, "xnumel": 896, "r0_numel": values, "XBLOCK": 1, "R0_BLOCK": 2048}
+        counts[values] = [_ptx_count(seed, kernel, 4, sizes, pattern)
+                          for pattern in (r"^\s*@%p\d+ ld\.global", r"^\s*ld\.global", r"^\s*selp")]
+    (predicated, plain, selects), (odd_predicated, _, odd_selects) = counts[2097152], counts[2097151]
+    assert predicated == 0 and plain > 0, counts
+    assert odd_predicated > 0 and selects < odd_selects, counts
+
+
+@pytest.mark.parametrize("dims", [(4, 4), (3, 3)])  # sizes that are multiples of the blocks, and sizes that are not
+def test_a_seed_with_its_masks_decided_at_launch_computes_the_reference(dims: tuple[int, int], tmp_path: Path) -> None:
+    import torch
+
+    from kernelopt.offline.tuner import with_config
+
+    seed = tmp_path / "seed.py"
+    seed.write_text(with_config(seed_text("default", "35_GroupNorm_"), {"R0_BLOCK": 64}))
+    problem = tmp_path / "group_norm.py"
+    text = problem_path("35_GroupNorm_").read_text()
+    for name, value in (("batch_size", 1), ("dim1", dims[0]), ("dim2", dims[1])):
+        text = re.sub(rf"^{name} = \d+$", f"{name} = {value}", text, flags=re.M)
+    problem.write_text(text)
+    expected, got = _run_both(problem, seed)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
