@@ -80,6 +80,10 @@ def _setup(
     from kernelopt.harness import likely_cuda, prewarm
 
     prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
+    if not uses_llm:  # the offline policy's structural moves trace the problem in this process
+        from kernelopt.offline.moves import warm_tracing
+
+        warm_tracing()
     if ctx.candidates_per_round >= SPREAD_FROM and likely_cuda():  # the other GPUs' too (nodes/spread.py)
         try:
             for gpu in run_gpus(ctx.gpus)[1:]:
