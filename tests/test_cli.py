@@ -276,3 +276,32 @@ def test_verify_warns_before_a_gpu_sized_problem_runs_under_the_interpreter(tmp_
     _Say(quiet=False).warn_if_slow(str(big), use_cuda=True)
     _Say(quiet=False).warn_if_slow(str(ADD / "problem.py"), use_cuda=False)
     assert capsys.readouterr().err == ""
+
+
+EXIT_NOW = r"""
+import atexit, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
+from kernelopt.cli_run import exit_now
+
+def tracer():  # as LangSmith's background thread: it runs while the main thread lives
+    while threading.main_thread().is_alive():
+        time.sleep(0.05)
+    print("tracer done", flush=True)
+
+threading.Thread(target=tracer).start()
+pool = ThreadPoolExecutor(2)
+pool.submit(lambda: 1).result()  # an idle pool still referenced
+atexit.register(lambda: print("handler ran", flush=True))
+sys.stdout.write("unflushed")
+exit_now(3)
+"""
+
+
+def test_the_fast_exit_ends_beside_a_tracer_thread_and_an_idle_pool_and_runs_the_handlers():
+    """exit_now (the `kernelopt` command's end) skips only the modules' teardown: a non-daemon thread that
+    runs while the main thread lives still ends, an idle pool still stops, exit handlers still run."""
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", EXIT_NOW], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 3, proc.stderr
+    assert "tracer done" in proc.stdout and "handler ran" in proc.stdout and proc.stdout.startswith("unflushed")
+    assert time.monotonic() - started < 30

@@ -135,13 +135,15 @@ def _specialized(fn: ast.FunctionDef, params: list[str], body: list[str]) -> tup
     indent = re.match(r"\s*", next(line for line in body if line.strip())).group(0)
     params = [f"{p}: tl.constexpr" if p in sizes else p for p in params]
     body, kept = _even_masks(body, sizes)
-    kept_lines = [f"{indent}{name}{AT_LAUNCH}: tl.constexpr = {name}" for name in kept]
+    kept_lines = [f"{indent}{name}{AT_LAUNCH}: tl.constexpr = {name}  # {MASK_NOTE}" for name in kept]
     return params, kept_lines + [f"{indent}{name} = {helpers.PREFIX}{SIZE_HELPER}({name})" for name in sizes] + body
 
 
 # `xmask = xindex < xnumel`, `r0_mask = r0_index < r0_numel` (or `rmask`): a block's bounds mask.
 _BOUNDS_MASK = re.compile(r"^(\s*)([xr]\d*_?)mask = \2index < \2numel\s*$")
 AT_LAUNCH = "_at_launch"  # a size's constexpr value, kept under this suffix where a mask needs it
+# Said in the file beside each such size, for whoever edits the kernel (an LLM too): what the all-true mask assumes.
+MASK_NOTE = "at a multiple of the block its mask is all true: cdiv(size, block) programs, r loops step it from 0"
 
 
 def _even_masks(body: list[str], sizes: list[str]) -> tuple[list[str], list[str]]:
@@ -153,7 +155,8 @@ def _even_masks(body: list[str], sizes: list[str]) -> tuple[list[str], list[str]
     ran the GroupNorm seed's Welford pass (three `tl.where` per value) at 5.42 ms where torch.compile's
     static kernels took 5.24. The x grid has cdiv(xnumel, XBLOCK) programs and an r loop steps R0_BLOCK up
     to r0_numel, so an even size leaves no index out of bounds. y and z are left alone: a grid too tall
-    for CUDA's y limit is folded, and more programs than blocks may run.
+    for CUDA's y limit is folded, and more programs than blocks may run. A size of 0 keeps its mask (a
+    persistent block of R0_BLOCK would read past an empty row).
     """
     out, kept = [], []
     for line in body:
@@ -166,7 +169,7 @@ def _even_masks(body: list[str], sizes: list[str]) -> tuple[list[str], list[str]
         block = dim.upper().rstrip("_") + ("_BLOCK" if dim.endswith("_") else "BLOCK")
         kept += [size] if size not in kept else []
         out.append(f"{indent}{dim}mask = tl.full({dim}index.shape, True, tl.int1) "
-                   f"if {size}{AT_LAUNCH} % {block} == 0 else {dim}index < {size}")
+                   f"if {size}{AT_LAUNCH} > 0 and {size}{AT_LAUNCH} % {block} == 0 else {dim}index < {size}")
     return out, kept
 
 
