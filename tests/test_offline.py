@@ -40,6 +40,34 @@ def test_a_configuration_sets_every_place_of_a_knob_and_keeps_the_rest() -> None
     assert knob_values(changed_source) == {"BLOCK_SIZE": 2048, "num_warps": 8}
 
 
+LOCALS = """
+class ModelNew(nn.Module):
+    def forward(self, x, wide):
+        block_m, block_n = 64, 64
+        step = 1024
+        chunk = 256
+        if wide:
+            chunk = 512
+        rows = x.shape[0]
+        out = torch.empty_like(x)
+        k[(triton.cdiv(rows, block_m), triton.cdiv(x.shape[1], step))](x, out, BLOCK_M=block_m, BLOCK_N=block_n,
+                                                                      BLOCK_K=block_n, STEP=step, CHUNK=chunk,
+                                                                      WIDE=wide, num_warps=4)
+        return out
+"""
+
+
+def test_a_block_passed_through_a_local_bound_once_to_a_literal_is_a_knob_and_the_grid_follows_it() -> None:
+    """31 of the benchmark's 40 plain kernels pass their block as `BLOCK=block`, `block = 8192` above: the
+    sweep never varied it, nor saw the 64 x 64 sides beside a matmul's swept K step. A local bound twice,
+    or a parameter, is no knob; a local passed under two names is one knob."""
+    assert knob_values(LOCALS) == {"BLOCK_M": 64, "BLOCK_N": 64, "STEP": 1024, "num_warps": 4}
+    changed = with_config(LOCALS, {"BLOCK_M": 128, "STEP": 4096})
+    assert "block_m, block_n = 128, 64" in changed and "step = 4096" in changed
+    assert "triton.cdiv(rows, block_m), triton.cdiv(x.shape[1], step)" in changed  # the grid reads the same local
+    assert knob_values(changed) == {"BLOCK_M": 128, "BLOCK_N": 64, "STEP": 4096, "num_warps": 4}
+
+
 AUTOTUNED = '''
 import triton
 import triton.language as tl

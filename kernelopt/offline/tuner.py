@@ -107,6 +107,38 @@ def _config_params(config: ast.Call) -> list[LaunchParam]:
     return params
 
 
+def _literal_locals(fn: ast.FunctionDef) -> dict[str, ast.Constant]:
+    """The function's local names bound once, to an int literal (`block = 1024`, `block_m, block_n = 64, 64`),
+    and never rebound nor a parameter: a launch's `BLOCK=block` is then that literal, and the grid that
+    divides by `block` follows it when the sweep sets it."""
+    stores: dict[str, int] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    params = {a.arg for a in [*fn.args.posonlyargs, *fn.args.args, *fn.args.kwonlyargs]}
+    literals: dict[str, ast.Constant] = {}
+    for node in (n for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1):
+        target, value = node.targets[0], node.value
+        pairs = [(target, value)]
+        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = list(zip(target.elts, value.elts, strict=True))
+        for name, literal in pairs:
+            if isinstance(name, ast.Name) and isinstance(literal, ast.Constant) and _int_literal(literal) is not None:
+                if stores.get(name.id) == 1 and name.id not in params:
+                    literals[name.id] = literal
+    return literals
+
+
+def _one_name_per_literal(params: list[LaunchParam]) -> list[LaunchParam]:
+    """One knob per literal: a local passed under two names (BLOCK_M=block, BLOCK_N=block) is the first."""
+    seen: dict[tuple[int, int], str] = {}
+    kept = []
+    for p in params:  # in the order found: a launch's keywords in source order
+        if seen.setdefault((p.line, p.col), p.name) == p.name:
+            kept.append(p)
+    return kept
+
+
 def find_launch_params(source: str) -> list[LaunchParam]:
     """Every tunable integer literal in `source`, in source order."""
     tree = parse(source)
@@ -124,11 +156,17 @@ def find_launch_params(source: str) -> list[LaunchParam]:
                 name = node.targets[0].id
                 if name.isupper() and (p := _param(name, node.value)):
                     params.append(p)
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_launch(n)):
-        for keyword in call.keywords:
-            if keyword.arg and (keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages")):
-                if p := _param(keyword.arg, keyword.value):
-                    params.append(p)
+    for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]:
+        literals = _literal_locals(fn) if isinstance(fn, ast.FunctionDef) else {}
+        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and _is_launch(n)):
+            for keyword in call.keywords:
+                if keyword.arg and (keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages")):
+                    value = keyword.value
+                    if isinstance(value, ast.Name) and value.id in literals:  # BLOCK=block, `block = 1024` above
+                        value = literals[value.id]
+                    if p := _param(keyword.arg, value):
+                        params.append(p)
+    params = _one_name_per_literal(params)
     configs = autotune_configs(tree)
     if len(configs) == 1:  # a frozen winner: its values are the knobs
         params += _config_params(configs[0])
