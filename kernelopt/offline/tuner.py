@@ -156,16 +156,18 @@ def find_launch_params(source: str) -> list[LaunchParam]:
                 name = node.targets[0].id
                 if name.isupper() and (p := _param(name, node.value)):
                     params.append(p)
-    for fn in [tree, *(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef))]:
-        literals = _literal_locals(fn) if isinstance(fn, ast.FunctionDef) else {}
-        for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call) and _is_launch(n)):
-            for keyword in call.keywords:
-                if keyword.arg and (keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages")):
-                    value = keyword.value
-                    if isinstance(value, ast.Name) and value.id in literals:  # BLOCK=block, `block = 1024` above
-                        value = literals[value.id]
-                    if p := _param(keyword.arg, value):
-                        params.append(p)
+    literals: dict[ast.Call, dict[str, ast.Constant]] = {}  # each launch's function's (the innermost: walked last)
+    for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        bound = _literal_locals(fn)
+        literals.update((n, bound) for n in ast.walk(fn) if isinstance(n, ast.Call))
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_launch(n)):
+        for keyword in call.keywords:
+            if keyword.arg and (keyword.arg.isupper() or keyword.arg in ("num_warps", "num_stages")):
+                value = keyword.value
+                if isinstance(value, ast.Name) and value.id in literals.get(call, {}):  # BLOCK=block, `block = 1024`
+                    value = literals[call][value.id]
+                if p := _param(keyword.arg, value):
+                    params.append(p)
     params = _one_name_per_literal(params)
     configs = autotune_configs(tree)
     if len(configs) == 1:  # a frozen winner: its values are the knobs

@@ -122,7 +122,8 @@ def serve() -> int:
 
 if __name__ == "__main__":
     status = serve()
-    sys.stdout.flush(), sys.stderr.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
     # No teardown of torch and Triton (a second of an idle server's exit, paid at the end of every run):
     # every reply is already written and flushed, every child killed.
     os._exit(status)
