@@ -163,6 +163,24 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
 
 
+def test_an_fp32_problem_s_tiles_are_staged_at_four_bytes_so_its_knob_plan_leaves_out_what_fp16_fits() -> None:
+    """On the H200 the plain fp32 matmul's BLOCK_K 256 at three stages (64 x 64 tiles: 393 KB of fp32
+    operands, read as 196 KB at two bytes) compiled for 21.6 s on two warps, then took 168-288 ms a
+    call against 2.6 at its best."""
+    from kernelopt.offline.space import limits_for, tile_smem_bytes
+    from kernelopt.offline.tuner import Direction
+
+    fat = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 256, "num_stages": 3, "num_warps": 2}
+    assert tile_smem_bytes(fat, 4) == 393_216 and tile_smem_bytes(fat) == 196_608
+    assert feasible(fat, limits_for("float16")) and not feasible(fat, limits_for("float32"))
+    assert not feasible(fat, limits_for(None))  # an unknown dtype is taken at four bytes
+    centre = {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 2}
+    wide = [plan(centre, Direction(), [], 400, limits=limits_for(d)) for d in ("float16", "float32")]
+    staged = [{tile_smem_bytes(c, b) for c in configs} for configs, b in zip(wide, (2, 4), strict=True)]
+    assert max(staged[0]) > 227 * 1024 // 2 and max(staged[1]) <= 227 * 1024  # fp16 plans tiles fp32 cannot hold
+    assert len(wide[1]) < len(wide[0])
+
+
 def test_a_compiler_reduction_s_few_rows_count_in_the_values_each_thread_holds() -> None:
     """On the H200, round 2 of 35_GroupNorm_ from its seed (XBLOCK 1, R0_BLOCK 2048, 16 warps) measured
     XBLOCK 8-16 x R0_BLOCK 2048 on 1-4 warps: 193-410 ms a call against the seed's 5.4. A side under

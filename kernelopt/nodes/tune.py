@@ -23,7 +23,7 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.common import emit, verifier_for, written
 from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
-from kernelopt.offline.space import Config, plan
+from kernelopt.offline.space import Config, limits_for, plan
 from kernelopt.offline.structures import (
     Planned,
     alive_plans,
@@ -102,7 +102,8 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
         return planned, {"moves": _moves_note(moves, ""), "basis": "the structural moves, in place of a rejected start"}
     planned = move_plans(ordered, measured, moves_budget(budget, _untried(moves, tables)))
     dead = dead_moves(task.get("failed", []), tables, best_move)
-    planned += alive_plans(tables, best_move, seed, dead)[: max(0, budget - len(planned) - 1)]
+    limits = limits_for(moves.family.dtype if moves.family else None)
+    planned += alive_plans(tables, best_move, seed, dead, limits)[: max(0, budget - len(planned) - 1)]
     basis: dict[str, Any] = {"moves": {**_moves_note(moves, best_move), "diagnosis": category,
                                        "first": [m.name for m in ordered if category in m.cures]}}
     frozen = autotune_variants(source)
@@ -115,7 +116,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     own = max(1, budget - len(planned))
     if fix != FIX_SWEEP and any(category in m.cures and m.name not in measured for m in ordered):
         own = min(own, OWN_BESIDE_A_CURE)
-    configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed)
+    configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed, limits=limits)
     planned += [Planned(c, best_move, with_config(source, c), best_move) for c in configs]
     return planned, {**basis, "basis": fix, "centre": centre, "direction": asdict(direction)}
 

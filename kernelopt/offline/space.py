@@ -38,7 +38,8 @@ class SpaceLimits:
     min_elements_per_thread: float = 1.0  # a 1-D block smaller than its threads leaves threads idle
     max_elements_per_thread: float = 64.0  # more spills the registers of a 1-D block
     max_accumulators_per_thread: float = 256.0  # a 2-D tile's fp32 accumulators per thread
-    max_tile_smem_bytes: float = 227 * 1024  # tile_smem_bytes: K step x other sides x stages x 2 bytes
+    max_tile_smem_bytes: float = 227 * 1024  # tile_smem_bytes: K step x other sides x stages x element_bytes
+    element_bytes: int = 2  # of the operands a tile loop stages: the problem's dtype (fp32: 4)
     directed_share: float = 0.5  # the rest of the budget explores
     slower_margin: float = 0.10  # a move this much slower than where it started is not taken further
     hopeless_ratio: float = 2.0  # a value never within this of the best is not measured again
@@ -117,7 +118,7 @@ def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     if threads and len(sizes) >= 2 and sizes[0] * sizes[1] / threads > limits.max_accumulators_per_thread:
         return False
     if len(sizes) >= 2 and "num_stages" in config:
-        return tile_smem_bytes(config) <= limits.max_tile_smem_bytes
+        return tile_smem_bytes(config, limits.element_bytes) <= limits.max_tile_smem_bytes
     return True
 
 
@@ -135,6 +136,15 @@ def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
         step = max(named_k)
         return step * (total - step) * stages * element_bytes
     return max(v * (total - v) for v in sized.values()) * stages * element_bytes
+
+
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1}
+
+
+def limits_for(dtype: str | None) -> SpaceLimits:
+    """The limits for a problem of `dtype`: its tiles staged at its own element size (an unknown
+    dtype at fp32's four bytes, the commoner KernelBench dtype)."""
+    return SpaceLimits(element_bytes=DTYPE_BYTES.get(dtype or "", 4))
 
 
 def key(config: Mapping[str, int]) -> tuple[tuple[str, int], ...]:

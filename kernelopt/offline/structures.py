@@ -21,7 +21,7 @@ from typing import Any
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.offline.moves import MoveInstance
-from kernelopt.offline.space import Config, plan
+from kernelopt.offline.space import Config, SpaceLimits, plan
 from kernelopt.offline.tuner import Direction, knob_values, with_config
 from kernelopt.records import SweepRow
 
@@ -94,7 +94,8 @@ def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -
     return out
 
 
-def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: Collection[str] = ()) -> list[Planned]:
+def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: Collection[str] = (),
+                limits: SpaceLimits | None = None) -> list[Planned]:
     """A few configurations around the best row of each live structure other than the best's (not
     dead, and within ALIVE_WITHIN of the fastest structure)."""
     by_move: dict[str, list[dict[str, Any]]] = {}
@@ -114,7 +115,7 @@ def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: C
             continue
         source = path.read_text()
         measured = [row_of(r) for r in _rows(tables) if r.get("move") == move]
-        for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed):
+        for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed, limits=limits):
             out.append(Planned(config, move, with_config(source, config), move))
     return out
 
