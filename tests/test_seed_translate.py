@@ -374,6 +374,61 @@ def test_the_written_out_root_keeps_each_precision_under_the_interpreter(tmp_pat
             torch.testing.assert_close(y, torch.sqrt(x), rtol=2.4e-7, atol=0)
 
 
+def _cpu_code(forward: Any, x: torch.Tensor, *contexts: Any) -> str:
+    """The output module Inductor writes for `forward` under dynamic shapes through its Triton
+    backend for CPU tensors (the recording script's way: captured as written, never built)."""
+    import contextlib
+
+    import torch.fx.experimental._config as shape_config
+    import torch.utils._triton as torch_triton
+    from torch._inductor import config as inductor_config
+    from torch._inductor import graph
+
+    codes: list[str] = []
+
+    def written(self: Any) -> Any:
+        codes.append(getattr(self.codegen()[0], "value", ""))
+        raise RuntimeError("written")
+
+    torch._dynamo.reset()
+    with contextlib.ExitStack() as stack, pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch_triton, "triton_hash_with_backend", lambda: "cpu-made")
+        patch.setattr(graph.GraphLowering, "_compile_to_module", written)
+        for context in (inductor_config.patch(cpu_backend="triton"), shape_config.patch(use_duck_shape=False),
+                        torch.no_grad(), *contexts):
+            stack.enter_context(context)
+        with contextlib.suppress(Exception):
+            torch.compile(forward, dynamic=True)(x)
+    torch._dynamo.reset()
+    assert codes, "the compiler wrote no module"
+    return codes[0]
+
+
+def test_a_long_row_s_softmax_is_compiled_online_though_its_size_is_a_symbol() -> None:
+    """The compiler's online softmax (max and sum in one loop: two reads of a row, not three) is
+    chosen by the row's size at hand; with dynamic shapes it was never chosen (H200, 23_Softmax:
+    7.09 ms dynamic, 4.79 ms static). On the CPU the compiler's softmax pattern does not fire (it
+    is for GPUs), so the forward calls the prim the pattern writes."""
+    from torch._inductor import inductor_prims
+
+    from kernelopt.seed.generate import online_softmax_at_its_size
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        row_max, row_sum = inductor_prims.prepare_softmax_online(x, 1)
+        return torch.exp(x - row_max) / row_sum
+
+    plain = _cpu_code(forward, torch.rand(8, 512))
+    online = _cpu_code(forward, torch.rand(8, 512), online_softmax_at_its_size())
+    assert "online_softmax_combine" not in plain and plain.count("tl.range(") == 3
+    assert "online_softmax_combine" in online and online.count("tl.range(") == 2
+    assert "r0_numel = 512" not in online and "ks0*x0" in online  # the row's size and stride: still symbols
+    short = _cpu_code(forward, torch.rand(8, 4), online_softmax_at_its_size())
+    assert "online_softmax_combine" not in short  # a row of four: the compiler's own choice stays
+    from torch._inductor import lowering
+
+    assert lowering.lowerings[torch.ops.prims.prepare_softmax_online.default].__name__ != "by_size"  # put back
+
+
 def test_a_cublas_matmul_in_another_torch_versions_output_is_refused_naming_it() -> None:
     with pytest.raises(SeedError, match=r"calls extern_kernels\.mm, .*--kernel.*--model"):
         cpu_made_seed("matmul")
