@@ -429,6 +429,33 @@ def test_a_long_row_s_softmax_is_compiled_online_though_its_size_is_a_symbol() -
     assert lowering.lowerings[torch.ops.prims.prepare_softmax_online.default].__name__ != "by_size"  # put back
 
 
+def test_two_pieces_running_softmax_statistics_merge_into_the_whole_rows(tmp_path: Path) -> None:
+    """A split row's online softmax merges its pieces' (max, sum of exp) pairs with
+    `online_softmax_combine_with_sum`: written out, it gives the whole row's, a piece of -inf included."""
+    kernel = tmp_path / "merge.py"
+    kernel.write_text(
+        "import triton\nimport triton.language as tl\nfrom triton.language.extra import libdevice\n"
+        "from triton.language import math as tl_math\n\n"
+        + helpers.sources_for({"online_softmax_combine_with_sum"})
+        + "\n@triton.jit\ndef merge(m_ptr, s_ptr, out_m_ptr, out_s_ptr, BLOCK: tl.constexpr):\n"
+        "    offs = tl.arange(0, BLOCK)\n"
+        # fast math: tl.math.exp, which the interpreter has (its libdevice.exp returns nothing)
+        "    m, s = helper_online_softmax_combine_with_sum(tl.load(m_ptr + offs), tl.load(s_ptr + offs),\n"
+        "        tl.load(m_ptr + BLOCK + offs), tl.load(s_ptr + BLOCK + offs), True)\n"
+        "    tl.store(out_m_ptr + offs, m)\n    tl.store(out_s_ptr + offs, s)\n"
+    )
+    module = _load(kernel, "merge_kernel")
+    rows = torch.randn(4, 2, 50) * 30
+    rows[1, 0] = float("-inf")  # a piece with nothing in it (a padded tail)
+    piece_max = rows.amax(-1)
+    piece_sum = torch.where(piece_max.isinf(), 0.0, torch.exp(rows - piece_max[..., None]).sum(-1))
+    m, s = torch.empty(4), torch.empty(4)
+    module.merge[(1,)](piece_max.T.contiguous(), piece_sum.T.contiguous(), m, s, BLOCK=4)
+    whole = rows.reshape(4, -1)
+    assert torch.equal(m, whole.amax(-1))
+    torch.testing.assert_close(s, torch.exp(whole - m[:, None]).sum(-1), rtol=1e-5, atol=0)
+
+
 def test_a_cublas_matmul_in_another_torch_versions_output_is_refused_naming_it() -> None:
     with pytest.raises(SeedError, match=r"calls extern_kernels\.mm, .*--kernel.*--model"):
         cpu_made_seed("matmul")

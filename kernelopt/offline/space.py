@@ -138,7 +138,8 @@ def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
     return max(v * (total - v) for v in sized.values()) * stages * element_bytes
 
 
-DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "uint8": 1}
+DTYPE_BYTES = {"float64": 8, "int64": 8, "float32": 4, "int32": 4, "float16": 2, "bfloat16": 2, "int16": 2,
+               "int8": 1, "uint8": 1, "bool": 1, "float8_e4m3fn": 1, "float8_e5m2": 1}
 
 
 def limits_for(dtype: str | None) -> SpaceLimits:

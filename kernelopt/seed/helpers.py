@@ -272,6 +272,18 @@ def helper_online_softmax_combine(lhs_max, lhs_sum, rhs_max, use_fast_math: tl.c
 """,
             ("maximum", "exp"),
         ),
+        "online_softmax_combine_with_sum": (
+            """
+@triton.jit
+def helper_online_softmax_combine_with_sum(lhs_max, lhs_sum, rhs_max, rhs_sum, use_fast_math: tl.constexpr):
+    # two running (max, sum of exp) pairs merged: a split row's pieces, each with its own sum
+    out_max = helper_maximum(lhs_max, rhs_max)
+    lhs_scale = tl.where(out_max == float("-inf"), 1.0, helper_exp(lhs_max - out_max, use_fast_math))
+    rhs_scale = tl.where(out_max == float("-inf"), 1.0, helper_exp(rhs_max - out_max, use_fast_math))
+    return out_max, lhs_sum * lhs_scale + rhs_sum * rhs_scale
+""",
+            ("maximum", "exp"),
+        ),
     }
 )
 
