@@ -181,6 +181,31 @@ def test_an_fp32_problem_s_tiles_are_staged_at_four_bytes_so_its_knob_plan_leave
     assert len(wide[1]) < len(wide[0])
 
 
+def test_a_round_of_the_plain_fp32_matmul_plans_no_tile_past_shared_memory_at_four_bytes(tmp_path: Path) -> None:
+    """The round's plan (`tune._plan`) hands the problem's dtype to the estimate: at two bytes an
+    element, tiles past the H200's shared memory in fp32 (a K step of 256 beside 64 x 64 tiles on
+    three stages: 393 KB) would be planned for the plain fp32 matmul."""
+    from kernelopt.harness.problem import source_hash
+    from kernelopt.nodes.tune import _plan
+    from kernelopt.offline.space import tile_smem_bytes
+    from kernelopt.offline.tuner import FIX_SWEEP
+    from kernelopt.records import BottleneckResult, KernelRecord, Timing
+
+    root = Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench"
+    name = "1_Square_matrix_multiplication_.py"
+    source = (root / "kernels" / name).read_text()
+    (tmp_path / "best.py").write_text(source)
+    timing = Timing(3.2, 3.2, 3.2, 3.2, 3.2, 9, "cuda_events")
+    best = KernelRecord(str(tmp_path / "best.py"), source_hash(source), timing, 0)
+    untuned = BottleneckResult("other", "untuned", "", ("",), (FIX_SWEEP,))
+    task: dict = {"run_dir": str(tmp_path), "problem_file": str(root / "problems" / name), "gpu_key": "H200",
+                  "round": 1, "repair": 0, "best": best, "failed": [], "idea": (untuned, "", FIX_SWEEP)}
+    planned, _ = _plan(source, task, 400)  # type: ignore[arg-type]  (a budget past the whole space)
+    own = [p.config for p in planned if not p.move]
+    assert len(own) > 100 and {c["BLOCK_K"] for c in own} > {32}  # the kernel's own tiles are swept
+    assert max(tile_smem_bytes(c, 4) for c in own) <= 227 * 1024  # 442,368 B planned without the dtype
+
+
 def test_a_compiler_reduction_s_few_rows_count_in_the_values_each_thread_holds() -> None:
     """On the H200, round 2 of 35_GroupNorm_ from its seed (XBLOCK 1, R0_BLOCK 2048, 16 warps) measured
     XBLOCK 8-16 x R0_BLOCK 2048 on 1-4 warps: 193-410 ms a call against the seed's 5.4. A side under
