@@ -53,7 +53,9 @@ def test_setup_times_max_autotune_and_a_cuda_graph_on_a_launch_bound_problem(tmp
 
     second, _ = _baselines(tmp_path / "runs", "second")  # a repeated run: the compile comes from the cache
     assert second.max_autotune is not None and second.max_autotune_cache_hit is True
-    assert second.max_autotune_compile_s is not None and second.max_autotune_compile_s < first.max_autotune_compile_s
+    # the cache hit is the behaviour; its time is not compared: on this tiny graph Dynamo's trace and the
+    # kernels' load are most of either compile (the H200 once timed the hit at 6.29 s, the fresh compile at 5.63)
+    assert second.max_autotune_compile_s is not None and second.max_autotune_compile_s > 0
     print(f"second run: max-autotune compile {second.max_autotune_compile_s} s (cache hit), wall {second.wall_s} s")
 
     best = KernelRecord(str(tmp_path / "k.py"), "h", first.compile, 1)  # a kernel as fast as the default compile

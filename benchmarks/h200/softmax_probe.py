@@ -1,0 +1,214 @@
+"""Where a long row's one-read softmax loses its time, variant by variant (H200, 4096 x 393,216 fp32).
+
+    python3 benchmarks/h200/softmax_probe.py                # every variant, each in its own process
+    python3 benchmarks/h200/softmax_probe.py VARIANT CHUNK WARPS   # one
+
+Variants (each checked against torch.softmax, timed by CUDA events, median of 15 after 3 warm-ups):
+- `regs`: `offline/moves/rows.one_read` as it is: a piece held in registers from the read to the
+  write, every piece merging the row's statistics itself after the counter is full.
+- `reread`: the same, but the piece is read again after the wait instead of kept (it was read
+  microseconds ago: an L2 hit), so a program holds few registers and more fit an SM.
+- `reread_last`: `reread`, and only the piece that arrives last merges the row's statistics; the
+  others wait on a per-row flag and read two numbers.
+- `clone`, `torch`: `x.clone()` (the floor's own rate) and `torch.softmax`.
+
+Each variant runs in a child with a time limit: a wait that never ends (pieces not all resident)
+costs that limit, not the call. Prints one line per variant: ms, TB/s, registers, max error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+ROWS, N = 4096, 393_216
+
+
+def _kernels():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def regs(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, flag_ptr, row_ptr, n, inner, chunks,
+             CHUNK: tl.constexpr, PIECES: tl.constexpr):
+        pid = tl.program_id(0).to(tl.int64)
+        row = pid // chunks
+        piece = pid % chunks
+        base = (row // inner) * n * inner + row % inner
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf")).to(tl.float32)
+        m = tl.max(x, axis=0)
+        s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)
+        tl.store(m_ptr + row * chunks + piece, m)
+        tl.store(s_ptr + row * chunks + piece, s)
+        tl.debug_barrier()
+        seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+        while seen < chunks:
+            seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+        tl.debug_barrier()
+        idx = tl.arange(0, PIECES)
+        live = idx < chunks
+        pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float("-inf"), cache_modifier=".cg")
+        ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
+        m = tl.max(pm, axis=0)
+        s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)
+        y = tl.exp(x - m) / s
+        tl.store(out_ptr + base + offs.to(tl.int64) * inner, y, mask=mask)
+
+    @triton.jit
+    def reread(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, flag_ptr, row_ptr, n, inner, chunks,
+               CHUNK: tl.constexpr, PIECES: tl.constexpr):
+        pid = tl.program_id(0).to(tl.int64)
+        row = pid // chunks
+        piece = pid % chunks
+        base = (row // inner) * n * inner + row % inner
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_last").to(tl.float32)
+        m = tl.max(x, axis=0)
+        s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)
+        tl.store(m_ptr + row * chunks + piece, m)
+        tl.store(s_ptr + row * chunks + piece, s)
+        tl.debug_barrier()
+        seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+        while seen < chunks:
+            seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+        tl.debug_barrier()
+        idx = tl.arange(0, PIECES)
+        live = idx < chunks
+        pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float("-inf"), cache_modifier=".cg")
+        ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
+        m = tl.max(pm, axis=0)
+        s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
+                    cache_modifier=".cg", eviction_policy="evict_first").to(tl.float32)
+        y = tl.exp(x - m) / s
+        tl.store(out_ptr + base + offs.to(tl.int64) * inner, y, mask=mask)
+
+    @triton.jit
+    def reread_last(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, flag_ptr, row_ptr, n, inner, chunks,
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr):
+        pid = tl.program_id(0).to(tl.int64)
+        row = pid // chunks
+        piece = pid % chunks
+        base = (row // inner) * n * inner + row % inner
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
+                    eviction_policy="evict_last").to(tl.float32)
+        m = tl.max(x, axis=0)
+        s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)
+        tl.store(m_ptr + row * chunks + piece, m)
+        tl.store(s_ptr + row * chunks + piece, s)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(count_ptr + row, 1, sem="acq_rel")
+        if arrived == chunks - 1:
+            idx = tl.arange(0, PIECES)
+            live = idx < chunks
+            pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float("-inf"), cache_modifier=".cg")
+            ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
+            mm = tl.max(pm, axis=0)
+            ss = tl.sum(tl.where(live, ps * tl.exp(pm - mm), 0.0), axis=0)
+            tl.store(row_ptr + 2 * row, mm)
+            tl.store(row_ptr + 2 * row + 1, ss)
+            tl.debug_barrier()
+            tl.atomic_xchg(flag_ptr + row, 1, sem="release")
+        else:
+            flag = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+            while flag == 0:
+                flag = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+        tl.debug_barrier()
+        m = tl.load(row_ptr + 2 * row, cache_modifier=".cg")
+        s = tl.load(row_ptr + 2 * row + 1, cache_modifier=".cg")
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
+                    cache_modifier=".cg", eviction_policy="evict_first").to(tl.float32)
+        y = tl.exp(x - m) / s
+        tl.store(out_ptr + base + offs.to(tl.int64) * inner, y, mask=mask)
+
+    return {"regs": regs, "reread": reread, "reread_last": reread_last}
+
+
+def _time(fn, reps: int = 15) -> float:
+    import torch
+
+    for _ in range(3):
+        fn()
+    times = []
+    for _ in range(reps):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return sorted(times)[len(times) // 2]
+
+
+def one(variant: str, chunk: int, warps: int) -> None:
+    import torch
+    import triton
+
+    torch.manual_seed(0)
+    x = torch.randn(ROWS, N, device="cuda")
+    out = torch.empty_like(x)
+    chunks = triton.cdiv(N, chunk)
+    pieces = triton.next_power_of_2(chunks)
+    m = torch.empty((ROWS, chunks), device="cuda")
+    s = torch.empty((ROWS, chunks), device="cuda")
+    count = torch.zeros((ROWS,), device="cuda", dtype=torch.int32)
+    flag = torch.zeros((ROWS,), device="cuda", dtype=torch.int32)
+    row_stats = torch.empty((ROWS * 2,), device="cuda")
+    regs = "-"
+    if variant == "clone":
+        fn = x.clone
+    elif variant == "torch":
+        fn = lambda: torch.softmax(x, dim=1)  # noqa: E731
+    else:
+        kernel = _kernels()[variant]
+
+        def fn():
+            count.zero_()
+            flag.zero_()
+            return kernel[(chunks * ROWS,)](out, x, m, s, count, flag, row_stats, N, 1, chunks, CHUNK=chunk,
+                                            PIECES=pieces, num_warps=warps)
+
+        compiled = fn()
+        regs = f"{compiled.n_regs} regs, {compiled.metadata.shared} B shared"
+    ms = _time(fn)
+    err = "-"
+    if variant not in ("clone",):
+        got = out if variant != "torch" else fn()
+        if variant != "torch":
+            fn()
+            torch.cuda.synchronize()
+        err = f"{(got[:64] - torch.softmax(x[:64], dim=1)).abs().max().item():.2e}"
+    tb = 2 * x.numel() * 4 / (ms * 1e-3) / 1e12
+    print(f"{variant:12s} CHUNK {chunk:6d} warps {warps:2d} pieces {chunks:4d}: {ms:.3f} ms {tb:.2f} TB/s "
+          f"({regs}; max err {err})", flush=True)
+
+
+PLAN = [("clone", 0, 0), ("torch", 0, 0), ("regs", 4096, 8), ("reread", 4096, 8), ("reread", 4096, 4),
+        ("reread", 2048, 4), ("reread", 8192, 8), ("reread_last", 4096, 8), ("reread_last", 2048, 4),
+        ("reread_last", 1024, 4), ("regs", 4096, 16)]
+
+
+def main(argv: list[str]) -> int:
+    if argv:
+        one(argv[0], int(argv[1]), int(argv[2]))
+        return 0
+    for variant, chunk, warps in PLAN:
+        try:
+            done = subprocess.run([sys.executable, __file__, variant, str(chunk), str(warps)], timeout=60,
+                                  capture_output=True, text=True)
+            lines = [ln for ln in (done.stdout + done.stderr).splitlines() if ln.strip()]
+            print(lines[-1] if done.returncode == 0 else f"{variant} {chunk} {warps}: rc {done.returncode}: "
+                  + " | ".join(lines[-3:]), flush=True)
+        except subprocess.TimeoutExpired:
+            print(f"{variant} CHUNK {chunk} warps {warps}: no answer in 60 s (a wait that never ended?)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
