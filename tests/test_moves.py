@@ -534,6 +534,46 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pyt
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
+def test_one_read_softmax_keeps_zeros_for_a_piece_of_minus_infinity(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The softmax piece keeps exp(x - its own max) and scales it at the write: a piece whose values are all
+    # -inf (a masked span of logits) has no max of its own, and must write zeros, as torch does, not NaNs.
+    import torch
+
+    x = torch.randn(2, 150)
+    x[0, 32:64] = float("-inf")  # the second piece of row 0, whole
+    x[1, 140:] = float("-inf")  # part of the last piece of row 1
+    module = _jit_module(rows.one_read("softmax", 1, ("x",)), monkeypatch)
+    out, first, second = torch.empty_like(x), torch.empty(2, 5), torch.empty(2, 5)
+    for _ in range(2):  # as above: the first run leaves every piece's statistics, the second merges them
+        count = torch.full((2,), 100, dtype=torch.int32)
+        module.one_read_kernel[(10,)](out, x, first, second, count, 150, 1, 5, CHUNK=32, PIECES=8)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, torch.softmax(x, 1), atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["softmax", "log_softmax"])
+@pytest.mark.parametrize(("structure", "config"), [
+    ("rows_in_registers", {"ROWS": 2}), ("looped_online", {"BLOCK": 32}), ("split_row", {"CHUNK": 32, "BLOCK": 16}),
+    ("one_read", {"CHUNK": 32}), ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
+def test_every_row_structure_gives_torch_s_answer_for_masked_logits(
+    family: str, structure: str, config: dict[str, int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Spans of -inf (a mask's logits) over a whole block or piece, a row's start, its end: a running max of
+    # -inf once made exp(-inf - -inf) a NaN that spread over the whole row.
+    import torch
+
+    x = torch.randn(4, 150)
+    x[0, :64] = float("-inf")
+    x[1, 32:96] = float("-inf")
+    x[2, 140:] = float("-inf")
+    dim = 1
+    if structure == "columns":  # the reduced dim strided: (150, 4, 1) reduced along dim 0
+        x, dim = x.t().contiguous().reshape(150, 4, 1), 0
+    module = _jit_module(with_config(getattr(rows, structure)(family, dim, ("x",)), config), monkeypatch)
+    expected = torch.softmax(x, dim) if family == "softmax" else torch.log_softmax(x, dim)
+    torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5)
+
+
 def test_a_rejected_compiler_seed_is_replaced_by_the_structural_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

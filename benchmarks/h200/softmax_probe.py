@@ -10,6 +10,9 @@ Variants (each checked against torch.softmax, timed by CUDA events, median of 15
   microseconds ago: an L2 hit), so a program holds few registers and more fit an SM.
 - `reread_last`: `reread`, and only the piece that arrives last merges the row's statistics; the
   others wait on a per-row flag and read two numbers.
+- `copy`: the same programs with no statistics and no wait (a copy): what this shape of program moves.
+- `template`: the kernel `rows.one_read` writes today (one exp a value for softmax, the wait polling
+  the counter with plain loads and ending on one acquire): against `regs`, what those two changes gain.
 - `clone`, `torch`: `x.clone()` (the floor's own rate) and `torch.softmax`.
 
 Each variant runs in a child with a time limit: a wait that never ends (pieces not all resident)
@@ -83,7 +86,7 @@ def _kernels():
         m = tl.max(pm, axis=0)
         s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)
         x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
-                    cache_modifier=".cg", eviction_policy="evict_first").to(tl.float32)
+                    eviction_policy="evict_first").to(tl.float32)
         y = tl.exp(x - m) / s
         tl.store(out_ptr + base + offs.to(tl.int64) * inner, y, mask=mask)
 
@@ -123,11 +126,49 @@ def _kernels():
         m = tl.load(row_ptr + 2 * row, cache_modifier=".cg")
         s = tl.load(row_ptr + 2 * row + 1, cache_modifier=".cg")
         x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=float("-inf"),
-                    cache_modifier=".cg", eviction_policy="evict_first").to(tl.float32)
+                    eviction_policy="evict_first").to(tl.float32)
         y = tl.exp(x - m) / s
         tl.store(out_ptr + base + offs.to(tl.int64) * inner, y, mask=mask)
 
-    return {"regs": regs, "reread": reread, "reread_last": reread_last}
+    @triton.jit
+    def copy(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, flag_ptr, row_ptr, n, inner, chunks,
+             CHUNK: tl.constexpr, PIECES: tl.constexpr):
+        # the same programs with no statistics and no wait: what this shape of program can move
+        pid = tl.program_id(0).to(tl.int64)
+        row = pid // chunks
+        piece = pid % chunks
+        base = (row // inner) * n * inner + row % inner
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=0.0)
+        tl.store(out_ptr + base + offs.to(tl.int64) * inner, x, mask=mask)
+
+    return {"regs": regs, "reread": reread, "reread_last": reread_last, "copy": copy, "template": _template()}
+
+
+def _template():
+    """`rows.one_read`'s kernel as kernelopt writes it now (one exp a value, the wait polling with plain
+    loads, then one acquire), taking the probe's arguments."""
+    import importlib.util
+    import tempfile
+    from pathlib import Path
+
+    from kernelopt.offline.moves import rows
+
+    path = Path(tempfile.mkdtemp()) / "one_read_template.py"
+    path.write_text(rows.one_read("softmax", 1, ("x",)))
+    spec = importlib.util.spec_from_file_location("one_read_template", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    kernel = module.one_read_kernel
+
+    class Launch:
+        def __getitem__(self, grid):
+            def launch(out, x, m, s, count, flag, row_stats, n, inner, chunks, **knobs):
+                return kernel[grid](out, x, m, s, count, n, inner, chunks, **knobs)
+            return launch
+
+    return Launch()
 
 
 def _time(fn, reps: int = 15) -> float:
@@ -153,7 +194,7 @@ def one(variant: str, chunk: int, warps: int) -> None:
     torch.manual_seed(0)
     x = torch.randn(ROWS, N, device="cuda")
     out = torch.empty_like(x)
-    chunks = triton.cdiv(N, chunk)
+    chunks = triton.cdiv(N, max(chunk, 1))
     pieces = triton.next_power_of_2(chunks)
     m = torch.empty((ROWS, chunks), device="cuda")
     s = torch.empty((ROWS, chunks), device="cuda")
@@ -178,7 +219,7 @@ def one(variant: str, chunk: int, warps: int) -> None:
         regs = f"{compiled.n_regs} regs, {compiled.metadata.shared} B shared"
     ms = _time(fn)
     err = "-"
-    if variant not in ("clone",):
+    if variant not in ("clone", "copy"):
         got = out if variant != "torch" else fn()
         if variant != "torch":
             fn()
@@ -189,9 +230,11 @@ def one(variant: str, chunk: int, warps: int) -> None:
           f"({regs}; max err {err})", flush=True)
 
 
-PLAN = [("clone", 0, 0), ("torch", 0, 0), ("regs", 4096, 8), ("reread", 4096, 8), ("reread", 4096, 4),
-        ("reread", 2048, 4), ("reread", 8192, 8), ("reread_last", 4096, 8), ("reread_last", 2048, 4),
-        ("reread_last", 1024, 4), ("regs", 4096, 16)]
+# session 20 ran the first fourteen (benchmarks/h200/probes/softmax_probe.log); `template` came after
+PLAN = [("clone", 0, 0), ("torch", 0, 0), ("copy", 4096, 8), ("copy", 2048, 4), ("copy", 1024, 4),
+        ("regs", 4096, 8), ("regs", 2048, 4), ("regs", 1024, 2), ("reread", 4096, 8), ("reread", 2048, 4),
+        ("reread", 8192, 8), ("reread_last", 4096, 8), ("reread_last", 2048, 4), ("reread_last", 1024, 4),
+        ("template", 4096, 8), ("template", 8192, 8), ("template", 4096, 4)]
 
 
 def main(argv: list[str]) -> int:

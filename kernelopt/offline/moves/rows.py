@@ -67,9 +67,12 @@ $constants
 '''
 
 # A block's statistics into (m, s): online softmax rescales the running sum when the max grows.
+# Values of -inf (masked logits) so far give a max of -inf: the exps are taken against 0 then, so they
+# come out 0, where exp(-inf - -inf) would be NaN and spread to the whole row.
 _ONLINE_BLOCK = """        blk_max = tl.max(x, axis=0)
         new_m = tl.maximum(m, blk_max)
-        s = s * tl.exp(m - new_m) + tl.sum(tl.where(mask, tl.exp(x - new_m), 0.0), axis=0)
+        safe = tl.where(new_m == float('-inf'), 0.0, new_m)
+        s = s * tl.exp(m - safe) + tl.sum(tl.where(mask, tl.exp(x - safe), 0.0), axis=0)
         m = new_m"""
 _SUM_BLOCK = "        s += tl.sum(tl.where(mask, $term, 0.0), axis=0)"
 
@@ -220,11 +223,28 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                  "CHUNK = 65536\nBLOCK = 4096", kernel, launch, dim, params)
 
 
+# A piece publishes its statistics (the barrier and the release order them first), then waits for the
+# row's other pieces: it polls the row's counter with plain volatile loads (cheaper than atomics: a
+# row's pieces all poll one address), then one acquire makes their statistics visible; they are read
+# through L2 (.cg), never a stale L1 line. The acquire's value is the loop's test: an atomic whose
+# value is unused is dropped by the compiler (the sm_90 PTX had none). `standardize.one_read` waits the same way.
+WAIT = """    # Publish, then wait for the row's other pieces: poll the counter with plain loads, then one acquire;
+    # their statistics are read through L2 (.cg).
+    tl.debug_barrier()
+    seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+    while seen < chunks:
+        while seen < chunks:
+            seen = tl.load(count_ptr + row, volatile=True)
+        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+    tl.debug_barrier()"""
+
+
 def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
     stats, out = _STATS[family], _out(family, eps)
     if stats == "online":
-        own = "m = tl.max(x, axis=0)\n    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)"
+        own = ("m = tl.max(x, axis=0)\n"
+               "    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0), axis=0)")
         merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
     ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     m = tl.max(pm, axis=0)
@@ -233,6 +253,14 @@ def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None =
         own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=0)"
         merge = """    m = 0.0
     s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
+    if family == "softmax":
+        # One exp a value: the piece keeps exp(x - its own max), and the write scales it to the row's
+        # (exp(x - m_row) / s = e * exp(m_piece - m_row) / s). A piece of -inf values keeps zeros, not NaNs.
+        own = """mp = tl.max(x, axis=0)
+    x = tl.where(mask, tl.exp(x - tl.where(mp == float('-inf'), 0.0, mp)), 0.0)
+    m = mp
+    s = tl.sum(x, axis=0)"""
+        out = "x * (tl.exp(mp - m) / s)"
     loop = looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
     kernel = f'''
@@ -251,13 +279,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     {own}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
-    # Publish (the barrier and the release order the statistics above first), then wait for the
-    # row's other pieces; their statistics are read through L2 (.cg), never a stale L1 line.
-    tl.debug_barrier()
-    seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
-    while seen < chunks:
-        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
-    tl.debug_barrier()
+{WAIT}
     idx = tl.arange(0, PIECES)
     live = idx < chunks
 {merge}

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from string import Template
 
+from kernelopt.offline.moves.rows import WAIT
+
 
 @dataclass(frozen=True)
 class Affine:
@@ -153,7 +155,7 @@ def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, groups, plane, ROW
     tl.store(out_ptr + row * n + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
-_ONE_READ = '''
+_ONE_READ = Template('''
 @triton.jit
 def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, groups, plane, chunks,
                     CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
@@ -171,11 +173,7 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     d = tl.where(mask, x - pm, 0.0)
     tl.store(mean_ptr + pid, pm)
     tl.store(m2_ptr + pid, tl.sum(d * d, axis=0))
-    tl.debug_barrier()
-    seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
-    while seen < chunks:
-        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
-    tl.debug_barrier()
+$wait
     idx = tl.arange(0, PIECES)
     live = idx < chunks
     counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
@@ -185,7 +183,7 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     rstd = 1.0 / tl.sqrt(var + eps)
     y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
     tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
-'''
+''').substitute(wait=WAIT)  # the row's wait, as rows.one_read's
 
 
 _SPLIT = '''
