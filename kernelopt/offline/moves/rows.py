@@ -226,16 +226,15 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
 # A piece publishes its statistics (the barrier and the release order them first), then waits for the
 # row's other pieces: it polls the row's counter with plain volatile loads (cheaper than atomics: a
 # row's pieces all poll one address), then one acquire makes their statistics visible; they are read
-# through L2 (.cg), never a stale L1 line. The acquire's value is the loop's test: an atomic whose
-# value is unused is dropped by the compiler (the sm_90 PTX had none). `standardize.one_read` waits the same way.
+# through L2 (.cg), never a stale L1 line (on sm_90 the acquire compiles to an acquire load). `standardize.one_read`
+# waits the same way.
 WAIT = """    # Publish, then wait for the row's other pieces: poll the counter with plain loads, then one acquire;
     # their statistics are read through L2 (.cg).
     tl.debug_barrier()
     seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
     while seen < chunks:
-        while seen < chunks:
-            seen = tl.load(count_ptr + row, volatile=True)
-        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+        seen = tl.load(count_ptr + row, volatile=True)
+    tl.atomic_add(count_ptr + row, 0, sem="acquire")
     tl.debug_barrier()"""
 
 
