@@ -574,6 +574,26 @@ def test_every_row_structure_gives_torch_s_answer_for_masked_logits(
     torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize(("structure", "config"), [("rows", {"ROWS": 2, "BLOCK": 32}),
+                                                   ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
+def test_logsumexp_over_masked_values_is_torch_s(structure: str, config: dict[str, int],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # the running max of logsumexp starts at -inf, and a first block of -inf kept it there: exp(-inf - -inf)
+    import torch
+
+    from kernelopt.offline.moves import reduce
+
+    x = torch.randn(4, 150)
+    x[0, :64] = float("-inf")
+    x[1, 32:96] = float("-inf")
+    x[2, 140:] = float("-inf")
+    dim = 1
+    if structure == "columns":
+        x, dim = x.t().contiguous(), 0
+    module = _jit_module(with_config(getattr(reduce, structure)("logsumexp", dim, False, ("x",)), config), monkeypatch)
+    torch.testing.assert_close(module.ModelNew()(x), torch.logsumexp(x, dim), atol=1e-5, rtol=1e-5)
+
+
 def test_a_rejected_compiler_seed_is_replaced_by_the_structural_moves(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
