@@ -49,6 +49,7 @@ class CompilerSeedMade(Event):
     compile_s: float | None = None
     kernels: int | None = None
     error: str | None = None  # why there is no seed
+    stages_s: dict[str, float] | None = None  # where making it took its time (obtain.CompilerSeed.stages_s)
 
 
 @dataclass(frozen=True, kw_only=True)

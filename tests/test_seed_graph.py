@@ -19,6 +19,8 @@ from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.obtain import NO_GPU, CompilerSeed
 
 SWISH = Path(__file__).parent.parent / "examples" / "swish"
+# where an H200 seed's 26 s went, in the shape the seed's child reports it
+STAGES = {"start": 4.1, "torch": 0.9, "inputs": 1.2, "reference": 0.3, "compile": 11.9, "check": 5.0}
 
 
 @pytest.fixture
@@ -30,7 +32,7 @@ def seed_on_this_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[s
 
     def fake_compiler_seed(problem_file: str, cache_dir: Path, gpu: str | None) -> CompilerSeed:
         calls.append(Path(problem_file).read_text())
-        return CompilerSeed(str(made), "2.11.0+cu130", "NVIDIA H200", 1, 3.4, cached=False)
+        return CompilerSeed(str(made), "2.11.0+cu130", "NVIDIA H200", 1, 3.4, cached=False, stages_s=STAGES)
 
     monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: None)
     monkeypatch.setattr(setup_node, "compiler_seed", fake_compiler_seed)
@@ -65,7 +67,7 @@ def test_without_kernel_or_model_the_run_starts_from_the_compiler_seed(tmp_path,
     first = _round_zero(final)
     assert [a.change.startswith(COMPILER_SEED) for a in first] == [True]
     assert first[0].outcome == "faster" and first[0].time_ms
-    assert any(e["event"] == "compiler_seed" and e.get("path") for e in events)
+    assert [e["stages_s"] for e in events if e["event"] == "compiler_seed" and e.get("path")] == [STAGES]
     assert final["best"] is not None and final["round"] >= 1  # the offline sweep went on from it
     assert "sweep" in " ".join(a.change for a in final["attempts"] if a.round == 1) or final["stop_reason"]
 
@@ -126,3 +128,16 @@ def test_a_seed_or_failure_an_older_seed_format_cached_is_made_again(tmp_path, m
     assert not seed.cached and made == [str(problem.resolve())]
     # ... this format's seed is, the next time
     assert obtain.compiler_seed(problem, tmp_path).cached and len(made) == 1
+
+
+def test_the_seed_s_process_says_where_its_time_went_even_when_it_fails(tmp_path) -> None:
+    # The real child on this host: no GPU, so it fails after loading torch; the parent adds the child's
+    # start (Python, imports) to the stages the child reports, and the failure is one line.
+    from kernelopt.seed import obtain
+
+    facts = obtain._run_child((SWISH / "problem.py").resolve(), tmp_path / "seed.py", "", timeout_s=120)
+    assert "no CUDA GPU" in str(facts["error"]) and "\n" not in str(facts["error"])
+    stages = facts["stages_s"]
+    assert isinstance(stages, dict) and list(stages) == ["start", "torch"]
+    assert stages["start"] > 0 and stages["torch"] > 0  # torch is loaded after the start, in the child's stage
+    assert not (tmp_path / "seed.py").exists()

@@ -158,5 +158,6 @@ def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[C
     path = kernel_path(update["run_dir"], 0, 0, branch)
     candidate = written(path, Path(seed.path).read_text(), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})",
                         branch)
-    emit(update, CompilerSeedMade(path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels))
+    emit(update, CompilerSeedMade(path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels,
+                                  stages_s=seed.stages_s or None))
     return candidate, ""

@@ -16,7 +16,7 @@ import gc
 import importlib.util
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +53,21 @@ class Generated:
     kernels: int
     compile_s: float
     rewrites: tuple[str, ...] = REWRITES  # the rewrites of the compiler's kernels its check passed with
+    stages_s: dict[str, float] = field(default_factory=dict)  # where the seed's time went (Stages)
+
+
+class Stages:
+    """Seconds per stage of making a seed, in order: each `lap(name)` closes the stage since the last."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def lap(self, name: str) -> float:
+        now = time.perf_counter()
+        self.seconds[name] = round(now - self._last, 2)
+        self._last = now
+        return self.seconds[name]
 
 
 def picked_configs(names: set[str]) -> dict[str, LaunchConfig]:
@@ -181,10 +196,13 @@ def matches(have: Any, want: Any, chunk: int = CHECK_CHUNK) -> bool:
     )
 
 
-def generate(problem_path: Path) -> Generated:
-    """The compiler seed for the problem at `problem_path` (on this process's cuda:0)."""
+def generate(problem_path: Path, stages: Stages | None = None) -> Generated:
+    """The compiler seed for the problem at `problem_path` (on this process's cuda:0); `stages` gets each
+    stage's seconds as it ends (torch, inputs, reference, compile, check), a failure's too."""
+    stages = stages or Stages()
     import torch
 
+    stages.lap("torch")
     if not torch.cuda.is_available():
         raise SeedError(
             f"no CUDA GPU here: the compiler seed needs one (torch.compile writes Triton for GPUs); {WHAT_TO_DO}"
@@ -195,18 +213,25 @@ def generate(problem_path: Path) -> Generated:
     with torch.device("cuda"):  # inputs made on the GPU: a problem's GBs of randn take seconds on the host
         model = problem.Model(*problem.get_init_inputs()).cuda()
         inputs = [x.cuda() if isinstance(x, torch.Tensor) else x for x in problem.get_inputs()]
+    torch.cuda.synchronize()
+    stages.lap("inputs")
     with torch.no_grad():
         reference_out = model(*inputs)
-    started = time.perf_counter()
+    torch.cuda.synchronize()
+    stages.lap("reference")
     codes, bindings = _compile(model, inputs)
-    compile_s = time.perf_counter() - started
+    compile_s = stages.lap("compile")
     torch.cuda.empty_cache()  # the compiled run's output and the autotuner's buffers are gone: the check needs room
     failure: SeedError | None = None
     for code in codes:
         try:
-            return _seed_of(problem_path, problem, inputs, reference_out, code, bindings, compile_s)
+            made = _seed_of(problem_path, problem, inputs, reference_out, code, bindings, compile_s)
         except SeedError as err:
             failure = failure or err
+            continue
+        stages.lap("check")
+        return replace(made, stages_s=dict(stages.seconds))
+    stages.lap("check")
     assert failure is not None
     raise failure
 
@@ -262,10 +287,11 @@ def main(argv: list[str]) -> int:
         print("usage: python -m kernelopt.seed PROBLEM.py OUT.py", file=sys.stderr)
         return 2
     problem, out = Path(argv[0]), Path(argv[1])
+    stages = Stages()
     try:
-        made = generate(problem)
+        made = generate(problem, stages)
     except SeedError as err:
-        print(json.dumps({"error": str(err)}), flush=True)
+        print(json.dumps({"error": str(err), "stages_s": stages.seconds}), flush=True)
         return 2
     out.write_text(made.text)
     print(json.dumps({k: v for k, v in asdict(made).items() if k != "text"}), flush=True)

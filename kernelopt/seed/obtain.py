@@ -16,7 +16,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
@@ -43,6 +44,8 @@ class CompilerSeed:
     compile_s: float
     cached: bool
     rewrites: tuple[str, ...] = ()  # the rewrites of the compiler's kernels it has (kernel_text.REWRITES)
+    # where its making's time went: the child's start (Python, imports), then generate.Stages' stages
+    stages_s: dict[str, float] = field(default_factory=dict)
 
 
 def no_gpu_reason() -> str | None:
@@ -109,7 +112,7 @@ def _cached(stem: Path) -> CompilerSeed | None:
     if not stem.with_suffix(".py").exists():
         return None
     return CompilerSeed(str(stem.with_suffix(".py")), facts["torch_version"], facts["gpu"], facts["kernels"],
-                        facts["compile_s"], True, tuple(facts.get("rewrites") or ()))
+                        facts["compile_s"], True, tuple(facts.get("rewrites") or ()), dict(facts.get("stages_s") or {}))
 
 
 def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
@@ -118,6 +121,7 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
         extra["CUDA_VISIBLE_DEVICES"] = gpu
     env = scrubbed_env(extra=extra)
     env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
+    began = time.monotonic()
     child = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.seed", str(problem), str(out)],
         stdout=subprocess.PIPE,
@@ -136,7 +140,11 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     if not lines:
         last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise SeedError(f"the compiler seed's process failed (exit {child.returncode}): {last[:300]}; {WHAT_TO_DO}")
-    return dict(json.loads(lines[-1]))
+    facts = dict(json.loads(lines[-1]))
+    stages = dict(facts.get("stages_s") or {})
+    # the child's own stages start once it runs: what is left of its wall is Python's start and the imports
+    facts["stages_s"] = {"start": round(time.monotonic() - began - sum(stages.values()), 2), **stages}
+    return facts
 
 
 def compiler_seed(
@@ -166,4 +174,4 @@ def compiler_seed(
     found = _cached(stem)
     assert found is not None
     return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False,
-                        found.rewrites)
+                        found.rewrites, found.stages_s)
