@@ -15,7 +15,6 @@ import torch
 from helpers import DATA
 
 from kernelopt.context import Context
-from kernelopt.harness.sandbox import baseline_jobs
 from kernelopt.nodes.setup import _setup
 from kernelopt.records import Baselines, KernelRecord
 from kernelopt.report.run import render_markdown, summarize_run
@@ -44,10 +43,10 @@ def test_setup_times_max_autotune_and_a_cuda_graph_on_a_launch_bound_problem(tmp
     for timing in (first.eager, first.compile, first.max_autotune, first.cuda_graph):
         assert timing is not None and timing.clock == "cuda_events" and timing.trials >= 10
     assert first.max_autotune is not None and first.compile is not None and first.cuda_graph is not None
-    # never the CUDA-graph trees' input copies timed as the compiler's work (they made it 2-3x slower): the
-    # mode without them. Its time is not held against the default's: on this launch-bound problem both are host
-    # time, and the H200 timed max-autotune at 0.08-2.2x the default's median in three runs.
-    assert baseline_jobs.MAX_AUTOTUNE_MODE == "max-autotune-no-cudagraphs"
+    # Max-autotune's time is not held against the default's: on this launch-bound problem both are host time,
+    # and the H200 timed max-autotune at 0.08-2.2x the default's median in three runs. (That comparison once
+    # caught CUDA-graph trees' input copies timed as the compiler's work, 2-3x slower; the mode without them,
+    # baseline_jobs.MAX_AUTOTUNE_MODE, is what guards that now, and no test here can tell the two apart.)
     assert first.cuda_graph.median_ms < first.eager.median_ms  # 72 launches at once beat 72 launched one by one
     assert first.max_autotune.median_ms < first.eager.median_ms  # one fused kernel beats 72
     assert first.method is not None and first.method.timer == "CUDA events" and first.method.flush_l2_bytes > 0

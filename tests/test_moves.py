@@ -534,21 +534,27 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, monkeypatch: pyt
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
-def test_one_read_softmax_keeps_zeros_for_a_piece_of_minus_infinity(monkeypatch: pytest.MonkeyPatch) -> None:
-    # The softmax piece keeps exp(x - its own max) and scales it at the write: a piece whose values are all
-    # -inf (a masked span of logits) has no max of its own, and must write zeros, as torch does, not NaNs.
+@pytest.mark.parametrize("family", ["softmax", "log_softmax"])
+def test_the_one_read_kernel_keeps_torch_s_answer_for_a_piece_of_minus_infinity(
+    family: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The GPU's one-read kernel itself (the interpreter's launch takes the looped one): a piece whose values
+    # are all -inf (a masked span of logits) has no max of its own; softmax keeps exp(x - that max) and
+    # scales it at the write, and must write zeros there, as torch does. A row all -inf is NaN in torch too.
     import torch
 
-    x = torch.randn(2, 150)
+    x = torch.randn(3, 150)
     x[0, 32:64] = float("-inf")  # the second piece of row 0, whole
     x[1, 140:] = float("-inf")  # part of the last piece of row 1
-    module = _jit_module(rows.one_read("softmax", 1, ("x",)), monkeypatch)
-    out, first, second = torch.empty_like(x), torch.empty(2, 5), torch.empty(2, 5)
+    x[2] = float("-inf")
+    module = _jit_module(rows.one_read(family, 1, ("x",)), monkeypatch)
+    out, first, second = torch.empty_like(x), torch.empty(3, 5), torch.empty(3, 5)
     for _ in range(2):  # as above: the first run leaves every piece's statistics, the second merges them
-        count = torch.full((2,), 100, dtype=torch.int32)
-        module.one_read_kernel[(10,)](out, x, first, second, count, 150, 1, 5, CHUNK=32, PIECES=8)
-    assert not out.isnan().any()
-    torch.testing.assert_close(out, torch.softmax(x, 1), atol=1e-6, rtol=1e-5)
+        count = torch.full((3,), 100, dtype=torch.int32)
+        module.one_read_kernel[(15,)](out, x, first, second, count, 150, 1, 5, CHUNK=32, PIECES=8)
+    assert not out[:2].isnan().any()
+    expected = torch.softmax(x, 1) if family == "softmax" else torch.log_softmax(x, 1)
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5, equal_nan=True)
 
 
 @pytest.mark.parametrize("family", ["softmax", "log_softmax"])
@@ -562,31 +568,35 @@ def test_every_row_structure_gives_torch_s_answer_for_masked_logits(
     # -inf once made exp(-inf - -inf) a NaN that spread over the whole row.
     import torch
 
-    x = torch.randn(4, 150)
+    x = torch.randn(5, 150)
     x[0, :64] = float("-inf")
     x[1, 32:96] = float("-inf")
     x[2, 140:] = float("-inf")
+    x[4] = float("-inf")  # a row all -inf: NaN in torch, and here
     dim = 1
-    if structure == "columns":  # the reduced dim strided: (150, 4, 1) reduced along dim 0
-        x, dim = x.t().contiguous().reshape(150, 4, 1), 0
+    if structure == "columns":  # the reduced dim strided: (150, 5, 1) reduced along dim 0
+        x, dim = x.t().contiguous().reshape(150, 5, 1), 0
     module = _jit_module(with_config(getattr(rows, structure)(family, dim, ("x",)), config), monkeypatch)
     expected = torch.softmax(x, dim) if family == "softmax" else torch.log_softmax(x, dim)
-    torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5, equal_nan=True)
 
 
 @pytest.mark.parametrize(("structure", "config"), [("rows", {"ROWS": 2, "BLOCK": 32}),
                                                    ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
 def test_logsumexp_over_masked_values_is_torch_s(structure: str, config: dict[str, int],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    # the running max of logsumexp starts at -inf, and a first block of -inf kept it there: exp(-inf - -inf)
+    # the running max of logsumexp starts at -inf, and a first block of -inf kept it there: exp(-inf - -inf);
+    # a value of +inf made it exp(inf - inf). torch: -inf for a row all -inf, inf for a row with +inf
     import torch
 
     from kernelopt.offline.moves import reduce
 
-    x = torch.randn(4, 150)
+    x = torch.randn(6, 150)
     x[0, :64] = float("-inf")
     x[1, 32:96] = float("-inf")
     x[2, 140:] = float("-inf")
+    x[4] = float("-inf")
+    x[5, 70] = float("inf")
     dim = 1
     if structure == "columns":
         x, dim = x.t().contiguous(), 0

@@ -51,53 +51,63 @@ _PTX = r"""
 import importlib.util, json, sys, warnings
 import triton
 from triton.backends.compiler import GPUTarget
-path, name, signature, fixed = json.load(sys.stdin)
+path, name, signature, fixed, warps = json.load(sys.stdin)
 spec = importlib.util.spec_from_file_location("kernel_file", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     kernel = triton.compile(triton.compiler.ASTSource(getattr(module, name), signature, fixed),
-                            target=GPUTarget("cuda", 90, 32))
+                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 print(json.dumps(kernel.asm["ptx"]))
 """
 
 
-def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object]) -> str:
-    """The sm_90 PTX of one kernel of a file, compiled in a child without the interpreter."""
+def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int) -> str:
+    """The sm_90 PTX of one kernel of a file at `warps` warps, compiled in a child without the interpreter."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _PTX], input=json.dumps([str(path), name, signature, fixed]),
+    done = subprocess.run([sys.executable, "-c", _PTX], input=json.dumps([str(path), name, signature, fixed, warps]),
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(json.loads(done.stdout))
+
+
+def _waits_then_acquires(ptx: str) -> None:
+    """One release; the polls (volatile loads), then the acquire, then the pieces' statistics (.cg), in that order."""
+    import re
+
+    assert len(re.findall(r"\batom\.global\.gpu\.release\.add\b", ptx)) == 1
+    poll = ptx.rfind("ld.volatile.global")
+    acquire = max(ptx.find("ld.global.gpu.acquire"), ptx.find("atom.global.gpu.acquire"))
+    statistics = ptx.find("ld.global.cg", max(acquire, 0))
+    assert 0 <= poll < acquire < statistics, (poll, acquire, statistics)
 
 
 def test_the_one_read_wait_polls_with_plain_loads_and_ends_on_an_acquire_and_softmax_takes_one_exp_a_value(
     tmp_path: Path,
 ) -> None:
     # The pieces' statistics are read after the wait: without an acquire they may be stale, so the acquire
-    # (an acquire load on sm_90) must be in the code ptxas gets, after polls that are plain volatile loads.
-    # Softmax keeps exp(x - the piece's max): one exp a value.
+    # (an acquire load on sm_90) must be in the code ptxas gets, after polls that are plain volatile loads
+    # and before the statistics are read. Softmax keeps exp(x - the piece's max): one exp a value. At the
+    # launch's 8 warps.
     import re
 
     from kernelopt.offline.moves import rows, standardize
 
-    acquire, release = r"\b(?:ld|atom)\.global\.gpu\.acquire\b", r"\batom\.global\.gpu\.release\.add\b"
     fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128}
     pointers = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32"}
     signature = {**pointers, "n": "i32", "inner": "i32", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr"}
     for family in ("softmax", "log_softmax"):
         kernel = tmp_path / f"{family}.py"
         kernel.write_text(rows.one_read(family, 1, ("x",), 1e-5))
-        ptx = _ptx(kernel, "one_read_kernel", signature, fixed)
-        assert len(re.findall(release, ptx)) == 1 and re.search(acquire, ptx), family
-        assert re.search(r"\bld\.volatile\.global\b", ptx), family
-        if family == "softmax":  # 4096 values over 4 warps: 32 a thread; the write's own exp was 32 more
-            assert 32 <= len(re.findall(r"\bex2\.approx", ptx)) <= 40
+        ptx = _ptx(kernel, "one_read_kernel", signature, fixed, 8)
+        _waits_then_acquires(ptx)
+        if family == "softmax":  # 4096 values over 8 warps: 16 a thread; the write's own exp was 16 more
+            assert 16 <= len(re.findall(r"\bex2\.approx", ptx)) <= 24
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))
     fixed = {**fixed, "has_w": False, "has_b": False}
     signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
                  "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
                  "chunks": "i32", **{k: "constexpr" for k in fixed}}
-    assert re.search(acquire, _ptx(kernel, "one_read_kernel", signature, fixed))
+    _waits_then_acquires(_ptx(kernel, "one_read_kernel", signature, fixed, 8))

@@ -7,6 +7,7 @@ problem's recorded compiler output (tests/fixtures/inductor), which runs under t
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -130,14 +131,38 @@ def test_a_seed_or_failure_an_older_seed_format_cached_is_made_again(tmp_path, m
     assert obtain.compiler_seed(problem, tmp_path).cached and len(made) == 1
 
 
-def test_the_seed_s_process_says_where_its_time_went_even_when_it_fails(tmp_path) -> None:
-    # The real child on this host: no GPU, so it fails after loading torch; the parent adds the child's
-    # start (Python, imports) to the stages the child reports, and the failure is one line.
+def test_the_seed_s_process_says_where_its_time_went_even_when_it_fails(tmp_path, monkeypatch) -> None:
+    # The real child on this host: no GPU, so it fails after loading torch. The parent puts the child's
+    # start (Python, imports) before the stages the child reports and its exit after; the failure is one
+    # line, and the run's compiler_seed event carries its stages.
     from kernelopt.seed import obtain
 
-    facts = obtain._run_child((SWISH / "problem.py").resolve(), tmp_path / "seed.py", "", timeout_s=120)
-    assert "no CUDA GPU" in str(facts["error"]) and "\n" not in str(facts["error"])
-    stages = facts["stages_s"]
-    assert isinstance(stages, dict) and list(stages) == ["start", "torch"]
-    assert stages["start"] > 0 and stages["torch"] > 0  # torch is loaded after the start, in the child's stage
-    assert not (tmp_path / "seed.py").exists()
+    monkeypatch.setattr(obtain, "no_gpu_reason", lambda: None)  # as if a GPU were here: the child finds none
+    monkeypatch.setattr(obtain, "gpu_name", lambda gpu: "NVIDIA H200")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with pytest.raises(obtain.SeedError) as failed:
+        obtain.compiler_seed(SWISH / "problem.py", tmp_path, gpu="")
+    assert "no CUDA GPU" in str(failed.value) and "\n" not in str(failed.value)
+    stages = failed.value.stages_s
+    assert isinstance(stages, dict) and list(stages) == ["start", "torch", "failing", "exit"]
+    assert stages["start"] > 0 and stages["torch"] > 0 and all(s >= 0 for s in stages.values())
+    # the failure is cached with its stages; served from the cache, it has none of its own
+    cached = json.loads(next((tmp_path / obtain.CACHE_FOLDER).glob("*.json")).read_text())
+    assert cached["stages_s"] == stages
+    with pytest.raises(obtain.SeedError) as again:
+        obtain.compiler_seed(SWISH / "problem.py", tmp_path, gpu="")
+    assert again.value.stages_s is None
+
+
+def test_a_cached_seed_s_event_carries_no_stages_of_another_run(tmp_path, monkeypatch) -> None:
+    made = tmp_path / "swish_seed.py"
+    made.write_text(seed_text("default", "swish"))
+    cached = CompilerSeed(str(made), "2.11.0+cu130", "NVIDIA H200", 1, 3.4, cached=True, stages_s=STAGES)
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(setup_node, "compiler_seed", lambda *args, **kwargs: cached)
+    update: dict = {"problem_file": str(SWISH / "problem.py"), "run_dir": str(tmp_path / "run"), "events": []}
+    emitted: list = []
+    monkeypatch.setattr(setup_node, "emit", lambda state, event: emitted.append(event))
+    candidate, why = setup_node._compiler_seed(update, fast_context(tmp_path), 0)
+    assert candidate is not None and why == ""
+    assert [(e.cached, e.stages_s) for e in emitted] == [(True, None)]

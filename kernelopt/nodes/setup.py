@@ -153,11 +153,12 @@ def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[C
     try:
         seed = compiler_seed(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
     except (SeedError, InputError) as err:
-        emit(update, CompilerSeedMade(error=str(err)))
+        emit(update, CompilerSeedMade(error=str(err), stages_s=getattr(err, "stages_s", None)))
         return None, f"no compiler seed: {err}"
     path = kernel_path(update["run_dir"], 0, 0, branch)
     candidate = written(path, Path(seed.path).read_text(), f"{COMPILER_SEED} (torch {seed.torch_version}, {seed.gpu})",
                         branch)
+    # a cached seed's stages were another run's time: not this run's
     emit(update, CompilerSeedMade(path=str(path), cached=seed.cached, compile_s=seed.compile_s, kernels=seed.kernels,
-                                  stages_s=seed.stages_s or None))
+                                  stages_s=None if seed.cached else seed.stages_s or None))
     return candidate, ""

@@ -6,4 +6,9 @@ WHAT_TO_DO = "give a starting kernel with --kernel, or a model with --model so t
 
 
 class SeedError(Exception):
-    """The compiler seed could not be made; the message says why, in one line."""
+    """The compiler seed could not be made; the message says why, in one line. `stages_s`: where the
+    failed making took its time, when a child process reported it (obtain.CompilerSeed.stages_s)."""
+
+    def __init__(self, message: str, stages_s: dict[str, float] | None = None) -> None:
+        super().__init__(message)
+        self.stages_s = stages_s

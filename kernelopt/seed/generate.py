@@ -61,6 +61,7 @@ class Stages:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.began_at = time.time()  # wall clock: the parent takes the child's start from it
         self._last = time.perf_counter()
 
     def lap(self, name: str) -> float:
@@ -291,11 +292,14 @@ def main(argv: list[str]) -> int:
     try:
         made = generate(problem, stages)
     except SeedError as err:
-        print(json.dumps({"error": str(err), "stages_s": stages.seconds}), flush=True)
-        return 2
-    out.write_text(made.text)
-    print(json.dumps({k: v for k, v in asdict(made).items() if k != "text"}), flush=True)
-    return 0
+        stages.lap("failing")  # the stage the error ended
+        facts: dict[str, object] = {"error": str(err), "stages_s": stages.seconds}
+    else:
+        out.write_text(made.text)
+        facts = {k: v for k, v in asdict(made).items() if k != "text"}
+    # the parent counts the child's start and exit from these (its wall less the stages)
+    print(json.dumps({**facts, "began_at": stages.began_at, "reported_at": time.time()}), flush=True)
+    return 2 if "error" in facts else 0
 
 
 if __name__ == "__main__":

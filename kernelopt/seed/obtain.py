@@ -44,7 +44,8 @@ class CompilerSeed:
     compile_s: float
     cached: bool
     rewrites: tuple[str, ...] = ()  # the rewrites of the compiler's kernels it has (kernel_text.REWRITES)
-    # where its making's time went: the child's start (Python, imports), then generate.Stages' stages
+    # where its making took its time: the child's start (Python, imports), generate.Stages' stages, its
+    # exit; a cached seed's are those of the run that made it
     stages_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -121,7 +122,7 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
         extra["CUDA_VISIBLE_DEVICES"] = gpu
     env = scrubbed_env(extra=extra)
     env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
-    began = time.monotonic()
+    began = time.time()
     child = subprocess.Popen(
         [sys.executable, "-m", "kernelopt.seed", str(problem), str(out)],
         stdout=subprocess.PIPE,
@@ -140,10 +141,15 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     if not lines:
         last = (stderr.strip().splitlines() or ["no output"])[-1]
         raise SeedError(f"the compiler seed's process failed (exit {child.returncode}): {last[:300]}; {WHAT_TO_DO}")
+    ended = time.time()
     facts = dict(json.loads(lines[-1]))
+    # the child's start (Python, kernelopt's imports) before its stages, and its exit (the seed file
+    # written, Python and CUDA shut down) after its report; the stages themselves are the child's
+    began_at, reported_at = facts.pop("began_at", None), facts.pop("reported_at", None)
     stages = dict(facts.get("stages_s") or {})
-    # the child's own stages start once it runs: what is left of its wall is Python's start and the imports
-    facts["stages_s"] = {"start": round(time.monotonic() - began - sum(stages.values()), 2), **stages}
+    if isinstance(began_at, float) and isinstance(reported_at, float):
+        stages = {"start": round(began_at - began, 2), **stages, "exit": round(ended - reported_at, 2)}
+    facts["stages_s"] = stages
     return facts
 
 
@@ -167,8 +173,9 @@ def compiler_seed(
         made = Path(scratch) / "seed.py"
         facts = _run_child(problem, made, gpu, timeout_s)
         if facts.get("error"):
-            stem.with_suffix(".json").write_text(json.dumps({"error": facts["error"]}) + "\n")
-            raise SeedError(str(facts["error"]))
+            stages = facts.get("stages_s")
+            stem.with_suffix(".json").write_text(json.dumps({"error": facts["error"], "stages_s": stages}) + "\n")
+            raise SeedError(str(facts["error"]), stages if isinstance(stages, dict) else None)
         shutil.move(made, stem.with_suffix(".py"))
     stem.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
     found = _cached(stem)

@@ -54,10 +54,11 @@ def _fold(kind: str, axis: int) -> str:
         return f"        acc += tl.sum(tl.where(mask, {term}, 0.0), axis={axis})"
     if kind == "logsumexp":  # online: the running max, and the sum of exp(x - max) rescaled as it grows
         spread = "grown[:, None]" if axis == 1 else "grown[None, :]"
-        # a max of -inf so far (masked values): the exps are taken against 0, so they are 0, not NaN
+        # a max of -inf so far (masked values), or +inf: the exps are taken against 0, so they come out 0
+        # and inf, where exp(-inf - -inf) and exp(inf - inf) were NaN (torch gives -inf and inf)
         return (f"        block = tl.where(mask, x, float('-inf'))\n"
                 f"        grown = tl.maximum(acc, tl.max(block, axis={axis}))\n"
-                f"        safe = tl.where(grown == float('-inf'), 0.0, grown)\n"
+                f"        safe = tl.where(tl.abs(grown) == float('inf'), 0.0, grown)\n"
                 f"        terms = tl.where(mask, tl.exp(x - {spread.replace('grown', 'safe')}), 0.0)\n"
                 f"        s = s * tl.exp(acc - safe) + tl.sum(terms, axis={axis})\n"
                 f"        acc = grown")
