@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
@@ -180,5 +180,4 @@ def compiler_seed(
     stem.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
     found = _cached(stem)
     assert found is not None
-    return CompilerSeed(found.path, found.torch_version, found.gpu, found.kernels, found.compile_s, False,
-                        found.rewrites, found.stages_s)
+    return replace(found, cached=False)
