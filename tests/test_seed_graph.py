@@ -134,7 +134,7 @@ def test_a_seed_or_failure_an_older_seed_format_cached_is_made_again(tmp_path, m
 def test_the_seed_s_process_says_where_its_time_went_even_when_it_fails(tmp_path, monkeypatch) -> None:
     # The real child on this host: no GPU, so it fails after loading torch. The parent puts the child's
     # start (Python, imports) before the stages the child reports and its exit after; the failure is one
-    # line, and the run's compiler_seed event carries its stages.
+    # line and carries its stages (setup puts them in the run's compiler_seed event).
     from kernelopt.seed import obtain
 
     monkeypatch.setattr(obtain, "no_gpu_reason", lambda: None)  # as if a GPU were here: the child finds none
