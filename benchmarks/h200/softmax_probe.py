@@ -11,8 +11,9 @@ Variants (each checked against torch.softmax, timed by CUDA events, median of 15
 - `reread_last`: `reread`, and only the piece that arrives last merges the row's statistics; the
   others wait on a per-row flag and read two numbers.
 - `copy`: the same programs with no statistics and no wait (a copy): what this shape of program moves.
-- `template`: the kernel `rows.one_read` writes today (one exp a value for softmax, the wait polling
-  the counter with plain loads and ending on one acquire): against `regs`, what those two changes gain.
+- `template`: the kernel `rows.one_read` writes today (one exp a value for softmax; session 21 timed
+  a wait polling with volatile loads from every thread at 6.04 ms, so the wait is one thread's acquire
+  atomic again, as in `regs`): against `regs`, what the one exp gains.
 - `clone`, `torch`: `x.clone()` (the floor's own rate) and `torch.softmax`.
 
 Each variant runs in a child with a time limit: a wait that never ends (pieces not all resident)
