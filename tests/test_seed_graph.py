@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,7 @@ def seed_on_this_host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[s
     made.write_text(seed_text("default", "swish"))
     calls: list[str] = []
 
-    def fake_compiler_seed(problem_file: str, cache_dir: Path, gpu: str | None) -> CompilerSeed:
+    def fake_compiler_seed(problem_file: str, cache_dir: Path, gpu: str | None, ahead: object = None) -> CompilerSeed:
         calls.append(Path(problem_file).read_text())
         return CompilerSeed(str(made), "2.11.0+cu130", "NVIDIA H200", 1, 3.4, cached=False, stages_s=STAGES)
 
@@ -131,27 +132,81 @@ def test_a_seed_or_failure_an_older_seed_format_cached_is_made_again(tmp_path, m
     assert obtain.compiler_seed(problem, tmp_path).cached and len(made) == 1
 
 
-def test_the_seed_s_process_says_where_its_time_went_even_when_it_fails(tmp_path, monkeypatch) -> None:
-    # The real child on this host: no GPU, so it fails after loading torch. The parent puts the child's
-    # start (Python, imports) before the stages the child reports and its exit after; the failure is one
-    # line and carries its stages (setup puts them in the run's compiler_seed event).
+def test_the_seed_s_process_started_ahead_waits_then_says_where_its_time_went_even_when_it_fails(
+    tmp_path, monkeypatch
+) -> None:
+    # The real child on this host, started ahead as setup starts it while the baselines are timed: it
+    # loads torch and the compiler, waits to be told to go, then fails for want of a GPU. The parent puts
+    # the child's start (Python, imports) before the stages the child reports and its exit after; the
+    # failure is one line and carries its stages (setup puts them in the run's compiler_seed event).
     from kernelopt.seed import obtain
 
     monkeypatch.setattr(obtain, "no_gpu_reason", lambda: None)  # as if a GPU were here: the child finds none
     monkeypatch.setattr(obtain, "gpu_name", lambda gpu: "NVIDIA H200")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    ahead = obtain.seed_ahead(SWISH / "problem.py", tmp_path, gpu="")
+    assert ahead is not None
+    time.sleep(1.0)
+    assert ahead.child.poll() is None  # loading, or waiting: not past the gate
     with pytest.raises(obtain.SeedError) as failed:
-        obtain.compiler_seed(SWISH / "problem.py", tmp_path, gpu="")
+        obtain.compiler_seed(SWISH / "problem.py", tmp_path, gpu="", ahead=ahead)
     assert "no CUDA GPU" in str(failed.value) and "\n" not in str(failed.value)
     stages = failed.value.stages_s
-    assert isinstance(stages, dict) and list(stages) == ["start", "torch", "failing", "exit"]
-    assert stages["start"] > 0 and stages["torch"] > 0 and all(s >= 0 for s in stages.values())
-    # the failure is cached with its stages; served from the cache, it has none of its own
+    assert isinstance(stages, dict) and list(stages) == ["start", "torch", "imports", "waiting", "failing", "exit"]
+    assert stages["start"] > 0 and stages["torch"] > 0 and stages["imports"] > 0
+    assert all(s >= 0 for s in stages.values())
+    assert stages["exit"] < 1.0  # it leaves once its report is out, without shutting the compiler down
+    assert ahead.child.returncode is not None and not ahead.scratch.exists()
+    # the failure is cached with its stages; served from the cache, it has none of its own, and no child
+    # is started ahead for it
     cached = json.loads(next((tmp_path / obtain.CACHE_FOLDER).glob("*.json")).read_text())
     assert cached["stages_s"] == stages
+    assert obtain.seed_ahead(SWISH / "problem.py", tmp_path, gpu="") is None
     with pytest.raises(obtain.SeedError) as again:
         obtain.compiler_seed(SWISH / "problem.py", tmp_path, gpu="")
     assert again.value.stages_s is None
+
+
+def test_a_seed_started_ahead_and_not_wanted_is_stopped_before_it_uses_the_gpu(tmp_path, monkeypatch) -> None:
+    from kernelopt.seed import obtain
+
+    monkeypatch.setattr(obtain, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(obtain, "gpu_name", lambda gpu: "NVIDIA H200")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    ahead = obtain.seed_ahead(SWISH / "problem.py", tmp_path, gpu="")
+    assert ahead is not None and ahead.scratch.exists()
+    ahead.cancel()
+    assert ahead.child.returncode is not None and not ahead.scratch.exists()
+    ahead.cancel()  # again: nothing
+    assert list((tmp_path / obtain.CACHE_FOLDER).iterdir()) == []  # no seed, no failure cached
+
+
+class _Ahead:
+    """Stands in for a seed's child started ahead: says whether it was stopped."""
+
+    def __init__(self) -> None:
+        self.cancelled = 0
+
+    def cancel(self) -> None:
+        self.cancelled += 1
+
+
+def test_setup_stops_the_seed_started_ahead_when_the_baselines_fail(tmp_path, monkeypatch) -> None:
+    from kernelopt.records import InputError
+
+    ahead = _Ahead()
+
+    class Failing:
+        def baselines(self) -> None:
+            raise InputError("the reference ran out of GPU memory; make the problem smaller")
+
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: None)
+    monkeypatch.setattr(setup_node, "seed_ahead", lambda *args: ahead)
+    monkeypatch.setattr(setup_node, "verifier_for", lambda update, ctx: Failing())
+    update, error = setup_node._setup({"problem_source": (SWISH / "problem.py").read_text()}, fast_context(tmp_path),
+                                      uses_llm=False)
+    assert error == "the reference ran out of GPU memory; make the problem smaller"
+    assert ahead.cancelled == 1
 
 
 def test_a_cached_seed_s_event_carries_no_stages_of_another_run(tmp_path, monkeypatch) -> None:

@@ -27,7 +27,7 @@ from kernelopt.records import Candidate, InputError
 from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir
 from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
-from kernelopt.seed.obtain import compiler_seed, no_gpu_reason
+from kernelopt.seed.obtain import SeedAhead, compiler_seed, no_gpu_reason, seed_ahead
 from kernelopt.state import KernelOptState
 
 
@@ -117,6 +117,20 @@ def _setup(
     emit(update, SetupDone(run_dir=str(run_dir), gpu=gpu.key))
     if not baselines:
         return update, None
+    # the seed's process loads torch and the compiler while the baselines are timed; it uses the GPU after them
+    ahead = _seed_ahead(update, ctx)
+    try:
+        return _timed_and_started(update, ctx, kernel, uses_llm, ahead)
+    finally:
+        if ahead is not None:  # used, or the run stopped before the seed: never left waiting
+            ahead.cancel()
+
+
+def _timed_and_started(
+    update: dict[str, Any], ctx: Context, kernel: str | None, uses_llm: bool, ahead: SeedAhead | None
+) -> tuple[dict[str, Any], str | None]:
+    """The baselines timed, the profiles started ahead, and round 0's candidates: the user's kernel, the seed."""
+    run_dir = Path(update["run_dir"])
     try:
         baselines = verifier_for(update, ctx).baselines()  # type: ignore[arg-type]
     except InputError as err:
@@ -135,7 +149,7 @@ def _setup(
     starts: list[Candidate] = []
     if kernel:
         starts.append(written(kernel_path(run_dir, 0, 0), kernel, STARTING_KERNEL))
-    seed, no_seed = _compiler_seed(update, ctx, len(starts))
+    seed, no_seed = _compiler_seed(update, ctx, len(starts), ahead)
     starts += [seed] if seed else []
     if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
         return update, f"nothing to start from: no kernel, no model, and {no_seed}"
@@ -144,14 +158,24 @@ def _setup(
     return update, None
 
 
-def _compiler_seed(update: dict[str, Any], ctx: Context, branch: int) -> tuple[Candidate | None, str]:
-    """Round 0's compiler seed as a candidate beside the user's kernel (or alone), or why there is none."""
-    if not ctx.compiler_seed:
-        return None, f"the compiler seed is turned off; {WHAT_TO_DO}"
-    if reason := no_gpu_reason():
-        return None, reason
+def _seed_ahead(update: dict[str, Any], ctx: Context) -> SeedAhead | None:
+    """The seed's child started before the baselines, where the run will make a seed here."""
+    if not ctx.compiler_seed or no_gpu_reason():
+        return None
+    return seed_ahead(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
+
+
+def _compiler_seed(
+    update: dict[str, Any], ctx: Context, branch: int, ahead: SeedAhead | None = None
+) -> tuple[Candidate | None, str]:
+    """Round 0's compiler seed as a candidate beside the user's kernel (or alone), or why there is none;
+    `ahead`: the seed's child started before the baselines, if any."""
+    why = no_gpu_reason() if ctx.compiler_seed else f"the compiler seed is turned off; {WHAT_TO_DO}"
+    if why:
+        return None, why
     try:
-        seed = compiler_seed(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
+        seed = compiler_seed(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0],
+                             ahead=ahead)
     except (SeedError, InputError) as err:
         emit(update, CompilerSeedMade(error=str(err), stages_s=getattr(err, "stages_s", None)))
         return None, f"no compiler seed: {err}"

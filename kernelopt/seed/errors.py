@@ -1,7 +1,9 @@
-"""The one error the compiler seed raises: a sentence a person reads, saying what to do."""
+"""The one error the compiler seed raises (a sentence a person reads, saying what to do), and the
+word that starts its waiting child."""
 
 from __future__ import annotations
 
+GO = "go"  # the line a seed's child started with --wait reads on its stdin before it uses the GPU
 WHAT_TO_DO = "give a starting kernel with --kernel, or a model with --model so the LLM writes one"
 
 

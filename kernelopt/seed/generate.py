@@ -16,13 +16,14 @@ import gc
 import importlib.util
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from kernelopt.harness.problem import load_problem, read_source
 from kernelopt.seed.bindings import recording_backend
-from kernelopt.seed.errors import WHAT_TO_DO, SeedError
+from kernelopt.seed.errors import GO, WHAT_TO_DO, SeedError
 from kernelopt.seed.forward_body import LaunchConfig
 from kernelopt.seed.kernel_text import REWRITES
 from kernelopt.seed.output_code import parse_output
@@ -197,13 +198,24 @@ def matches(have: Any, want: Any, chunk: int = CHECK_CHUNK) -> bool:
     )
 
 
-def generate(problem_path: Path, stages: Stages | None = None) -> Generated:
+def generate(problem_path: Path, stages: Stages | None = None, gate: Callable[[], None] | None = None) -> Generated:
     """The compiler seed for the problem at `problem_path` (on this process's cuda:0); `stages` gets each
-    stage's seconds as it ends (torch, inputs, reference, compile, check), a failure's too."""
+    stage's seconds as it ends (torch, inputs, reference, compile, check), a failure's too.
+
+    With a `gate`, the compiler's modules are loaded too (stage "imports"), then the gate is called
+    and returns when the GPU may be used ("waiting"): the process is started while the run's baselines
+    are timed, and touches the GPU only after them."""
     stages = stages or Stages()
     import torch
 
     stages.lap("torch")
+    if gate is not None:
+        import torch._dynamo
+        import torch._inductor.compile_fx  # noqa: F401  (seconds of imports, done before the gate)
+
+        stages.lap("imports")
+        gate()
+        stages.lap("waiting")
     if not torch.cuda.is_available():
         raise SeedError(
             f"no CUDA GPU here: the compiler seed needs one (torch.compile writes Triton for GPUs); {WHAT_TO_DO}"
@@ -279,18 +291,28 @@ def _seed_of(problem_path: Path, problem: Any, inputs: list[Any], reference_out:
                      rewrites)
 
 
+def _wait_for_go() -> None:
+    """Block until the parent writes GO; leave quietly if it closes stdin without (the run stopped)."""
+    if sys.stdin.readline().strip() != GO:
+        raise SystemExit(3)
+
+
 def main(argv: list[str]) -> int:
-    """`python -m kernelopt.seed PROBLEM OUT`: write the seed to OUT; print one JSON line either way."""
+    """`python -m kernelopt.seed PROBLEM OUT [--wait]`: write the seed to OUT; print one JSON line either way.
+
+    --wait: load torch and the compiler, then wait for a line "go" on stdin before using the GPU."""
     import json
     from dataclasses import asdict
 
+    wait = "--wait" in argv
+    argv = [a for a in argv if a != "--wait"]
     if len(argv) != 2:
-        print("usage: python -m kernelopt.seed PROBLEM.py OUT.py", file=sys.stderr)
+        print("usage: python -m kernelopt.seed PROBLEM.py OUT.py [--wait]", file=sys.stderr)
         return 2
     problem, out = Path(argv[0]), Path(argv[1])
     stages = Stages()
     try:
-        made = generate(problem, stages)
+        made = generate(problem, stages, _wait_for_go if wait else None)
     except SeedError as err:
         stages.lap("failing")  # the stage the error ended
         facts: dict[str, object] = {"error": str(err), "stages_s": stages.seconds}

@@ -8,6 +8,7 @@ way), a time-out is not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -23,7 +24,8 @@ from pathlib import Path
 
 from kernelopt.harness import scrubbed_env
 from kernelopt.harness.problem import read_source, source_hash
-from kernelopt.seed.errors import WHAT_TO_DO, SeedError
+from kernelopt.records import InputError
+from kernelopt.seed.errors import GO, WHAT_TO_DO, SeedError
 
 SEED_TIMEOUT_S = 900.0  # max-autotune benchmarks every GEMM tile: minutes on a large problem
 CACHE_FOLDER = "compiler-seeds"
@@ -116,7 +118,8 @@ def _cached(stem: Path) -> CompilerSeed | None:
                         facts["compile_s"], True, tuple(facts.get("rewrites") or ()), dict(facts.get("stages_s") or {}))
 
 
-def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
+def _start_child(problem: Path, out: Path, gpu: str | None, wait: bool = False) -> tuple[subprocess.Popen[str], float]:
+    """The seed's child process, started (with `wait`: it loads torch and the compiler, then waits for GO)."""
     extra = {"PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
     if gpu is not None:
         extra["CUDA_VISIBLE_DEVICES"] = gpu
@@ -124,18 +127,29 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
     began = time.time()
     child = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.seed", str(problem), str(out)],
+        [sys.executable, "-m", "kernelopt.seed", str(problem), str(out), *(["--wait"] if wait else [])],
+        stdin=subprocess.PIPE if wait else None,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         env=env,
         start_new_session=True,
     )
+    return child, began
+
+
+def _finish_child(child: subprocess.Popen[str], began: float, timeout_s: float) -> dict[str, object]:
+    """The facts a started child reports (a waiting one is told GO first), within `timeout_s`."""
+    if child.stdin is not None:
+        try:
+            child.stdin.write(GO + "\n")
+            child.stdin.flush()
+        except OSError:  # it has already ended: what it said is read below
+            pass
     try:
         stdout, stderr = child.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        child.communicate()
+        _stop(child)
         raise SeedError(f"making the compiler seed took over {timeout_s:.0f} s and was stopped; {WHAT_TO_DO}") from None
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if not lines:
@@ -144,7 +158,7 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     ended = time.time()
     facts = dict(json.loads(lines[-1]))
     # the child's start (Python, kernelopt's imports) before its stages, and its exit (the seed file
-    # written, Python and CUDA shut down) after its report; the stages themselves are the child's
+    # written, its report printed) after its report; the stages themselves are the child's
     began_at, reported_at = facts.pop("began_at", None), facts.pop("reported_at", None)
     stages = dict(facts.get("stages_s") or {})
     if isinstance(began_at, float) and isinstance(reported_at, float):
@@ -153,30 +167,91 @@ def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> d
     return facts
 
 
+def _stop(child: subprocess.Popen[str]) -> None:
+    if child.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
+
+
+def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
+    return _finish_child(*_start_child(problem, out, gpu), timeout_s)
+
+
+class SeedAhead:
+    """A seed's child started ahead, while the run's baselines are timed: it loads Python, torch and
+    the compiler (seconds a run would otherwise wait for), then waits before it uses the GPU, so the
+    baselines are timed alone. `compiler_seed(..., ahead=)` lets it go on; `cancel` stops it."""
+
+    def __init__(self, stem: Path, problem: Path, gpu: str | None) -> None:
+        self.stem, self.scratch = stem, Path(tempfile.mkdtemp(dir=stem.parent))
+        self.out = self.scratch / "seed.py"
+        self.child, self.began = _start_child(problem, self.out, gpu, wait=True)
+
+    def finish(self, timeout_s: float) -> dict[str, object]:
+        return _finish_child(self.child, self.began, timeout_s)
+
+    def cancel(self) -> None:
+        """Stop the child if it still runs (it never used the GPU unless told to go); remove its folder."""
+        if self.child.returncode is None:
+            _stop(self.child)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _stem(problem: Path, cache_dir: str | Path, gpu: str | None) -> Path:
+    folder = Path(cache_dir) / CACHE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder / cache_key(read_source(problem, "problem"), _torch_version(), gpu_name(gpu))
+
+
+def seed_ahead(problem_path: str | Path, cache_dir: str | Path, gpu: str | None = None) -> SeedAhead | None:
+    """The seed's child started ahead for `compiler_seed`, or None where none will be made here (no GPU,
+    the seed or its failure cached, an unreadable problem: `compiler_seed` says which)."""
+    if no_gpu_reason():
+        return None
+    problem = Path(problem_path).resolve()
+    try:
+        stem = _stem(problem, cache_dir, gpu)
+        if _cached(stem):
+            return None
+    except (SeedError, InputError, OSError):
+        return None
+    return SeedAhead(stem, problem, gpu)
+
+
 def compiler_seed(
-    problem_path: str | Path, cache_dir: str | Path, gpu: str | None = None, timeout_s: float = SEED_TIMEOUT_S
+    problem_path: str | Path, cache_dir: str | Path, gpu: str | None = None, timeout_s: float = SEED_TIMEOUT_S,
+    ahead: SeedAhead | None = None,
 ) -> CompilerSeed:
     """The compiler seed of a problem, cached in `cache_dir`/compiler-seeds; SeedError (one line) when none can be made.
 
-    `gpu` names the GPU as CUDA_VISIBLE_DEVICES would (None: this process's own)."""
-    reason = no_gpu_reason()
-    if reason:
-        raise SeedError(reason)
-    problem = Path(problem_path).resolve()
-    folder = Path(cache_dir) / CACHE_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    stem = folder / cache_key(read_source(problem, "problem"), _torch_version(), gpu_name(gpu))
-    found = _cached(stem)
-    if found:
-        return found
-    with tempfile.TemporaryDirectory(dir=folder) as scratch:
+    `gpu` names the GPU as CUDA_VISIBLE_DEVICES would (None: this process's own). `ahead`: the child
+    `seed_ahead` started for it, which is used (and always ended) here."""
+    try:
+        reason = no_gpu_reason()
+        if reason:
+            raise SeedError(reason)
+        stem = _stem(Path(problem_path).resolve(), cache_dir, gpu)
+        found = _cached(stem)
+        if found:
+            return found
+        if ahead is not None and ahead.stem == stem:
+            return _kept(stem, ahead.out, ahead.finish(timeout_s))
+    finally:
+        if ahead is not None:
+            ahead.cancel()
+    with tempfile.TemporaryDirectory(dir=stem.parent) as scratch:
         made = Path(scratch) / "seed.py"
-        facts = _run_child(problem, made, gpu, timeout_s)
-        if facts.get("error"):
-            stages = facts.get("stages_s")
-            stem.with_suffix(".json").write_text(json.dumps({"error": facts["error"], "stages_s": stages}) + "\n")
-            raise SeedError(str(facts["error"]), stages if isinstance(stages, dict) else None)
-        shutil.move(made, stem.with_suffix(".py"))
+        return _kept(stem, made, _run_child(Path(problem_path).resolve(), made, gpu, timeout_s))
+
+
+def _kept(stem: Path, made: Path, facts: dict[str, object]) -> CompilerSeed:
+    """The child's seed (or its failure, raised) moved into the cache."""
+    if facts.get("error"):
+        stages = facts.get("stages_s")
+        stem.with_suffix(".json").write_text(json.dumps({"error": facts["error"], "stages_s": stages}) + "\n")
+        raise SeedError(str(facts["error"]), stages if isinstance(stages, dict) else None)
+    shutil.move(made, stem.with_suffix(".py"))
     stem.with_suffix(".json").write_text(json.dumps(facts, indent=1) + "\n")
     found = _cached(stem)
     assert found is not None
