@@ -85,14 +85,13 @@ def _waits_then_acquires(ptx: str) -> None:
     assert 0 <= acquire < statistics, (acquire, statistics)
 
 
-def test_the_one_read_wait_polls_with_one_acquire_atomic_and_softmax_takes_one_exp_a_value(
+def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statistics_after_it(
     tmp_path: Path,
 ) -> None:
     # The pieces' statistics are read after the wait: without an acquire they may be stale, so the acquire
     # must be in the code ptxas gets, before the statistics are read; the polls are atomics, which one
     # thread issues (volatile loads polled by every thread took softmax from 3.77 to 6.04 ms on the H200).
-    # Softmax keeps exp(x - the piece's max): one exp a value. At the launch's 8 warps.
-    import re
+    # At the launch's 8 warps.
 
     from kernelopt.offline.moves import rows, standardize
 
@@ -104,8 +103,6 @@ def test_the_one_read_wait_polls_with_one_acquire_atomic_and_softmax_takes_one_e
         kernel.write_text(rows.one_read(family, 1, ("x",), 1e-5))
         ptx = _ptx(kernel, "one_read_kernel", signature, fixed, 8)
         _waits_then_acquires(ptx)
-        if family == "softmax":  # 4096 values over 8 warps: 16 a thread; the write's own exp was 16 more
-            assert 16 <= len(re.findall(r"\bex2\.approx", ptx)) <= 24
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))
     fixed = {**fixed, "has_w": False, "has_b": False}
