@@ -151,6 +151,10 @@ def _finish_child(child: subprocess.Popen[str], began: float, timeout_s: float) 
     except subprocess.TimeoutExpired:
         _stop(child)
         raise SeedError(f"making the compiler seed took over {timeout_s:.0f} s and was stopped; {WHAT_TO_DO}") from None
+    # it left with os._exit, without shutting down the compiler's worker processes: they are in its
+    # session (process group), and go with it
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.pid, signal.SIGKILL)
     lines = [line for line in stdout.splitlines() if line.startswith("{")]
     if not lines:
         last = (stderr.strip().splitlines() or ["no output"])[-1]
