@@ -169,3 +169,17 @@ def test_cache_decorator_and_property() -> None:
     assert "cache-across-calls" in _rules(source)
     assert "deferred-output" in _forward("", "class Out:\n    @property\n    def v(self):\n"
                                          "        return 1")
+
+
+def test_a_tensor_descriptor_s_load_and_store_pass_and_no_other_load_does() -> None:
+    # d.load / d.store in a kernel where d is made by tl.make_tensor_descriptor is a TMA load or store;
+    # a name bound to anything else (or a kernel parameter, whatever the caller passed) is not let through.
+    from kernelopt.offline.moves import matmul_tma
+
+    source = matmul_tma.tma(("A", "B"), (0, 1), (False, True), 132)
+    assert check_kernel_source(source) == []
+    rebound = source.replace("        for k in range(0, K, BLOCK_K):\n",
+                             "        a_desc = b_ptr\n        for k in range(0, K, BLOCK_K):\n", 1)
+    assert rebound != source and "forbidden-attribute" in _rules(rebound)
+    passed_in = source.replace("def matmul_tma_kernel(a_ptr,", "def matmul_tma_kernel(a_desc, a_ptr,", 1)
+    assert "forbidden-attribute" in _rules(passed_in)

@@ -13,7 +13,7 @@ from helpers import fast_context, run_graph
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, rows, structural_moves
+from kernelopt.offline.moves import matmul, matmul_tma, rows, structural_moves
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.structures import alive_plans, dead_moves, measured_moves, move_plans
 from kernelopt.offline.tuner import knob_values, with_config
@@ -88,7 +88,7 @@ def test_moves_that_do_not_apply_say_why() -> None:
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
                                                    "matmul.split_k_tf32x3"}
-    assert "outside the imports the verifier admits" in large_k.skipped[0].why
+    assert "TMA tiles are tried for 16-bit operands" in {s.name: s.why for s in large_k.skipped}["matmul.tma"]
     split = next(m for m in large_k.instances if m.name == "matmul.split_k")
     programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in split.grid]
     assert all(66 <= p <= 264 for p in programs[:3])  # a 256 x 256 output: each tile's first split fills the 132 SMs
@@ -130,6 +130,9 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
     half = structural_moves(ROOT / "examples" / "matmul" / "problem.py")  # fp16: the tensor cores are its own
     assert half.family is not None and half.family.dtype == "float16"
     assert not any("tf32x3" in m.name for m in half.instances)
+    # fp16 rows of whole 16-byte units: its tiles can come by TMA, over one or two programs an SM
+    tma = next(m for m in half.instances if m.name == "matmul.tma")
+    assert {c["PROGRAMS"] for c in tma.grid} == {132, 264} and "tensor descriptors" in tma.why
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
@@ -353,18 +356,61 @@ def test_each_standardize_template_passes_the_verifier(
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
                                                   ("grouped", "matmul.py"), ("persistent", "matmul.py"),
                                                   ("aligned", "matmul.py"), ("aligned", "matmul_bt.py"),
-                                                  ("batched", "bmm.py")])
+                                                  ("batched", "bmm.py"), ("tma", "matmul_fp16.py")])
 def test_each_matmul_template_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     family = _family(MOVES / problem)
-    args = (family.input_names, family.operands, family.transposed) + ((3,) if template == "persistent" else ())
-    source = getattr(matmul, template)(*args)
+    persistent = template in ("persistent", "tma")
+    args = (family.input_names, family.operands, family.transposed) + ((3,) if persistent else ())
+    source = getattr(matmul_tma if template == "tma" else matmul, template)(*args)
     # 3 programs for 6 output tiles: each program walks two; the split-K sum in programs of 32
     # outputs (its grid follows the knob: a literal grid once left 7 in 8 outputs unwritten)
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3, "PROGRAMS": 3, "SUM_BLOCK": 32}
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
+
+
+@pytest.mark.parametrize("transposed", [(False, False), (False, True), (True, False)])
+def test_the_tma_template_describes_what_it_can_and_multiplies_the_rest_without(transposed, tmp_path: Path) -> None:
+    # Rows of whole 16-byte units go through the descriptors (the grouped kernel is never called); rows
+    # of 37 fp16 values (74 bytes), or a view that starts mid-row, cannot, and the grouped kernel takes them.
+    import torch
+
+    source = matmul_tma.tma(("A", "B"), (0, 1), transposed, 3)
+    module = _load(tmp_path, with_config(source, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}))
+
+    def product(m: int, k: int, n: int, offset: int = 0) -> tuple[Any, Any]:
+        a = torch.randn((k, m) if transposed[0] else (m, k), dtype=torch.float16)
+        b = torch.randn(k * n + offset, dtype=torch.float16)[offset:].view((n, k) if transposed[1] else (k, n))
+        out = module.ModelNew()(a, b)
+        want = (a.T if transposed[0] else a).float() @ (b.T if transposed[1] else b).float()
+        return out, want
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise AssertionError("this kernel was not to run")
+
+    grouped, described = module.matmul_kernel, module.matmul_tma_kernel
+    module.matmul_kernel = refused
+    out, want = product(40, 72, 24)  # 7 programs' worth of tiles over 3 programs
+    torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=2e-2)
+    module.matmul_kernel, module.matmul_tma_kernel = grouped, refused
+    for shape, offset in (((37, 37, 37), 0), ((40, 72, 24), 1)):
+        out, want = product(*shape, offset=offset)
+        torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=2e-2)
+    module.matmul_tma_kernel = described
+
+
+def _load(tmp_path: Path, source: str) -> Any:
+    import importlib.util
+
+    path = tmp_path / "kernel.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"kernel_{abs(hash(source))}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def test_a_wrong_template_is_turned_down(tmp_path: Path, settings: HarnessSettings) -> None:

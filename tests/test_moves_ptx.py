@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from test_seed_specialize import _COMPILE, INTEGER_DIVISION
 
 from kernelopt.offline.moves import structural_moves
@@ -110,3 +111,25 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
                  "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
                  "chunks": "i32", **{k: "constexpr" for k in fixed}}
     _waits_then_acquires(_ptx(kernel, "one_read_kernel", signature, fixed, 8))
+
+
+@pytest.mark.parametrize("transposed", [(False, False), (False, True)])
+def test_the_tma_template_compiles_to_bulk_tensor_copies_and_wgmma_for_sm_90(transposed, tmp_path: Path) -> None:
+    # The H200's own code for the fp16 example's tile (128 x 256 x 64, 8 warps): the tiles come by TMA
+    # (cp.async.bulk.tensor through tensormaps made on the device), and the products are wgmma.
+    import re
+
+    from kernelopt.offline.moves import matmul_tma
+
+    kernel = tmp_path / "tma.py"
+    kernel.write_text(matmul_tma.tma(("A", "B"), (0, 1), transposed, 132))
+    knobs = ("A_T", "B_T", "BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "PROGRAMS", "PRECISION")
+    signature = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", **dict.fromkeys(("M", "N", "K"), "i32"),
+                 **dict.fromkeys(("lda", "ldb", "ldc"), "i32"), **dict.fromkeys(knobs, "constexpr")}
+    fixed = {"A_T": transposed[0], "B_T": transposed[1], "BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "GROUP_M": 8,
+             "PROGRAMS": 132, "PRECISION": "tf32"}
+    ptx = _ptx(kernel, "matmul_tma_kernel", signature, fixed, 8)
+    assert re.search(r"\bcp\.async\.bulk\.tensor\.2d\.shared::\w+\.global\.mbarrier", ptx)  # the loads
+    assert re.search(r"\bcp\.async\.bulk\.tensor\.2d\.global\.shared::\w+", ptx)  # the store
+    assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16\b", ptx)
+    assert "ld.global" not in ptx  # no tile loaded thread by thread

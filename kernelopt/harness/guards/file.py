@@ -51,13 +51,38 @@ def _check_attribute(checker: "Checker", node: ast.Attribute) -> None:
         path = checker.dotted(node) or ""
         if name in _HOST_COPIES and _enclosing_function(checker, node) == "__init__":
             return  # building parameters from host data; forward never sees these
-        if not path.startswith("triton.language."):  # tl.load and tl.store are Triton's own
-            checker.add(
-                "forbidden-attribute",
-                node,
-                f"uses .{name} ({ast.unparse(node)}); kernels may not reach the interpreter, the harness "
-                "or PyTorch's operator tables",
-            )
+        if path.startswith("triton.language.") or _descriptor_method(checker, node):  # Triton's own
+            return
+        checker.add(
+            "forbidden-attribute",
+            node,
+            f"uses .{name} ({ast.unparse(node)}); kernels may not reach the interpreter, the harness "
+            "or PyTorch's operator tables",
+        )
+
+
+DESCRIPTOR = "triton.language.make_tensor_descriptor"
+
+
+def _descriptor_method(checker: "Checker", node: ast.Attribute) -> bool:
+    """`d.load` / `d.store` in a @triton.jit kernel where every binding of `d` there is a tensor
+    descriptor made by tl.make_tensor_descriptor (a TMA load or store, not torch.load)."""
+    if node.attr not in ("load", "store") or not isinstance(node.value, ast.Name):
+        return False
+    kernel = checker.parents.get(node)
+    while kernel is not None and kernel not in checker.kernel_nodes:
+        kernel = checker.parents.get(kernel)
+    if kernel is None:
+        return False
+    name = node.value.id
+    bound = [n for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
+    made = [n.value for n in ast.walk(kernel) if isinstance(n, ast.Assign) and len(n.targets) == 1
+            and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name]
+    args = kernel.args if isinstance(kernel, ast.FunctionDef) else None
+    if args is not None and name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
+        return False  # a parameter: whatever the caller passed
+    return bool(made) and len(made) == len(bound) and all(
+        isinstance(v, ast.Call) and checker.dotted(v.func) == DESCRIPTOR for v in made)
 
 
 def _enclosing_function(checker: "Checker", node: ast.AST) -> str | None:

@@ -57,6 +57,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "grouped": ("memory", "other"),
     "split_k": ("occupancy",),
     "persistent": ("occupancy", "latency", "other"),
+    "tma": ("memory", "latency", "occupancy", "compute", "other"),  # whole tiles by TMA: no address registers
     "columns": ("memory", "latency", "occupancy"),
     "streaming": ("memory", "latency", "other"),
     "tiled": ("memory", "latency", "occupancy", "other"),

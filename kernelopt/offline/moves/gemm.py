@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_tma
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -31,15 +31,35 @@ def matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], lis
     params, ops, flips = family.input_names, family.operands, family.transposed
     out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
                         matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
-    # Host-side tensor descriptors live in triton.tools, which the verifier's import rules do not admit.
-    skipped = [Skipped("matmul.tma", "host-side tensor descriptors (triton.tools.tensor_descriptor) are outside the "
-                       "imports the verifier admits")]
+    out, skipped = _tma(family, sm_count, out, [])
     out, skipped = _matmul_structures(family, sm_count, out, skipped)
     out, skipped = _aligned(family, out, skipped)
     if family.dtype != "float32":
         return out, skipped
     return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
                                matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+
+
+_BYTES = {"float16": 2, "bfloat16": 2}
+
+
+def _tma(family: Family, sm_count: int, out: list[MoveInstance],
+         skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The tensor-descriptor (TMA) template for 16-bit operands whose stored rows TMA can describe."""
+    size = _BYTES.get(family.dtype)
+    if size is None:
+        return out, [*skipped, Skipped("matmul.tma", f"{family.dtype} operands: TMA tiles are tried for 16-bit "
+                                       "operands, whose loads weigh most against the tensor cores' rate")]
+    rows = {family.input_names[i]: family.shapes[i][-1] for i in family.operands}
+    if any(n * size % 16 for n in rows.values()):
+        stored = ", ".join(f"{name}'s {n}" for name, n in rows.items())
+        return out, [*skipped, Skipped("matmul.tma", f"stored rows of {stored} elements are no multiple of 16 "
+                                       "bytes: a tensor descriptor cannot describe them")]
+    why = ("tiles loaded and stored by TMA through device-side tensor descriptors (no address arithmetic, no "
+           "masks), one program per SM walking the tiles in GROUP_M order")
+    source = matmul_tma.tma(family.input_names, family.operands, family.transposed, sm_count)
+    grid = tuple({**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in _tiles(family)[:3])
+    return [*out, MoveInstance("matmul.tma", why, source, grid)], skipped
 
 
 def bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

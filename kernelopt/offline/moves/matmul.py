@@ -41,7 +41,7 @@ GROUP_M = 8
 '''
 
 # The start of each 2-D template's ModelNew: A and B (views of the inputs) and their sizes.
-_FORWARD_HEAD = '''
+FORWARD_HEAD = '''
 class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
@@ -101,7 +101,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
@@ -142,7 +142,7 @@ def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
         acc += tl.load(p_ptr + s * total + offs, mask=mask, other=0.0)
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
-''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
@@ -209,7 +209,7 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, s
         tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
                  mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-''' + _FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
         matmul_persistent_kernel[(min(PROGRAMS, tiles),)](
@@ -266,7 +266,7 @@ def _padded(x, rows, cols):
         block_r=block_r, block_c=block_c, num_warps=warps)
     return out
 
-''' + _FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+''' + FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
         Np = triton.cdiv(N, BLOCK_N) * BLOCK_N
         a_pad = _padded(a, triton.cdiv(M, BLOCK_M) * BLOCK_M, Kp)
         b_pad = _padded(b, Kp, Np)
@@ -280,13 +280,13 @@ def _padded(x, rows, cols):
 '''
 
 
-def _operand(params: tuple[str, ...], index: int, transposed: bool) -> str:
+def operand(params: tuple[str, ...], index: int, transposed: bool) -> str:
     return f"{params[index]}.T" if transposed else params[index]
 
 
 def grouped(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A GROUP_M-ordered tiled matmul."""
-    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_GROUPED).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="grouped (GROUP_M) program order") + _TILE + body
 
@@ -300,21 +300,21 @@ def batched(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
 
 def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A split-K matmul: SPLIT_K slices of K per output tile, summed by a second kernel."""
-    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="split-K over SPLIT_K slices of K") + _TILE + body
 
 
 def aligned(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A GROUP_M-ordered matmul on copies of A and B padded to whole tiles, aligned rows and no masks."""
-    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_ALIGNED).substitute(params=", ".join(params), a=a, b=b)
     return Template(_HEADER).substitute(what="operands padded to whole, aligned tiles") + _TILE + body
 
 
 def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int) -> str:
     """A persistent matmul: `programs` programs (the GPU's SM count) walk the tiles in GROUP_M order."""
-    a, b = (_operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
     header = Template(_HEADER).substitute(what=f"persistent over {programs} programs")
     return header.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
