@@ -13,7 +13,7 @@ from helpers import fast_context, run_graph
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, matmul_tma, rows, structural_moves
+from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, rows, structural_moves
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.structures import alive_plans, dead_moves, measured_moves, move_plans
 from kernelopt.offline.tuner import knob_values, with_config
@@ -87,7 +87,7 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert "4096 rows already give" in why["softmax.split_row"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
-                                                   "matmul.split_k_tf32x3"}
+                                                   "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"}
     assert "TMA tiles are tried for 16-bit operands" in {s.name: s.why for s in large_k.skipped}["matmul.tma"]
     split = next(m for m in large_k.instances if m.name == "matmul.split_k")
     programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in split.grid]
@@ -96,7 +96,10 @@ def test_moves_that_do_not_apply_say_why() -> None:
                                                                        for c in split.grid)
     square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
     assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent", "matmul.grouped_tf32x3",
-                                                  "matmul.persistent_tf32x3"]
+                                                  "matmul.persistent_tf32x3", "matmul.k_major_tf32x3"]
+    assert square.instances[-1].why.startswith("B stored with K strided")
+    transposed_b = {s.name: s.why for s in structural_moves(PROBLEMS / "17_Matmul_with_transposed_B.py").skipped}
+    assert "stored with K contiguous already" in transposed_b["matmul.k_major_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
     assert "load aligned already" in {s.name: s.why for s in square.skipped}["matmul.aligned"]
@@ -136,14 +139,16 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
 
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
-                                                  ("aligned", "matmul.py"), ("batched", "bmm.py")])
+                                                  ("aligned", "matmul.py"), ("batched", "bmm.py"),
+                                                  ("k_major", "matmul.py")])
 def test_each_3xtf32_twin_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     # The interpreter multiplies in fp32 whatever the precision: this checks the twin is a whole,
     # correct kernel that Triton accepts; its accuracy and speed on tensor cores are the GPU's to show.
     family = _family(MOVES / problem)
-    source = matmul.on_tensor_cores(getattr(matmul, template)(family.input_names, family.operands, family.transposed))
+    module = matmul_kmajor if template == "k_major" else matmul
+    source = matmul.on_tensor_cores(getattr(module, template)(family.input_names, family.operands, family.transposed))
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
@@ -399,6 +404,34 @@ def test_the_tma_template_describes_what_it_can_and_multiplies_the_rest_without(
         out, want = product(*shape, offset=offset)
         torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=2e-2)
     module.matmul_tma_kernel = described
+
+
+@pytest.mark.parametrize("transposed", [(False, False), (True, True), (False, True)])
+def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided(transposed, tmp_path: Path) -> None:
+    # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is.
+    import torch
+
+    source = matmul.on_tensor_cores(matmul_kmajor.k_major(("A", "B"), (0, 1), transposed))
+    module = _load(tmp_path, with_config(source, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}))
+    copied: list[tuple[int, ...]] = []
+    copy = module._transposed
+    module._transposed = lambda x: copied.append(tuple(x.shape)) or copy(x)
+    m, k, n = 37, 70, 21
+    a = torch.randn((k, m) if transposed[0] else (m, k))
+    b = torch.randn((n, k) if transposed[1] else (k, n))
+    out = module.ModelNew()(a, b)
+    torch.testing.assert_close(out, (a.T if transposed[0] else a) @ (b.T if transposed[1] else b), atol=1e-4, rtol=1e-4)
+    assert copied == {(False, False): [(k, n)], (True, True): [(k, m)], (False, True): []}[transposed]
+
+
+def test_a_sweep_sets_the_aligned_product_s_warps_not_the_copy_s() -> None:
+    # The copy's launch came first in the file, so its 4 warps were the knob: a sweep's 8 made the product's 16.
+    family = _family(MOVES / "matmul.py")
+    for source in (matmul.aligned(family.input_names, family.operands, family.transposed),
+                   matmul_kmajor.k_major(family.input_names, family.operands, family.transposed)):
+        assert knob_values(source)["num_warps"] == 8
+        for warps in (4, 8):
+            assert f"PRECISION=precision, num_warps={warps}, num_stages=3)" in with_config(source, {"num_warps": warps})
 
 
 def _load(tmp_path: Path, source: str) -> Any:

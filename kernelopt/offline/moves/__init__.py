@@ -66,6 +66,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
     "split_k_tf32x3": ("compute", "occupancy"),
+    "k_major_tf32x3": ("compute", "memory", "other"),  # operands copied K-major: no tile transposed per K step
     "aligned": ("memory", "other"),  # rows no multiple of 16 elements: tiles gathered element by element
     "aligned_tf32x3": ("compute", "memory", "other"),
     "batched": ("memory", "other"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_tma
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_tma
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -36,8 +36,25 @@ def matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], lis
     out, skipped = _aligned(family, out, skipped)
     if family.dtype != "float32":
         return out, skipped
-    return out + [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
-                               matmul.on_tensor_cores(m.source), m.grid) for m in out], skipped
+    twins = [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
+                          matmul.on_tensor_cores(m.source), m.grid) for m in out]
+    return _k_major(family, out + twins, skipped)
+
+
+def _k_major(family: Family, out: list[MoveInstance],
+             skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The K-major copies before a 3xTF32 product, where A or B is stored with K strided."""
+    (m, _), n = _mk(family), _n(family)
+    # A stored transposed (K x M) or B as it is (K x N): K is the strided dimension, unless the other is 1
+    strided = {"A": family.transposed[0] and m > 1, "B": not family.transposed[1] and n > 1}
+    if not any(strided.values()):
+        return out, [*skipped, Skipped("matmul.k_major_tf32x3", "A and B are stored with K contiguous already: "
+                                       "the TF32 products take their tiles as they lie")]
+    which = " and ".join(name for name, yes in strided.items() if yes)
+    why = (f"{which} stored with K strided, which a TF32 product transposes tile by tile: copied K-major first "
+           "(one pass), then fp32 products at 3xTF32 on the tensor cores")
+    source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
+    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family)))], skipped
 
 
 _BYTES = {"float16": 2, "bfloat16": 2}
