@@ -183,3 +183,9 @@ def test_a_tensor_descriptor_s_load_and_store_pass_and_no_other_load_does() -> N
     assert rebound != source and "forbidden-attribute" in _rules(rebound)
     passed_in = source.replace("def matmul_tma_kernel(a_ptr,", "def matmul_tma_kernel(a_desc, a_ptr,", 1)
     assert "forbidden-attribute" in _rules(passed_in)
+    # bound some other way than `a_desc = ...`: a lambda's parameter, a match's capture
+    loop = "        for k in range(0, K, BLOCK_K):\n"
+    for other in ("        f = lambda a_desc: a_desc.load([0, 0])\n",
+                  "        match b_ptr:\n            case a_desc:\n                x = a_desc.load([0, 0])\n"):
+        bound = source.replace(loop, other + loop, 1)
+        assert bound != source and "forbidden-attribute" in _rules(bound), other

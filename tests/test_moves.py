@@ -404,6 +404,22 @@ def test_the_tma_template_describes_what_it_can_and_multiplies_the_rest_without(
         out, want = product(*shape, offset=offset)
         torch.testing.assert_close(out.float(), want, atol=2e-2, rtol=2e-2)
     module.matmul_tma_kernel = described
+    # a broadcast operand (stride 0) repeats its rows: no descriptor for it
+    assert module._layout(torch.randn(1, 64, dtype=torch.float16).expand(32, 64)) is None
+
+
+def test_the_tma_move_is_skipped_where_an_operand_or_the_output_has_rows_a_descriptor_cannot_describe(
+    tmp_path: Path,
+) -> None:
+    problem = (MOVES / "matmul_fp16.py").read_text()
+    assert [m.name for m in structural_moves(MOVES / "matmul_fp16.py").instances].count("matmul.tma") == 1
+    for sizes, named in (("M, K, N = 40, 72, 36", "the output's 36"), ("M, K, N = 40, 60, 24", "A's 60")):
+        path = tmp_path / f"{named.split()[0]}.py"
+        path.write_text(problem.replace("M, K, N = 40, 72, 24", sizes))
+        moves = structural_moves(path)
+        assert "matmul.tma" not in [m.name for m in moves.instances]
+        why = {s.name: s.why for s in moves.skipped}["matmul.tma"]
+        assert named in why and "16 bytes" in why, why
 
 
 @pytest.mark.parametrize("transposed", [(False, False), (True, True), (False, True)])

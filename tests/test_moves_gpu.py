@@ -10,7 +10,7 @@ import torch
 
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, rows
+from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, rows
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.tuner import with_config
 
@@ -57,12 +57,16 @@ def test_the_grouped_matmul_is_correct_at_the_examples_size(tmp_path: Path) -> N
     tiles = ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
              {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4})
     best_ms = min(_time_ms(problem, with_config(source, t), tmp_path, f"grouped{n}") for n, t in enumerate(tiles))
+    # the same tiles loaded by TMA (device-side descriptors), persistent over one program an SM
+    tma = matmul_tma.tma(family.input_names, family.operands, family.transposed, 132)
+    tma_ms = min(_time_ms(problem, with_config(tma, t), tmp_path, f"tma{n}") for n, t in enumerate(tiles))
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
     from kernelopt.harness.measure.timing import measure
 
     torch_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms
-    print(f"torch.matmul: {torch_ms:.4f} ms; grouped / torch: {best_ms / torch_ms:.3f}")
+    print(f"torch.matmul: {torch_ms:.4f} ms; grouped / torch: {best_ms / torch_ms:.3f}; tma / torch: "
+          f"{tma_ms / torch_ms:.3f}")
 
 
 def test_the_3xtf32_matmul_is_correct_at_a_kernelbench_size(tmp_path: Path) -> None:
@@ -76,11 +80,17 @@ def test_the_3xtf32_matmul_is_correct_at_a_kernelbench_size(tmp_path: Path) -> N
     tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3}
     fma_ms = _time_ms(problem, with_config(fma, tile), tmp_path, "grouped_ieee")
     tensor_ms = _time_ms(problem, with_config(matmul.on_tensor_cores(fma), tile), tmp_path, "grouped_tf32x3")
+    # B (row-major) copied K-major first, at the tile the b1 pass found best for 3xTF32 (128 x 64 x 32)
+    k_major = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
+    small = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4}
+    k_major_ms = min(_time_ms(problem, with_config(k_major, t), tmp_path, f"k_major_tf32x3_{n}")
+                     for n, t in enumerate((tile, small)))
     from kernelopt.harness.measure.timing import measure
 
     a, b = torch.rand(4096, 4096, device="cuda"), torch.rand(4096, 4096, device="cuda")
     sgemm_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms
-    print(f"SGEMM {sgemm_ms:.4f} ms; ieee / SGEMM {fma_ms / sgemm_ms:.3f}; tf32x3 / SGEMM {tensor_ms / sgemm_ms:.3f}")
+    print(f"SGEMM {sgemm_ms:.4f} ms; ieee / SGEMM {fma_ms / sgemm_ms:.3f}; tf32x3 / SGEMM {tensor_ms / sgemm_ms:.3f}; "
+          f"k_major tf32x3 / SGEMM {k_major_ms / sgemm_ms:.3f}")
 
 
 def test_the_aligned_matmul_is_correct_at_the_irregular_kernelbench_size(tmp_path: Path) -> None:

@@ -74,16 +74,17 @@ def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, obje
 
 
 def _waits_then_acquires(ptx: str) -> None:
-    """One release; the polls are acquires that one thread issues (no volatile load: every thread would
-    poll), then the pieces' statistics are read (.cg), in that order."""
+    """One acquire-release add; the polls are acquires that one thread issues (no volatile load: every
+    thread would poll), then the pieces' statistics are read (.cg), in that order."""
     import re
 
-    assert len(re.findall(r"\batom\.global\.gpu\.release\.add\b", ptx)) == 1
+    # the publishing add releases and acquires (the last piece to arrive polls no more)
+    assert len(re.findall(r"\batom\.global\.gpu\.acq_rel\.add\b", ptx)) == 1
     assert "ld.volatile.global" not in ptx
     # sm_90 compiles an acquire atomic that adds 0 to an acquire load, issued by one thread (predicated)
-    acquire = max(ptx.rfind("@%p1 ld.global.gpu.acquire"), ptx.rfind("@%p1 atom.global.gpu.acquire"))
-    statistics = ptx.find("ld.global.cg", max(acquire, 0))
-    assert 0 <= acquire < statistics, (acquire, statistics)
+    polls = [m.start() for m in re.finditer(r"@%p\d+ (ld|atom)\.global\.gpu\.acquire", ptx)]
+    statistics = ptx.find("ld.global.cg", max(polls, default=0))
+    assert polls and polls[-1] < statistics, (polls, statistics)
 
 
 def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statistics_after_it(
@@ -113,7 +114,7 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
     _waits_then_acquires(_ptx(kernel, "one_read_kernel", signature, fixed, 8))
 
 
-@pytest.mark.parametrize("transposed", [(False, False), (False, True)])
+@pytest.mark.parametrize("transposed", [(False, False), (False, True), (True, False)])
 def test_the_tma_template_compiles_to_bulk_tensor_copies_and_wgmma_for_sm_90(transposed, tmp_path: Path) -> None:
     # The H200's own code for the fp16 example's tile (128 x 256 x 64, 8 warps): the tiles come by TMA
     # (cp.async.bulk.tensor through tensormaps made on the device), and the products are wgmma.

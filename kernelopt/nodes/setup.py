@@ -162,7 +162,11 @@ def _seed_ahead(update: dict[str, Any], ctx: Context) -> SeedAhead | None:
     """The seed's child started before the baselines, where the run will make a seed here."""
     if not ctx.compiler_seed or no_gpu_reason():
         return None
-    return seed_ahead(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), run_gpus(ctx.gpus)[0])
+    try:
+        gpu = run_gpus(ctx.gpus)[0]
+    except InputError:  # GPUs that are not here: the baselines say so, as the run's input error
+        return None
+    return seed_ahead(update["problem_file"], Path(ctx.runs_dir or default_runs_dir()), gpu)
 
 
 def _compiler_seed(

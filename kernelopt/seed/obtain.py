@@ -8,31 +8,26 @@ way), a time-out is not.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
-import time
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 
-from kernelopt.harness import scrubbed_env
 from kernelopt.harness.problem import read_source, source_hash
 from kernelopt.records import InputError
-from kernelopt.seed.errors import GO, WHAT_TO_DO, SeedError
+from kernelopt.seed.child import SeedChild
+from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 
 SEED_TIMEOUT_S = 900.0  # max-autotune benchmarks every GEMM tile: minutes on a large problem
 CACHE_FOLDER = "compiler-seeds"
 NO_GPU = (
     f"no CUDA GPU on this host: the compiler seed needs one (torch.compile writes Triton only for a GPU); {WHAT_TO_DO}"
 )
-_PACKAGE_ROOT = str(Path(__file__).resolve().parent.parent.parent)
 
 
 @dataclass(frozen=True)
@@ -118,68 +113,12 @@ def _cached(stem: Path) -> CompilerSeed | None:
                         facts["compile_s"], True, tuple(facts.get("rewrites") or ()), dict(facts.get("stages_s") or {}))
 
 
-def _start_child(problem: Path, out: Path, gpu: str | None, wait: bool = False) -> tuple[subprocess.Popen[str], float]:
-    """The seed's child process, started (with `wait`: it loads torch and the compiler, then waits for GO)."""
-    extra = {"PYTHONPATH": os.pathsep.join(p for p in (_PACKAGE_ROOT, os.environ.get("PYTHONPATH")) if p)}
-    if gpu is not None:
-        extra["CUDA_VISIBLE_DEVICES"] = gpu
-    env = scrubbed_env(extra=extra)
-    env.pop("TRITON_INTERPRET", None)  # the compiler must build its kernels for the GPU, not emulate them
-    began = time.time()
-    child = subprocess.Popen(
-        [sys.executable, "-m", "kernelopt.seed", str(problem), str(out), *(["--wait"] if wait else [])],
-        stdin=subprocess.PIPE if wait else None,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-        start_new_session=True,
-    )
-    return child, began
-
-
-def _finish_child(child: subprocess.Popen[str], began: float, timeout_s: float) -> dict[str, object]:
-    """The facts a started child reports (a waiting one is told GO first), within `timeout_s`."""
-    if child.stdin is not None:
-        try:
-            child.stdin.write(GO + "\n")
-            child.stdin.flush()
-        except OSError:  # it has already ended: what it said is read below
-            pass
-    try:
-        stdout, stderr = child.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        _stop(child)
-        raise SeedError(f"making the compiler seed took over {timeout_s:.0f} s and was stopped; {WHAT_TO_DO}") from None
-    # it left with os._exit, without shutting down the compiler's worker processes: they are in its
-    # session (process group), and go with it
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(child.pid, signal.SIGKILL)
-    lines = [line for line in stdout.splitlines() if line.startswith("{")]
-    if not lines:
-        last = (stderr.strip().splitlines() or ["no output"])[-1]
-        raise SeedError(f"the compiler seed's process failed (exit {child.returncode}): {last[:300]}; {WHAT_TO_DO}")
-    ended = time.time()
-    facts = dict(json.loads(lines[-1]))
-    # the child's start (Python, kernelopt's imports) before its stages, and its exit (the seed file
-    # written, its report printed) after its report; the stages themselves are the child's
-    began_at, reported_at = facts.pop("began_at", None), facts.pop("reported_at", None)
-    stages = dict(facts.get("stages_s") or {})
-    if isinstance(began_at, float) and isinstance(reported_at, float):
-        stages = {"start": round(began_at - began, 2), **stages, "exit": round(ended - reported_at, 2)}
-    facts["stages_s"] = stages
-    return facts
-
-
-def _stop(child: subprocess.Popen[str]) -> None:
-    if child.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(child.pid, signal.SIGKILL)
-    child.communicate()
-
-
 def _run_child(problem: Path, out: Path, gpu: str | None, timeout_s: float) -> dict[str, object]:
-    return _finish_child(*_start_child(problem, out, gpu), timeout_s)
+    child = SeedChild(problem, out, gpu)
+    try:
+        return child.finish(timeout_s)
+    finally:
+        child.close()
 
 
 class SeedAhead:
@@ -190,15 +129,19 @@ class SeedAhead:
     def __init__(self, stem: Path, problem: Path, gpu: str | None) -> None:
         self.stem, self.scratch = stem, Path(tempfile.mkdtemp(dir=stem.parent))
         self.out = self.scratch / "seed.py"
-        self.child, self.began = _start_child(problem, self.out, gpu, wait=True)
+        try:
+            self.child = SeedChild(problem, self.out, gpu, wait=True)
+        except BaseException:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            raise
 
     def finish(self, timeout_s: float) -> dict[str, object]:
-        return _finish_child(self.child, self.began, timeout_s)
+        return self.child.finish(timeout_s)
 
     def cancel(self) -> None:
-        """Stop the child if it still runs (it never used the GPU unless told to go); remove its folder."""
-        if self.child.returncode is None:
-            _stop(self.child)
+        """Stop the process and what it started (it never used the GPU unless told to go); remove its
+        folder; again, nothing."""
+        self.child.close()
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
@@ -218,9 +161,9 @@ def seed_ahead(problem_path: str | Path, cache_dir: str | Path, gpu: str | None 
         stem = _stem(problem, cache_dir, gpu)
         if _cached(stem):
             return None
-    except (SeedError, InputError, OSError):
+        return SeedAhead(stem, problem, gpu)
+    except (SeedError, InputError, OSError):  # `compiler_seed` makes it, or says why not, in its own time
         return None
-    return SeedAhead(stem, problem, gpu)
 
 
 def compiler_seed(

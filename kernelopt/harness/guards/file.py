@@ -75,14 +75,20 @@ def _descriptor_method(checker: "Checker", node: ast.Attribute) -> bool:
     if kernel is None:
         return False
     name = node.value.id
-    bound = [n for n in ast.walk(kernel) if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store)]
-    made = [n.value for n in ast.walk(kernel) if isinstance(n, ast.Assign) and len(n.targets) == 1
+    inside = [n for n in ast.walk(kernel) if n is not kernel]
+    if any(isinstance(n, _OTHER_BINDINGS) for n in inside) or name in {a.arg for a in ast.walk(kernel)
+                                                                        if isinstance(a, ast.arg)}:
+        return False  # a name a parameter, a lambda, a nested function, a match, a handler... could bind
+    bound = [n for n in inside if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store | ast.Del)]
+    made = [n.value for n in inside if isinstance(n, ast.Assign) and len(n.targets) == 1
             and isinstance(n.targets[0], ast.Name) and n.targets[0].id == name]
-    args = kernel.args if isinstance(kernel, ast.FunctionDef) else None
-    if args is not None and name in {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}:
-        return False  # a parameter: whatever the caller passed
     return bool(made) and len(made) == len(bound) and all(
         isinstance(v, ast.Call) and checker.dotted(v.func) == DESCRIPTOR for v in made)
+
+
+# statements that bind names other than by `name = value`: a kernel with any of them gets no descriptor methods
+_OTHER_BINDINGS = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match, ast.Global,
+                   ast.Nonlocal, ast.Try, ast.ExceptHandler, ast.Import, ast.ImportFrom, ast.With, ast.AsyncWith)
 
 
 def _enclosing_function(checker: "Checker", node: ast.AST) -> str | None:

@@ -67,11 +67,11 @@ def _tma(family: Family, sm_count: int, out: list[MoveInstance],
     if size is None:
         return out, [*skipped, Skipped("matmul.tma", f"{family.dtype} operands: TMA tiles are tried for 16-bit "
                                        "operands, whose loads weigh most against the tensor cores' rate")]
-    rows = {family.input_names[i]: family.shapes[i][-1] for i in family.operands}
+    rows = {**{f"{family.input_names[i]}'s": family.shapes[i][-1] for i in family.operands}, "the output's": _n(family)}
     if any(n * size % 16 for n in rows.values()):
-        stored = ", ".join(f"{name}'s {n}" for name, n in rows.items())
-        return out, [*skipped, Skipped("matmul.tma", f"stored rows of {stored} elements are no multiple of 16 "
-                                       "bytes: a tensor descriptor cannot describe them")]
+        stored = ", ".join(f"{name} {n}" for name, n in rows.items())
+        return out, [*skipped, Skipped("matmul.tma", f"stored rows of {stored} elements are not all multiples of "
+                                       "16 bytes: a tensor descriptor cannot describe them")]
     why = ("tiles loaded and stored by TMA through device-side tensor descriptors (no address arithmetic, no "
            "masks), one program per SM walking the tiles in GROUP_M order")
     source = matmul_tma.tma(family.input_names, family.operands, family.transposed, sm_count)

@@ -62,13 +62,14 @@ def _workspace(size, alignment, stream):
 
 
 def _layout(x):
-    # (stored transposed, leading stride) where a descriptor can read x, else None
+    # (stored transposed, leading stride) where a descriptor can read x, else None: a unit stride, the
+    # other a multiple of 16 bytes past the rows' length (rows neither repeated nor overlapping), an aligned base
     s0, s1 = x.stride()
     if x.data_ptr() % 16:
         return None
-    if s1 == 1 and (s0 * x.element_size()) % 16 == 0:
+    if s1 == 1 and s0 >= max(x.shape[1], 1) and (s0 * x.element_size()) % 16 == 0:
         return False, s0
-    if s0 == 1 and (s1 * x.element_size()) % 16 == 0:
+    if s0 == 1 and s1 >= max(x.shape[0], 1) and (s1 * x.element_size()) % 16 == 0:
         return True, s1
     return None
 

@@ -224,15 +224,17 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
 
 
 # A piece publishes its statistics (the barrier and the release order them first), then waits for the
-# row's other pieces, polling the row's counter with an acquire atomic; their statistics are then read
-# through L2 (.cg), never a stale L1 line. Triton issues a scalar atomic from one thread and hands its
-# value to the others through shared memory, so a piece sends one request a poll. Polling with volatile
-# loads instead (every thread loads) took softmax at 4096 x 393,216 from 3.77 to 6.04 ms on the H200:
-# the polls of a row's pieces crowd the L2 that the reads need. `standardize.one_read` waits the same way.
+# row's other pieces, polling the row's counter with an acquire atomic (the publishing add acquires
+# too: the piece that arrives last polls no more, and must still see the others' statistics); their
+# statistics are then read through L2 (.cg), never a stale L1 line. Triton issues a scalar atomic
+# from one thread and hands its value to the others through shared memory, so a piece sends one
+# request a poll. Polling with volatile loads instead (every thread loads) took softmax at 4096 x
+# 393,216 from 3.77 to 6.04 ms on the H200: the polls of a row's pieces crowd the L2 that the reads
+# need. `standardize.one_read` waits the same way.
 WAIT = """    # Publish, then wait for the row's other pieces (one thread polls the counter with an acquire atomic);
     # their statistics are read through L2 (.cg).
     tl.debug_barrier()
-    seen = tl.atomic_add(count_ptr + row, 1, sem="release") + 1
+    seen = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
     while seen < chunks:
         seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
     tl.debug_barrier()"""
