@@ -579,14 +579,14 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == [
-        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.grouped", "matmul.grouped_tf32x3"]
+        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3"]
     assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == [
-        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.split_k", "matmul.split_k_tf32x3"]
+        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3", "matmul.split_k", "matmul.split_k_tf32x3"]
     # FMA products diagnosed ("compute"): the 3xTF32 structures first.
-    assert [m.name for m in by_diagnosis(large_k.instances, "compute")][:2] == [
-        "matmul.grouped_tf32x3", "matmul.split_k_tf32x3"]
-    planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=7)
-    assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare one
+    assert [m.name for m in by_diagnosis(large_k.instances, "compute")][:3] == [
+        "matmul.grouped_tf32x3", "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"]
+    planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=8)
+    assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare ones
 
 
 def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:
