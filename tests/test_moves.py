@@ -99,7 +99,7 @@ def test_moves_that_do_not_apply_say_why() -> None:
                                                   "matmul.persistent_tf32x3", "matmul.k_major_tf32x3"]
     assert square.instances[-1].why.startswith("B stored with K strided")
     transposed_b = {s.name: s.why for s in structural_moves(PROBLEMS / "17_Matmul_with_transposed_B.py").skipped}
-    assert "stored with K contiguous already" in transposed_b["matmul.k_major_tf32x3"]
+    assert "stored with K contiguous and rows of a multiple of 16" in transposed_b["matmul.k_major_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
     assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.split_k"]
     assert "load aligned already" in {s.name: s.why for s in square.skipped}["matmul.aligned"]
@@ -107,6 +107,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
     aligned = {m.name: m for m in irregular.instances if m.name.startswith("matmul.aligned")}
     assert set(aligned) == {"matmul.aligned", "matmul.aligned_tf32x3"}
     assert "A's 2949, B's 5921 elements are no multiple of 16" in aligned["matmul.aligned"].why
+    k_major = next(m for m in irregular.instances if m.name == "matmul.k_major_tf32x3")
+    assert "B stored with K strided" in k_major.why and "rows of K=2949 values" in k_major.why
     assert "compute" in aligned["matmul.aligned_tf32x3"].cures  # the FMA diagnosis puts its 3xTF32 form first
     scan = structural_moves(PROBLEMS / "89_cumsum.py")
     assert not scan.instances and "no template for this reference (its operators: cumsum)" in scan.skipped[0].why
@@ -422,9 +424,13 @@ def test_the_tma_move_is_skipped_where_an_operand_or_the_output_has_rows_a_descr
         assert named in why and "16 bytes" in why, why
 
 
-@pytest.mark.parametrize("transposed", [(False, False), (True, True), (False, True)])
-def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided(transposed, tmp_path: Path) -> None:
-    # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is.
+@pytest.mark.parametrize(("transposed", "k"), [((False, False), 64), ((True, True), 64), ((False, True), 64),
+                                              ((False, True), 70)])
+def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_unaligned(
+    transposed, k, tmp_path: Path
+) -> None:
+    # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is, unless
+    # rows of K=70 values start at addresses no multiple of 16 elements: then both are copied, rows padded.
     import torch
 
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(("A", "B"), (0, 1), transposed))
@@ -432,12 +438,15 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided(transpos
     copied: list[tuple[int, ...]] = []
     copy = module._transposed
     module._transposed = lambda x: copied.append(tuple(x.shape)) or copy(x)
-    m, k, n = 37, 70, 21
+    m, n = 37, 21
     a = torch.randn((k, m) if transposed[0] else (m, k))
     b = torch.randn((n, k) if transposed[1] else (k, n))
     out = module.ModelNew()(a, b)
     torch.testing.assert_close(out, (a.T if transposed[0] else a) @ (b.T if transposed[1] else b), atol=1e-4, rtol=1e-4)
-    assert copied == {(False, False): [(k, n)], (True, True): [(k, m)], (False, True): []}[transposed]
+    want = {(False, False): [(k, n)], (True, True): [(k, m)], (False, True): [] if k % 16 == 0 else [(k, m), (k, n)]}
+    assert copied == want[transposed]
+    if copied:  # the copies' rows start 16 elements apart
+        assert all(t.stride(0) % 16 == 0 for t in (copy(a), copy(b)))
 
 
 def test_a_sweep_sets_the_aligned_product_s_warps_not_the_copy_s() -> None:

@@ -44,15 +44,18 @@ def matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], lis
 def _k_major(family: Family, out: list[MoveInstance],
              skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
     """The K-major copies before a 3xTF32 product, where A or B is stored with K strided."""
-    (m, _), n = _mk(family), _n(family)
+    (m, k), n = _mk(family), _n(family)
     # A stored transposed (K x M) or B as it is (K x N): K is the strided dimension, unless the other is 1
     strided = {"A": family.transposed[0] and m > 1, "B": not family.transposed[1] and n > 1}
-    if not any(strided.values()):
-        return out, [*skipped, Skipped("matmul.k_major_tf32x3", "A and B are stored with K contiguous already: "
-                                       "the TF32 products take their tiles as they lie")]
+    if not any(strided.values()) and k % ALIGN == 0:
+        return out, [*skipped, Skipped("matmul.k_major_tf32x3", "A and B are stored with K contiguous and rows of "
+                                       f"a multiple of {ALIGN} elements already: the TF32 products take their "
+                                       "tiles as they lie")]
     which = " and ".join(name for name, yes in strided.items() if yes)
-    why = (f"{which} stored with K strided, which a TF32 product transposes tile by tile: copied K-major first "
-           "(one pass), then fp32 products at 3xTF32 on the tensor cores")
+    parts = [f"{which} stored with K strided, which a TF32 product transposes tile by tile"] if which else []
+    parts += [f"rows of K={k} values, no multiple of {ALIGN}, load element by element"] if k % ALIGN else []
+    why = "; ".join(parts) + (": copied K-major, rows 16 elements apart, in one pass, then fp32 products at 3xTF32 "
+                              "on the tensor cores")
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
     return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family)))], skipped
 
