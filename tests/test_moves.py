@@ -108,7 +108,7 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert set(aligned) == {"matmul.aligned", "matmul.aligned_tf32x3"}
     assert "A's 2949, B's 5921 elements are no multiple of 16" in aligned["matmul.aligned"].why
     k_major = next(m for m in irregular.instances if m.name == "matmul.k_major_tf32x3")
-    assert "B stored with K strided" in k_major.why and "rows of K=2949 values" in k_major.why
+    assert "B stored with K strided" in k_major.why and "K=2949, no multiple of 16" in k_major.why
     assert "compute" in aligned["matmul.aligned_tf32x3"].cures  # the FMA diagnosis puts its 3xTF32 form first
     scan = structural_moves(PROBLEMS / "89_cumsum.py")
     assert not scan.instances and "no template for this reference (its operators: cumsum)" in scan.skipped[0].why
@@ -430,14 +430,25 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_
     transposed, k, tmp_path: Path
 ) -> None:
     # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is, unless
-    # rows of K=70 values start at addresses no multiple of 16 elements: then both are copied, rows padded.
+    # K=70 is no multiple of 16: then both are copied with K padded with zeros to 80, and the product runs
+    # over 80, its operands' rows 16 elements apart (what lets Triton load them in whole vectors).
     import torch
 
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(("A", "B"), (0, 1), transposed))
     module = _load(tmp_path, with_config(source, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}))
     copied: list[tuple[int, ...]] = []
-    copy = module._transposed
+    copy, product = module._transposed, module.matmul_kernel
     module._transposed = lambda x: copied.append(tuple(x.shape)) or copy(x)
+    given: list[tuple[int, ...]] = []
+
+    class Seen:  # the product's launch, as forward makes it: K and the operands' strides
+        def __getitem__(self, grid):
+            def launch(a, b, c, M, N, K, sam, sak, sbk, sbn, *rest, **knobs):
+                given.append((K, sam, sak, sbk, sbn))
+                return product[grid](a, b, c, M, N, K, sam, sak, sbk, sbn, *rest, **knobs)
+            return launch
+
+    module.matmul_kernel = Seen()
     m, n = 37, 21
     a = torch.randn((k, m) if transposed[0] else (m, k))
     b = torch.randn((n, k) if transposed[1] else (k, n))
@@ -445,8 +456,9 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_
     torch.testing.assert_close(out, (a.T if transposed[0] else a) @ (b.T if transposed[1] else b), atol=1e-4, rtol=1e-4)
     want = {(False, False): [(k, n)], (True, True): [(k, m)], (False, True): [] if k % 16 == 0 else [(k, m), (k, n)]}
     assert copied == want[transposed]
-    if copied:  # the copies' rows start 16 elements apart
-        assert all(t.stride(0) % 16 == 0 for t in (copy(a), copy(b)))
+    (k_run, sam, sak, sbk, sbn), = given
+    assert sak == 1 and sbk == 1  # K contiguous in both
+    assert k_run % 16 == 0 and sam % 16 == 0 and sbn % 16 == 0 and k_run - k < 16
 
 
 def test_a_sweep_sets_the_aligned_product_s_warps_not_the_copy_s() -> None:

@@ -90,7 +90,8 @@ class SeedChild:
         if self.process.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
+            with contextlib.suppress(subprocess.TimeoutExpired):  # a process stuck in the driver is let go
+                self.process.wait(timeout=30)
         if self.process.stdin is not None and not self.process.stdin.closed:
             with contextlib.suppress(OSError):
                 self.process.stdin.close()
@@ -108,7 +109,8 @@ class SeedChild:
             try:
                 if os.waitid(os.P_PID, self.process.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
                     return True
-            except ChildProcessError:  # reaped already
+            except ChildProcessError:  # reaped by someone else: its pid may be another's now, so no kill
+                self.process.wait()
                 return True
             if time.monotonic() > deadline:
                 return False

@@ -53,7 +53,8 @@ def _k_major(family: Family, out: list[MoveInstance],
                                        "tiles as they lie")]
     which = " and ".join(name for name, yes in strided.items() if yes)
     parts = [f"{which} stored with K strided, which a TF32 product transposes tile by tile"] if which else []
-    parts += [f"rows of K={k} values, no multiple of {ALIGN}, load element by element"] if k % ALIGN else []
+    parts += [f"K={k}, no multiple of {ALIGN}, cuts the loads along K into single elements (both operands "
+              f"copied, K padded with zeros to a multiple of {ALIGN})"] if k % ALIGN else []
     why = "; ".join(parts) + (": copied K-major, rows 16 elements apart, in one pass, then fp32 products at 3xTF32 "
                               "on the tensor cores")
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))

@@ -5,11 +5,13 @@ On Hopper, Triton multiplies fp32 at "tf32x3" with wgmma, and a TF32 wgmma takes
 K-major from shared memory. A B stored row-major (K x N, N contiguous: `A @ B`), or an A stored
 transposed, has its tiles transposed on the way in, every K step of every program. On the H200
 the same fp32 product (2048 x 8192 by 8192 x 4096) took 2.61 ms with B row-major and 1.62 ms
-with B stored transposed (`A @ B.T`). A copy of B as B.T (one read and one write of B: 0.07 ms
-for that B at the H200's bandwidth) gives the product the layout it wants.
+with B stored transposed (`A @ B.T`). A copy of B as B.T (one read and one write of B: 0.06 ms
+for that B at the datasheet bandwidth) gives the product the layout it wants.
 
-A row of K=2949 fp32 values starts at an address Triton cannot prove aligned, so its tiles load
-element by element (the reason for the aligned template); the copy's rows start 16 elements apart.
+A K no multiple of 16 (2949) leaves the loads along K masked at a boundary Triton cannot prove
+aligned, so they go element by element; then both operands are copied with K padded with zeros
+to a multiple of 16 (the zeros add nothing), and the product runs over the padded K, unmasked in
+effect. A copied operand's rows start a multiple of 16 elements apart.
 The copy moves a tile at a time (read along the source's rows, written along the copy's rows;
 Triton takes the tile through shared memory between the two). The product is the grouped
 template's kernel with the copies' strides.
@@ -25,19 +27,24 @@ _K_MAJOR = '''
 
 @triton.jit
 def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.constexpr, block_c: tl.constexpr):
-    # dst (cols x rows, rows ld apart) = src (rows x cols, any strides) transposed
-    r = tl.program_id(0) * block_r + tl.arange(0, block_r)
-    c = tl.program_id(1) * block_c + tl.arange(0, block_c)
+    # dst (cols x ld, row-major) = src (rows x cols, any strides) transposed, zeros past rows
+    blocks_r = tl.cdiv(ld, block_r)
+    pid = tl.program_id(0)
+    r = (pid % blocks_r) * block_r + tl.arange(0, block_r)
+    c = (pid // blocks_r) * block_c + tl.arange(0, block_c)
     inside = (r[:, None] < rows) & (c[None, :] < cols)
     tile = tl.load(src_ptr + r[:, None].to(tl.int64) * s_r + c[None, :].to(tl.int64) * s_c, mask=inside, other=0.0)
     tl.store(dst_ptr + c[:, None].to(tl.int64) * ld + r[None, :].to(tl.int64), tl.trans(tile),
-             mask=(c[:, None] < cols) & (r[None, :] < rows))
+             mask=(c[:, None] < cols) & (r[None, :] < ld))
 
-''' + matmul.FORWARD_HEAD + '''        # K contiguous in both, rows 16 elements apart, as the TF32 products take them
-        if K > 1 and (a.stride(1) != 1 or a.stride(0) % 16):
+''' + matmul.FORWARD_HEAD + '''        # K contiguous in both, rows 16 elements apart, as the TF32 products take them; a
+        # K no multiple of 16 is padded with zeros in both (they add nothing): no load along K is cut short
+        Kp = triton.cdiv(K, 16) * 16
+        if K > 1 and (Kp != K or a.stride(1) != 1 or (M > 1 and a.stride(0) % 16) or a.data_ptr() % 16):
             a = _transposed(a.T)
-        if K > 1 and (b.stride(0) != 1 or b.stride(1) % 16):
+        if K > 1 and (Kp != K or b.stride(0) != 1 or (N > 1 and b.stride(1) % 16) or b.data_ptr() % 16):
             b = _transposed(b).T
+        K = a.shape[1]
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
@@ -49,14 +56,14 @@ def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.const
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
 def _transposed(x):
-    # x (rows x cols) copied as x.T, its rows a multiple of 16 elements apart (64 x 64 values per program)
+    # x (rows x cols) copied as x.T with rows padded with zeros to a multiple of 16 (64 x 64 values a program)
     ld = triton.cdiv(x.shape[0], 16) * 16
     out = torch.empty((x.shape[1], ld), device=x.device, dtype=x.dtype)
     block_r, block_c, warps = 64, 64, 4
-    k_major_kernel[(triton.cdiv(x.shape[0], block_r), triton.cdiv(x.shape[1], block_c))](
+    k_major_kernel[(triton.cdiv(ld, block_r) * triton.cdiv(x.shape[1], block_c),)](
         x, out, x.shape[0], x.shape[1], x.stride(0), x.stride(1), ld, block_r=block_r, block_c=block_c,
         num_warps=warps)
-    return out[:, : x.shape[0]]
+    return out
 '''
 
 
@@ -67,4 +74,3 @@ def k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     body = Template(_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
     head = head.replace("grouped (GROUP_M) program order", "operands copied K-major, then GROUP_M program order", 1)
     return head.rstrip() + "\n" + body
-
