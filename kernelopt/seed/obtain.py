@@ -173,16 +173,16 @@ def compiler_seed(
     """The compiler seed of a problem, cached in `cache_dir`/compiler-seeds; SeedError (one line) when none can be made.
 
     `gpu` names the GPU as CUDA_VISIBLE_DEVICES would (None: this process's own). `ahead`: the child
-    `seed_ahead` started for it, which is used (and always ended) here."""
+    `seed_ahead` started for this problem, cache and GPU, which is used (and always ended) here."""
     try:
         reason = no_gpu_reason()
         if reason:
             raise SeedError(reason)
-        stem = _stem(Path(problem_path).resolve(), cache_dir, gpu)
+        stem = ahead.stem if ahead is not None else _stem(Path(problem_path).resolve(), cache_dir, gpu)
         found = _cached(stem)
         if found:
             return found
-        if ahead is not None and ahead.stem == stem:
+        if ahead is not None:
             return _kept(stem, ahead.out, ahead.finish(timeout_s))
     finally:
         if ahead is not None:

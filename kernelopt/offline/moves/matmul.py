@@ -52,6 +52,14 @@ class ModelNew(nn.Module):
         N = b.shape[1]
 '''
 
+# The grouped kernel's launch over a, b, c (M x N) and `precision`, in forward (the K-major and TMA
+# templates run it too).
+GROUPED_LAUNCH = '''        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
+                            GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
+'''
+
 _TILE = '''
 
 @triton.jit
@@ -103,11 +111,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 
 ''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
-        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
-        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                            GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
-        return c
+''' + GROUPED_LAUNCH + '''        return c
 '''
 
 _SPLIT_K = '''

@@ -47,11 +47,7 @@ def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.const
         K = a.shape[1]
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
-        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
-        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                            c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                            GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
-        return c
+''' + matmul.GROUPED_LAUNCH + '''        return c
 
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets

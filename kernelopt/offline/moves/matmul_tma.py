@@ -15,6 +15,7 @@ template instead, so the kernel is right for every input the verifier gives it.
 
 from __future__ import annotations
 
+import textwrap
 from string import Template
 
 from kernelopt.offline.moves import matmul
@@ -80,10 +81,7 @@ def _layout(x):
         # TMA from sm_90 on; the interpreter (a CPU tensor) emulates the descriptors
         hopper = a.device.type == "cpu" or torch.cuda.get_device_capability(a.device)[0] >= 9
         if la is None or lb is None or lc is None or lc[0] or not hopper:
-            matmul_kernel[(tiles,)](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                                    c.stride(0), c.stride(1), BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K,
-                                    GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
-            return c
+''' + textwrap.indent(matmul.GROUPED_LAUNCH, "    ") + '''            return c
         triton.set_allocator(_workspace)
         matmul_tma_kernel[(min(PROGRAMS, tiles),)](
             a, b, c, M, N, K, la[1], lb[1], lc[1], A_T=la[0], B_T=lb[0], BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
