@@ -39,6 +39,7 @@ _ALLOCATIONS = frozenset(
     "empty empty_strided empty_like new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like new_ones"
     " full full_like new_full".split()
 )
+_SCRATCH = frozenset({"empty", "empty_strided"})  # the only operators a candidate's code may run inside a launch
 MAX_SCALAR_READS = 16  # .item() / float(t) per call: a few for shapes or flags, not a loop over data
 MAX_FRESH_ELEMENTS = 256  # torch.tensor(python data) per call: a small index table, not an output
 
@@ -67,8 +68,10 @@ class ComputeGuard(TorchDispatchMode):
             name = func.overloadpacket.__name__
             if launches.IN_LAUNCH.depth:
                 # Inside a launch only Triton's own code (the interpreter, the launcher) may run
-                # operators: not a grid function, a hook or a kernel body the candidate wrote.
-                problem = None if _called_from_triton() else (
+                # operators: not a grid function, a hook or a kernel body the candidate wrote. Memory
+                # left uninitialised carries no result: the allocator a kernel gives triton.set_allocator
+                # (scratch for descriptors made on the device) is called by the launcher, and allocates so.
+                problem = None if name in _SCRATCH or _called_from_triton() else (
                     f"forward ran torch's {name} from its own code during a Triton launch (a grid function, "
                     "a hook or the kernel body); compute must happen in Triton's language"
                 )
