@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from kernelopt.harness.sandbox import launches
+from kernelopt.harness.sandbox import launches, poison
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 
 X = torch.ones(4)
@@ -32,6 +32,17 @@ def _inside_a_launch(work: object) -> str | None:
 def test_an_allocator_called_during_a_launch_may_allocate_uninitialised_scratch() -> None:
     assert _inside_a_launch(lambda: _workspace(384, 128, 0)) is None
     assert _inside_a_launch(lambda: torch.empty_strided((4, 4), (1, 4))) is None
+
+
+def test_the_correctness_runs_poisoned_scratch_is_the_harnesss_fill(monkeypatch: pytest.MonkeyPatch) -> None:
+    # while armed, torch.empty is the harness's wrapper that fills the memory with a sentinel (fill_)
+    monkeypatch.setattr(torch, "empty", poison._poisoned(torch.empty))
+    assert _inside_a_launch(lambda: _workspace(384, 128, 0)) is None
+    scratch = _workspace(8, 128, 0)
+    assert scratch.tolist() == [77] * 8  # filled, so the wrapper did run its fill_
+    assert not poison.filling_now()
+    # the candidate's own fill_ in the same window is still compute during a launch
+    assert "fill_" in (_inside_a_launch(lambda: _workspace(8, 128, 0).fill_(1)) or "")
 
 
 @pytest.mark.parametrize(

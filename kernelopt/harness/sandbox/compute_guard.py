@@ -18,7 +18,7 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelopt.harness.sandbox import launches
+from kernelopt.harness.sandbox import launches, poison
 from kernelopt.harness.sandbox.audit import is_stdlib_file, triton_dirs
 
 # ATen operators (by overload packet) that move or describe data without computing a result.
@@ -70,8 +70,9 @@ class ComputeGuard(TorchDispatchMode):
                 # Inside a launch only Triton's own code (the interpreter, the launcher) may run
                 # operators: not a grid function, a hook or a kernel body the candidate wrote. Memory
                 # left uninitialised carries no result: the allocator a kernel gives triton.set_allocator
-                # (scratch for descriptors made on the device) is called by the launcher, and allocates so.
-                problem = None if name in _SCRATCH or _called_from_triton() else (
+                # (scratch for descriptors made on the device) is called by the launcher, and allocates so
+                # (the correctness runs' poisoned allocation fills it: the harness's fill, not the candidate's).
+                problem = None if name in _SCRATCH or poison.filling_now() or _called_from_triton() else (
                     f"forward ran torch's {name} from its own code during a Triton launch (a grid function, "
                     "a hook or the kernel body); compute must happen in Triton's language"
                 )

@@ -26,12 +26,16 @@ _TARGETS = {
 def _fill(tensor: torch.Tensor) -> torch.Tensor:
     if tensor.numel() == 0:
         return tensor
-    if tensor.is_floating_point() or tensor.is_complex():
-        tensor.fill_(float("nan"))
-    elif tensor.dtype == torch.bool:
-        tensor.fill_(True)
-    else:
-        tensor.fill_(INT_SENTINEL if tensor.dtype not in (torch.uint8, torch.int8) else 77)
+    _STATE.busy += 1
+    try:
+        if tensor.is_floating_point() or tensor.is_complex():
+            tensor.fill_(float("nan"))
+        elif tensor.dtype == torch.bool:
+            tensor.fill_(True)
+        else:
+            tensor.fill_(INT_SENTINEL if tensor.dtype not in (torch.uint8, torch.int8) else 77)
+    finally:
+        _STATE.busy -= 1
     return tensor
 
 
@@ -46,6 +50,12 @@ def _poisoned(original: Callable[..., Any]) -> Callable[..., Any]:
 
 class _State:
     filling = True
+    busy = 0  # inside _fill: the fill is the harness's own, even where the candidate's code allocated
+
+
+def filling_now() -> bool:
+    """Whether the operator being dispatched is this module's fill of a fresh allocation."""
+    return _STATE.busy > 0
 
 
 _STATE = _State()
