@@ -246,3 +246,24 @@ def test_a_sweep_row_is_credited_only_with_its_own_rounds_verification(tmp_path)
     assert [r["verified"] for r in tables[1]["rows"]] == [None, "slower"]
     labels = ["num_warps=16", "num_warps=2", "num_warps=8", "num_warps=4"]
     assert sorted(labels, key=_numbers) == ["num_warps=2", "num_warps=4", "num_warps=8", "num_warps=16"]
+
+
+def test_a_move_that_applied_says_whether_it_was_timed_or_how_every_configuration_failed() -> None:
+    from kernelopt.report.sweep import moves_markdown
+
+    def row(move: str, time_ms: float | None, rule: str | None = None) -> dict[str, object]:
+        return {"move": move, "config": {"BLOCK_M": 128}, "time_ms": time_ms, "rule": rule}
+
+    note = {"family": "matmul", "best_structure": "matmul.grouped", "diagnosis": "memory",
+            "first": ["matmul.grouped", "matmul.tma"],
+            "applied": [{"name": n, "why": "-"} for n in ("matmul.grouped", "matmul.tma", "matmul.persistent")],
+            "skipped": [{"name": "matmul.split_k", "why": "K is short"}]}
+    tables = [{"round": 1, "moves": note, "rows": [
+        row("matmul.grouped", 0.21), row("matmul.grouped", 0.1966),
+        row("matmul.tma", None, "torch-compute-at-runtime"), row("matmul.tma", None, "runtime-error"),
+    ]}]
+    text = "\n".join(moves_markdown(tables))
+    assert "**matmul.grouped** (applies; best swept 0.1966 ms)" in text
+    assert "**matmul.tma** (applies; every configuration failed: runtime-error, torch-compute-at-runtime)" in text
+    assert "**matmul.persistent** (applies; not timed)" in text  # in no table: the sweep never reached it
+    assert "matmul.split_k does not apply: K is short" in text

@@ -63,15 +63,24 @@ def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
         return []
     note = notes[-1]
     best_ms: dict[str, float] = {}
-    for row in (r for t in tables for r in t["rows"] if r.get("move") and r["time_ms"] is not None):
-        best_ms[row["move"]] = min(best_ms.get(row["move"], row["time_ms"]), row["time_ms"])
+    refused: dict[str, set[str]] = {}  # a move's rules where a configuration failed
+    for row in (r for t in tables for r in t["rows"] if r.get("move")):
+        if row["time_ms"] is None:
+            refused.setdefault(row["move"], set()).add(str(row.get("rule")))
+        else:
+            best_ms[row["move"]] = min(best_ms.get(row["move"], row["time_ms"]), row["time_ms"])
     lines = ["", "## Structural moves", "",
              f"Family of the reference: {note.get('family') or 'not recognised'}; "
              f"the best kernel's structure: {note.get('best_structure')}.", ""]
     if note.get("first"):
         lines += [f"The diagnosis ({note.get('diagnosis')}) put first: {', '.join(note['first'])}.", ""]
     for move in note.get("applied", []):
-        swept = f"best swept {best_ms[move['name']]:.4g} ms" if move["name"] in best_ms else "not timed"
+        if move["name"] in best_ms:
+            swept = f"best swept {best_ms[move['name']]:.4g} ms"
+        elif move["name"] in refused:  # it applied, and every configuration of it failed: say how
+            swept = f"every configuration failed: {', '.join(sorted(refused[move['name']]))}"
+        else:
+            swept = "not timed"
         lines.append(f"- **{move['name']}** (applies; {swept}): {move['why']}")
     for move in note.get("skipped", []):
         lines.append(f"- {move['name']} does not apply: {move['why']}")
