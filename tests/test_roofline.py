@@ -298,3 +298,26 @@ def test_only_gpu_times_of_the_baselines_count() -> None:
     cpu = Timing(0.01, 0.01, 0.01, 0.01, 0.01, 5, "cpu")
     assert baseline_times_ms(Baselines(eager=gpu, compile=cpu)) == {"PyTorch eager": 0.1929}
     assert baseline_times_ms(None) == {}
+
+
+def test_a_cuda_graph_replay_faster_than_the_kernel_denies_the_roofline() -> None:
+    # H200, the matmul example: the TMA kernel at 0.1933 ms, 93.5% efficient, stopped at_roofline while the
+    # CUDA-graph replay of eager, a baseline its own report showed, ran 0.1904 ms
+    from kernelopt.hardware.roofline import baseline_faster, baseline_times_ms
+    from kernelopt.records import Baselines, Timing
+
+    def gpu(ms: float) -> Timing:
+        return Timing(ms, ms, ms, ms, ms, 1000, "cuda_events")
+
+    baselines = Baselines(eager=gpu(0.1938), compile=gpu(0.1945), cuda_graph=gpu(0.1904), max_autotune=gpu(0.1950))
+    assert baseline_times_ms(baselines) == {"PyTorch eager": 0.1938, "torch.compile": 0.1945,
+                                            "torch.compile (max-autotune)": 0.1950, "CUDA graph of eager": 0.1904}
+    why = baseline_faster(baseline_times_ms(baselines), 0.1933) or ""
+    assert "CUDA graph of eager runs the problem in 0.1904 ms" in why
+    analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4000.0, peak_tflops={"fp16": 675.0})
+    roofline = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.1933, baselines_ms=baseline_times_ms(baselines))
+    assert not roofline.at_roofline
+    without = analyzer.analyze(None, MATMUL_4096, measured_time_ms=0.1933, baselines_ms={"PyTorch eager": 0.1938})
+    assert without.at_roofline  # what the run saw when only eager and the default compile counted
+    autotuned = Baselines(eager=gpu(0.1938), compile=gpu(0.1945), max_autotune=gpu(0.1850))
+    assert baseline_faster(baseline_times_ms(autotuned), 0.1933)  # max-autotune's pick counts as well
