@@ -424,6 +424,18 @@ def test_the_tma_move_is_skipped_where_an_operand_or_the_output_has_rows_a_descr
         assert named in why and "16 bytes" in why, why
 
 
+def test_the_tma_move_is_skipped_on_a_gpu_older_than_hopper() -> None:
+    # on an A100 (8.0) or an L40S (8.9) the file would run its grouped fallback: the grouped kernel timed twice
+    for capability in ("8.0", "8.9"):
+        moves = structural_moves(MOVES / "matmul_fp16.py", 108, capability=capability)
+        assert "matmul.tma" not in [m.name for m in moves.instances]
+        assert "matmul.grouped" in [m.name for m in moves.instances]
+        assert f"compute capability {capability}" in {s.name: s.why for s in moves.skipped}["matmul.tma"]
+    for capability in ("9.0", "10.0"):
+        moves = structural_moves(MOVES / "matmul_fp16.py", 132, capability=capability)
+        assert "matmul.tma" in [m.name for m in moves.instances]
+
+
 @pytest.mark.parametrize(("transposed", "k"), [((False, False), 64), ((True, True), 64), ((False, True), 64),
                                               ((False, True), 70)])
 def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_unaligned(

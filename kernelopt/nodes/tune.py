@@ -124,8 +124,9 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
 def _moves(task: Branch, source: str) -> Moves:
     """The structural moves for the run's problem on the run's GPU (its SM count), and the
     rewrites of the best kernel's `source` (none without a best: a rejected start is not rewritten)."""
-    return structural_moves(task["problem_file"], get_gpu_spec(task["gpu_key"]).sm_count,
-                            source if task["best"] else None)
+    spec = get_gpu_spec(task["gpu_key"])
+    return structural_moves(task["problem_file"], spec.sm_count, source if task["best"] else None,
+                            spec.compute_capability)
 
 
 def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> bool:
@@ -137,7 +138,8 @@ def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> b
         return False
     if not any(a.change.startswith(COMPILER_SEED) and a.time_ms is None for a in attempts):
         return False
-    return bool(structural_moves(state["problem_file"], get_gpu_spec(state["gpu_key"]).sm_count).instances)
+    spec = get_gpu_spec(state["gpu_key"])
+    return bool(structural_moves(state["problem_file"], spec.sm_count, capability=spec.compute_capability).instances)
 
 
 def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:

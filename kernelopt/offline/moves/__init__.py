@@ -115,10 +115,12 @@ def warm_tracing() -> threading.Thread:
     return thread
 
 
-def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None) -> Moves:
-    """The moves that apply to the problem in `problem_path` on a GPU of `sm_count` SMs, and those
-    that do not with why; with the best kernel's `source`, the rewrites of that kernel too."""
-    moves = _template_moves(problem_path, sm_count)
+def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None,
+                     capability: str = "9.0") -> Moves:
+    """The moves that apply to the problem in `problem_path` on a GPU of `sm_count` SMs and compute
+    `capability` ("9.0": Hopper), and those that do not with why; with the best kernel's `source`,
+    the rewrites of that kernel too."""
+    moves = _template_moves(problem_path, sm_count, capability)
     if source is None:
         return moves
     instances, skipped = _rewrites(moves.family, source)
@@ -157,7 +159,7 @@ def _tf32x3_tiles(source: str) -> list[Config]:
     return grid
 
 
-def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
+def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "9.0") -> Moves:
     """The template instances for the problem's family, and the templates that do not apply."""
     from kernelopt.harness.problem import import_file
 
@@ -179,7 +181,10 @@ def _template_moves(problem_path: str | Path, sm_count: int) -> Moves:
     elif family.name in ("matmul", "bmm"):
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 
-        instances, skipped = gemm.matmul_moves(family, sm_count) if family.name == "matmul" else gemm.bmm_moves(family)
+        if family.name == "matmul":
+            instances, skipped = gemm.matmul_moves(family, sm_count, capability)
+        else:
+            instances, skipped = gemm.bmm_moves(family)
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
     elif family.name == "batch_norm":

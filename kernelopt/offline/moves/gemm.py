@@ -27,11 +27,15 @@ def _tiles(family: Family) -> list[Config]:
     return [dict(zip(keys, t, strict=True)) for t in table]
 
 
-def matmul_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tuple[list[MoveInstance], list[Skipped]]:
     params, ops, flips = family.input_names, family.operands, family.transposed
     out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
                         matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
-    out, skipped = _tma(family, sm_count, out, [])
+    if _major(capability) >= 9:
+        out, skipped = _tma(family, sm_count, out, [])
+    else:  # the file would run its grouped fallback there: the same kernel measured twice
+        skipped = [Skipped("matmul.tma", f"the GPU (compute capability {capability}) has no TMA: tensor descriptors "
+                           "need sm_90 (Hopper) or later")]
     out, skipped = _matmul_structures(family, sm_count, out, skipped)
     out, skipped = _aligned(family, out, skipped)
     if family.dtype != "float32":
@@ -62,6 +66,12 @@ def _k_major(family: Family, out: list[MoveInstance],
 
 
 _BYTES = {"float16": 2, "bfloat16": 2}
+
+
+def _major(capability: str) -> int:
+    """The major version of a compute capability ("9.0" -> 9); an unreadable one counts as new."""
+    head = capability.split(".", 1)[0]
+    return int(head) if head.isdigit() else 99
 
 
 def _tma(family: Family, sm_count: int, out: list[MoveInstance],
