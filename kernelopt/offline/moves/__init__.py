@@ -181,10 +181,8 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
     elif family.name in ("matmul", "bmm"):
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 
-        if family.name == "matmul":
-            instances, skipped = gemm.matmul_moves(family, sm_count, capability)
-        else:
-            instances, skipped = gemm.bmm_moves(family)
+        instances, skipped = (gemm.matmul_moves(family, sm_count, capability) if family.name == "matmul"
+                              else gemm.bmm_moves(family))
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
     elif family.name == "batch_norm":
