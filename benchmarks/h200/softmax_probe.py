@@ -14,6 +14,9 @@ Variants (each checked against torch.softmax, timed by CUDA events, median of 15
 - `template`: the kernel `rows.one_read` writes today (one exp a value for softmax; session 21 timed
   a wait polling with volatile loads from every thread at 6.04 ms, so the wait is one thread's acquire
   atomic again, as in `regs`): against `regs`, what the one exp gains.
+- `pipelined`: persistent groups of a row's pieces, all resident; each program reads and publishes its
+  piece of the group's next row before it waits for the current one, so the reads never stop for a
+  wait (two pieces held at once). Not yet run on a GPU (session 22 wrote it after its device time).
 - `clone`, `torch`: `x.clone()` (the floor's own rate) and `torch.softmax`.
 
 Each variant runs in a child with a time limit: a wait that never ends (pieces not all resident)
@@ -144,7 +147,63 @@ def _kernels():
         x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=0.0)
         tl.store(out_ptr + base + offs.to(tl.int64) * inner, x, mask=mask)
 
-    return {"regs": regs, "reread": reread, "reread_last": reread_last, "copy": copy, "template": _template()}
+    @triton.jit
+    def pipelined(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, chunks, rows, groups,
+                  CHUNK: tl.constexpr, PIECES: tl.constexpr):
+        # Persistent: `groups` groups of `chunks` programs, all resident; group g takes rows g, g + groups, ...
+        # and program j of a group always piece j. After publishing a row's piece statistics a program does
+        # not wait: it reads its piece of the group's next row and publishes that first, then waits for the
+        # first row (whose other pieces have had that read's time to arrive) and writes it. Two pieces are
+        # held at once; the read stream never stops for a row's wait.
+        pid = tl.program_id(0)
+        piece = pid % chunks
+        row = (pid // chunks).to(tl.int64)
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        idx = tl.arange(0, PIECES)
+        live = idx < chunks
+        x = tl.load(x_ptr + row * n + offs, mask=mask, other=float("-inf")).to(tl.float32)  # groups <= rows
+        m = tl.max(x, axis=0)
+        s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=0)
+        tl.store(m_ptr + row * chunks + piece, m)
+        tl.store(s_ptr + row * chunks + piece, s)
+        tl.debug_barrier()
+        tl.atomic_add(count_ptr + row, 1, sem="release")
+        while row < rows:
+            nxt = row + groups
+            more = nxt < rows
+            ahead = offs < tl.where(more, n, 0)  # no next row: nothing read
+            x_next = tl.load(x_ptr + nxt * n + offs, mask=ahead, other=float("-inf")).to(tl.float32)
+            m_next = tl.max(x_next, axis=0)
+            s_next = tl.sum(tl.where(mask, tl.exp(x_next - m_next), 0.0), axis=0)
+            if more:
+                tl.store(m_ptr + nxt * chunks + piece, m_next)
+                tl.store(s_ptr + nxt * chunks + piece, s_next)
+                tl.debug_barrier()
+                tl.atomic_add(count_ptr + nxt, 1, sem="release")
+            seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+            while seen < chunks:
+                seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
+            tl.debug_barrier()
+            pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float("-inf"), cache_modifier=".cg")
+            ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
+            row_m = tl.max(pm, axis=0)
+            row_s = tl.sum(tl.where(live, ps * tl.exp(pm - row_m), 0.0), axis=0)
+            tl.store(out_ptr + row * n + offs, tl.exp(x - row_m) / row_s, mask=mask)
+            x = x_next
+            row = nxt
+
+    return {"regs": regs, "reread": reread, "reread_last": reread_last, "copy": copy, "template": _template(),
+            "pipelined": pipelined}
+
+
+def _resident_groups(compiled, warps: int, chunks: int, sms: int) -> int:
+    """How many groups of `chunks` programs of `compiled` are all resident at once (H200: 64K registers,
+    64 warps, 32 programs and 227 KB of shared memory an SM; registers allocated 256 a warp at a time)."""
+    per_warp = -(-compiled.n_regs * 32 // 256) * 256
+    per_sm = min(65536 // (per_warp * warps), 64 // warps, 32,
+                 (227 * 1024) // max(compiled.metadata.shared, 1))
+    return max(1, per_sm * sms // chunks)
 
 
 def _template():
@@ -207,6 +266,20 @@ def one(variant: str, chunk: int, warps: int) -> None:
         fn = x.clone
     elif variant == "torch":
         fn = lambda: torch.softmax(x, dim=1)  # noqa: E731
+    elif variant == "pipelined":
+        kernel = _kernels()[variant]
+        # one group first (always resident, so it cannot wait forever): the compile, and its registers
+        compiled = kernel[(chunks,)](out, x, m, s, count.zero_(), N, chunks, ROWS, 1, CHUNK=chunk, PIECES=pieces,
+                                     num_warps=warps)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        groups = min(ROWS, _resident_groups(compiled, warps, chunks, sms))
+
+        def fn():
+            count.zero_()
+            return kernel[(groups * chunks,)](out, x, m, s, count, N, chunks, ROWS, groups, CHUNK=chunk,
+                                              PIECES=pieces, num_warps=warps)
+
+        regs = f"{compiled.n_regs} regs, {compiled.metadata.shared} B shared, {groups} groups"
     else:
         kernel = _kernels()[variant]
 
@@ -235,7 +308,8 @@ def one(variant: str, chunk: int, warps: int) -> None:
 PLAN = [("clone", 0, 0), ("torch", 0, 0), ("copy", 4096, 8), ("copy", 2048, 4), ("copy", 1024, 4),
         ("regs", 4096, 8), ("regs", 2048, 4), ("regs", 1024, 2), ("reread", 4096, 8), ("reread", 2048, 4),
         ("reread", 8192, 8), ("reread_last", 4096, 8), ("reread_last", 2048, 4), ("reread_last", 1024, 4),
-        ("template", 4096, 8), ("template", 8192, 8), ("template", 4096, 4)]
+        ("template", 4096, 8), ("template", 8192, 8), ("template", 4096, 4),
+        ("pipelined", 4096, 8), ("pipelined", 2048, 4), ("pipelined", 4096, 4), ("pipelined", 8192, 8)]
 
 
 def main(argv: list[str]) -> int:
