@@ -287,7 +287,8 @@ def test_each_pooling_template_passes_the_verifier(
     problem: str, order: int, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     moves = structural_moves(MOVES / problem)
-    assert [m.name for m in moves.instances] == ["pooling.tiled", "pooling.flat"]
+    assert [m.name for m in moves.instances] == ["pooling.tiled", "pooling.flat"]  # stride 2 (or one row): no strip
+    assert "pooling.rolling" in {s.name for s in moves.skipped}
     move = moves.instances[order]
     if move.name == "pooling.tiled":
         assert set(knob_values(move.source)) == {"BLOCK_H", "BLOCK_W", "num_warps"}
@@ -301,6 +302,42 @@ def test_each_pooling_template_passes_the_verifier(
         source = with_config(move.source, {"BLOCK": 64})
     accepted, reason = _verify(MOVES / problem, source, tmp_path, settings)
     assert accepted, reason
+
+
+@pytest.mark.parametrize(("problem", "window", "pad"), [
+    ("max_pool2d.py", "[4, 1, 1, 1]", None),  # 42_Max_Pooling_2D's window: 4 x 4, stride 1, padding 1
+    ("max_pool2d.py", "[1, 1, 0, 1]", None),  # one row tall: nothing carried
+    ("avg_pool2d.py", "[3, 1, 1]", None),  # padding left out of the count: rows and columns inside counted
+    ("avg_pool2d.py", "[3, 1, 1]", "count_include_pad=True"),
+])
+def test_the_rolling_pool_carries_row_reductions_down_a_strip_and_passes_the_verifier(
+    problem: str, window: str, pad: str | None, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    text = (MOVES / problem).read_text().replace("return [3, 2, 1, 2]", f"return {window}")
+    text = text.replace("return [3, 2, 1]", f"return {window}")
+    text = text.replace("count_include_pad=False", pad or "count_include_pad=False")
+    path = tmp_path / problem
+    path.write_text(text)
+    moves = structural_moves(path)
+    move = next(m for m in moves.instances if m.name == "pooling.rolling")
+    assert set(knob_values(move.source)) == {"ROWS", "BLOCK_W", "num_warps"}
+    kh = int(window.strip("[]").split(",")[0])
+    # the window's other rows, reduced before the strip and carried
+    assert len(re.findall(r"^    h\d+ = across\(", move.source, re.MULTILINE)) == kh - 1
+    # strips of 4 rows and blocks of 8 columns: both masked at the edges (13 x 17 or 11 x 14 inputs)
+    accepted, reason = _verify(path, with_config(move.source, {"ROWS": 4, "BLOCK_W": 8}), tmp_path, settings)
+    assert accepted, reason
+
+
+def test_the_rolling_pool_is_skipped_where_the_window_does_not_slide_one_row_a_step(tmp_path: Path) -> None:
+    for window in ("[3, 2, 1, 2]", "[3, 1, 1, 2]"):  # stride 2; stride 1 with dilation 2
+        path = tmp_path / "pool.py"
+        path.write_text((MOVES / "max_pool2d.py").read_text().replace("return [3, 2, 1, 2]", f"return {window}"))
+        moves = structural_moves(path)
+        assert "pooling.rolling" not in [m.name for m in moves.instances]
+        assert "rows a step" in {s.name: s.why for s in moves.skipped}["pooling.rolling"]
+    one_row = structural_moves(MOVES / "avg_pool1d.py")
+    assert "no window to slide" in {s.name: s.why for s in one_row.skipped}["pooling.rolling"]
 
 
 @pytest.mark.parametrize("problem", ["rms_norm.py", "softmax3d.py", "log_softmax.py"])

@@ -62,6 +62,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "streaming": ("memory", "latency", "other"),
     "tiled": ("memory", "latency", "occupancy", "other"),
     "flat": ("memory", "latency", "occupancy", "other"),
+    "rolling": ("memory", "latency", "other"),  # a window's row reductions carried: KW loads an output, not KH x KW
     "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
@@ -173,7 +174,7 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
     if family.name in rows.FAMILIES:
         instances, skipped = _row_moves(family, sm_count)
     elif family.name == "pooling":
-        instances, skipped = _pooling_moves(family)
+        instances, skipped = pooling.pooling_moves(family)
     elif family.name == "elementwise":
         instances, skipped = _elementwise_moves(family)
     elif family.name == "standardize":
@@ -262,28 +263,6 @@ def _split_row(n: int, n_rows: int, sm_count: int) -> tuple[list[Config], str]:
             for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
     grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
     return grid, ""
-
-
-def _pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    op, args, param = family.ops[0], family.scalars, family.input_names[0]
-    tiled, flat = pooling.tiled(op, args, param), pooling.flat(op, args, param)
-    if tiled is None or flat is None:  # one window for both: neither is written when it is not understood
-        why = "ceil_mode or a divisor override: not written in the template"
-        return [], [Skipped("pooling.tiled", why), Skipped("pooling.flat", why)]
-    if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
-        grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
-                     if 2 <= w // (32 * n) <= 16)
-    else:
-        grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
-                     for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
-    # 2-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
-    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256) for n in (4, 8)
-                      if 2 <= b // (32 * n) <= 16)
-    return [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
-                         "window loads are contiguous and overlap in L1", tiled, grid),
-            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
-                         "launch: index splits divide by constants, 32-bit where offsets fit",
-                         flat, flat_grid)], []
 
 
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

@@ -1,10 +1,14 @@
-"""Two templates for 1-D and 2-D max and average pooling; the window (sizes, strides, padding,
+"""Three templates for 1-D and 2-D max and average pooling; the window (sizes, strides, padding,
 dilation) is the reference's own, written in as constants (not knobs).
 
 `tiled`: each program computes BLOCK_H x BLOCK_W outputs of one (batch, channel) plane, BLOCK_W
 along the contiguous dim, so each of the KH x KW window loads is BLOCK_W neighbouring values
 (overlapping windows hit L1, not DRAM); the grid is (plane, row block, column block). A 1-D input
 is the 2-D case with one row.
+
+`rolling`: for a 2-D window that slides down one input row a step (stride and dilation 1 along the
+rows), a strip of ROWS output rows per program; each input row is reduced across the window's width
+once and that reduction is carried down the strip, so an output costs KW loads, not KH x KW.
 
 `flat`: the output as one flat range in memory order, BLOCK outputs a program, as torch.compile
 writes a pooling at static shapes: the sizes are specialized at launch (`tl.constexpr`, one compile
@@ -16,7 +20,11 @@ the index is 32-bit where every offset fits. On the H200 torch.compile's flat ke
 from __future__ import annotations
 
 from string import Template
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves import MoveInstance, Skipped
+    from kernelopt.offline.moves.family import Family
 
 # What both templates hold: the window's loop over a block of outputs (`$tile` its shape, `$address`
 # a tap's address), and the forward's sizes.
@@ -148,6 +156,85 @@ $sizes
 '''
 
 
+_ROLLING_SOURCE = '''"""$what pooling, a strip of ROWS output rows per program: the window slides down one input row
+a step, so each input row is reduced across the window's width once and carried down the strip (a
+structural move of the offline optimizer)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+ROWS = 16
+BLOCK_W = 256
+# The reference's window (not knobs): sizes, strides, padding, dilation per (row, column) axis.
+window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
+
+
+@triton.jit
+def across(src, ih, ow, live, H, W, KW: tl.constexpr, SW: tl.constexpr, PW: tl.constexpr, DW: tl.constexpr,
+           IS_MAX: tl.constexpr, BLOCK_W: tl.constexpr):
+    # input row ih reduced across the window's width for each output column; outside the input: the identity
+    rows_in = live & ((ow * 0 + ih) >= 0) & ((ow * 0 + ih) < H)
+    if IS_MAX:
+        acc = tl.full([BLOCK_W], float("-inf"), tl.float32)
+    else:
+        acc = tl.zeros([BLOCK_W], tl.float32)
+    for kw in tl.static_range(KW):
+        iw = ow * SW - PW + kw * DW
+        inside = rows_in & (iw >= 0) & (iw < W)
+        if IS_MAX:
+            v = tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=float("-inf")).to(tl.float32)
+            acc = tl.maximum(acc, v, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
+        else:
+            acc += tl.load(src + ih.to(tl.int64) * W + iw, mask=inside, other=0.0).to(tl.float32)
+    return acc
+
+
+@triton.jit
+def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SW: tl.constexpr,
+                PH: tl.constexpr, PW: tl.constexpr, DW: tl.constexpr, IS_MAX: tl.constexpr,
+                COUNT_PAD: tl.constexpr, ROWS: tl.constexpr, BLOCK_W: tl.constexpr):
+    # Program (plane, strip, column block): ROWS output rows x BLOCK_W columns of one plane, a row at a time.
+    plane, strip, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    ow = column * BLOCK_W + tl.arange(0, BLOCK_W)
+    live = ow < OW
+    src = x_ptr + plane * H * W
+    dst = out_ptr + plane * OH * OW
+    top = strip * ROWS - PH  # the first input row of the strip's first window
+$carry_in
+    wide = tl.zeros([BLOCK_W], tl.float32)  # how many of a window's columns lie inside the input
+    for kw in tl.static_range(KW):
+        iw = ow * SW - PW + kw * DW
+        wide += ((iw >= 0) & (iw < W)).to(tl.float32)
+    for i in range(ROWS):
+        acc = across(src, top + i + KH - 1, ow, live, H, W, KW, SW, PW, DW, IS_MAX, BLOCK_W)
+$combine
+        if not IS_MAX:
+            if COUNT_PAD:
+                acc = acc / (KH * KW)
+            else:  # the window's rows inside the input, times its columns inside it
+                high = tl.minimum(top + i + KH, H) - tl.maximum(top + i, 0)
+                acc = acc / tl.maximum(high.to(tl.float32) * wide, 1.0)
+        oh = strip * ROWS + i
+        tl.store(dst + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live & ((ow * 0 + oh) < OH))
+$shift
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $param):
+$sizes
+        out = torch.empty((x.shape[0], x.shape[1], OH, OW), device=x.device, dtype=x.dtype)
+        grid = (x.shape[0] * x.shape[1], triton.cdiv(OH, ROWS), triton.cdiv(OW, BLOCK_W))
+        pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, SW=sw, PH=ph, PW=pw, DW=dw, IS_MAX=$is_max,
+                          COUNT_PAD=$count_pad, ROWS=ROWS, BLOCK_W=BLOCK_W, num_warps=4)
+        return out
+'''
+ROLLING_KH_MAX = 16  # a window this tall carries as many row reductions (registers) down a strip
+
 _SOURCE = _completed(_SOURCE, "(BLOCK_H, BLOCK_W)", "src + ih.to(tl.int64) * W + iw")
 _FLAT_SOURCE = _completed(_FLAT_SOURCE, "(BLOCK,)", "src + ih * W + iw")
 
@@ -189,6 +276,30 @@ def flat(op: str, args: tuple[Any, ...], param: str) -> str | None:
     return _written(_FLAT_SOURCE, op, args, param)
 
 
+def rolling(op: str, args: tuple[Any, ...], param: str) -> str | None:
+    """The `rolling` kernel file for a 2-D pooling call whose window moves one input row a step (stride
+    and dilation 1 along the rows), or None when it does not."""
+    found = window_of(op, args)
+    if found is None or found[0]["sh"] != 1 or found[0]["dh"] != 1 or found[0]["kh"] > ROLLING_KH_MAX:
+        return None
+    kh, is_max = found[0]["kh"], op == "max_pool2d_with_indices"
+    carried = [f"h{k}" for k in range(kh - 1)]  # the last kh - 1 input rows' reductions, oldest first
+    step = "acc = tl.maximum(acc, {}, propagate_nan=tl.PropagateNan.ALL)" if is_max else "acc += {}"
+    lines = {
+        "carry_in": [f"    {h} = across(src, top + {k}, ow, live, H, W, KW, SW, PW, DW, IS_MAX, BLOCK_W)"
+                     for k, h in enumerate(carried)],
+        "combine": [f"        {step.format(h)}" for h in carried],
+        "shift": [f"        {h} = {nxt}" for h, nxt in zip(carried, [*carried[1:], "acc_row"][: len(carried)],
+                                                                 strict=True)],
+    }
+    if carried:  # the new row's own reduction, before the division, is what the next row carries
+        lines["combine"].insert(0, "        acc_row = acc")
+    source = Template(_ROLLING_SOURCE).safe_substitute(
+        sizes=_SIZES.rstrip("\n"),
+        **{k: "\n".join(v) or " " * (4 if k == "carry_in" else 8) + "pass" for k, v in lines.items()})
+    return _written(source, op, args, param)
+
+
 def _written(template: str, op: str, args: tuple[Any, ...], param: str) -> str | None:
     found = window_of(op, args)
     if found is None:
@@ -197,3 +308,42 @@ def _written(template: str, op: str, args: tuple[Any, ...], param: str) -> str |
     is_max = op == "max_pool2d_with_indices"
     return Template(template).substitute(what="max" if is_max else "average", param=param, is_max=is_max,
                                          count_pad=count_pad, **{k: str(v) for k, v in window.items()})
+
+
+def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    """`tiled` and `flat` for every pooling the templates understand; `rolling` where a 2-D window
+    slides one input row a step."""
+    from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
+
+    op, args, param = family.ops[0], family.scalars, family.input_names[0]
+    tile, flat_source = tiled(op, args, param), flat(op, args, param)
+    if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
+        why = "ceil_mode or a divisor override: not written in the template"
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling")]
+    if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
+        grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
+                     if 2 <= w // (32 * n) <= 16)
+    else:
+        grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
+                     for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
+    # 2-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
+    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256) for n in (4, 8)
+                      if 2 <= b // (32 * n) <= 16)
+    out = [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
+                        "window loads are contiguous and overlap in L1", tile, grid),
+           MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
+                        "launch: index splits divide by constants, 32-bit where offsets fit", flat_source, flat_grid)]
+    window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
+    strip = rolling(op, args, param) if family.ndim == 4 else None
+    if strip is None:
+        why = ("one row: there is no window to slide down" if family.ndim == 3 else
+               f"the window moves {window['sh']} rows a step with dilation {window['dh']} (stride and dilation 1 "
+               f"along the rows are what let a row's reduction be carried), or is over {ROLLING_KH_MAX} rows tall")
+        return out, [Skipped("pooling.rolling", why)]
+    # a strip of ROWS rows, 1-4 columns a thread
+    strip_grid = tuple({"ROWS": r, "BLOCK_W": w, "num_warps": n} for r in (16, 32, 64, 8) for w in (256, 512, 128)
+                       for n in (4, 8) if 1 <= w // (32 * n) <= 4)
+    why = (f"a strip of ROWS output rows per program: each input row reduced across the window's {window['kw']} "
+           f"columns once and carried down the strip, {window['kw']} loads an output instead of "
+           f"{window['kh'] * window['kw']}")
+    return [*out, MoveInstance("pooling.rolling", why, strip, strip_grid)], []
