@@ -261,9 +261,10 @@ def test_a_move_that_applied_says_whether_it_was_timed_or_how_every_configuratio
     tables = [{"round": 1, "moves": note, "rows": [
         row("matmul.grouped", 0.21), row("matmul.grouped", 0.1966),
         row("matmul.tma", None, "torch-compute-at-runtime"), row("matmul.tma", None, "runtime-error"),
+        row("matmul.persistent", None, "time-budget"),  # the budget ran out before it: not a failure
     ]}]
     text = "\n".join(moves_markdown(tables))
     assert "**matmul.grouped** (applies; best swept 0.1966 ms)" in text
     assert "**matmul.tma** (applies; every configuration failed: runtime-error, torch-compute-at-runtime)" in text
-    assert "**matmul.persistent** (applies; not timed)" in text  # in no table: the sweep never reached it
+    assert "**matmul.persistent** (applies; not timed)" in text  # only a row the budget skipped: never run
     assert "matmul.split_k does not apply: K is short" in text

@@ -72,7 +72,8 @@ def should_stop(state: Mapping[str, Any], context: Context, step: Step = Step())
 
 
 def _beaten_by_a_baseline(state: Mapping[str, Any]) -> bool:
-    """Whether eager or torch.compile ran faster than the best kernel, on the same clock."""
+    """Whether a baseline (eager, either torch.compile mode, the CUDA-graph replay of eager) ran faster
+    than the best kernel, on the same clock."""
     best = state.get("best")
     if best is None or not best.timing.is_gpu_time:
         return False

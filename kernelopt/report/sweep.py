@@ -55,6 +55,9 @@ def _config(row: dict[str, Any]) -> str:
     return f"{label}: {text}" if label else text
 
 
+_NOT_RUN = ("time-budget", "not-timed")  # a row the budget kept from running, or never timed: it did not fail
+
+
 def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
     """The structural moves: the problem's family, each move that applies with its best swept time,
     each that does not with why."""
@@ -65,10 +68,10 @@ def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
     best_ms: dict[str, float] = {}
     refused: dict[str, set[str]] = {}  # a move's rules where a configuration failed
     for row in (r for t in tables for r in t["rows"] if r.get("move")):
-        if row["time_ms"] is None:
-            refused.setdefault(row["move"], set()).add(str(row.get("rule")))
-        else:
+        if row["time_ms"] is not None:
             best_ms[row["move"]] = min(best_ms.get(row["move"], row["time_ms"]), row["time_ms"])
+        elif row.get("rule") not in _NOT_RUN:
+            refused.setdefault(row["move"], set()).add(str(row.get("rule")))
     lines = ["", "## Structural moves", "",
              f"Family of the reference: {note.get('family') or 'not recognised'}; "
              f"the best kernel's structure: {note.get('best_structure')}.", ""]

@@ -39,7 +39,8 @@ _ALLOCATIONS = frozenset(
     "empty empty_strided empty_like new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like new_ones"
     " full full_like new_full".split()
 )
-_SCRATCH = frozenset({"empty", "empty_strided"})  # the only operators a candidate's code may run inside a launch
+# the only operators a candidate's code may run inside a launch: memory left uninitialised
+_SCRATCH = frozenset({"empty", "empty_strided", "empty_like", "new_empty", "new_empty_strided"})
 MAX_SCALAR_READS = 16  # .item() / float(t) per call: a few for shapes or flags, not a loop over data
 MAX_FRESH_ELEMENTS = 256  # torch.tensor(python data) per call: a small index table, not an output
 
@@ -72,7 +73,8 @@ class ComputeGuard(TorchDispatchMode):
                 # left uninitialised carries no result: the allocator a kernel gives triton.set_allocator
                 # (scratch for descriptors made on the device) is called by the launcher, and allocates so
                 # (the correctness runs' poisoned allocation fills it: the harness's fill, not the candidate's).
-                problem = None if name in _SCRATCH or poison.filling_now() or _called_from_triton() else (
+                harness_fill = name == "fill_" and poison.filling_now()
+                problem = None if name in _SCRATCH or harness_fill or _called_from_triton() else (
                     f"forward ran torch's {name} from its own code during a Triton launch (a grid function, "
                     "a hook or the kernel body); compute must happen in Triton's language"
                 )
@@ -83,8 +85,10 @@ class ComputeGuard(TorchDispatchMode):
                 self.violation = problem
                 raise ComputeOutsideTriton(problem)
         result = func(*args, **kwargs)
-        if func.overloadpacket.__name__ in _ALLOCATIONS and isinstance(result, torch.Tensor) and result.numel():
+        if (func.overloadpacket.__name__ in _ALLOCATIONS and isinstance(result, torch.Tensor) and result.numel()
+                and "out" not in kwargs and not func._schema.is_mutable):
             # a fresh allocation that reuses a freed copy's memory (the caching allocator) is not that copy
+            # (one written `out=` into existing memory is no fresh allocation: the copy stays a copy)
             self.copied.discard(result.untyped_storage().data_ptr())
         if func.overloadpacket.__name__ in _COPIES and launches.IN_LAUNCH.depth == 0:
             target = args[0] if func.overloadpacket.__name__ == "copy_" else result

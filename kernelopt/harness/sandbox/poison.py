@@ -28,15 +28,20 @@ def _fill(tensor: torch.Tensor) -> torch.Tensor:
         return tensor
     _STATE.busy += 1
     try:
-        if tensor.is_floating_point() or tensor.is_complex():
-            tensor.fill_(float("nan"))
-        elif tensor.dtype == torch.bool:
-            tensor.fill_(True)
-        else:
-            tensor.fill_(INT_SENTINEL if tensor.dtype not in (torch.uint8, torch.int8) else 77)
+        with torch._C.DisableTorchFunctionSubclass():  # a subclass's __torch_function__ is not run by our fill
+            _fill_values(tensor)
     finally:
         _STATE.busy -= 1
     return tensor
+
+
+def _fill_values(tensor: torch.Tensor) -> None:
+    if tensor.is_floating_point() or tensor.is_complex():
+        tensor.fill_(float("nan"))
+    elif tensor.dtype == torch.bool:
+        tensor.fill_(True)
+    else:
+        tensor.fill_(INT_SENTINEL if tensor.dtype not in (torch.uint8, torch.int8) else 77)
 
 
 def _poisoned(original: Callable[..., Any]) -> Callable[..., Any]:
