@@ -189,3 +189,15 @@ def test_a_tensor_descriptor_s_load_and_store_pass_and_no_other_load_does() -> N
                   "        match b_ptr:\n            case a_desc:\n                x = a_desc.load([0, 0])\n"):
         bound = source.replace(loop, other + loop, 1)
         assert bound != source and "forbidden-attribute" in _rules(bound), other
+
+
+def test_a_torch_hook_bound_without_a_def_or_on_a_parameter_subclass_is_refused() -> None:
+    hook = "def _hook(cls, func, types, args=(), kwargs=None):\n    return func(*args, **(kwargs or {}))\n"
+    in_body = f"import torch\n{hook}class Lazy:\n    __torch_function__ = classmethod(_hook)\n"
+    afterwards = f"import torch\n{hook}class Lazy:\n    pass\nLazy.__torch_dispatch__ = _hook\n"
+    parameter = "import torch.nn as nn\nclass Lazy(nn.Parameter):\n    pass\n"
+    buffer = "import torch\nclass Lazy(torch.nn.Buffer):\n    pass\n"
+    for source in (in_body, afterwards, parameter, buffer):
+        assert "tensor-subclass" in _rules(source), source
+    assert "deferred-output" in _rules("class Lazy:\n    __getattr__ = print\n")
+    assert "tensor-subclass" not in _rules("import torch.nn as nn\nclass Net(nn.Module):\n    pass\n")

@@ -174,15 +174,17 @@ class _Checker:
             targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
             for target in targets:
                 self.check_patch_target(target)
+                self.check_dunder_target(target)
         elif isinstance(node, ast.ClassDef):
             if any(k.arg == "metaclass" for k in node.keywords):
                 self.add("deferred-output", node, f"class {node.name} has a metaclass; it can run code the checks miss")
             for base in node.bases:
-                if self.dotted(base) in ("torch.Tensor", "torch._C.TensorBase", "torch._C._TensorBase"):
+                if self.dotted(base) in R.TENSOR_BASES:
                     self.add(
                         "tensor-subclass",
                         node,
-                        f"class {node.name} subclasses torch.Tensor; outputs must be plain tensors computed in forward",
+                        f"class {node.name} subclasses {self.dotted(base)}; outputs must be plain tensors computed "
+                        "in forward",
                     )
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             self.check_definition(node)
@@ -284,6 +286,15 @@ class _Checker:
                 f"assigns {self.aliases[root.id]}"
                 f"{ast.unparse(target)[len(root.id) :]}, which the kernel file does not own",
             )
+
+    def check_dunder_target(self, target: ast.AST) -> None:
+        """`__torch_function__ = classmethod(f)` in a class body, or `C.__torch_function__ = f`: the hook
+        bound without a def (the definition check sees only defs)."""
+        name = target.id if isinstance(target, ast.Name) else target.attr if isinstance(target, ast.Attribute) else None
+        if name in R.LAZY_DUNDERS:
+            self.add("tensor-subclass", target, f"binds {name}; outputs must be plain tensors")
+        elif name in R.DEFERRED_DUNDERS:
+            self.add("deferred-output", target, f"binds {name}; outputs must not be computed on access")
 
     def check_definition(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.name in R.LAZY_DUNDERS:

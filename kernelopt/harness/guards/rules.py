@@ -249,6 +249,22 @@ CACHE_DECORATORS: frozenset[str] = frozenset({"functools.lru_cache", "functools.
 # Keys built from these identify an input across calls: a dict keyed by them is a result cache.
 INPUT_IDENTITY_CALLS: frozenset[str] = frozenset({"data_ptr", "id", "hash", "tolist", "item"})
 LAZY_DUNDERS: frozenset[str] = frozenset({"__torch_function__", "__torch_dispatch__"})
+# Classes whose subclasses are tensors (a Parameter or a Buffer is one): such a class can carry the hooks above.
+TENSOR_BASES: frozenset[str] = frozenset(
+    {
+        "torch.Tensor",
+        "torch._C.TensorBase",
+        "torch._C._TensorBase",
+        "torch.nn.Parameter",
+        "torch.nn.parameter.Parameter",
+        "torch.nn.Buffer",
+        "torch.nn.parameter.Buffer",
+        "torch.nn.UninitializedParameter",
+        "torch.nn.parameter.UninitializedParameter",
+        "torch.nn.UninitializedBuffer",
+        "torch.nn.parameter.UninitializedBuffer",
+    }
+)
 DEFERRED_DUNDERS: frozenset[str] = frozenset(
     {
         "__getattr__",
