@@ -201,3 +201,32 @@ def test_a_torch_hook_bound_without_a_def_or_on_a_parameter_subclass_is_refused(
         assert "tensor-subclass" in _rules(source), source
     assert "deferred-output" in _rules("class Lazy:\n    __getattr__ = print\n")
     assert "tensor-subclass" not in _rules("import torch.nn as nn\nclass Net(nn.Module):\n    pass\n")
+
+
+def test_every_way_of_binding_a_name_is_read_for_patches_and_hooks() -> None:
+    # a for loop's target, a tuple's, a comprehension's, a with's and a walrus's bind as an assignment does
+    head = "import torch\n"
+    for patch in ("for torch.cuda.Event.elapsed_time in (print,):\n    pass\n",
+                  "(torch.cuda.synchronize, _z) = (print, 0)\n",
+                  "_ = [0 for torch.cuda.synchronize in (print,)]\n",
+                  "with open('f') as torch.cuda.synchronize:\n    pass\n",
+                  "del torch.cuda.synchronize\n"):
+        assert "monkey-patch" in _rules(head + patch), patch
+    for hook in ("class L:\n    for __torch_function__ in (classmethod(print),):\n        pass\n",
+                 "class L:\n    __torch_function__, _x = classmethod(print), 0\n",
+                 "class L:\n    _y = (__torch_function__ := classmethod(print))\n"):
+        assert "tensor-subclass" in _rules(hook), hook
+    assert not _rules(head + "for i in range(3):\n    pass\nx, y = 1, 2\n") & {"monkey-patch", "tensor-subclass"}
+
+
+def test_the_worker_notes_the_timer_events_methods_not_only_its_class(monkeypatch: pytest.MonkeyPatch) -> None:
+    # what the worker compares before and after the candidate runs (_Guards.check_untouched)
+    import torch
+
+    from kernelopt.harness.sandbox.worker import _timer_identities
+
+    before = _timer_identities()
+    monkeypatch.setattr(torch.cuda.Event, "elapsed_time", lambda self, end: 0.0)
+    after = _timer_identities()
+    changed = [name for name, obj in before.items() if after.get(name) is not obj]
+    assert changed == ["torch.cuda.Event.elapsed_time"]

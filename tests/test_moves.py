@@ -865,3 +865,16 @@ def test_a_long_row_far_from_zero_is_standardised_to_fp32_s_own_accuracy(tmp_pat
     pytorch = (torch.nn.functional.layer_norm(x, (16384,), eps=1e-5).double() - truth).abs().max()
     ours = (module.ModelNew()(x).double() - truth).abs().max()
     assert ours < 1e-5 and ours < pytorch
+
+
+def test_a_2d_pool_of_an_unbatched_plane_gets_no_pooling_template(tmp_path: Path) -> None:
+    # (C, H, W) through nn.MaxPool2d: three dims, as a 1-D pool's (N, C, L), but the window is 3 x 3; the
+    # templates read a 3-D input as rows, so none applies (before, tiled and flat were offered and wrong)
+    path = tmp_path / "unbatched.py"
+    path.write_text((MOVES / "max_pool2d.py").read_text().replace(
+        "torch.randn(batch, channels, height, width)", "torch.randn(channels, height, width)"))
+    moves = structural_moves(path)
+    assert moves.family is not None and moves.family.ndim == 3
+    assert not [m for m in moves.instances if m.name.startswith("pooling.")]
+    assert "without a batch dim" in {s.name: s.why for s in moves.skipped}["pooling.tiled"]
+    assert [m.name for m in structural_moves(MOVES / "avg_pool1d.py").instances] == ["pooling.tiled", "pooling.flat"]

@@ -155,6 +155,11 @@ class _Checker:
                 self.aliases.update(dict.fromkeys(names, path))
 
     def check_module_node(self, node: ast.AST) -> None:
+        if isinstance(node, ast.Name | ast.Attribute) and isinstance(node.ctx, ast.Store | ast.Del):
+            # every binding, not only an assignment's targets: a for loop's, a with's, an unpacked tuple's,
+            # a comprehension's and a walrus's bind too (`for torch.cuda.Event.elapsed_time in (f,): pass`)
+            self.check_patch_target(node)
+            self.check_dunder_target(node)
         if isinstance(node, ast.Import | ast.ImportFrom):
             self.check_import(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
@@ -170,11 +175,6 @@ class _Checker:
             self.check_attribute(node)
         elif isinstance(node, ast.Call):
             self.check_module_call(node)
-        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
-            targets = node.targets if isinstance(node, ast.Assign | ast.Delete) else [node.target]
-            for target in targets:
-                self.check_patch_target(target)
-                self.check_dunder_target(target)
         elif isinstance(node, ast.ClassDef):
             if any(k.arg == "metaclass" for k in node.keywords):
                 self.add("deferred-output", node, f"class {node.name} has a metaclass; it can run code the checks miss")

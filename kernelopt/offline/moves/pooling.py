@@ -320,6 +320,10 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
         why = "ceil_mode or a divisor override: not written in the template"
         return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling")]
+    window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
+    if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0):  # a 2-D pool of one unbatched plane
+        why = "a 2-D window over an input without a batch dim (C, H, W): the templates read a 3-D input as 1-D rows"
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling")]
     if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
                      if 2 <= w // (32 * n) <= 16)
@@ -333,7 +337,6 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                         "window loads are contiguous and overlap in L1", tile, grid),
            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
                         "launch: index splits divide by constants, 32-bit where offsets fit", flat_source, flat_grid)]
-    window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
     strip = rolling(op, args, param) if family.ndim == 4 else None
     if strip is None:
         why = ("one row: there is no window to slide down" if family.ndim == 3 else
