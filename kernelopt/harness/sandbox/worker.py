@@ -242,9 +242,7 @@ def _timer_identities() -> dict[str, Any]:
         "time.perf_counter": time.perf_counter,
         "time.time": time.time,
         "torch.cuda.Event": torch.cuda.Event,
-        # the event's own methods too: the class can stay while a method on it is swapped
-        **{f"torch.cuda.Event.{name}": getattr(torch.cuda.Event, name) for name in ("record", "elapsed_time",
-                                                                                     "synchronize", "query")},
+        **{f"torch.cuda.Event.{m}": getattr(torch.cuda.Event, m) for m in ("record", "elapsed_time", "synchronize")},
         "torch.cuda.synchronize": torch.cuda.synchronize,
         "triton.testing.do_bench": triton.testing.do_bench,
         "kernelopt.harness.measure.timing.measure": timing.measure,
