@@ -79,13 +79,16 @@ DEFAULT_METRICS: tuple[str, ...] = tuple(m for m in NCU_METRICS if m not in (TEN
 HOPPER_METRICS: tuple[str, ...] = (TENSOR_ACTIVE_PCT, TENSOR_GMMA_INST_PCT)
 
 
+def capability_major(compute_capability: str | None) -> int | None:
+    """The major version of a compute capability ("9.0" -> 9), or None where it cannot be read."""
+    head = str(compute_capability).split(".", 1)[0]
+    return int(head) if head.isdigit() else None
+
+
 def default_metrics(compute_capability: str | None = None) -> tuple[str, ...]:
     """The metric list for a GPU: the common set, plus the wgmma pipes from Hopper (9.0) on."""
-    try:
-        major = int(str(compute_capability).split(".")[0])
-    except ValueError:
-        return DEFAULT_METRICS
-    return DEFAULT_METRICS + HOPPER_METRICS if major >= 9 else DEFAULT_METRICS
+    major = capability_major(compute_capability)
+    return DEFAULT_METRICS + HOPPER_METRICS if major is not None and major >= 9 else DEFAULT_METRICS
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from kernelopt.hardware.ncu import capability_major
 from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_tma
 
 if TYPE_CHECKING:
@@ -31,7 +32,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
     params, ops, flips = family.input_names, family.operands, family.transposed
     out = [MoveInstance("matmul.grouped", "output tiles in GROUP_M groups for L2 reuse; fp32 without TF32",
                         matmul.grouped(params, ops, flips), tuple(_tiles(family)))]
-    if _major(capability) >= 9:
+    if (capability_major(capability) or 99) >= 9:  # an unreadable capability counts as new
         out, skipped = _tma(family, sm_count, out, [])
     else:  # the file would run its grouped fallback there: the same kernel measured twice
         skipped = [Skipped("matmul.tma", f"the GPU (compute capability {capability}) has no TMA: tensor descriptors "
@@ -66,12 +67,6 @@ def _k_major(family: Family, out: list[MoveInstance],
 
 
 _BYTES = {"float16": 2, "bfloat16": 2}
-
-
-def _major(capability: str) -> int:
-    """The major version of a compute capability ("9.0" -> 9); an unreadable one counts as new."""
-    head = capability.split(".", 1)[0]
-    return int(head) if head.isdigit() else 99
 
 
 def _tma(family: Family, sm_count: int, out: list[MoveInstance],

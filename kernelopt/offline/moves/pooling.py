@@ -19,6 +19,7 @@ the index is 32-bit where every offset fits. On the H200 torch.compile's flat ke
 
 from __future__ import annotations
 
+import itertools
 from string import Template
 from typing import TYPE_CHECKING, Any
 
@@ -289,8 +290,7 @@ def rolling(op: str, args: tuple[Any, ...], param: str) -> str | None:
         "carry_in": [f"    {h} = across(src, top + {k}, ow, live, H, W, KW, SW, PW, DW, IS_MAX, BLOCK_W)"
                      for k, h in enumerate(carried)],
         "combine": [f"        {step.format(h)}" for h in carried],
-        "shift": [f"        {h} = {nxt}" for h, nxt in zip(carried, [*carried[1:], "acc_row"][: len(carried)],
-                                                                 strict=True)],
+        "shift": [f"        {h} = {nxt}" for h, nxt in itertools.pairwise([*carried, "acc_row"])],
     }
     if carried:  # the new row's own reduction, before the division, is what the next row carries
         lines["combine"].insert(0, "        acc_row = acc")
