@@ -8,13 +8,14 @@ import json
 from pathlib import Path
 
 import pytest
+import torch
 from helpers import DATA
 
 from kernelopt.harness.measure.timing import TimingConfig, timing_config_for
 from kernelopt.harness.sandbox.baseline_client import compile_cache_for
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.records import Baselines, FloorEstimate, KernelRecord, Timing, TimingMethod
-from kernelopt.report.figures import gap_closed, launch_note, suite_figures
+from kernelopt.report.figures import baseline_text, figures, gap_closed, launch_note, suite_figures
 from kernelopt.report.run import render_markdown, summarize_run, write_reports
 from kernelopt.report.suite import render_markdown as suite_markdown
 from kernelopt.report.summary import RunSummary
@@ -165,6 +166,11 @@ def test_suite_aggregates_the_gap_as_mean_and_median_and_names_what_it_leaves_ou
             "summary": summarize(results, 5), "problems": [dataclasses.asdict(r) for r in results]}
     text = suite_markdown(data, has_plot=False)
     assert "| 0% / 20% |" in text  # the gap closed: mean / median
+    assert "would refuse" not in text  # no problem's defaults were refused
+    results[2].figures.update(refused_baselines={"torch.compile": "output 0"}, speedup_vs_compile_full=1.3)
+    text = suite_markdown({**data, "summary": summarize(results, 5)}, has_plot=False)
+    assert ("- The verifier would refuse PyTorch's default baselines as kernels on c (reduced precision: TF32); "
+            "the kernel against torch.compile at full precision: c 1.3x.") in text
     assert "- Geomeans over the 4 correct problems; excluded: d (rejected)" in text
     assert "negative (slower than the best baseline) on b" in text and "undefined on e (the best baseline" in text
     assert "| 1.5x (max-autotune) |" in text
@@ -241,3 +247,76 @@ def test_a_checkpoint_from_before_the_stronger_baselines_resumes():
     assert type(back).__qualname__ == "Baselines" and type(back).__module__ == "kernelopt.records"
     assert back.eager == old.eager and back.compile_error == "failed" and back.floor == FLOOR
     assert back.max_autotune is None and back.method is None and back.best() == ("PyTorch eager", old.eager)
+
+
+PRECISION = DATA / "precision" / "problem.py"
+
+
+@pytest.mark.slow
+def test_a_baseline_the_yardstick_refuses_is_named_and_timed_again_at_full_precision(tmp_path, monkeypatch):
+    """PyTorch's defaults run the product at TF32 (as a cuDNN convolution does): the verifier would refuse
+    that output of a kernel, so the baseline is named as refused, with why, and timed with TF32 off.
+    An exact problem's baselines are not."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    found = {}
+    for name, problem in (("tf32", PRECISION), ("exact", ADD)):
+        verifier = Verifier(problem, tmp_path / name, settings)
+        try:
+            found[name] = verifier.baselines()
+        finally:
+            verifier.close()
+    tf32, exact = found["tf32"], found["exact"]
+    assert set(tf32.refused) == {"PyTorch eager"}, tf32.refused
+    assert "output 0" in tf32.refused["PyTorch eager"]
+    assert tf32.eager is not None and tf32.eager_full is not None and tf32.eager_full.trials >= 1
+    assert tf32.compile_full is None and tf32.full_error is None  # torch.compile was not asked for
+    assert "PyTorch eager at full precision" in tf32.every()
+    assert exact.refused == {} and exact.eager_full is None and exact.full_precision() == {}
+    assert torch.backends.cudnn.allow_tf32  # the user's defaults are left as they were
+
+
+def test_only_baselines_at_the_verifiers_precision_raise_the_roof():
+    """H200, level 2's 1_Conv2D_ReLU_BiasAdd: torch.compile at 1.639 ms (cuDNN at TF32) raised the fp32
+    ceiling from 136.8 to 182.9 TFLOP/s, past what any fp32-accurate kernel can reach."""
+    from kernelopt.hardware.roofline import RooflineAnalyzer, baseline_times_ms, ceiling_times_ms
+    from kernelopt.hardware.specs import get_gpu_spec
+
+    conv = FloorEstimate(min_bytes=1_577_616_384, flops=299_649_466_368.0, dtype="fp32")
+    refused = {"PyTorch eager": "output 0: 1200 of 8.4M elements", "torch.compile": "output 0: 1180 of 8.4M"}
+    baselines = Baselines(eager=_timing(3.924), compile=_timing(1.639), cuda_graph=_timing(3.9), refused=refused,
+                          eager_full=_timing(7.95), compile_full=_timing(7.87))
+    assert ceiling_times_ms(baselines) == {"PyTorch eager at full precision": 7.95,
+                                           "torch.compile (default) at full precision": 7.87}
+    every = baseline_times_ms(baselines)
+    assert every["torch.compile"] == 1.639 and every["CUDA graph of eager"] == 3.9  # the stop still counts them
+    analyzer = RooflineAnalyzer(get_gpu_spec("H200"), peak_tflops={"fp32": 136.8})
+    honest = analyzer.analyze(None, conv, measured_time_ms=6.04, baselines_ms=every,
+                              ceiling_ms=ceiling_times_ms(baselines))
+    assert honest.peak_tflops == pytest.approx(136.8) and not any("raised" in w for w in honest.warnings)
+    assert not honest.at_roofline  # the TF32 baseline is faster: no stop while it is
+    old = analyzer.analyze(None, conv, measured_time_ms=6.04, baselines_ms=every)
+    assert old.peak_tflops == pytest.approx(conv.flops / 1.639e-3 / 1e12)  # what the refused one would raise it to
+    only_eager = Baselines(eager=_timing(3.924), compile=_timing(1.9), refused={"PyTorch eager": "output 0"},
+                           eager_full=_timing(7.95), max_autotune=_timing(1.5))
+    assert ceiling_times_ms(only_eager) == {"torch.compile": 1.9, "PyTorch eager at full precision": 7.95}
+    plain = Baselines(eager=_timing(3.924), compile=_timing(1.639))
+    assert ceiling_times_ms(plain) == baseline_times_ms(plain)
+
+
+def test_the_reports_say_which_baselines_the_verifier_would_refuse(tmp_path):
+    baselines = Baselines(eager=_timing(3.924), compile=_timing(1.639), refused={"PyTorch eager": "output 0: 9 of 64"},
+                          eager_full=_timing(7.95), compile_full=_timing(7.87), floor=FLOOR, method=GPU_METHOD)
+    text = render_markdown(summarize_run(_state(tmp_path, baselines, 6.04)))
+    assert "| torch.compile (default) at full precision | 7.8700 | 0.7870 | 200 | 1.3x |" in text
+    assert "- Precision: the verifier would refuse PyTorch eager as a kernel (output 0: 9 of 64)" in text
+    assert "- Against torch.compile at the verifier's precision: 1.3x torch.compile (default) at full precision" in text
+    # the headline keeps the default
+    assert "- Against the best baseline of all: 0.271x torch.compile (default)" in text
+    found = figures(baselines, 6.04, 1.817, True)
+    assert found["speedup_vs_compile_full"] == pytest.approx(7.87 / 6.04)
+    assert found["refused_baselines"] == {"PyTorch eager": "output 0: 9 of 64"}
+    text = baseline_text({**found, "eager_ms": 3.924, "compile_ms": 1.639, "time_ms": 6.04, "is_gpu_time": True})
+    assert "vs torch.compile (default) at full precision: 7.8700 ms (1.3x faster)" in text
+    assert "the verifier would refuse PyTorch eager as a kernel (output 0: 9 of 64)" in text
+    assert figures(Baselines(eager=_timing(1.0), compile=_timing(1.0)), 1.0, 0.5, True)["refused_baselines"] is None

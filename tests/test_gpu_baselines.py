@@ -91,3 +91,30 @@ def test_the_reference_gives_back_the_memory_its_baselines_took(tmp_path):
         assert held < 2.5 * 2**30, f"the reference holds {held / 2**30:.1f} GiB after timing its baselines"
     finally:
         verifier.close()
+
+
+def test_a_tf32_convolution_baseline_is_refused_and_timed_at_full_precision(tmp_path):
+    """cuDNN runs the convolution at TF32 under PyTorch's defaults: the verifier would refuse that output
+    of a kernel, so eager and torch.compile are named as refused, timed again with TF32 off, and only
+    those times may raise the roofline's ceilings."""
+    from kernelopt.hardware.roofline import ceiling_times_ms
+
+    ctx = Context(runs_dir=str(tmp_path / "runs"), seeds=1)
+    state = {"problem_path": str(DATA / "conv" / "conv2d_relu.py"), "run_dir": str(tmp_path / "runs" / "conv")}
+    update, error = _setup(state, ctx, uses_llm=False)  # type: ignore[arg-type]
+    assert error is None, error
+    found: Baselines = update["baselines"]
+    print(f"\nrefused {found.refused}\neager {found.eager.median_ms if found.eager else None} ms, full "
+          f"{found.eager_full.median_ms if found.eager_full else None} ms\ncompile "
+          f"{found.compile.median_ms if found.compile else None} ms, full "
+          f"{found.compile_full.median_ms if found.compile_full else None} ms ({found.full_error})")
+    assert set(found.refused) == {"PyTorch eager", "torch.compile"}, found.refused
+    assert torch.backends.cudnn.allow_tf32  # the defaults stay as the user had them
+    for timing in (found.eager_full, found.compile_full):
+        assert timing is not None and timing.clock == "cuda_events" and timing.trials >= 10
+    full = {"PyTorch eager at full precision", "torch.compile (default) at full precision"}
+    assert set(ceiling_times_ms(found)) == full
+    best = KernelRecord(str(tmp_path / "k.py"), "h", found.compile_full, 1)
+    text = render_markdown(summarize_run({**update, "round": 1, "stop_reason": "max_rounds", "attempts": [],
+                                          "best": best}))
+    assert "- Precision: the verifier would refuse PyTorch eager and torch.compile as a kernel" in text

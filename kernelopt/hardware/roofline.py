@@ -81,8 +81,23 @@ def baseline_times_ms(baselines: Baselines | None) -> dict[str, float]:
         ("torch.compile", baselines.compile),
         ("torch.compile (max-autotune)", baselines.max_autotune),
         ("CUDA graph of eager", baselines.cuda_graph),
+        *baselines.full_precision().items(),
     )
     return {name: t.median_ms for name, t in pairs if t is not None and t.is_gpu_time and t.median_ms > 0}
+
+
+def ceiling_times_ms(baselines: Baselines | None) -> dict[str, float]:
+    """The baselines a roof may be raised to: those computing at the precision the verifier holds a
+    kernel to. Where the yardstick refused eager or torch.compile (PyTorch's defaults ran part of
+    the problem at TF32), the refused ones give way to their times at full precision, and so do the
+    CUDA-graph replay and max-autotune, which run under the same defaults and were not judged."""
+    every = baseline_times_ms(baselines)
+    if baselines is None or not baselines.refused:
+        return every
+    refused = {f"{name} (default)" if name == "torch.compile" else name for name in baselines.refused}
+    kept = {"PyTorch eager": "PyTorch eager", "torch.compile": "torch.compile (default)"}
+    full = baselines.full_precision()
+    return {name: ms for name, ms in every.items() if name in full or (name in kept and kept[name] not in refused)}
 
 
 @dataclass(frozen=True)
@@ -215,20 +230,23 @@ class RooflineAnalyzer:
         floor: FloorEstimate | None = None,
         measured_time_ms: float | None = None,
         baselines_ms: Mapping[str, float] | None = None,
+        ceiling_ms: Mapping[str, float] | None = None,
     ) -> Roofline:
         """Where the kernel sits: bottleneck, SOL%, efficiency against the floor, headroom.
 
-        `baselines_ms` are the baselines' GPU times on the same problem (`baseline_times_ms`):
-        the floor's ceilings are raised to what they achieve, and a kernel one of them beats is
-        never at the roofline.
+        `baselines_ms` are the baselines' GPU times on the same problem (`baseline_times_ms`): a
+        kernel one of them beats is never at the roofline. The floor's ceilings are raised to what
+        those of `ceiling_ms` achieve (`ceiling_times_ms`: the ones at the verifier's precision;
+        by default all of `baselines_ms`).
         """
         baselines_ms = dict(baselines_ms or {})
+        ceiling_ms = baselines_ms if ceiling_ms is None else dict(ceiling_ms)
         warnings: list[str] = []
         sol = self._ncu_view(ncu_metrics, warnings) if ncu_metrics is not None else None
         if measured_time_ms is None and sol is not None and sol.time_ms is not None:
             # NCU's duration runs without an L2 flush, so it flatters a little; better than none.
             measured_time_ms = sol.time_ms
-        view = self._floor_view(floor, warnings, baselines_ms) if floor is not None else None
+        view = self._floor_view(floor, warnings, ceiling_ms) if floor is not None else None
         floor_time_ms = view.floor_time_ms if view else None
 
         pair = (sol.compute_sol_pct, sol.memory_sol_pct) if sol else (None, None)

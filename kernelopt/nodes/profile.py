@@ -12,7 +12,7 @@ from langgraph.types import Command
 from kernelopt.context import Context
 from kernelopt.events import RooflineFound
 from kernelopt.hardware import ncu, ncu_runner
-from kernelopt.hardware.roofline import RooflineAnalyzer, RooflineConfig, baseline_times_ms
+from kernelopt.hardware.roofline import RooflineAnalyzer, RooflineConfig, baseline_times_ms, ceiling_times_ms
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness import load_or_measure_ceilings
 from kernelopt.nodes.common import after, context_of, emit, verifier_for
@@ -76,7 +76,8 @@ def roofline_for(
     baselines = state.get("baselines")
     measured_ms = record.time_ms if record.timing.is_gpu_time else None
     roofline: Roofline = analyzer_for(state["gpu_key"], ctx).analyze(
-        metrics, baselines.floor if baselines else None, measured_ms, baseline_times_ms(baselines)
+        metrics, baselines.floor if baselines else None, measured_ms, baseline_times_ms(baselines),
+        ceiling_times_ms(baselines),
     )
     notes = tuple(n for n in (skipped, None if record.timing.is_gpu_time else INTERPRETER_WARNING) if n)
     return dataclasses.replace(roofline, warnings=roofline.warnings + notes)

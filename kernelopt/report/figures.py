@@ -14,7 +14,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from kernelopt.records import Baselines, one_line
+from kernelopt.records import FULL, Baselines, one_line
 
 LAUNCH_BOUND_KERNEL_MS = 0.05  # under this, a launch's few microseconds are a large share of the time
 LAUNCH_DOMINATES_RATIO = 0.5  # a CUDA-graph replay at most half of eager's time: launching is most of eager
@@ -88,11 +88,28 @@ def figures(baselines: Baselines | None, best_ms: float | None, floor_ms: float 
         "method": dataclasses.asdict(b.method) if b.method else None,
         "max_autotune_limit_s": b.max_autotune_limit_s,
         "baseline_timings": {name: dataclasses.asdict(timing) for name, timing in b.every().items()},
+        "refused_baselines": dict(b.refused) or None,
+        "eager_full_ms": b.eager_full.median_ms if b.eager_full else None,
+        "compile_full_ms": b.compile_full.median_ms if b.compile_full else None,
+        "full_error": b.full_error,
+        "speedup_vs_compile_full": _ratio(b.compile_full.median_ms if b.compile_full else None, best_ms),
     }
 
 
 BASELINE_KEYS = (("eager", "PyTorch eager"), ("compile", "torch.compile (default)"),
-                 ("max_autotune", "torch.compile (max-autotune)"), ("cuda_graph", "CUDA graph of eager"))
+                 ("max_autotune", "torch.compile (max-autotune)"), ("cuda_graph", "CUDA graph of eager"),
+                 ("eager_full", f"PyTorch eager {FULL}"), ("compile_full", f"torch.compile (default) {FULL}"))
+
+
+def refused_note(refused: dict[str, str] | None) -> str | None:
+    """One line on the baselines the verifier's yardstick refused, or None."""
+    if not refused:
+        return None
+    names = " and ".join(refused)
+    why = one_line(next(iter(refused.values())), 160)
+    return (f"the verifier would refuse {names} as a kernel ({why}): PyTorch's defaults run part of this problem "
+            "at reduced precision (TF32, or fp16/bf16 reductions), so each was timed again with that off, and only "
+            "those times may raise the roofline's ceilings")
 
 
 def baseline_text(found: dict[str, Any]) -> str:
@@ -116,6 +133,8 @@ def baseline_text(found: dict[str, Any]) -> str:
                      f"compile baseline; {best}, the best baseline")
     if on_gpu and kernel_ms:
         lines.append(f"  gap closed: {share_words(found.get('gap_closed'), found.get('gap_closed_note') or '')}")
+    if note := refused_note(found.get("refused_baselines")):
+        lines.append(f"  {note}")
     if found.get("launch_note"):
         lines.append(f"  note: {found['launch_note']}")
     if found.get("baselines_wall_s") is not None:
@@ -179,6 +198,8 @@ def suite_figures(results: Sequence[Any], total: int) -> dict[str, Any]:
                                    if (f.get("launch_note") or "").startswith(LAUNCH_DOMINATES)),
         "max_autotune_failed": {name: f["max_autotune_error"] for name, f in found.items()
                                 if f.get("max_autotune_error")},
+        "reduced_precision": {r.name: found[r.name].get("speedup_vs_compile_full") for r in correct
+                              if found[r.name].get("refused_baselines")},
         "baselines_wall_s": round(sum(f.get("baselines_wall_s") or 0.0 for f in found.values()), 2),
         "median_wall_s": statistics.median(r.wall_s for r in results) if results else None,
         "median_phases_s": median_phases([f.get("phases_s") or {} for f in found.values()]),

@@ -9,8 +9,8 @@ from typing import Any
 
 from kernelopt.hardware.roofline import datasheet_floor_ms
 from kernelopt.hardware.specs import GPUSpec, UnknownGPUError, get_gpu_spec
-from kernelopt.records import FloorEstimate
-from kernelopt.report.figures import figures, launch_note, method_lines, share_words, times
+from kernelopt.records import FULL, FloorEstimate
+from kernelopt.report.figures import figures, launch_note, method_lines, refused_note, share_words, times
 from kernelopt.report.models import model_rows, models_markdown
 from kernelopt.report.pinned import pinned_rows, pinned_section
 from kernelopt.report.progress import outcome_words, verdict_detail
@@ -204,6 +204,8 @@ BASELINE_ROWS = (  # (row name: the name Baselines.every() gives it, RunSummary'
     ("torch.compile (default)", "compile_ms", "compile_error"),
     ("torch.compile (max-autotune)", "max_autotune_ms", "max_autotune_error"),
     ("CUDA graph of eager", "cuda_graph_ms", "cuda_graph_error"),
+    (f"PyTorch eager {FULL}", "eager_full_ms", None),
+    (f"torch.compile (default) {FULL}", "compile_full_ms", None),
 )
 
 
@@ -256,6 +258,13 @@ def _claims(summary: RunSummary, on_gpu: bool) -> list[str]:
             f"({_num(floor, ' ms')}): (t_baseline - t_kernel) / (t_baseline - t_floor), the floor at the datasheet's "
             "bandwidth and peak"
         )
+    if refused := refused_note(summary.refused_baselines):
+        lines.append(f"- Precision: {refused}")
+        if on_gpu and summary.speedup_vs_compile_full:
+            lines.append(f"- Against torch.compile at the verifier's precision: "
+                         f"{times(summary.speedup_vs_compile_full, f'torch.compile (default) {FULL}')}")
+    if summary.full_error:
+        lines.append(f"- Not timed at full precision: {_cell(summary.full_error)}")
     note = summary.launch_note or (launch_note(summary.eager_ms, summary.cuda_graph_ms, None) if on_gpu else None)
     if note:
         lines.append(f"- Launch overhead: {note}")

@@ -78,6 +78,11 @@ class RunSummary:
     method: dict[str, Any] | None = None  # records.TimingMethod as JSON
     max_autotune_limit_s: float | None = None
     baseline_timings: dict[str, dict[str, Any]] | None = None  # baseline name -> records.Timing as JSON
+    refused_baselines: dict[str, str] | None = None  # baselines the yardstick refused (reduced precision) -> why
+    eager_full_ms: float | None = None  # eager and torch.compile at full precision, timed where one was refused
+    compile_full_ms: float | None = None
+    full_error: str | None = None
+    speedup_vs_compile_full: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """report.json's object: every field in order, a beam run's own only where it has them."""

@@ -19,7 +19,7 @@ import sys
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +28,10 @@ import torch
 from kernelopt.harness.measure.cases import case_choices, case_inputs, case_label, plan_cases
 from kernelopt.harness.measure.correctness import Judging, compare_case, judging_for
 from kernelopt.harness.measure.parameters import perturbed
-from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.measure.yardstick import Expected, expected_from, float64_copy
 from kernelopt.harness.problem import load_problem
 from kernelopt.harness.sandbox import transfer
-from kernelopt.harness.sandbox.locks import device_lock
+from kernelopt.harness.sandbox.reference_baselines import log_stage, time_baselines
 
 
 @dataclass
@@ -152,36 +151,8 @@ class Reference:
         return self.kept.get(index) or self._expect(self.cases[index])[0]
 
     def baselines(self, message: dict[str, Any]) -> dict[str, Any]:
-        """Eager and torch.compile times with the candidates' protocol, and the floor."""
-        from kernelopt.harness.measure.floor import estimate_floor
-
-        config = TimingConfig(**message.get("timing", {}))
-        inputs = case_inputs(self.problem, {"seed": self.req["seeds"][0]}, self.device)
-        result: dict[str, Any] = {"compile": None, "compile_error": None, "compile_s": None}
-        with torch.no_grad():
-            result["floor"] = asdict(estimate_floor(self.model, inputs))
-            log_stage("floor counted")
-            with device_lock(self.req["device"], self.req.get("lock_path")):
-                result["eager"] = asdict(measure(lambda: self.model(*inputs), self.device, config, "cpu"))
-            log_stage("eager timed")
-            if message.get("time_compile"):
-                _use_compile_cache(message.get("compile_cache_dir"))
-                try:
-                    began = time.monotonic()
-                    compiled = torch.compile(self.model)
-                    compiled(*inputs)  # compile outside the lock: it is not timed
-                    result["compile_s"] = round(time.monotonic() - began, 3)
-                    log_stage("torch.compile compiled")
-                    with device_lock(self.req["device"], self.req.get("lock_path")):
-                        result["compile"] = asdict(measure(lambda: compiled(*inputs), self.device, config, "cpu"))
-                    log_stage("torch.compile timed")
-                except Exception as err:  # a compile failure costs the baseline, not the run
-                    result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
-        # The inputs and whatever the timed calls allocated go back to the driver: held in this
-        # process's cache, a 16 GiB input's baselines left a candidate without room for its own.
-        inputs.clear()
-        self._release()
-        return result
+        """Eager and torch.compile times, the floor, and the baselines the yardstick refuses."""
+        return time_baselines(self, message)
 
     def judging_notes(self) -> dict[str, list[str]]:
         """The checked cases judged on their outputs' own scale, and those that prove nothing, by name."""
@@ -236,23 +207,6 @@ class Reference:
                 f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
             }
         return {"rule": None, "reason": "correct", "not_run": judged.not_run}
-
-
-def _use_compile_cache(folder: str | None) -> None:
-    """Point Inductor's caches (FX graph, autotuning) at the problem's folder under the runs
-    folder, so that a repeated run takes the compiled graph from there (Inductor reads the
-    variable at each use)."""
-    if folder:
-        Path(folder).mkdir(parents=True, exist_ok=True)
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = folder
-
-
-_BORN = time.monotonic()
-
-
-def log_stage(stage: str) -> None:
-    """A line in this process's log: where its time went (setup is measured from these)."""
-    print(f"[{time.monotonic() - _BORN:8.3f} s] {stage}", flush=True)
 
 
 def _largest(expected: Expected) -> float:
