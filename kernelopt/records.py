@@ -159,18 +159,29 @@ class Baselines:
     wall_s: float | None = None  # wall time of every baseline together, the floor and compiles included
     max_autotune_limit_s: float | None = None  # the max-autotune compile's time limit, when it was asked for
     method: TimingMethod | None = None
-    # The baselines whose outputs the verifier's yardstick refuses (name as every() gives it -> why):
+    # The baselines whose outputs the verifier's yardstick refuses ("PyTorch eager", "torch.compile" -> why):
     # PyTorch's defaults ran part of the problem at reduced precision (TF32 convolutions). Then eager
-    # and torch.compile are timed again with reduced precision off (reference_baselines.py).
+    # and torch.compile are timed again with reduced precision off, and judged again (reference_baselines.py).
     refused: dict[str, str] = field(default_factory=dict)
     eager_full: Timing | None = None
     compile_full: Timing | None = None
     full_error: str | None = None  # a baseline that could not be timed at full precision, and why
+    refused_full: dict[str, str] = field(default_factory=dict)  # refused at full precision too: not a precision fault
+    judge_error: str | None = None  # why the baselines' outputs could not be judged (then none is refused)
 
     def full_precision(self) -> dict[str, Timing]:
         """The baselines timed with reduced precision off, by the name a report gives them."""
         named = {f"PyTorch eager {FULL}": self.eager_full, f"torch.compile (default) {FULL}": self.compile_full}
         return {name: timing for name, timing in named.items() if timing is not None}
+
+    def compile_at_precision(self) -> tuple[str, Timing] | None:
+        """torch.compile (default) at the verifier's precision: the default's time where the yardstick
+        accepted it, else its time at full precision where that was accepted; None without either."""
+        if "torch.compile" not in self.refused:
+            return ("torch.compile (default)", self.compile) if self.compile and self.refused else None
+        if self.compile_full and "torch.compile" not in self.refused_full:
+            return f"torch.compile (default) {FULL}", self.compile_full
+        return None
 
     def compiled(self) -> dict[str, Timing]:
         """The torch.compile baselines that were timed, by mode ("default", "max-autotune")."""
@@ -182,16 +193,16 @@ class Baselines:
         compiled = self.compiled()
         return min(compiled.items(), key=lambda item: item[1].median_ms) if compiled else None
 
-    def every(self) -> dict[str, Timing]:
-        """Every baseline timed, by the name a report gives it."""
+    def every(self, full: bool = True) -> dict[str, Timing]:
+        """Every baseline timed, by the name a report gives it (`full`: those at full precision too)."""
         named = {"PyTorch eager": self.eager, "CUDA graph of eager": self.cuda_graph}
         named.update({f"torch.compile ({mode})": timing for mode, timing in self.compiled().items()})
-        named.update(self.full_precision())
+        named.update(self.full_precision() if full else {})
         return {name: timing for name, timing in named.items() if timing is not None}
 
     def best(self) -> tuple[str, Timing] | None:
-        """The fastest baseline of all (the one a kernel has to beat), and its time."""
-        every = self.every()
+        """The fastest baseline of all as users run them (the one a kernel has to beat), and its time."""
+        every = self.every(full=False)
         return min(every.items(), key=lambda item: item[1].median_ms) if every else None
 
 

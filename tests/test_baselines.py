@@ -169,8 +169,8 @@ def test_suite_aggregates_the_gap_as_mean_and_median_and_names_what_it_leaves_ou
     assert "would refuse" not in text  # no problem's defaults were refused
     results[2].figures.update(refused_baselines={"torch.compile": "output 0"}, speedup_vs_compile_full=1.3)
     text = suite_markdown({**data, "summary": summarize(results, 5)}, has_plot=False)
-    assert ("- The verifier would refuse PyTorch's default baselines as kernels on c (reduced precision: TF32); "
-            "the kernel against torch.compile at full precision: c 1.3x.") in text
+    assert ("- The verifier would refuse PyTorch's default baselines as kernels on c (reduced precision); "
+            "the kernel against torch.compile at the verifier's precision: c 1.3x.") in text
     assert "- Geomeans over the 4 correct problems; excluded: d (rejected)" in text
     assert "negative (slower than the best baseline) on b" in text and "undefined on e (the best baseline" in text
     assert "| 1.5x (max-autotune) |" in text
@@ -256,11 +256,12 @@ PRECISION = DATA / "precision" / "problem.py"
 def test_a_baseline_the_yardstick_refuses_is_named_and_timed_again_at_full_precision(tmp_path, monkeypatch):
     """PyTorch's defaults run the product at TF32 (as a cuDNN convolution does): the verifier would refuse
     that output of a kernel, so the baseline is named as refused, with why, and timed with TF32 off.
-    An exact problem's baselines are not."""
+    An exact problem's baselines are not, nor is one that changes its inputs in place (each is judged on
+    fresh inputs)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     settings = HarnessSettings.detect(seeds=1, time_compile=False)
     found = {}
-    for name, problem in (("tf32", PRECISION), ("exact", ADD)):
+    for name, problem in (("tf32", PRECISION), ("exact", ADD), ("inplace", DATA / "precision" / "inplace.py")):
         verifier = Verifier(problem, tmp_path / name, settings)
         try:
             found[name] = verifier.baselines()
@@ -273,6 +274,8 @@ def test_a_baseline_the_yardstick_refuses_is_named_and_timed_again_at_full_preci
     assert tf32.compile_full is None and tf32.full_error is None  # torch.compile was not asked for
     assert "PyTorch eager at full precision" in tf32.every()
     assert exact.refused == {} and exact.eager_full is None and exact.full_precision() == {}
+    assert found["inplace"].refused == {} and found["inplace"].judge_error is None  # judged on fresh inputs
+    assert tf32.refused_full == {} and tf32.judge_error is None  # at full precision the product is accepted
     assert torch.backends.cudnn.allow_tf32  # the user's defaults are left as they were
 
 
@@ -300,23 +303,37 @@ def test_only_baselines_at_the_verifiers_precision_raise_the_roof():
     only_eager = Baselines(eager=_timing(3.924), compile=_timing(1.9), refused={"PyTorch eager": "output 0"},
                            eager_full=_timing(7.95), max_autotune=_timing(1.5))
     assert ceiling_times_ms(only_eager) == {"torch.compile": 1.9, "PyTorch eager at full precision": 7.95}
+    still = dataclasses.replace(baselines, refused_full={"torch.compile": "output 0: 30 of 8.4M"})
+    assert ceiling_times_ms(still) == {"PyTorch eager at full precision": 7.95}  # its fault is not precision
     plain = Baselines(eager=_timing(3.924), compile=_timing(1.639))
     assert ceiling_times_ms(plain) == baseline_times_ms(plain)
 
 
 def test_the_reports_say_which_baselines_the_verifier_would_refuse(tmp_path):
-    baselines = Baselines(eager=_timing(3.924), compile=_timing(1.639), refused={"PyTorch eager": "output 0: 9 of 64"},
-                          eager_full=_timing(7.95), compile_full=_timing(7.87), floor=FLOOR, method=GPU_METHOD)
+    both = {"PyTorch eager": "output 0: 9 of 64", "torch.compile": "output 0: 8 of 64"}
+    baselines = Baselines(eager=_timing(3.924), compile=_timing(1.639), refused=both, eager_full=_timing(7.95),
+                          compile_full=_timing(7.87), floor=FLOOR, method=GPU_METHOD)
     text = render_markdown(summarize_run(_state(tmp_path, baselines, 6.04)))
     assert "| torch.compile (default) at full precision | 7.8700 | 0.7870 | 200 | 1.3x |" in text
-    assert "- Precision: the verifier would refuse PyTorch eager as a kernel (output 0: 9 of 64)" in text
+    assert ("- Precision: the verifier would refuse PyTorch eager and torch.compile as a kernel (output 0: 9 of 64): "
+            "PyTorch's defaults run part of this problem at reduced precision") in text
     assert "- Against torch.compile at the verifier's precision: 1.3x torch.compile (default) at full precision" in text
-    # the headline keeps the default
+    # the headline keeps the default, and a full-precision time is never the best baseline
     assert "- Against the best baseline of all: 0.271x torch.compile (default)" in text
     found = figures(baselines, 6.04, 1.817, True)
     assert found["speedup_vs_compile_full"] == pytest.approx(7.87 / 6.04)
-    assert found["refused_baselines"] == {"PyTorch eager": "output 0: 9 of 64"}
     text = baseline_text({**found, "eager_ms": 3.924, "compile_ms": 1.639, "time_ms": 6.04, "is_gpu_time": True})
     assert "vs torch.compile (default) at full precision: 7.8700 ms (1.3x faster)" in text
-    assert "the verifier would refuse PyTorch eager as a kernel (output 0: 9 of 64)" in text
+    assert "the verifier would refuse PyTorch eager and torch.compile as a kernel (output 0: 9 of 64)" in text
+    # only eager refused: the default compile, which the verifier accepts, is the one to compare with
+    only_eager = dataclasses.replace(baselines, refused={"PyTorch eager": "output 0: 9 of 64"})
+    found = figures(only_eager, 6.04, 1.817, True)
+    assert found["compile_at_precision"] == "torch.compile (default)"
+    assert found["speedup_vs_compile_full"] == pytest.approx(1.639 / 6.04)
+    # still refused at full precision: the fault is not precision, and the report says so
+    still = dataclasses.replace(baselines, refused_full={"torch.compile": "output 0: 8 of 64"})
+    found = figures(still, 6.04, 1.817, True)
+    assert found["compile_at_precision"] is None and found["speedup_vs_compile_full"] is None
+    assert "at full precision it still refuses torch.compile (output 0: 8 of 64): not a matter of precision" in (
+        baseline_text({**found, "time_ms": 6.04, "is_gpu_time": True}))
     assert figures(Baselines(eager=_timing(1.0), compile=_timing(1.0)), 1.0, 0.5, True)["refused_baselines"] is None

@@ -18,7 +18,7 @@ from kernelopt.hardware.ncu import (
     TENSOR_HMMA_ACTIVE_PCT,
 )
 from kernelopt.hardware.specs import GPUSpec, roof_tflops
-from kernelopt.records import Baselines, Bound, FloorEstimate, Roofline, least_time_ms
+from kernelopt.records import FULL, Baselines, Bound, FloorEstimate, Roofline, least_time_ms
 
 
 @dataclass(frozen=True)
@@ -90,14 +90,15 @@ def ceiling_times_ms(baselines: Baselines | None) -> dict[str, float]:
     """The baselines a roof may be raised to: those computing at the precision the verifier holds a
     kernel to. Where the yardstick refused eager or torch.compile (PyTorch's defaults ran part of
     the problem at TF32), the refused ones give way to their times at full precision, and so do the
-    CUDA-graph replay and max-autotune, which run under the same defaults and were not judged."""
+    CUDA-graph replay and max-autotune, which run under the same defaults and were not judged; a
+    full-precision time the yardstick still refuses is left out too (its fault is not precision)."""
     every = baseline_times_ms(baselines)
     if baselines is None or not baselines.refused:
         return every
-    refused = {f"{name} (default)" if name == "torch.compile" else name for name in baselines.refused}
-    kept = {"PyTorch eager": "PyTorch eager", "torch.compile": "torch.compile (default)"}
-    full = baselines.full_precision()
-    return {name: ms for name, ms in every.items() if name in full or (name in kept and kept[name] not in refused)}
+    named = {"PyTorch eager": f"PyTorch eager {FULL}", "torch.compile": f"torch.compile (default) {FULL}"}
+    full = {named[name] for name in named if name not in baselines.refused_full}
+    kept = {"PyTorch eager", "torch.compile"} - set(baselines.refused)
+    return {name: ms for name, ms in every.items() if name in full or name in kept}
 
 
 @dataclass(frozen=True)

@@ -258,13 +258,16 @@ def _claims(summary: RunSummary, on_gpu: bool) -> list[str]:
             f"({_num(floor, ' ms')}): (t_baseline - t_kernel) / (t_baseline - t_floor), the floor at the datasheet's "
             "bandwidth and peak"
         )
-    if refused := refused_note(summary.refused_baselines):
+    keys = ("refused_baselines", "refused_at_full_precision", "eager_full_ms", "compile_full_ms", "full_error")
+    if refused := refused_note({key: getattr(summary, key) for key in keys}):
         lines.append(f"- Precision: {refused}")
         if on_gpu and summary.speedup_vs_compile_full:
             lines.append(f"- Against torch.compile at the verifier's precision: "
-                         f"{times(summary.speedup_vs_compile_full, f'torch.compile (default) {FULL}')}")
-    if summary.full_error:
+                         f"{times(summary.speedup_vs_compile_full, summary.compile_at_precision or '')}")
+    if summary.full_error and summary.refused_baselines:
         lines.append(f"- Not timed at full precision: {_cell(summary.full_error)}")
+    if summary.judge_error:
+        lines.append(f"- The baselines' outputs could not be judged: {_cell(summary.judge_error)}")
     note = summary.launch_note or (launch_note(summary.eager_ms, summary.cuda_graph_ms, None) if on_gpu else None)
     if note:
         lines.append(f"- Launch overhead: {note}")

@@ -144,8 +144,8 @@ def aggregate_lines(summary: dict[str, Any]) -> list[str]:
     if summary.get("reduced_precision"):
         against = ", ".join(f"{name} {_num(ratio, 'x')}" for name, ratio in summary["reduced_precision"].items())
         lines.append("- The verifier would refuse PyTorch's default baselines as kernels on "
-                     f"{_names(list(summary['reduced_precision']))} (reduced precision: TF32); the kernel against "
-                     f"torch.compile at full precision: {against}. The geomeans above use the defaults.")
+                     f"{_names(list(summary['reduced_precision']))} (reduced precision); the kernel against "
+                     f"torch.compile at the verifier's precision: {against}. The geomeans above use the defaults.")
     if summary.get("baselines_wall_s"):
         lines.append(f"- The baselines took {summary['baselines_wall_s']:.0f} s of wall time in all")
     if summary.get("median_wall_s") is not None:

@@ -79,10 +79,13 @@ class RunSummary:
     max_autotune_limit_s: float | None = None
     baseline_timings: dict[str, dict[str, Any]] | None = None  # baseline name -> records.Timing as JSON
     refused_baselines: dict[str, str] | None = None  # baselines the yardstick refused (reduced precision) -> why
+    refused_at_full_precision: dict[str, str] | None = None  # refused with reduced precision off too
+    judge_error: str | None = None  # why the baselines' outputs could not be judged
     eager_full_ms: float | None = None  # eager and torch.compile at full precision, timed where one was refused
     compile_full_ms: float | None = None
     full_error: str | None = None
-    speedup_vs_compile_full: float | None = None
+    compile_at_precision: str | None = None  # the torch.compile time at the verifier's precision: its name
+    speedup_vs_compile_full: float | None = None  # ... and the kernel's speedup over it
 
     def to_json(self) -> dict[str, Any]:
         """report.json's object: every field in order, a beam run's own only where it has them."""

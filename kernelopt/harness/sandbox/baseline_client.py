@@ -84,11 +84,12 @@ def time_baselines(verifier: _Harness) -> Baselines:
     timed = [t.median_ms for t in (eager, default, fields.get("max_autotune")) if t is not None]
     if settings.use_cuda and min(timed) < GRAPH_BELOW_MS:
         fields.update(_cuda_graph(verifier))
-    keys = ("eager_full", "compile_full")
+    keys = {"eager_full": "PyTorch eager", "compile_full": "torch.compile (default)"}
     full = {key: Timing(**result[key]) for key in keys if result.get(key)}
-    errors = [f"{key}: {result[key + '_error']}" for key in keys if result.get(key + "_error")]
+    errors = [f"{name}: {result[key + '_error']}" for key, name in keys.items() if result.get(key + "_error")]
     return Baselines(
         refused=dict(result.get("refused") or {}), full_error="; ".join(errors) or None, **full,
+        refused_full=dict(result.get("refused_full") or {}), judge_error=result.get("judge_error"),
         eager=eager, compile=default, compile_error=result.get("compile_error"),
         floor=FloorEstimate(**result["floor"]), compile_s=result.get("compile_s"),
         wall_s=round(time.monotonic() - began, 2), method=method_of(settings), **fields,

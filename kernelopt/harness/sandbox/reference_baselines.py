@@ -90,14 +90,16 @@ def time_baselines(ref: Reference, message: dict[str, Any]) -> dict[str, Any]:
                 log_stage("torch.compile timed")
             except Exception as err:  # a compile failure costs the baseline, not the run
                 result["compile_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
-        result["refused"] = refused_baselines(ref, runs, inputs)
-        if result["refused"]:
-            result.update(_full_precision(ref, runs, inputs, config))
-            log_stage("baselines timed at full precision")
-    # The inputs and whatever the timed calls allocated go back to the driver: held in this
-    # process's cache, a 16 GiB input's baselines left a candidate without room for its own.
+    # The timing's inputs go back first (a 16 GiB input's baselines once left a candidate without room
+    # for its own); the outputs are judged on fresh ones, as a candidate's are (a model may change its
+    # inputs in place).
     inputs.clear()
     ref._release()
+    with torch.no_grad():
+        result["refused"], result["judge_error"] = judged(ref, runs)
+        if result["refused"]:
+            result.update(_full_precision(ref, runs, config))
+            log_stage("baselines timed at full precision")
     return result
 
 
@@ -113,39 +115,51 @@ def judged_case(ref: Reference) -> int | None:
                 None)
 
 
-def refused_baselines(ref: Reference, runs: dict[str, Any], inputs: list[Any]) -> dict[str, str]:
-    """name -> why, for each of `runs` whose outputs the yardstick refuses on the baselines' case."""
+def judged(ref: Reference, runs: dict[str, Any]) -> tuple[dict[str, str], str | None]:
+    """name -> why, for each of `runs` whose outputs the yardstick refuses on the baselines' case, each
+    run on fresh inputs; and why none could be judged (kernelopt's judging never takes the baselines down)."""
     from kernelopt.harness.sandbox.calls import outputs_of
 
     index = judged_case(ref)
-    if index is None:
-        return {}
-    expected = ref.expected(index)
+    if index is None or not runs:
+        return {}, None
     refused = {}
-    for name, run in runs.items():
-        returned = run(*inputs)
-        got = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
-        why = compare_case(expected.outputs, got, ref.scales[index], expected.slack, ref.judging[index])
-        del returned, got
-        if why:
-            refused[name] = why.lstrip(", ")
-    del expected
-    ref._release()
-    return refused
+    try:
+        expected = ref.expected(index)
+        for name, run in runs.items():
+            inputs = case_inputs(ref.problem, {"seed": ref.req["seeds"][0]}, ref.device)
+            returned = run(*inputs)
+            got = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
+            why = compare_case(expected.outputs, got, ref.scales[index], expected.slack, ref.judging[index])
+            del inputs, returned, got
+            if why:
+                refused[name] = why.lstrip(", :")
+    except Exception as err:  # not judged is not refused
+        return {}, f"{type(err).__name__}: {str(err).strip().splitlines()[0][:300] if str(err).strip() else ''}"
+    finally:
+        ref._release()
+    return refused, None
 
 
-def _full_precision(ref: Reference, runs: dict[str, Any], inputs: list[Any], config: TimingConfig) -> dict[str, Any]:
+def _full_precision(ref: Reference, runs: dict[str, Any], config: TimingConfig) -> dict[str, Any]:
     """Each baseline timed again with reduced precision off (a recompile, where torch.compile's
-    guards see the flags, happens in the first call, outside the lock)."""
+    guards see the flags, happens in the first call, outside the lock), then judged again: one
+    the yardstick still refuses raises no ceiling (its fault is not precision)."""
     from kernelopt.harness.sandbox.calls import exact_math
 
     keys = {EAGER: "eager_full", COMPILE: "compile_full"}
     timed: dict[str, Any] = {}
     with exact_math():
+        inputs = case_inputs(ref.problem, {"seed": ref.req["seeds"][0]}, ref.device)
         for name, run in runs.items():
             try:
                 run(*inputs)
                 timed[keys[name]] = _timed(ref, lambda r=run: r(*inputs), config)
             except Exception as err:  # the default-precision time stands; this one is left out
                 timed[f"{keys[name]}_error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:300]}"
+        inputs.clear()
+        ref._release()
+        timed["refused_full"], error = judged(ref, {name: run for name, run in runs.items() if keys[name] in timed})
+    if error:
+        timed["judge_error"] = f"at full precision: {error}"
     return timed
