@@ -142,14 +142,14 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
 
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
                                                   ("aligned", "matmul.py"), ("batched", "bmm.py"),
-                                                  ("k_major", "matmul.py")])
+                                                  ("k_major", "matmul.py"), ("bmm_k_major", "bmm.py")])
 def test_each_3xtf32_twin_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     # The interpreter multiplies in fp32 whatever the precision: this checks the twin is a whole,
     # correct kernel that Triton accepts; its accuracy and speed on tensor cores are the GPU's to show.
     family = _family(MOVES / problem)
-    module = matmul_kmajor if template == "k_major" else matmul
+    module = matmul_kmajor if "k_major" in template else matmul
     source = matmul.on_tensor_cores(getattr(module, template)(family.input_names, family.operands, family.transposed))
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
@@ -199,11 +199,24 @@ def test_a_reduction_over_every_dim_or_with_two_outputs_is_no_row(tmp_path: Path
         assert _family(tmp_path / "p.py").name == "other", expression
 
 
-def test_the_batched_matmul_is_a_move_of_torch_bmm_problems() -> None:
+def test_the_batched_matmul_is_a_move_of_torch_bmm_problems(tmp_path: Path) -> None:
     bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
-    assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3"]
+    assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3", "bmm.k_major_tf32x3"]
     assert "bmm_kernel" in bmm.instances[0].source and "B.transpose" not in bmm.instances[0].source
     assert 'precision = "tf32x3"' in bmm.instances[1].source and "compute" in bmm.instances[1].cures
+    # each batch of B is stored K x N (N contiguous): copied K-major before the TF32 products
+    k_major = bmm.instances[2]
+    assert "B stored with K strided" in k_major.why and "each batch copied K-major" in k_major.why
+    assert 'precision = "tf32x3"' in k_major.source and "k_major_kernel" in k_major.source
+    # B entering transposed (stored N x K) with K=36: K contiguous, but no multiple of 16, so both are padded
+    small = {m.name: m.why for m in structural_moves(MOVES / "bmm.py").instances}
+    assert "K=36, no multiple of 16" in small["bmm.k_major_tf32x3"] and "stored with K strided" not in small[
+        "bmm.k_major_tf32x3"]
+    aligned = tmp_path / "bmm_aligned.py"  # K contiguous in both, K=64: nothing to copy, and the report says why
+    sizes = "BATCH, M, K, N = 3, 20, 36, 12"
+    aligned.write_text((MOVES / "bmm.py").read_text().replace(sizes, sizes.replace("36", "64")))
+    skipped = {s.name: s.why for s in structural_moves(aligned).skipped}
+    assert "stored with K contiguous" in skipped["bmm.k_major_tf32x3"]
 
 
 # Small knob values so that every loop runs several blocks and every edge is masked.
@@ -508,6 +521,48 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_
     (k_run, sam, sak, sbk, sbn), = given
     assert sak == 1 and sbk == 1  # K contiguous in both
     assert k_run % 16 == 0 and sam % 16 == 0 and sbn % 16 == 0 and k_run - k < 16
+
+
+@pytest.mark.parametrize(("transposed", "k"), [((False, False), 64), ((True, True), 64), ((False, True), 64),
+                                              ((False, True), 70)])
+def test_the_batched_k_major_template_copies_each_batch_of_an_operand_whose_k_is_strided(transposed, k, tmp_path):
+    # torch.bmm(A, B): each batch of B (K x N) is copied as its transpose; with A and B both entering transposed,
+    # A's; with B entering transposed nothing is, unless K=70 is no multiple of 16 (both, K padded with zeros)
+    import torch
+
+    source = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(("A", "B"), (0, 1), transposed))
+    module = _load(tmp_path, with_config(source, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}))
+    copied: list[tuple[int, ...]] = []
+    copy, product = module._transposed, module.bmm_kernel
+    module._transposed = lambda x: copied.append(tuple(x.shape)) or copy(x)
+    given: list[tuple[int, ...]] = []
+
+    class Seen:  # the product's launch: K and the operands' strides
+        def __getitem__(self, grid):
+            def launch(a, b, c, M, N, K, sab, sam, sak, sbb, sbk, sbn, *rest, **knobs):
+                given.append((K, sab, sam, sak, sbb, sbk, sbn))
+                return product[grid](a, b, c, M, N, K, sab, sam, sak, sbb, sbk, sbn, *rest, **knobs)
+            return launch
+
+    module.bmm_kernel = Seen()
+    batches, m, n = 3, 37, 21
+    a = torch.randn((batches, k, m) if transposed[0] else (batches, m, k))
+    b = torch.randn((batches, n, k) if transposed[1] else (batches, k, n))
+    out = module.ModelNew()(a, b)
+    want_out = torch.bmm(a.transpose(1, 2) if transposed[0] else a, b.transpose(1, 2) if transposed[1] else b)
+    torch.testing.assert_close(out, want_out, atol=1e-4, rtol=1e-4)
+    want = {(False, False): [(batches, k, n)], (True, True): [(batches, k, m)],
+            (False, True): [] if k % 16 == 0 else [(batches, k, m), (batches, k, n)]}
+    assert copied == want[transposed]
+    (k_run, sab, sam, sak, sbb, sbk, sbn), = given
+    assert sak == 1 and sbk == 1 and k_run % 16 == 0 and k_run - k < 16  # K contiguous in both
+    assert sam % 16 == 0 and sbn % 16 == 0 and sab % 16 == 0 and sbb % 16 == 0
+    if transposed == (False, True):  # an A whose batches start off the 16-byte grid (a view at an odd offset)
+        copied.clear()
+        odd = torch.randn(batches * m * k + 1)[1:].view(batches, m, k)
+        bt = torch.randn(batches, n, k)
+        torch.testing.assert_close(module.ModelNew()(odd, bt), torch.bmm(odd, bt.transpose(1, 2)), atol=1e-4, rtol=1e-4)
+        assert (batches, k, m) in copied
 
 
 def test_a_sweep_sets_the_aligned_product_s_warps_not_the_copy_s() -> None:

@@ -49,21 +49,30 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
 def _k_major(family: Family, out: list[MoveInstance],
              skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
     """The K-major copies before a 3xTF32 product, where A or B is stored with K strided."""
+    why = _k_strided(family)
+    if why is None:
+        return out, [*skipped, Skipped("matmul.k_major_tf32x3", _K_CONTIGUOUS)]
+    source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
+    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family)))], skipped
+
+
+_K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
+                 "products take their tiles as they lie")
+
+
+def _k_strided(family: Family) -> str | None:
+    """Why A and B want K-major copies before a TF32 product (per batch for torch.bmm), or None."""
     (m, k), n = _mk(family), _n(family)
     # A stored transposed (K x M) or B as it is (K x N): K is the strided dimension, unless the other is 1
     strided = {"A": family.transposed[0] and m > 1, "B": not family.transposed[1] and n > 1}
     if not any(strided.values()) and k % ALIGN == 0:
-        return out, [*skipped, Skipped("matmul.k_major_tf32x3", "A and B are stored with K contiguous and rows of "
-                                       f"a multiple of {ALIGN} elements already: the TF32 products take their "
-                                       "tiles as they lie")]
+        return None
     which = " and ".join(name for name, yes in strided.items() if yes)
     parts = [f"{which} stored with K strided, which a TF32 product transposes tile by tile"] if which else []
     parts += [f"K={k}, no multiple of {ALIGN}, cuts the loads along K into single elements (both operands "
               f"copied, K padded with zeros to a multiple of {ALIGN})"] if k % ALIGN else []
-    why = "; ".join(parts) + (": copied K-major, rows 16 elements apart, in one pass, then fp32 products at 3xTF32 "
-                              "on the tensor cores")
-    source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
-    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family)))], skipped
+    return "; ".join(parts) + (": copied K-major, rows 16 elements apart, in one pass, then fp32 products at 3xTF32 "
+                               "on the tensor cores")
 
 
 _BYTES = {"float16": 2, "bfloat16": 2}
@@ -92,10 +101,16 @@ def bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     source = matmul.batched(family.input_names, family.operands, family.transposed)
     out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
                         source, tuple(_tiles(family)))]
-    if family.dtype == "float32":
-        out.append(MoveInstance("bmm.batched_tf32x3", f"{out[0].why}; fp32 products at 3xTF32 on the tensor cores",
-                                matmul.on_tensor_cores(source), out[0].grid))
-    return out, []
+    if family.dtype != "float32":
+        return out, []
+    out.append(MoveInstance("bmm.batched_tf32x3", f"{out[0].why}; fp32 products at 3xTF32 on the tensor cores",
+                            matmul.on_tensor_cores(source), out[0].grid))
+    why = _k_strided(family)
+    if why is None:
+        return out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)]
+    kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands, family.transposed))
+    return [*out, MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
+                               out[0].grid)], []
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
@@ -142,10 +157,10 @@ def _aligned(family: Family, out: list[MoveInstance],
 
 
 def _mk(family: Family) -> tuple[int, int]:
-    shape = family.shapes[family.operands[0]]
-    return (shape[1], shape[0]) if family.transposed[0] else (shape[0], shape[1])
+    rows, cols = family.shapes[family.operands[0]][-2:]  # a batch's (torch.bmm) or the matrix's
+    return (cols, rows) if family.transposed[0] else (rows, cols)
 
 
 def _n(family: Family) -> int:
-    shape = family.shapes[family.operands[1]]
-    return shape[0] if family.transposed[1] else shape[1]
+    rows, cols = family.shapes[family.operands[1]][-2:]
+    return rows if family.transposed[1] else cols
