@@ -219,6 +219,32 @@ def test_the_batched_matmul_is_a_move_of_torch_bmm_problems(tmp_path: Path) -> N
     assert "stored with K contiguous" in skipped["bmm.k_major_tf32x3"]
 
 
+def test_a_matmul_of_a_3d_tensor_and_a_matrix_takes_the_matmul_moves_on_its_rows(tmp_path: Path, settings) -> None:
+    # torch.matmul(A, B), A (N, M, K), B (K, L): a view of A as N*M rows, then mm (KernelBench's 3-D tensor-matrix
+    # product): each 2-D template runs on the rows and gives them back their dims
+    moves = structural_moves(MOVES / "matmul3d.py")
+    assert moves.family is not None and moves.family.name == "matmul" and moves.family.rows_flattened
+    names = [m.name for m in moves.instances]
+    assert names == ["matmul.grouped", "matmul.aligned", "matmul.grouped_tf32x3", "matmul.aligned_tf32x3",
+                     "matmul.k_major_tf32x3"], names
+    skipped = {s.name: s.why for s in moves.skipped}
+    assert "24 output tiles" not in skipped["matmul.persistent"] and "1 output tiles" in skipped["matmul.persistent"]
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+    for move in moves.instances:
+        assert "a, b = A.reshape(-1, A.shape[-1]), " in move.source
+        assert "return c.view(*A.shape[:-1], -1)" in move.source
+        (tmp_path / move.name).mkdir()
+        accepted, reason = _verify(MOVES / "matmul3d.py", with_config(move.source, config), tmp_path / move.name,
+                                   settings)
+        assert accepted, (move.name, reason)
+    # an A whose leading dims are swapped cannot be viewed as rows (torch.matmul copies it): not a matmul then
+    swapped = tmp_path / "matmul3d_t.py"
+    swapped.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)",
+                                                                   "torch.matmul(A.transpose(0, 1), B)"))
+    family = structural_moves(swapped).family
+    assert family is not None and family.name == "other"
+
+
 # Small knob values so that every loop runs several blocks and every edge is masked.
 ROW_CASES = [
     (problem, template, config)

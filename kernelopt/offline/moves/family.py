@@ -10,6 +10,7 @@ sizes read at run time.
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -47,6 +48,7 @@ class Family:
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
+    rows_flattened: bool = False  # matmul: A has more than two dims, its leading ones taken as rows (torch.matmul)
 
 
 class _Recorder(TorchDispatchMode):
@@ -56,6 +58,7 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []  # (operator, args, kwargs)
         self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
+        self.flattened: set[int] = set()  # views of an input with its leading dims as one (torch.matmul's rows)
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -65,7 +68,17 @@ class _Recorder(TorchDispatchMode):
         if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
             self.origin[id(out)] = (index, not flipped)
+        if name in ("view", "_unsafe_view", "reshape") and args and _rows_of(args[0], out) \
+                and self.origin.get(id(args[0]), (0, True))[1] is False:
+            self.origin[id(out)] = self.origin[id(args[0])]
+            self.flattened.add(id(out))
         return out
+
+
+def _rows_of(tensor: Any, out: Any) -> bool:
+    """Whether `out` is `tensor` (more than two dims) with its leading dims as one: (rows, last)."""
+    return isinstance(tensor, torch.Tensor) and tensor.dim() >= 3 \
+        and tuple(out.shape) == (math.prod(tensor.shape[:-1]), tensor.shape[-1])
 
 
 def _swaps_last_two(name: str, args: tuple[Any, ...]) -> bool:
@@ -206,12 +219,14 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     for name, op, rank in (("matmul", "mm", 2), ("bmm", "bmm", 3)):
-        if n_inputs == 2 and ops == (op,) and ndim == rank:
+        # torch.matmul of an A with more dims and a 2-D B: A's leading dims as rows (a view), then mm
+        flat = op == "mm" and n_inputs == 2 and ops == (op,) and id(calls[0][1][0]) in recorder.flattened
+        if n_inputs == 2 and ops == (op,) and (ndim == rank or flat):
             known = [recorder.origin.get(id(t)) for t in calls[0][1][:2]]
             pairs = [k for k in known if k is not None]
             if len(pairs) == 2:  # both operands are (transposed) inputs
                 return Family(name=name, operands=tuple(p[0] for p in pairs),
-                              transposed=tuple(p[1] for p in pairs), **base)
+                              transposed=tuple(p[1] for p in pairs), rows_flattened=flat, **base)
     if n_inputs == 1 and len(calls) == 1 and ndim:
         reduction = _reduction(calls[0], ndim, base["out_dtypes"])
         if reduction:

@@ -3,7 +3,9 @@ torch.bmm, with the tiles each sweeps, and why the others do not apply."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import re
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
@@ -39,11 +41,23 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
                            "need sm_90 (Hopper) or later")]
     out, skipped = _matmul_structures(family, sm_count, out, skipped)
     out, skipped = _aligned(family, out, skipped)
-    if family.dtype != "float32":
-        return out, skipped
-    twins = [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
-                          matmul.on_tensor_cores(m.source), m.grid) for m in out]
-    return _k_major(family, out + twins, skipped)
+    if family.dtype == "float32":
+        twins = [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
+                              matmul.on_tensor_cores(m.source), m.grid) for m in out]
+        out, skipped = _k_major(family, out + twins, skipped)
+    if family.rows_flattened:
+        out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
+    return out, skipped
+
+
+def _on_rows(source: str, family: Family) -> str:
+    """A 2-D template's kernel file for an A of more dims: forward takes A's leading dims as rows (a view,
+    as torch.matmul does) and gives the product's rows back their dims."""
+    a = family.input_names[family.operands[0]]
+    head = f"        a, b = {a}, "
+    assert source.count(head) == 1 and re.search(r"^ +return c$", source, re.M), "not a 2-D matmul template"
+    source = source.replace(head, f"        a, b = {a}.reshape(-1, {a}.shape[-1]), ")
+    return re.sub(r"^( +)return c$", rf"\1return c.view(*{a}.shape[:-1], -1)", source, flags=re.M)
 
 
 def _k_major(family: Family, out: list[MoveInstance],
@@ -157,7 +171,10 @@ def _aligned(family: Family, out: list[MoveInstance],
 
 
 def _mk(family: Family) -> tuple[int, int]:
-    rows, cols = family.shapes[family.operands[0]][-2:]  # a batch's (torch.bmm) or the matrix's
+    shape = family.shapes[family.operands[0]]
+    if family.rows_flattened:  # torch.matmul's A of more dims: its leading dims are the rows
+        return math.prod(shape[:-1]), shape[-1]
+    rows, cols = shape[-2:]  # a batch's (torch.bmm) or the matrix's
     return (cols, rows) if family.transposed[0] else (rows, cols)
 
 
