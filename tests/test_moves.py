@@ -245,6 +245,39 @@ def test_a_matmul_of_a_3d_tensor_and_a_matrix_takes_the_matmul_moves_on_its_rows
     assert family is not None and family.name == "other"
 
 
+
+@pytest.mark.parametrize(("forward", "inputs"), [
+    # mm of A's rows written out and returned 2-D: the templates would give back A's dims
+    ("torch.mm(A.reshape(-1, A.shape[-1]), B)", "[torch.randn(N, M, K), torch.randn(K, L)]"),
+    # W (L, K) @ X's rows transposed: no template takes an operand of more dims as its matrix B
+    ("torch.mm(A, B.reshape(-1, B.shape[-1]).t())", "[torch.randn(L, K), torch.randn(N, M, K)]"),
+    # X's rows transposed as A: the transpose of a view is not an input's
+    ("torch.mm(B.reshape(-1, B.shape[-1]).t(), A)", "[torch.randn(N * M, L), torch.randn(N, M, K)]"),
+])
+def test_a_view_of_an_input_as_rows_is_taken_only_as_torch_matmuls_own_a(forward: str, inputs: str,
+                                                                          tmp_path: Path) -> None:
+    problem = tmp_path / "problem.py"
+    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
+                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    family = structural_moves(problem).family
+    assert family is not None and family.name == "other" and not family.rows_flattened, family
+
+
+def test_a_batch_norm_of_an_inputs_rows_is_not_the_batch_norm_family(tmp_path: Path) -> None:
+    # BatchNorm1d over a 3-D input viewed as (rows, C): its channels are the last dim, not the template's dim 1
+    problem = tmp_path / "problem.py"
+    problem.write_text((MOVES / "batch_norm.py").read_text()
+                       .replace("nn.BatchNorm2d(num_features)", "nn.BatchNorm1d(num_features)")
+                       .replace("return self.bn(x)", "return self.bn(x.reshape(-1, x.shape[-1]))")
+                       .replace("torch.randn(batch, features, height, width)", "torch.randn(batch, height, features)"))
+    family = structural_moves(problem).family
+    assert family is not None and family.name == "other", family
+    # the same module on the input itself is the family
+    plain = tmp_path / "plain.py"
+    plain.write_text((MOVES / "batch_norm.py").read_text())
+    assert structural_moves(plain).family.name == "batch_norm"
+
+
 # Small knob values so that every loop runs several blocks and every edge is masked.
 ROW_CASES = [
     (problem, template, config)

@@ -58,7 +58,10 @@ class _Recorder(TorchDispatchMode):
         super().__init__()
         self.calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = []  # (operator, args, kwargs)
         self.origin: dict[int, tuple[int, bool]] = {id(t): (i, False) for i, t in enumerate(inputs)}
-        self.flattened: set[int] = set()  # views of an input with its leading dims as one (torch.matmul's rows)
+        # views of an input with its leading dims as one (torch.matmul's rows): kept apart from `origin`, so that
+        # only mm's first operand may be one (a norm or a transpose of such a view is not the input's)
+        self.flattened: dict[int, int] = {}
+        self._held: list[torch.Tensor] = []  # each recorded view, alive: an id is not reused while it is a key
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
@@ -68,10 +71,11 @@ class _Recorder(TorchDispatchMode):
         if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
             self.origin[id(out)] = (index, not flipped)
+            self._held.append(out)
         if name in ("view", "_unsafe_view", "reshape") and args and _rows_of(args[0], out) \
                 and self.origin.get(id(args[0]), (0, True))[1] is False:
-            self.origin[id(out)] = self.origin[id(args[0])]
-            self.flattened.add(id(out))
+            self.flattened[id(out)] = self.origin[id(args[0])][0]
+            self._held.append(out)
         return out
 
 
@@ -117,7 +121,7 @@ def trace_family(problem: ModuleType) -> Family:
         "shapes": tuple(tuple(t.shape) for t in tensors),
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
-    family = _classify(recorder, ops, base, len(tensors))
+    family = _classify(recorder, ops, base, len(tensors), outputs)
     calls = recorder.calls
     alone = family.name == "other" and len(tensors) == 1 and len(calls) == 1 \
         and recorder.origin.get(id(calls[0][1][0])) == (0, False)  # one operator, on the input itself
@@ -204,7 +208,8 @@ def _dim(value: int, ndim: int | None) -> int:
     return value % ndim if ndim else value
 
 
-def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int) -> Family:
+def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n_inputs: int,
+              outputs: tuple[Any, ...]) -> Family:
     kept = [call for call in recorder.calls if call[0] not in _VIEWS]
     calls = [(name, args) for name, args, _ in kept]
     ndim = base["ndim"]
@@ -219,10 +224,11 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     for name, op, rank in (("matmul", "mm", 2), ("bmm", "bmm", 3)):
-        # torch.matmul of an A with more dims and a 2-D B: A's leading dims as rows (a view), then mm
-        flat = op == "mm" and n_inputs == 2 and ops == (op,) and id(calls[0][1][0]) in recorder.flattened
+        flat = op == "mm" and n_inputs == 2 and ops == (op,) and _rows_product(recorder, calls[0][1], base, outputs)
         if n_inputs == 2 and ops == (op,) and (ndim == rank or flat):
             known = [recorder.origin.get(id(t)) for t in calls[0][1][:2]]
+            if flat:
+                known[0] = (recorder.flattened[id(calls[0][1][0])], False)
             pairs = [k for k in known if k is not None]
             if len(pairs) == 2:  # both operands are (transposed) inputs
                 return Family(name=name, operands=tuple(p[0] for p in pairs),
@@ -241,6 +247,17 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         if norm:
             return Family(name=norm[0], dim=norm[1], eps=norm[2], **base)
     return Family(name="other", **base)
+
+
+def _rows_product(recorder: _Recorder, args: tuple[Any, ...], base: dict[str, Any], outputs: tuple[Any, ...]) -> bool:
+    """torch.matmul of an A with more dims and a 2-D B: mm of A's leading dims viewed as rows, the one output
+    (rows, N) given back A's leading dims. An mm of such a view returned 2-D (written out with torch.mm) is not:
+    the templates give back A's dims."""
+    index = recorder.flattened.get(id(args[0]))
+    if index is None or len(outputs) != 1 or not isinstance(outputs[0], torch.Tensor):
+        return False
+    a = base["shapes"][index]
+    return tuple(outputs[0].shape) == (*a[:-1], args[1].shape[-1])
 
 
 def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, float | None] | None:
