@@ -130,8 +130,17 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
     for name in ("matmul.grouped", "matmul.persistent"):
         twin = by_name[f"{name}_tf32x3"]
         assert twin.source == matmul.on_tensor_cores(by_name[name].source)
-        assert twin.grid == by_name[name].grid and "compute" in twin.cures
-        assert "3xTF32" in twin.why
+        assert "compute" in twin.cures and "3xTF32" in twin.why
+    # the persistent grid (PROGRAMS on the plain tiles) is its own; a plain tile grid becomes 3xTF32's, a deep
+    # K tile first (round 2 found BLOCK_K 64 in every K-major 3xTF32 matmul of pass c3), no K tile of 16
+    assert by_name["matmul.persistent_tf32x3"].grid == by_name["matmul.persistent"].grid
+    for name in ("matmul.grouped_tf32x3", "matmul.k_major_tf32x3"):
+        grid = by_name[name].grid
+        assert grid[0]["BLOCK_K"] == 64 and all(c["BLOCK_K"] >= 32 for c in grid), (name, grid)
+    assert {c["BLOCK_K"] for c in by_name["matmul.grouped"].grid} == {16, 32}
+    batched = {m.name: m.grid for m in structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances}
+    assert batched["bmm.batched_tf32x3"] == batched["bmm.k_major_tf32x3"] == by_name["matmul.k_major_tf32x3"].grid
+    assert batched["bmm.batched"] == by_name["matmul.grouped"].grid
     half = structural_moves(ROOT / "examples" / "matmul" / "problem.py")  # fp16: the tensor cores are its own
     assert half.family is not None and half.family.dtype == "float16"
     assert not any("tf32x3" in m.name for m in half.instances)

@@ -23,11 +23,30 @@ _MATMUL_TILES_FP32 = (
     (64, 64, 16, 4, 3),
 )
 
+# 3xTF32 runs three tensor-core products a K step: a deeper K tile amortises each step's loads and operand splits.
+# On the H200 every K-major 3xTF32 matmul of pass c3 (4096 square, 2048 x 8192 x 4096, torch.bmm's 128 x 512 x
+# 1024 x 2048, B transposed) ran 10-11% faster at BLOCK_K 64 than at the fp32 table's first tile, BLOCK_K 32,
+# found only in round 2 (RESULTS.md (ah)); a K tile of 16 was the slowest there. The deep tiles (192 KB of
+# shared memory at these stages) go first, so that round 1 measures them.
+_MATMUL_TILES_TF32X3 = ((128, 128, 64, 8, 3), (128, 64, 64, 8, 4),
+                        *(t for t in _MATMUL_TILES_FP32 if t[2] == 32))
 
-def _tiles(family: Family) -> list[Config]:
+
+def _tiles(family: Family, tf32x3: bool = False) -> list[Config]:
+    """A template's first tiles; `tf32x3`: for an fp32 product at 3xTF32 on the tensor cores."""
     table = _MATMUL_TILES_FP32 if family.dtype == "float32" else _MATMUL_TILES
+    if tf32x3 and family.dtype == "float32":
+        table = _MATMUL_TILES_TF32X3
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     return [dict(zip(keys, t, strict=True)) for t in table]
+
+
+def _tf32x3_twin(m: MoveInstance, family: Family) -> MoveInstance:
+    """A template's twin with its fp32 products at 3xTF32: a grid of the plain tiles becomes 3xTF32's (a
+    persistent or split-K grid, built on them, keeps its own)."""
+    grid = tuple(_tiles(family, tf32x3=True)) if m.grid == tuple(_tiles(family)) else m.grid
+    return MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
+                        matmul.on_tensor_cores(m.source), grid)
 
 
 def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tuple[list[MoveInstance], list[Skipped]]:
@@ -42,8 +61,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
     out, skipped = _matmul_structures(family, sm_count, out, skipped)
     out, skipped = _aligned(family, out, skipped)
     if family.dtype == "float32":
-        twins = [MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
-                              matmul.on_tensor_cores(m.source), m.grid) for m in out]
+        twins = [_tf32x3_twin(m, family) for m in out]
         out, skipped = _k_major(family, out + twins, skipped)
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
@@ -67,7 +85,7 @@ def _k_major(family: Family, out: list[MoveInstance],
     if why is None:
         return out, [*skipped, Skipped("matmul.k_major_tf32x3", _K_CONTIGUOUS)]
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
-    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family)))], skipped
+    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family, tf32x3=True)))], skipped
 
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
@@ -117,14 +135,13 @@ def bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                         source, tuple(_tiles(family)))]
     if family.dtype != "float32":
         return out, []
-    out.append(MoveInstance("bmm.batched_tf32x3", f"{out[0].why}; fp32 products at 3xTF32 on the tensor cores",
-                            matmul.on_tensor_cores(source), out[0].grid))
+    out.append(_tf32x3_twin(out[0], family))
     why = _k_strided(family)
     if why is None:
         return out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)]
     kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands, family.transposed))
     return [*out, MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
-                               out[0].grid)], []
+                               out[1].grid)], []
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
