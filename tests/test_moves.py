@@ -85,6 +85,10 @@ def test_moves_that_do_not_apply_say_why() -> None:
     why = {s.name: s.why for s in softmax.skipped}
     assert "393216 values is more than" in why["softmax.rows_in_registers"]
     assert "4096 rows already give" in why["softmax.split_row"]
+    # a 1.5 MiB row on each of 132 SMs is 198 MiB in flight: no L2 holds them between the passes
+    assert "1.50 MiB on each of 132 SMs is more than 60% of the 60 MiB L2" in \
+        {s.name: s.why for s in structural_moves(PROBLEMS / "23_Softmax.py", l2_mb=60).skipped}[
+            "softmax.looped_resident"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
                                                    "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"}
@@ -287,12 +291,33 @@ def test_a_batch_norm_of_an_inputs_rows_is_not_the_batch_norm_family(tmp_path: P
     assert structural_moves(plain).family.name == "batch_norm"
 
 
+def test_rows_a_row_per_sm_of_which_fits_l2_get_the_resident_loop() -> None:
+    # 38_L1Norm_: 32768 rows of 65535 fp32 (0.25 MiB): a row on each of 132 SMs is 33 MiB, within 60% of an
+    # H200's 60 MiB L2 (two per SM are not); an H100's 50 MiB leaves 30 for them: too few
+    problem = PROBLEMS / "38_L1Norm_.py"
+    h200 = structural_moves(problem, 132, l2_mb=60)
+    names = [m.name for m in h200.instances]
+    assert names == ["row_l1_norm.looped_resident", "row_l1_norm.looped_online", "row_l1_norm.one_read"], names
+    resident = h200.instances[0]
+    assert {c["PROGRAMS"] for c in resident.grid} == {132} and resident.grid[0] == {
+        "BLOCK": 8192, "num_warps": 16, "PROGRAMS": 132}
+    assert "memory" in resident.cures and 'eviction_policy="evict_last"' in resident.source
+    h100 = {s.name: s.why for s in structural_moves(problem, 132, l2_mb=50).skipped}
+    assert "0.25 MiB on each of 132 SMs is more than 60% of the 50 MiB L2" in h100["row_l1_norm.looped_resident"]
+    # fewer SMs: two rows per SM fit, the persistent programs sweep both
+    assert {c["PROGRAMS"] for c in structural_moves(problem, 66, l2_mb=60).instances[0].grid} == {66, 132}
+    # rows that fit registers, or a wave of rows: nothing to keep in L2
+    few = {s.name: s.why for s in structural_moves(problem, 40000, l2_mb=1e6).skipped}
+    assert "32768 rows are a program per row in one wave already" in few["row_l1_norm.looped_resident"]
+
+
 # Small knob values so that every loop runs several blocks and every edge is masked.
 ROW_CASES = [
     (problem, template, config)
     for problem in ("softmax3d.py", "log_softmax.py", "l1norm.py", "l2norm.py")
     for template, config in (("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
-                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32}))
+                             ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32}),
+                             ("looped_resident", {"BLOCK": 16, "PROGRAMS": 3}))
 ]
 
 
@@ -848,7 +873,8 @@ def test_the_one_read_kernel_keeps_torch_s_answer_for_a_piece_of_minus_infinity(
 @pytest.mark.parametrize("family", ["softmax", "log_softmax"])
 @pytest.mark.parametrize(("structure", "config"), [
     ("rows_in_registers", {"ROWS": 2}), ("looped_online", {"BLOCK": 32}), ("split_row", {"CHUNK": 32, "BLOCK": 16}),
-    ("one_read", {"CHUNK": 32}), ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
+    ("one_read", {"CHUNK": 32}), ("columns", {"BLOCK_N": 16, "BLOCK_I": 4}),
+    ("looped_resident", {"BLOCK": 32, "PROGRAMS": 2})])
 def test_every_row_structure_gives_torch_s_answer_for_masked_logits(
     family: str, structure: str, config: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:

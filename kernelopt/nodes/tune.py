@@ -126,7 +126,7 @@ def _moves(task: Branch, source: str) -> Moves:
     rewrites of the best kernel's `source` (none without a best: a rejected start is not rewritten)."""
     spec = get_gpu_spec(task["gpu_key"])
     return structural_moves(task["problem_file"], spec.sm_count, source if task["best"] else None,
-                            spec.compute_capability)
+                            spec.compute_capability, spec.l2_cache_mb)
 
 
 def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> bool:
@@ -139,7 +139,8 @@ def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> b
     if not any(a.change.startswith(COMPILER_SEED) and a.time_ms is None for a in attempts):
         return False
     spec = get_gpu_spec(state["gpu_key"])
-    return bool(structural_moves(state["problem_file"], spec.sm_count, capability=spec.compute_capability).instances)
+    return bool(structural_moves(state["problem_file"], spec.sm_count, capability=spec.compute_capability,
+                                 l2_mb=spec.l2_cache_mb).instances)
 
 
 def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:

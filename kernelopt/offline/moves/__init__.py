@@ -20,11 +20,8 @@ if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
 
 Config = dict[str, int]
-REGISTER_ROW_MAX = 16384  # values of one row a program holds in registers (64 per thread at 8 warps)
-LOOP_ROW_MIN = 2048  # shorter rows fit in registers: a loop over them buys nothing
-SPLIT_ROW_MIN = 65536  # a row split in pieces needs pieces worth a program each
-LONG_ROW = 1 << 20  # a row this long is milliseconds of one program's time: split unless rows fill the SMs
 SM_COUNT = 132  # an H100/H200: "few programs" is judged against it
+L2_MB = 50.0  # MiB: an H100's L2 (an H200 has 60): what the moves assume when told nothing
 
 
 @dataclass(frozen=True)
@@ -53,6 +50,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "rows_in_registers": ("memory", "latency"),
     "one_read": ("memory",),
     "looped_online": ("memory", "latency"),
+    "looped_resident": ("memory", "latency"),  # the second pass from L2: reads the rows from memory once
     "split_row": ("occupancy",),
     "grouped": ("memory", "other"),
     "split_k": ("occupancy",),
@@ -117,11 +115,11 @@ def warm_tracing() -> threading.Thread:
 
 
 def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None,
-                     capability: str = "9.0") -> Moves:
+                     capability: str = "9.0", l2_mb: float = L2_MB) -> Moves:
     """The moves that apply to the problem in `problem_path` on a GPU of `sm_count` SMs and compute
-    `capability` ("9.0": Hopper), and those that do not with why; with the best kernel's `source`,
+    `capability` ("9.0": Hopper) with `l2_mb` of L2, and those that do not with why; with the best kernel's `source`,
     the rewrites of that kernel too."""
-    moves = _template_moves(problem_path, sm_count, capability)
+    moves = _template_moves(problem_path, sm_count, capability, l2_mb)
     if source is None:
         return moves
     instances, skipped = _rewrites(moves.family, source)
@@ -160,7 +158,7 @@ def _tf32x3_tiles(source: str) -> list[Config]:
     return grid
 
 
-def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "9.0") -> Moves:
+def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "9.0", l2_mb: float = L2_MB) -> Moves:
     """The template instances for the problem's family, and the templates that do not apply."""
     from kernelopt.harness.problem import import_file
 
@@ -172,13 +170,17 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
         why = f"the reference could not be traced on the meta device ({type(err).__name__}: {err})"
         return Moves(None, (), (Skipped("all", why),))
     if family.name in rows.FAMILIES:
-        instances, skipped = _row_moves(family, sm_count)
+        from kernelopt.offline.moves import rowwise  # it builds MoveInstance, defined above
+
+        instances, skipped = rowwise.row_moves(family, sm_count, l2_mb)
     elif family.name == "pooling":
         instances, skipped = pooling.pooling_moves(family)
     elif family.name == "elementwise":
         instances, skipped = _elementwise_moves(family)
     elif family.name == "standardize":
-        instances, skipped = _standardize_moves(family, _affine(family, problem_path), sm_count)
+        from kernelopt.offline.moves import rowwise  # it builds MoveInstance, defined above
+
+        instances, skipped = rowwise.standardize_moves(family, _affine(family, problem_path), sm_count)
     elif family.name in ("matmul", "bmm"):
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 
@@ -202,69 +204,6 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
     return Moves(family, tuple(instances), tuple(skipped))
 
 
-def _pow2_up_to(low: int, high: int) -> list[int]:
-    return [1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high]
-
-
-def _row_moves(family: Family, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    assert family.dim is not None
-    shape = family.shapes[0]
-    n = shape[family.dim]
-    n_rows = math.prod(shape) // max(n, 1)
-    name, dim, params, eps = family.name, family.dim, family.input_names, family.eps
-    inner = math.prod(shape[dim + 1:])
-    if inner > 1:
-        return _column_moves(family, n, inner)
-    out: list[MoveInstance] = []
-    skipped: list[Skipped] = []
-    if n <= REGISTER_ROW_MAX:
-        block_n = 1 << max(n - 1, 0).bit_length()
-        grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)
-                if 4 <= r * block_n // (32 * w) <= 64]
-        grid.sort(key=lambda c: abs(c["ROWS"] * block_n * 4 - 16384) + c["num_warps"])  # 16 KB per program first
-        out.append(MoveInstance(f"{name}.rows_in_registers",
-                                f"ROWS whole rows of {n} per program in registers: one read, one write",
-                                rows.rows_in_registers(name, dim, params, eps), tuple(grid) or ({"num_warps": 4},)))
-    else:
-        skipped.append(Skipped(f"{name}.rows_in_registers",
-                               f"a row of {n} values is more than the {REGISTER_ROW_MAX} a program holds in registers"))
-    if n >= LOOP_ROW_MIN:
-        grid = [{"BLOCK": b, "num_warps": w} for b in _pow2_up_to(1024, min(16384, 1 << (n - 1).bit_length()))
-                for w in (4, 8, 16) if 4 <= b // (32 * w) <= 32]
-        grid.sort(key=lambda c: abs(c["BLOCK"] - 4096) + abs(c["num_warps"] - 8))
-        out.append(MoveInstance(f"{name}.looped_online",
-                                "one row per program: a single statistics pass, the output pass walking back (L2)",
-                                rows.looped_online(name, dim, params, eps), tuple(grid)))
-    else:
-        skipped.append(Skipped(f"{name}.looped_online", f"rows of {n} fit in registers: a loop over them buys nothing"))
-    out_one, skip_one = _one_read(family, n, sm_count)
-    out += out_one
-    skipped += skip_one
-    grid, why = _split_row(n, n_rows, sm_count)
-    if grid:
-        out.append(MoveInstance(f"{name}.split_row", f"each of the {n_rows} rows split in pieces: statistics, "
-                                "then merge and write, in two kernels", rows.split_row(name, dim, params, eps),
-                                tuple(grid)))
-    else:
-        skipped.append(Skipped(f"{name}.split_row", why))
-    return out, skipped
-
-
-def _split_row(n: int, n_rows: int, sm_count: int) -> tuple[list[Config], str]:
-    """A split row's knob grid (about four programs per SM first), or why rows are not split: rows
-    are split where they are fewer than two per SM, or long (LONG_ROW) and fewer than eight per SM,
-    where a program per row leaves a tail wave and few loads in flight (35_GroupNorm_'s 896 rows of
-    2M values: 6.8 programs per SM, its looped kernel 4% slower than torch.compile on the H200)."""
-    most = 8 * sm_count if n >= LONG_ROW else 2 * sm_count
-    if n < SPLIT_ROW_MIN or n_rows >= most:
-        return [], (f"{n_rows} rows already give {n_rows / sm_count:.1f} programs per SM" if n_rows >= most
-                    else f"rows of {n} are too short to split")
-    grid = [{"CHUNK": c, "BLOCK": b, "num_warps": w} for c in (16384, 32768, 65536) for b in (2048, 4096)
-            for w in (4, 8) if c >= b and 4 <= b // (32 * w) <= 32 and c <= n]
-    grid.sort(key=lambda c: (abs(n_rows * n // c["CHUNK"] - 4 * sm_count), abs(c["BLOCK"] - 4096)))
-    return grid, ""
-
-
 def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     source = elementwise.streaming(family.ops, family.scalars, family.input_names[0], dict(family.options))
     if source is None:
@@ -273,20 +212,6 @@ def _elementwise_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped
                  if 4 <= b // (32 * w) <= 64)
     return [MoveInstance("elementwise.streaming", "BLOCK contiguous values per program, vectorised, evict_first: "
                          "one streaming pass", source, grid)], []
-
-
-def _column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    """A reduction down a strided dim: programs take contiguous positions after it, not rows."""
-    assert family.dim is not None
-    top = 1 << max(n - 1, 0).bit_length()
-    grid = sorted(({"BLOCK_N": b, "BLOCK_I": i, "num_warps": w} for b in (16, 32, 64) for i in (128, 256, 64)
-                   for w in (4, 8) if b <= max(top, 16) and 4 <= b * i // (32 * w) <= 64),
-                  key=lambda c: abs(c["BLOCK_N"] - min(top, 64)))  # the whole reduced dim in one tile first
-    why = f"rows strided by {inner}: a program per row would read one value every {inner}"
-    return [MoveInstance(f"{family.name}.columns", f"the reduced dim ({n}) is strided by {inner}: each program "
-                         "reduces BLOCK_I contiguous positions at once",
-                         rows.columns(family.name, family.dim, family.input_names, family.eps), tuple(grid))], [
-        Skipped(f"{family.name}.{m}", why) for m in ("rows_in_registers", "looped_online", "one_read", "split_row")]
 
 
 def _affine(family: Family, problem_path: str | Path) -> standardize.Affine | None:
@@ -299,62 +224,6 @@ def _affine(family: Family, problem_path: str | Path) -> standardize.Affine | No
     return standardize.Affine(reference_init(Path(problem_path).read_text()),
                               state_expression(weight) if weight else "None",
                               state_expression(bias) if bias else "None", per_channel=family.groups > 1)
-
-
-def _standardize_moves(family: Family, affine: standardize.Affine | None,
-                       sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    assert family.dim is not None and family.eps is not None
-    n = math.prod(family.shapes[0][family.dim:]) // family.groups
-    first, eps, params, groups = family.dim, family.eps, family.input_names, family.groups
-    n_rows = math.prod(family.shapes[0]) // max(n, 1)
-    split, not_split = _split_row(n, n_rows, sm_count)
-    if split:
-        split = [MoveInstance("standardize.split_row", f"each of the {n_rows} rows split in pieces: statistics, then "
-                              "merge and write, in two kernels",
-                              standardize.split_row(first, eps, params, affine, groups), tuple(split))]
-    if n <= REGISTER_ROW_MAX:
-        block_n = 1 << max(n - 1, 0).bit_length()
-        grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8) for w in (4, 8) if 4 <= r * block_n // (32 * w) <= 64]
-        return [MoveInstance("standardize.rows_in_registers", f"ROWS whole rows of {n} per program: one read",
-                             standardize.rows_in_registers(first, eps, params, affine, groups), tuple(grid))], [
-            Skipped("standardize.one_read", f"rows of {n} fit in one program's registers"),
-            Skipped("standardize.split_row", not_split)]
-    out = [MoveInstance("standardize.looped_online", "one Welford-exact statistics pass, the output pass walking "
-                        "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
-                        tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
-    skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
-    if grid := tuple(one_read_grid(n, sm_count)):
-        out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
-                                "per-row counter: one read (a GPU move)",
-                                standardize.one_read(first, eps, params, affine, groups), grid))
-    else:
-        skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more pieces than the {sm_count} SMs"))
-    return (out + split, skipped) if split else (out, [*skipped, Skipped("standardize.split_row", not_split)])
-
-
-def one_read_grid(n: int, sm_count: int) -> list[Config]:
-    """The one-read move's configurations for rows of `n`: pieces of CHUNK values, at most one per
-    SM in a row (the template's own launch bound: a row's pieces must all be resident at once).
-
-    Smaller pieces first: on the H200's 393,216-wide softmax rows, 4096 values per piece (96 pieces)
-    took 3.74 ms and 8192 (48) 4.33 ms; 2048 (192, over the 132 SMs) was slower again, 4.83 ms.
-    """
-    return [{"CHUNK": c, "num_warps": w} for c in (4096, 8192, 16384) for w in (8, 4, 16)
-            if 8 <= c // (32 * w) <= 64 and -(-n // c) <= sm_count]
-
-
-def _one_read(family: Family, n: int, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The one-read move for rows too long for registers and short enough for a piece per SM."""
-    name = f"{family.name}.one_read"
-    if n <= REGISTER_ROW_MAX:
-        return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
-    grid = one_read_grid(n, sm_count)
-    if not grid:
-        return [], [Skipped(name, f"a row of {n} needs more pieces of {REGISTER_ROW_MAX} than the {sm_count} SMs")]
-    assert family.dim is not None
-    return [MoveInstance(name, "a row's pieces in registers, statistics merged through a per-row counter: "
-                         "one read and one write (a GPU move: the interpreter takes the looped kernel)",
-                         rows.one_read(family.name, family.dim, family.input_names, family.eps), tuple(grid))], []
 
 
 def _reduce_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

@@ -10,6 +10,9 @@ structures, each fitting a range of row lengths:
 - `looped_online`: a program walks one row in blocks: a single statistics pass (an online
   max and rescaled sum for softmax; a running sum for the norms), then the writing pass walks
   the row backwards, so its first blocks are the ones just read and still in L2.
+- `looped_resident`: as `looped_online`, but PROGRAMS persistent programs walk the rows, so the rows
+  in flight fit L2 (a row per SM of 256 KB is 34 MB): the statistics pass keeps the row in L2, and the
+  writing pass reads it from there, where a program per row leaves more rows in flight than L2 holds.
 - `split_row`: few long rows leave most SMs idle with a program per row; each row is split into
   CHUNK-long pieces, a first kernel takes each piece's statistics, a second merges the row's
   pieces and writes its own piece (a split reduction in two stages).
@@ -164,6 +167,43 @@ def row_loop_kernel(out_ptr, x_ptr, n, inner, BLOCK: tl.constexpr):
     launch = "        row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=BLOCK, num_warps=8)"
     return _file(family, "looped_online: one row per program, one statistics pass, the output pass walking back",
                  "BLOCK = 4096", kernel, launch, dim, params)
+
+
+def looped_resident(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
+    """PROGRAMS persistent programs, a row each at a time: the rows in flight fit L2, so the writing
+    pass reads each row again from L2 rather than from memory."""
+    stats, out = _STATS[family], _out(family, eps)
+    kernel = f'''
+@triton.jit
+def row_resident_kernel(out_ptr, x_ptr, n_rows, n, inner, BLOCK: tl.constexpr):
+    # Program p takes rows p, p + PROGRAMS, ...: PROGRAMS rows in flight, together smaller than L2. The
+    # statistics pass asks L2 to keep the row (evict_last); the writing pass walks it back, the blocks
+    # read last first, and the output streams past it (evict_first).
+    cols = tl.arange(0, BLOCK)
+    last = ((n - 1) // BLOCK) * BLOCK
+    for r in range(tl.program_id(0), n_rows, tl.num_programs(0)):
+        row = tl.zeros((), tl.int64) + r  # int64 offsets (a Python int under the interpreter)
+        base = (row // inner) * n * inner + row % inner
+        {_init(stats).replace(chr(10) + "    ", chr(10) + "        ")}
+        for start in range(0, n, BLOCK):
+            offs = start + cols
+            mask = offs < n
+            x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other={_other(stats)},
+                        eviction_policy="evict_last").to(tl.float32)
+{_stats_loop(stats, "    ")}
+        for back in range(0, n, BLOCK):
+            offs = last - back + cols
+            mask = offs < n
+            x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=0.0,
+                        eviction_policy="evict_first").to(tl.float32)
+            y = {out}
+            tl.store(out_ptr + base + offs.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask,
+                     eviction_policy="evict_first")
+'''
+    launch = """        row_resident_kernel[(max(1, min(rows, PROGRAMS)),)](out, x_in, rows, n, inner, BLOCK=BLOCK,
+                                                             num_warps=16)"""
+    return _file(family, "looped_resident: PROGRAMS persistent programs, the rows in flight held in L2 between the "
+                 "statistics pass and the writing pass", "BLOCK = 8192\nPROGRAMS = 132", kernel, launch, dim, params)
 
 
 def split_row(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
