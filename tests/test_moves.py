@@ -135,16 +135,23 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
         twin = by_name[f"{name}_tf32x3"]
         assert twin.source == matmul.on_tensor_cores(by_name[name].source)
         assert "compute" in twin.cures and "3xTF32" in twin.why
-    # the persistent grid (PROGRAMS on the plain tiles) is its own; a plain tile grid becomes 3xTF32's, a deep
-    # K tile first (round 2 found BLOCK_K 64 in every K-major 3xTF32 matmul of pass c3), no K tile of 16
-    assert by_name["matmul.persistent_tf32x3"].grid == by_name["matmul.persistent"].grid
-    for name in ("matmul.grouped_tf32x3", "matmul.k_major_tf32x3"):
-        grid = by_name[name].grid
-        assert grid[0]["BLOCK_K"] == 64 and all(c["BLOCK_K"] >= 32 for c in grid), (name, grid)
+    # K-major tiles at 3xTF32 start from a deep K tile (round 2 found BLOCK_K 64 in every K-major 3xTF32 matmul
+    # of pass c3), with no K tile of 16: the K-major copy's, and a twin's whose operands are stored K-major
+    # (B transposed); a strided B's twin, transposing its tiles each K step, and the persistent grid keep theirs
+    deep = by_name["matmul.k_major_tf32x3"].grid
+    assert deep[0]["BLOCK_K"] == 64 and all(c["BLOCK_K"] >= 32 for c in deep), deep
     assert {c["BLOCK_K"] for c in by_name["matmul.grouped"].grid} == {16, 32}
+    assert by_name["matmul.grouped_tf32x3"].grid == by_name["matmul.grouped"].grid
+    assert by_name["matmul.persistent_tf32x3"].grid == by_name["matmul.persistent"].grid
+    stored = {m.name: m.grid for m in structural_moves(PROBLEMS / "17_Matmul_with_transposed_B.py").instances}
+    assert stored["matmul.grouped_tf32x3"] == deep and "matmul.k_major_tf32x3" not in stored
     batched = {m.name: m.grid for m in structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances}
-    assert batched["bmm.batched_tf32x3"] == batched["bmm.k_major_tf32x3"] == by_name["matmul.k_major_tf32x3"].grid
-    assert batched["bmm.batched"] == by_name["matmul.grouped"].grid
+    assert batched["bmm.k_major_tf32x3"] == deep
+    assert batched["bmm.batched_tf32x3"] == batched["bmm.batched"] == by_name["matmul.grouped"].grid
+    # an A100's 163 KB of shared memory holds no 128 x 128 x 64 fp32 tile at three stages
+    ampere = {m.name: m.grid for m in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py",
+                                                         capability="8.0").instances}
+    assert ampere["matmul.k_major_tf32x3"] == by_name["matmul.grouped"].grid
     half = structural_moves(ROOT / "examples" / "matmul" / "problem.py")  # fp16: the tensor cores are its own
     assert half.family is not None and half.family.dtype == "float16"
     assert not any("tf32x3" in m.name for m in half.instances)
@@ -274,6 +281,28 @@ def test_a_view_of_an_input_as_rows_is_taken_only_as_torch_matmuls_own_a(forward
                        .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
     family = structural_moves(problem).family
     assert family is not None and family.name == "other" and not family.rows_flattened, family
+
+
+@pytest.mark.parametrize(("forward", "inputs"), [
+    # the product transposed where the shapes still agree (m == n; square), cast, or returned beside an input:
+    # the templates return the product itself
+    ("torch.matmul(A, B).transpose(1, 2)", "[torch.randn(N, L, K), torch.randn(K, L)]"),
+    ("torch.mm(A.reshape(-1, A.shape[-1]), B).t().reshape(A.shape[0], A.shape[1], -1)",
+     "[torch.randn(N, M, K), torch.randn(K, N * M)]"),
+    ("torch.matmul(A, B).half()", "[torch.randn(N, M, K), torch.randn(K, L)]"),
+    ("torch.mm(A, B).t()", "[torch.randn(L, K), torch.randn(K, L)]"),
+    ("(torch.mm(A, B), A)", "[torch.randn(L, K), torch.randn(K, L)]"),
+])
+def test_only_the_product_itself_returned_is_the_matmul_family(forward: str, inputs: str, tmp_path: Path) -> None:
+    problem = tmp_path / "problem.py"
+    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
+                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    family = structural_moves(problem).family
+    assert family is not None and family.name == "other", family
+    # the product through a plain view of the same values is
+    problem.write_text((MOVES / "matmul3d.py").read_text().replace(
+        "torch.matmul(A, B)", "torch.mm(A.reshape(-1, A.shape[-1]), B).view(A.shape[0], A.shape[1], -1)"))
+    assert structural_moves(problem).family.name == "matmul"
 
 
 def test_a_batch_norm_of_an_inputs_rows_is_not_the_batch_norm_family(tmp_path: Path) -> None:

@@ -163,6 +163,26 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
 
 
+def test_a_persistent_kernels_program_count_is_no_side_of_its_tile() -> None:
+    """PROGRAMS (matmul.persistent, matmul.tma, looped_resident) once counted as a block size: a resident
+    row loop's {BLOCK 8192, PROGRAMS 132} read as a 2-D tile of 2,112 values a thread, so no configuration
+    around a measured one was ever planned, and a persistent matmul's 128 x 128 x 64 tile at three stages
+    was estimated at 298 KB of shared memory (196,608 B in Triton's own compile)."""
+    from kernelopt.offline.space import limits_for, tile_smem_bytes
+    from kernelopt.offline.tuner import Direction
+    from kernelopt.records import SweepRow
+
+    limits = limits_for("float32")
+    resident = {"BLOCK": 8192, "num_warps": 16, "PROGRAMS": 132}
+    assert feasible(resident, limits)
+    measured = [SweepRow(config=resident, round=1, time_ms=4.0, trials=10, stage=1)]
+    around = plan(resident, Direction(), measured, 12, limits=limits)
+    assert around and resident not in around
+    assert {c["PROGRAMS"] for c in around} <= {66, 132, 264} and len({c["PROGRAMS"] for c in around}) > 1
+    persistent = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_stages": 3, "num_warps": 8, "PROGRAMS": 132}
+    assert tile_smem_bytes(persistent, 4) == 196_608 and feasible(persistent, limits)
+
+
 def test_an_fp32_problem_s_tiles_are_staged_at_four_bytes_so_its_knob_plan_leaves_out_what_fp16_fits() -> None:
     """On the H200 the plain fp32 matmul's BLOCK_K 256 at three stages (64 x 64 tiles: 393 KB of fp32
     operands, read as 196 KB at two bytes) compiled for 21.6 s on two warps, then took 168-288 ms a

@@ -64,6 +64,8 @@ def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> li
         return sorted({*WARPS, centre})
     if kind == "stages":
         return sorted({*STAGES, centre})
+    if kind == "programs":  # half and twice as many: from one per SM, two per SM and one per two SMs
+        return sorted({v for v in (centre // 2, centre, centre * 2) if v >= 1})
     low, high = size_range(name)
     if kind == "group":
         return sorted({v for v in (centre // 2, centre, centre * 2) if low <= v <= high} | {centre})

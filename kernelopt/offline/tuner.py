@@ -35,6 +35,9 @@ GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32
 # steps (split_row, batch_norm.split), never a tile side; alone it is the values a program holds
 # (one_read, whose looped fallback steps by CHUNK too). Below its range a CHUNK is a block size.
 SPAN_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"CHUNK": (1024, 1 << 20)})
+# A persistent kernel's program count (matmul.persistent, matmul.tma, looped_resident): a multiple of the SM
+# count, never a side of a program's tile, so no per-program estimate counts it.
+PROGRAM_KNOBS = frozenset({"PROGRAMS"})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
 FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"
@@ -56,9 +59,12 @@ class LaunchParam:
 
 
 def kind_of(name: str) -> str:
-    """"warps", "stages", "group" (programs grouped along M for L2 reuse) or "size": how a knob's values step."""
+    """"warps", "stages", "group" (programs grouped along M for L2 reuse), "programs" (a persistent kernel's
+    program count) or "size": how a knob's values step."""
     if name in GROUP_KNOBS:
         return "group"
+    if name in PROGRAM_KNOBS:
+        return "programs"
     return {"num_warps": "warps", "num_stages": "stages"}.get(name, "size")
 
 

@@ -51,6 +51,10 @@ class Family:
     rows_flattened: bool = False  # matmul: A has more than two dims, its leading ones taken as rows (torch.matmul)
 
 
+# Views that keep every value where it was (no transpose, no dtype change): a product seen through one is the product.
+_SAME_VALUES = frozenset({"view", "_unsafe_view", "reshape", "alias", "detach"})
+
+
 class _Recorder(TorchDispatchMode):
     """Records each operator and, for views of the inputs, which input and whether transposed."""
 
@@ -61,6 +65,7 @@ class _Recorder(TorchDispatchMode):
         # views of an input with its leading dims as one (torch.matmul's rows): kept apart from `origin`, so that
         # only mm's first operand may be one (a norm or a transpose of such a view is not the input's)
         self.flattened: dict[int, int] = {}
+        self.products: set[int] = set()  # an mm's or bmm's output, and plain views of it: what the forward may return
         self._held: list[torch.Tensor] = []  # each recorded view, alive: an id is not reused while it is a key
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
@@ -75,6 +80,9 @@ class _Recorder(TorchDispatchMode):
         if name in ("view", "_unsafe_view", "reshape") and args and _rows_of(args[0], out) \
                 and self.origin.get(id(args[0]), (0, True))[1] is False:
             self.flattened[id(out)] = self.origin[id(args[0])][0]
+            self._held.append(out)
+        if name in ("mm", "bmm") or (name in _SAME_VALUES and args and id(args[0]) in self.products):
+            self.products.add(id(out))
             self._held.append(out)
         return out
 
@@ -225,7 +233,8 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     for name, op, rank in (("matmul", "mm", 2), ("bmm", "bmm", 3)):
         flat = op == "mm" and n_inputs == 2 and ops == (op,) and _rows_product(recorder, calls[0][1], base, outputs)
-        if n_inputs == 2 and ops == (op,) and (ndim == rank or flat):
+        returned = len(outputs) == 1 and id(outputs[0]) in recorder.products  # the product itself, not a view of it
+        if n_inputs == 2 and ops == (op,) and (ndim == rank or flat) and returned:
             known = [recorder.origin.get(id(t)) for t in calls[0][1][:2]]
             if flat:
                 known[0] = (recorder.flattened[id(calls[0][1][0])], False)

@@ -27,24 +27,33 @@ _MATMUL_TILES_FP32 = (
 # On the H200 every K-major 3xTF32 matmul of pass c3 (4096 square, 2048 x 8192 x 4096, torch.bmm's 128 x 512 x
 # 1024 x 2048, B transposed) ran 10-11% faster at BLOCK_K 64 than at the fp32 table's first tile, BLOCK_K 32,
 # found only in round 2 (RESULTS.md (ah)); a K tile of 16 was the slowest there. The deep tiles (192 KB of
-# shared memory at these stages) go first, so that round 1 measures them.
+# shared memory at these stages: a Hopper's 227 KB, not an A100's 163) go first, so that round 1 measures them,
+# where the product's tiles are K-major: a strided operand's tiles, transposed each K step, ran slower at them
+# (the batched template on 3_Batched's B: 7.62 and 5.44 ms, against 5.26 at 128 x 64 x 32).
 _MATMUL_TILES_TF32X3 = ((128, 128, 64, 8, 3), (128, 64, 64, 8, 4),
                         *(t for t in _MATMUL_TILES_FP32 if t[2] == 32))
 
 
-def _tiles(family: Family, tf32x3: bool = False) -> list[Config]:
-    """A template's first tiles; `tf32x3`: for an fp32 product at 3xTF32 on the tensor cores."""
+def _tiles(family: Family, deep: bool = False) -> list[Config]:
+    """A template's first tiles; `deep`: for an fp32 product at 3xTF32 of K-major tiles on a Hopper."""
     table = _MATMUL_TILES_FP32 if family.dtype == "float32" else _MATMUL_TILES
-    if tf32x3 and family.dtype == "float32":
+    if deep and family.dtype == "float32":
         table = _MATMUL_TILES_TF32X3
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     return [dict(zip(keys, t, strict=True)) for t in table]
 
 
-def _tf32x3_twin(m: MoveInstance, family: Family) -> MoveInstance:
-    """A template's twin with its fp32 products at 3xTF32: a grid of the plain tiles becomes 3xTF32's (a
-    persistent or split-K grid, built on them, keeps its own)."""
-    grid = tuple(_tiles(family, tf32x3=True)) if m.grid == tuple(_tiles(family)) else m.grid
+def _deep(family: Family, capability: str, k_major: bool) -> bool:
+    """Whether a 3xTF32 product starts from the deep K tiles: its tiles K-major (the K-major copies', or
+    operands stored so), on a GPU with a Hopper's shared memory (an unreadable capability counts as new)."""
+    return (k_major or _k_strided(family) is None) and (capability_major(capability) or 99) >= 9
+
+
+def _tf32x3_twin(m: MoveInstance, family: Family, capability: str) -> MoveInstance:
+    """A template's twin with its fp32 products at 3xTF32: a grid of the plain tiles becomes 3xTF32's where
+    its tiles are K-major (a persistent or split-K grid, built on them, keeps its own)."""
+    deep = _deep(family, capability, k_major=False)
+    grid = tuple(_tiles(family, deep)) if m.grid == tuple(_tiles(family)) else m.grid
     return MoveInstance(f"{m.name}_tf32x3", f"{m.why}; fp32 products at 3xTF32 on the tensor cores",
                         matmul.on_tensor_cores(m.source), grid)
 
@@ -61,8 +70,8 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
     out, skipped = _matmul_structures(family, sm_count, out, skipped)
     out, skipped = _aligned(family, out, skipped)
     if family.dtype == "float32":
-        twins = [_tf32x3_twin(m, family) for m in out]
-        out, skipped = _k_major(family, out + twins, skipped)
+        twins = [_tf32x3_twin(m, family, capability) for m in out]
+        out, skipped = _k_major(family, out + twins, skipped, capability)
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
     return out, skipped
@@ -78,14 +87,15 @@ def _on_rows(source: str, family: Family) -> str:
     return re.sub(r"^( +)return c$", rf"\1return c.view(*{a}.shape[:-1], -1)", source, flags=re.M)
 
 
-def _k_major(family: Family, out: list[MoveInstance],
-             skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped],
+             capability: str) -> tuple[list[MoveInstance], list[Skipped]]:
     """The K-major copies before a 3xTF32 product, where A or B is stored with K strided."""
     why = _k_strided(family)
     if why is None:
         return out, [*skipped, Skipped("matmul.k_major_tf32x3", _K_CONTIGUOUS)]
     source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
-    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, tuple(_tiles(family, tf32x3=True)))], skipped
+    grid = tuple(_tiles(family, _deep(family, capability, k_major=True)))
+    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, grid)], skipped
 
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
@@ -129,19 +139,19 @@ def _tma(family: Family, sm_count: int, out: list[MoveInstance],
     return [*out, MoveInstance("matmul.tma", why, source, grid)], skipped
 
 
-def bmm_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+def bmm_moves(family: Family, capability: str = "9.0") -> tuple[list[MoveInstance], list[Skipped]]:
     source = matmul.batched(family.input_names, family.operands, family.transposed)
     out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
                         source, tuple(_tiles(family)))]
     if family.dtype != "float32":
         return out, []
-    out.append(_tf32x3_twin(out[0], family))
+    out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
     if why is None:
         return out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)]
     kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands, family.transposed))
     return [*out, MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
-                               out[1].grid)], []
+                               tuple(_tiles(family, _deep(family, capability, k_major=True))))], []
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],

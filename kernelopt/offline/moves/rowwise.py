@@ -97,7 +97,8 @@ def column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance]
     return [MoveInstance(f"{family.name}.columns", f"the reduced dim ({n}) is strided by {inner}: each program "
                          "reduces BLOCK_I contiguous positions at once",
                          rows.columns(family.name, family.dim, family.input_names, family.eps), tuple(grid))], [
-        Skipped(f"{family.name}.{m}", why) for m in ("rows_in_registers", "looped_online", "one_read", "split_row")]
+        Skipped(f"{family.name}.{m}", why) for m in ("rows_in_registers", "looped_resident", "looped_online",
+                                                        "one_read", "split_row")]
 
 
 def one_read_grid(n: int, sm_count: int) -> list[Config]:
