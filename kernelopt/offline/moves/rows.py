@@ -239,8 +239,9 @@ def chunk_stats_kernel(m_ptr, s_ptr, x_ptr, n, inner, chunks, CHUNK: tl.constexp
 def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                        CHUNK: tl.constexpr, BLOCK: tl.constexpr, PIECES: tl.constexpr):
     # Program (row, piece): merge the row's piece statistics, then write this piece.
-    row = tl.program_id(0).to(tl.int64)
-    piece = tl.program_id(1)
+    # Taken in the reverse of the statistics kernel's order: the pieces it read last, still in L2, are read first.
+    row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
+    piece = tl.num_programs(1) - 1 - tl.program_id(1)
     base = (row // inner) * n * inner + row % inner
     idx = tl.arange(0, PIECES)
     live = idx < chunks

@@ -212,8 +212,9 @@ def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, g
                        CHUNK: tl.constexpr, BLOCK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
                        has_b: tl.constexpr):
     # Program (row, piece): the row's piece statistics merged, then this piece standardised and written.
-    row = tl.program_id(0).to(tl.int64)
-    piece = tl.program_id(1)
+    # Taken in the reverse of the statistics kernel's order: the pieces it read last, still in L2, are read first.
+    row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
+    piece = tl.num_programs(1) - 1 - tl.program_id(1)
     idx = tl.arange(0, PIECES)
     live = idx < chunks
     counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
