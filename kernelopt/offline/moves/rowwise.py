@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kernelopt.offline.moves import Config, MoveInstance, Skipped, rows, standardize
+from kernelopt.offline.space import DTYPE_BYTES
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -17,7 +18,6 @@ LOOP_ROW_MIN = 2048  # shorter rows fit in registers: a loop over them buys noth
 SPLIT_ROW_MIN = 65536  # a row split in pieces needs pieces worth a program each
 LONG_ROW = 1 << 20  # a row this long is milliseconds of one program's time: split unless rows fill the SMs
 RESIDENT_L2_SHARE = 0.6  # of L2, for the rows in flight of looped_resident: the rest for the output streaming by
-_ELEMENT_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
 def _pow2_up_to(low: int, high: int) -> list[int]:
@@ -116,7 +116,7 @@ def _resident(family: Family, n: int, n_rows: int, sm_count: int,
               l2_mb: float) -> tuple[list[MoveInstance], list[Skipped]]:
     """The persistent looped move, where a row per SM (or two) fit L2's share for the rows in flight."""
     name = f"{family.name}.looped_resident"
-    row_mib = n * _ELEMENT_BYTES.get(family.dtype, 4) / 2**20
+    row_mib = n * DTYPE_BYTES.get(family.dtype, 4) / 2**20
     if n <= REGISTER_ROW_MAX:
         return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
     if n_rows <= sm_count:
