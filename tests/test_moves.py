@@ -91,7 +91,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
             "softmax.looped_resident"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
-                                                   "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"}
+                                                   "matmul.split_k_tf32x3", "matmul.k_major_tf32x3",
+                                                   "matmul.k_major_split_k_tf32x3"}
     assert "TMA tiles are tried for 16-bit operands" in {s.name: s.why for s in large_k.skipped}["matmul.tma"]
     split = next(m for m in large_k.instances if m.name == "matmul.split_k")
     programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in split.grid]
@@ -160,9 +161,33 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
     assert {c["PROGRAMS"] for c in tma.grid} == {132, 264} and "tensor descriptors" in tma.why
 
 
+def test_a_long_k_with_b_stored_n_major_gets_the_k_major_copy_before_the_split_product() -> None:
+    # 6_Matmul (256 x 524288 by 524288 x 256, B as stored): 4 output tiles, so K is split; B's K is strided,
+    # so a 3xTF32 product transposes each B tile every K step (its best in pass c3: split_k_tf32x3 at 1.27 ms,
+    # 40% of the floor). The K-major copy goes before the split product too, at the deep K tiles, each tile's
+    # SPLIT_K guess filling the 132 SMs about once.
+    large_k = {m.name: m for m in structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py").instances}
+    move = large_k["matmul.k_major_split_k_tf32x3"]
+    assert "B stored with K strided" in move.why
+    assert "K=524288 split in SPLIT_K slices for the 4 output tiles" in move.why
+    assert 'precision = "tf32x3"' in move.source and "k_major_kernel" in move.source and "partial_kernel" in move.source
+    assert move.grid[0]["BLOCK_K"] == 64 and all(c["BLOCK_K"] >= 32 for c in move.grid)
+    programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in move.grid]
+    assert all(66 <= p <= 264 for p in programs[:3]), programs
+    assert "compute" in move.cures and "occupancy" in move.cures
+    # B stored transposed (K contiguous): no copy, so no K-major split either, and why
+    skipped = {s.name: s.why for s in structural_moves(PROBLEMS / "17_Matmul_with_transposed_B.py").skipped}
+    assert "stored with K contiguous" in skipped["matmul.k_major_split_k_tf32x3"]
+    # a square 4096 product fills the SMs with its own tiles: the K-major copy, no split
+    square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    assert "matmul.k_major_tf32x3" in [m.name for m in square.instances]
+    assert "already fill 132 SMs" in {s.name: s.why for s in square.skipped}["matmul.k_major_split_k_tf32x3"]
+
+
 @pytest.mark.parametrize(("template", "problem"), [("grouped", "matmul_bt.py"), ("split_k", "matmul_bt.py"),
                                                   ("aligned", "matmul.py"), ("batched", "bmm.py"),
-                                                  ("k_major", "matmul.py"), ("bmm_k_major", "bmm.py")])
+                                                  ("k_major", "matmul.py"), ("bmm_k_major", "bmm.py"),
+                                                  ("k_major_split_k", "matmul.py")])
 def test_each_3xtf32_twin_passes_the_verifier(
     template: str, problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
@@ -610,18 +635,21 @@ def test_the_tma_move_is_skipped_on_a_gpu_older_than_hopper() -> None:
 
 @pytest.mark.parametrize(("transposed", "k"), [((False, False), 64), ((True, True), 64), ((False, True), 64),
                                               ((False, True), 70)])
+@pytest.mark.parametrize(("template", "kernel"), [("k_major", "matmul_kernel"), ("k_major_split_k", "partial_kernel")])
 def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_unaligned(
-    transposed, k, tmp_path: Path
+    transposed, k, template: str, kernel: str, tmp_path: Path
 ) -> None:
     # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is, unless
     # K=70 is no multiple of 16: then both are copied with K padded with zeros to 80, and the product runs
-    # over 80, its operands' rows 16 elements apart (what lets Triton load them in whole vectors).
+    # over 80, its operands' rows 16 elements apart (what lets Triton load them in whole vectors). The same
+    # copies come before the grouped product and before the split-K one (three slices of K, summed).
     import torch
 
-    source = matmul.on_tensor_cores(matmul_kmajor.k_major(("A", "B"), (0, 1), transposed))
-    module = _load(tmp_path, with_config(source, {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}))
+    source = matmul.on_tensor_cores(getattr(matmul_kmajor, template)(("A", "B"), (0, 1), transposed))
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2, "SPLIT_K": 3}
+    module = _load(tmp_path, with_config(source, config))
     copied: list[tuple[int, ...]] = []
-    copy, product = module._transposed, module.matmul_kernel
+    copy, product = module._transposed, getattr(module, kernel)
     module._transposed = lambda x: copied.append(tuple(x.shape)) or copy(x)
     given: list[tuple[int, ...]] = []
 
@@ -632,7 +660,7 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_
                 return product[grid](a, b, c, M, N, K, sam, sak, sbk, sbn, *rest, **knobs)
             return launch
 
-    module.matmul_kernel = Seen()
+    setattr(module, kernel, Seen())
     m, n = 37, 21
     a = torch.randn((k, m) if transposed[0] else (m, k))
     b = torch.randn((n, k) if transposed[1] else (k, n))
@@ -826,14 +854,16 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == [
-        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3"]
+        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.k_major_split_k_tf32x3", "matmul.grouped",
+        "matmul.grouped_tf32x3", "matmul.k_major_tf32x3"]
     assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == [
-        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3", "matmul.split_k", "matmul.split_k_tf32x3"]
+        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3", "matmul.k_major_split_k_tf32x3",
+        "matmul.split_k", "matmul.split_k_tf32x3"]
     # FMA products diagnosed ("compute"): the 3xTF32 structures first.
     assert [m.name for m in by_diagnosis(large_k.instances, "compute")][:3] == [
         "matmul.grouped_tf32x3", "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"]
     planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=8)
-    assert [p.move for p in planned].count("matmul.split_k") == 4  # the even share and the spare ones
+    assert [p.move for p in planned].count("matmul.split_k") == 3  # the even share (1 of 8 for 6 moves) and the 2 spare
 
 
 def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:

@@ -225,3 +225,22 @@ def test_the_resident_row_loop_is_correct_at_the_kernelbench_size(tmp_path: Path
     eager = measure(lambda: x / torch.mean(torch.abs(x), dim=1, keepdim=True), torch.device("cuda")).median_ms
     print(f"looped_resident {resident:.4f} ms, looped_online {looped:.4f} ms, eager {eager:.4f} ms "
           f"(L2 {l2_mb:.0f} MiB)")
+
+
+def test_the_k_major_split_k_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
+    # 6_Matmul_with_large_K_dimension_: 256 x 524288 by 524288 x 256 fp32, B stored N-major. Pass c3's best was
+    # split_k_tf32x3 on B as stored (1.277 ms, 1.02x torch.compile): each K step transposes a B tile. The K-major
+    # split copies B first (512 MB read and written); verified at full size at its first configurations and
+    # timed beside split_k_tf32x3's and torch.matmul (which is faster is RESULTS.md's to record).
+    from kernelopt.harness.measure.timing import measure
+    from kernelopt.offline.moves import structural_moves
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "6_Matmul_with_large_K_dimension_.py"
+    moves = {m.name: m for m in structural_moves(problem).instances}
+    times = {name: min(_time_ms(problem, with_config(moves[name].source, config), tmp_path, f"{name}{n}")
+                       for n, config in enumerate(moves[name].grid[:2]))
+             for name in ("matmul.split_k_tf32x3", "matmul.k_major_split_k_tf32x3")}
+    a, b = torch.rand(256, 524288, device="cuda"), torch.rand(524288, 256, device="cuda")
+    mm_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms
+    print(f"torch.matmul {mm_ms:.4f} ms; " + "; ".join(f"{k} {v:.4f} ms ({v / mm_ms:.3f} of torch.matmul)"
+                                                        for k, v in times.items()))

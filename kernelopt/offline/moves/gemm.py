@@ -71,7 +71,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
     out, skipped = _aligned(family, out, skipped)
     if family.dtype == "float32":
         twins = [_tf32x3_twin(m, family, capability) for m in out]
-        out, skipped = _k_major(family, out + twins, skipped, capability)
+        out, skipped = _k_major(family, out + twins, skipped, capability, sm_count)
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
     return out, skipped
@@ -87,15 +87,29 @@ def _on_rows(source: str, family: Family) -> str:
     return re.sub(r"^( +)return c$", rf"\1return c.view(*{a}.shape[:-1], -1)", source, flags=re.M)
 
 
-def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped],
-             capability: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The K-major copies before a 3xTF32 product, where A or B is stored with K strided."""
+def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str,
+             sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The K-major copies before a 3xTF32 product, where A or B is stored with K strided: before the grouped
+    product, and before the split-K product where that applies (a long K, few output tiles)."""
     why = _k_strided(family)
     if why is None:
-        return out, [*skipped, Skipped("matmul.k_major_tf32x3", _K_CONTIGUOUS)]
-    source = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
-    grid = tuple(_tiles(family, _deep(family, capability, k_major=True)))
-    return [*out, MoveInstance("matmul.k_major_tf32x3", why, source, grid)], skipped
+        return out, [*skipped, Skipped("matmul.k_major_tf32x3", _K_CONTIGUOUS),
+                     Skipped("matmul.k_major_split_k_tf32x3", _K_CONTIGUOUS)]
+    params, ops, flips = family.input_names, family.operands, family.transposed
+    deep = _tiles(family, _deep(family, capability, k_major=True))
+    out = [*out, MoveInstance("matmul.k_major_tf32x3", why,
+                              matmul.on_tensor_cores(matmul_kmajor.k_major(params, ops, flips)), tuple(deep))]
+    tiles, split_why = _split_k_applies(family, sm_count)
+    if split_why:
+        return out, [*skipped, Skipped("matmul.k_major_split_k_tf32x3", split_why)]
+    # the split product on the copies: a long K's copy is one more pass over B, against a product whose every K
+    # step transposed B's tile (6_Matmul on the H200: 1.27 ms at split_k_tf32x3 on B as stored)
+    k = _mk(family)[1]
+    split = why.replace("then fp32 products", f"then K={k} split in SPLIT_K slices for the {tiles} output tiles "
+                        "(summed by a second kernel), fp32 products")
+    source = matmul.on_tensor_cores(matmul_kmajor.k_major_split_k(params, ops, flips))
+    return [*out, MoveInstance("matmul.k_major_split_k_tf32x3", split, source,
+                               _split_grid(family, sm_count, deep))], skipped
 
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
@@ -167,17 +181,30 @@ def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],
     else:
         skipped.append(Skipped("matmul.persistent", f"{tiles} output tiles of 128 x 128 are not more than the "
                                f"{sm_count} SMs: a program per tile is already one wave"))
-    if tiles < sm_count and k >= 8 * 128:
-        per_tile = [[{**t, "SPLIT_K": s} for s in matmul.split_counts(m, n, k, t, sm_count)]
-                    for t in _tiles(family)[:3]]
-        # each tile's best guess first, then each one's second, ...
-        grid = [c for rank in range(max(map(len, per_tile))) for configs in per_tile for c in configs[rank : rank + 1]]
-        out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
-                                "slices, summed by a second kernel", matmul.split_k(params, ops, flips), tuple(grid)))
-        return out, skipped
-    why = (f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs" if tiles >= sm_count
-           else f"K={k} is too short to split")
-    return out, [*skipped, Skipped("matmul.split_k", why)]
+    tiles, why = _split_k_applies(family, sm_count)
+    if why:
+        return out, [*skipped, Skipped("matmul.split_k", why)]
+    out.append(MoveInstance("matmul.split_k", f"{tiles} output tiles for {sm_count} SMs: K={k} split in SPLIT_K "
+                            "slices, summed by a second kernel", matmul.split_k(params, ops, flips),
+                            _split_grid(family, sm_count, _tiles(family))))
+    return out, skipped
+
+
+def _split_k_applies(family: Family, sm_count: int) -> tuple[int, str]:
+    """The output's tiles of 128 x 128, and why K is not split ("" where it is: few tiles, a long K)."""
+    (m, k), n = _mk(family), _n(family)
+    tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    if tiles >= sm_count:
+        return tiles, f"{tiles} output tiles of 128 x 128 already fill {sm_count} SMs"
+    return tiles, "" if k >= 8 * 128 else f"K={k} is too short to split"
+
+
+def _split_grid(family: Family, sm_count: int, tiles: list[Config]) -> tuple[Config, ...]:
+    """The split-K grid on a table's first three tiles: each tile's best SPLIT_K guess first, then each one's
+    second, ..."""
+    (m, k), n = _mk(family), _n(family)
+    per_tile = [[{**t, "SPLIT_K": s} for s in matmul.split_counts(m, n, k, t, sm_count)] for t in tiles[:3]]
+    return tuple(c for rank in range(max(map(len, per_tile))) for configs in per_tile for c in configs[rank : rank + 1])
 
 
 ALIGN = 16  # elements: a row length Triton can prove a multiple of, so its tiles load as whole vectors

@@ -60,6 +60,16 @@ GROUPED_LAUNCH = '''        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLO
                             GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
 '''
 
+# The split-K kernels' launches over a, b, c (M x N) and `precision`, in forward (the K-major split runs them too).
+SPLIT_LAUNCH = '''        partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
+        k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
+        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)
+        partial_kernel[grid](a, b, partial, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                             k_per_split, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+                             PRECISION=precision, num_warps=8, num_stages=3)
+        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
+'''
+
 _TILE = '''
 
 @triton.jit
@@ -147,15 +157,8 @@ def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 ''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-        partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
-        k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
-        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N), SPLIT_K)
-        partial_kernel[grid](a, b, partial, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
-                             k_per_split, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-                             PRECISION=precision, num_warps=8, num_stages=3)
-        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
-        return c
+''' + SPLIT_LAUNCH + '''        return c
 '''
 
 

@@ -1,5 +1,7 @@
-"""The matmul family's K-major template: each operand copied so that K is its contiguous dimension
-and its rows start a multiple of 16 elements apart, then the grouped product.
+"""The matmul family's K-major templates: each operand copied so that K is its contiguous dimension
+and its rows start a multiple of 16 elements apart, then the grouped product (`k_major`), the
+split-K product for a long K with few output tiles (`k_major_split_k`), or each batch's product
+(`bmm_k_major`).
 
 On Hopper, Triton multiplies fp32 at "tf32x3" with wgmma, and a TF32 wgmma takes both operands
 K-major from shared memory. A B stored row-major (K x N, N contiguous: `A @ B`), or an A stored
@@ -13,8 +15,10 @@ aligned, so they go element by element; then both operands are copied with K pad
 to a multiple of 16 (the zeros add nothing), and the product runs over the padded K, unmasked in
 effect. A copied operand's rows start a multiple of 16 elements apart.
 The copy moves a tile at a time (read along the source's rows, written along the copy's rows;
-Triton takes the tile through shared memory between the two). The product is the grouped
-template's kernel with the copies' strides.
+Triton takes the tile through shared memory between the two). The product is the grouped or
+split-K template's kernels with the copies' strides. For a long K the copy weighs more: 6_Matmul's
+256 x 524288 by 524288 x 256 copies a 512 MB B (about 0.2 ms) before a product that took 1.27 ms
+on B's transposed tiles.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from string import Template
 
 from kernelopt.offline.moves import matmul
 
-_K_MAJOR = '''
+_COPY_KERNEL = '''
 
 @triton.jit
 def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.constexpr, block_c: tl.constexpr):
@@ -37,7 +41,10 @@ def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.const
     tl.store(dst_ptr + c[:, None].to(tl.int64) * ld + r[None, :].to(tl.int64), tl.trans(tile),
              mask=(c[:, None] < cols) & (r[None, :] < ld))
 
-''' + matmul.FORWARD_HEAD + '''        # K contiguous in both, rows 16 elements apart, as the TF32 products take them; a
+'''
+
+# forward's first lines after FORWARD_HEAD: A and B replaced by K-major copies where their K is strided
+_TO_K_MAJOR = '''        # K contiguous in both, rows 16 elements apart, as the TF32 products take them; a
         # K no multiple of 16 is padded with zeros in both (they add nothing): no load along K is cut short
         Kp = triton.cdiv(K, 16) * 16
         if K > 1 and (Kp != K or a.stride(1) != 1 or (M > 1 and a.stride(0) % 16) or a.data_ptr() % 16):
@@ -47,7 +54,9 @@ def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_r, s_c, ld, block_r: tl.const
         K = a.shape[1]
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
-''' + matmul.GROUPED_LAUNCH + '''        return c
+'''
+
+_COPY_HELPER = '''        return c
 
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
@@ -62,6 +71,9 @@ def _transposed(x):
     return out
 '''
 
+_K_MAJOR = _COPY_KERNEL + matmul.FORWARD_HEAD + _TO_K_MAJOR + matmul.GROUPED_LAUNCH + _COPY_HELPER
+_SPLIT_K_MAJOR = _COPY_KERNEL + matmul.FORWARD_HEAD + _TO_K_MAJOR + matmul.SPLIT_LAUNCH + _COPY_HELPER
+
 
 def k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The grouped matmul on copies of A and B with K contiguous (only those not already so)."""
@@ -69,6 +81,16 @@ def k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
     head = head.replace("grouped (GROUP_M) program order", "operands copied K-major, then GROUP_M program order", 1)
+    return head.rstrip() + "\n" + body
+
+
+def k_major_split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
+    """The split-K matmul on copies of A and B with K contiguous (only those not already so)."""
+    head, _ = matmul.split_k(params, operands, transposed).split("\nclass ModelNew", 1)
+    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_SPLIT_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
+    head = head.replace("split-K over SPLIT_K slices of K", "operands copied K-major, then split-K over SPLIT_K "
+                        "slices of K", 1)
     return head.rstrip() + "\n" + body
 
 
