@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from kernelopt.hardware.ncu import capability_major
 from kernelopt.offline.moves import conv, elementwise, pooling, precision, reduce, rows, standardize
 from kernelopt.seed.errors import SeedError
 
@@ -123,11 +124,12 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
     moves = _template_moves(problem_path, sm_count, capability, l2_mb)
     if source is None:
         return moves
-    instances, skipped = _rewrites(moves.family, source)
+    instances, skipped = _rewrites(moves.family, source, capability)
     return Moves(moves.family, moves.instances + instances, moves.skipped + skipped)
 
 
-def _rewrites(family: Family | None, source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+def _rewrites(family: Family | None, source: str,
+              capability: str = "9.0") -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
     """Moves that rewrite the best kernel itself: its fp32 products from the CUDA cores to 3xTF32."""
     name = "dot.tf32x3"
     if family is None or family.dtype != "float32":
@@ -137,25 +139,29 @@ def _rewrites(family: Family | None, source: str) -> tuple[tuple[MoveInstance, .
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
     dots = len(precision.fma_dots(source))
-    grid = _tf32x3_tiles(rewritten)
+    grid = _tf32x3_tiles(rewritten, capability)
     launch = "its launch unchanged" + (f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else "")
     return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
                          f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
 
 
-def _tf32x3_tiles(source: str) -> list[Config]:
+def _tf32x3_tiles(source: str, capability: str = "9.0") -> list[Config]:
     """The rewrite's configurations: its own launch, then where it has a GEMM tile among its knobs
     (a template's BLOCK_M/N/K, the seed convolution's CONV_BLOCK_M/N/K), the tiles 3xTF32 runs
-    well at: a tile picked for FMAs is the wrong one for the tensor cores."""
+    well at: a tile picked for FMAs is the wrong one for the tensor cores. A GEMM template whose
+    operands are both K-major gets the deep K tiles first on a Hopper (an unreadable capability
+    counts as new); the convolution's weight tiles are not K-major."""
     from kernelopt.offline.tuner import knob_values
 
     knobs = knob_values(source)
+    deep = (capability_major(capability) or 99) >= 9 and precision.k_major_operands(source)
     grid: list[Config] = [{}]
     for prefix in ("", "CONV_"):
         names = [f"{prefix}BLOCK_{d}" for d in "MNK"]
         if all(n in knobs for n in names):
             keys = [*names, "num_warps", "num_stages"]
-            grid += [dict(zip(keys, tile, strict=True)) for tile in precision.TF32X3_TILES]
+            table = precision.TF32X3_TILES_DEEP if deep and not prefix else precision.TF32X3_TILES
+            grid += [dict(zip(keys, tile, strict=True)) for tile in table]
     return grid
 
 

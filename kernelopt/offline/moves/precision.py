@@ -21,6 +21,12 @@ TF32X3 = "tf32x3"
 # at 4096^3 the tile a kernel tuned at ieee (128 x 128 x 32, 8 warps) ran 1.6x slower than
 # 128 x 64 x 32 at 4 warps, which beat SGEMM by 8% (RESULTS.md (q)).
 TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (64, 128, 32, 4, 3))
+# Where both operands' tiles are K-major, on a Hopper (227 KB of shared memory): deep K tiles first, no K of 16.
+# Every K-major 3xTF32 matmul of pass c3 ran 10-11% faster at BLOCK_K 64 (128 x 128 x 64 at 8 warps, 3 stages,
+# or 128 x 64 x 64 at 8 warps, 4 stages) than at 128 x 64 x 32, and K 16 was the slowest (RESULTS.md (ah)); the
+# level-2 GEMMs' seeds (nn.Linear: x @ W.T, both K-major) stopped at 128 x 64 x 32 in pass l2r.
+TF32X3_TILES_DEEP = ((128, 128, 64, 8, 3), (128, 64, 64, 8, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 3),
+                     (64, 64, 32, 4, 4))
 _POSITIONAL_AFTER_ACC = ("input_precision", "allow_tf32", "max_num_imprecise_acc", "out_dtype")
 
 
@@ -111,3 +117,24 @@ def to_tf32x3(source: str) -> str | None:
     for begin, end, text in sorted(edits, reverse=True):
         data = data[:begin] + text + data[end:]
     return data.decode()
+
+
+def k_major_operands(source: str) -> bool:
+    """Whether every function of `source` with a `tl.dot` declares both operands K-major the way the
+    compiler's GEMM templates do (`stride_ak = 1` and `stride_bk = 1`, constants in the kernel's body):
+    the layout a TF32 product on Hopper's tensor cores takes without a transpose per K step."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return False
+    found = False
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        if not any(_is_dot(n) for n in ast.walk(function)):
+            continue
+        ones = {t.id for n in ast.walk(function) if isinstance(n, ast.Assign)
+                and isinstance(n.value, ast.Constant) and n.value.value == 1
+                for t in n.targets if isinstance(t, ast.Name)}
+        if not {"stride_ak", "stride_bk"} <= ones:
+            return False
+        found = True
+    return found
