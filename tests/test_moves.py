@@ -642,7 +642,8 @@ def test_the_k_major_template_copies_only_an_operand_whose_k_is_strided_or_rows_
     # A @ B: B (K x N) is copied as B.T; A.T @ B.T: A (stored K x M) is copied; A @ B.T: nothing is, unless
     # K=70 is no multiple of 16: then both are copied with K padded with zeros to 80, and the product runs
     # over 80, its operands' rows 16 elements apart (what lets Triton load them in whole vectors). The same
-    # copies come before the grouped product and before the split-K one (three slices of K, summed).
+    # copies come before the grouped product and before the split-K one (SPLIT_K 3 at BLOCK_K 16: slices of 32,
+    # the third empty at K 64 and 16 long at K 80, summed).
     import torch
 
     source = matmul.on_tensor_cores(getattr(matmul_kmajor, template)(("A", "B"), (0, 1), transposed))

@@ -10,7 +10,7 @@ from test_seed_translate import _run_both, problem_path, seed_text, shrunk_probl
 
 from kernelopt.offline.judge import FIX_TF32X3, diagnose
 from kernelopt.offline.moves import structural_moves
-from kernelopt.offline.moves.precision import fma_dots, k_major_operands, to_tf32x3
+from kernelopt.offline.moves.precision import TF32X3_TILES, fma_dots, k_major_operands, literal_k, to_tf32x3
 from kernelopt.offline.tuner import FIX_GROW, FIX_SWEEP, knob_values, with_config
 from kernelopt.records import BottleneckResult, Roofline
 
@@ -123,7 +123,17 @@ def test_a_k_major_gemm_seed_takes_the_deep_k_tiles_first_on_a_hopper() -> None:
     conv = seed_text("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")
     conv_grid = {m.name: m.grid for m in structural_moves(problem_path("1_Conv2D_ReLU_BiasAdd"), 132,
                                                           conv).instances}["dot.tf32x3"]
-    assert all(c.get("CONV_BLOCK_K", 0) <= 32 for c in conv_grid)
+    plain = [dict(zip(("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stages"), t, strict=True))
+             for t in TF32X3_TILES]
+    assert list(conv_grid[1:]) == plain
+    # a template that fixes K (8192 here) may load its K tiles unmasked: no tile whose BLOCK_K does not divide it
+    assert literal_k(linear) == {8192}
+    odd = linear.replace("K = 8192", "K = 8224")  # a multiple of 32, not of 64
+    assert literal_k(odd) == {8224}
+    odd_grid = {m.name: m.grid for m in structural_moves(problem_path("99_Matmul_GELU_Softmax"), 132,
+                                                         source=odd).instances}["dot.tf32x3"]
+    assert odd_grid[1:] and all(8224 % c["BLOCK_K"] == 0 for c in odd_grid[1:])
+    assert {c["BLOCK_K"] for c in grid[1:]} == {32, 64}
     assert not k_major_operands("def f(a, b):\n    stride_ak = 1\n    return a\n")  # no tl.dot: nothing to say
 
 

@@ -150,18 +150,21 @@ def _tf32x3_tiles(source: str, capability: str = "9.0") -> list[Config]:
     (a template's BLOCK_M/N/K, the seed convolution's CONV_BLOCK_M/N/K), the tiles 3xTF32 runs
     well at: a tile picked for FMAs is the wrong one for the tensor cores. A GEMM template whose
     operands are both K-major gets the deep K tiles first on a Hopper (an unreadable capability
-    counts as new); the convolution's weight tiles are not K-major."""
+    counts as new); the convolution's weight tiles are not K-major. Where a template fixes K, only
+    tiles whose BLOCK_K divides it (its K loads may carry no mask)."""
     from kernelopt.offline.tuner import knob_values
 
     knobs = knob_values(source)
     deep = (capability_major(capability) or 99) >= 9 and precision.k_major_operands(source)
+    fixed_k = precision.literal_k(source)  # a template with K fixed may load its K tiles unmasked
     grid: list[Config] = [{}]
     for prefix in ("", "CONV_"):
         names = [f"{prefix}BLOCK_{d}" for d in "MNK"]
         if all(n in knobs for n in names):
             keys = [*names, "num_warps", "num_stages"]
             table = precision.TF32X3_TILES_DEEP if deep and not prefix else precision.TF32X3_TILES
-            grid += [dict(zip(keys, tile, strict=True)) for tile in table]
+            grid += [dict(zip(keys, tile, strict=True)) for tile in table
+                     if prefix or all(k % tile[2] == 0 for k in fixed_k)]
     return grid
 
 

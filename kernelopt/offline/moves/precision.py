@@ -22,9 +22,10 @@ TF32X3 = "tf32x3"
 # 128 x 64 x 32 at 4 warps, which beat SGEMM by 8% (RESULTS.md (q)).
 TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (64, 128, 32, 4, 3))
 # Where both operands' tiles are K-major, on a Hopper (227 KB of shared memory): deep K tiles first, no K of 16.
-# Every K-major 3xTF32 matmul of pass c3 ran 10-11% faster at BLOCK_K 64 (128 x 128 x 64 at 8 warps, 3 stages,
-# or 128 x 64 x 64 at 8 warps, 4 stages) than at 128 x 64 x 32, and K 16 was the slowest (RESULTS.md (ah)); the
-# level-2 GEMMs' seeds (nn.Linear: x @ W.T, both K-major) stopped at 128 x 64 x 32 in pass l2r.
+# Every K-major 3xTF32 matmul of pass c3 (the matmul moves' own kernels) ran 10-11% faster at BLOCK_K 64 (128 x 128
+# x 64 at 8 warps, 3 stages, or 128 x 64 x 64 at 8 warps, 4 stages) than at the fp32 table's 128 x 128 x 32, and K
+# 16 was the slowest (RESULTS.md (ah)); the level-2 GEMMs' seeds (nn.Linear: x @ W.T, both K-major) stopped at
+# 128 x 64 x 32 in pass l2r. Not yet measured on a seed's template.
 TF32X3_TILES_DEEP = ((128, 128, 64, 8, 3), (128, 64, 64, 8, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 3),
                      (64, 64, 32, 4, 4))
 _POSITIONAL_AFTER_ACC = ("input_precision", "allow_tf32", "max_num_imprecise_acc", "out_dtype")
@@ -117,6 +118,26 @@ def to_tf32x3(source: str) -> str | None:
     for begin, end, text in sorted(edits, reverse=True):
         data = data[:begin] + text + data[end:]
     return data.decode()
+
+
+def literal_k(source: str) -> set[int]:
+    """The K a compiler GEMM template fixes (`K = 8192` in a function with a `tl.dot`), empty where any such
+    function's K is not a literal. With K fixed, the template may load its K tiles with no mask (the compiler
+    decided BLOCK_K divides K): a BLOCK_K that does not divide it would read past each row."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return set()
+    found: set[int] = set()
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        if not any(_is_dot(n) for n in ast.walk(function)):
+            continue
+        ks = [n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
+              and any(isinstance(t, ast.Name) and t.id == "K" for t in n.targets)]
+        if len(ks) != 1 or not isinstance(ks[0], ast.Constant) or type(ks[0].value) is not int:
+            return set()
+        found.add(ks[0].value)
+    return found
 
 
 def k_major_operands(source: str) -> bool:
