@@ -163,6 +163,21 @@ def test_tiles_past_the_gpus_shared_memory_are_not_planned() -> None:
     assert tile_smem_bytes(unnamed) == 393_216  # no K named: the side that gives the most
 
 
+def test_a_fixed_k_keeps_the_sweeps_k_step_dividing_it() -> None:
+    """torch 2.11's mm template with K fixed (`K = 8224`) loads its K tiles with no mask, because the compiled
+    BLOCK_K divided K; a BLOCK_K of 64 there would read past each row. Such a K step is not planned."""
+    from kernelopt.offline.space import SpaceLimits, feasible
+    from kernelopt.offline.tuner import Direction
+
+    limits = SpaceLimits(element_bytes=4, fixed_k=frozenset({8224}))  # 32 x 257
+    tile = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_stages": 4, "num_warps": 4}
+    assert feasible(tile, limits) and not feasible({**tile, "BLOCK_K": 64}, limits)
+    assert feasible({**tile, "BLOCK_K": 64}, SpaceLimits(element_bytes=4))
+    planned = plan(tile, Direction(), [], 40, limits=limits)
+    assert planned and all(8224 % c["BLOCK_K"] == 0 for c in planned)
+    assert any(c["BLOCK_K"] == 64 for c in plan(tile, Direction(), [], 40, limits=SpaceLimits(element_bytes=4)))
+
+
 def test_a_persistent_kernels_program_count_is_no_side_of_its_tile() -> None:
     """PROGRAMS (matmul.persistent, matmul.tma, looped_resident) once counted as a block size: a resident
     row loop's {BLOCK 8192, PROGRAMS 132} read as a 2-D tile of 2,112 values a thread, so no configuration

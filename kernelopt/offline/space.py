@@ -43,6 +43,8 @@ class SpaceLimits:
     directed_share: float = 0.5  # the rest of the budget explores
     slower_margin: float = 0.10  # a move this much slower than where it started is not taken further
     hopeless_ratio: float = 2.0  # a value never within this of the best is not measured again
+    # a K the kernel fixes (a compiler GEMM template's `K = 8192`) and may load with no mask: its K step divides it
+    fixed_k: frozenset[int] = frozenset()
 
 
 def _size_values(centre: int, direction: int, several: bool, low: int = SIZE_MIN, high: int = SIZE_MAX) -> list[int]:
@@ -110,6 +112,8 @@ def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     if warps and held is not None:
         return limits.min_elements_per_thread <= held / (32 * warps) <= limits.max_elements_per_thread
     sides = tile_sides(config)
+    if any(k % step for k in limits.fixed_k for step in _k_steps(sides)):  # past each row's end, unmasked
+        return False
     spans = [v for k, v in _spans(config).items() if k not in sides]
     if spans and sides and min(spans) < max(sides.values()):  # a step past the span would read the next piece
         return False
@@ -124,6 +128,11 @@ def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
     return True
 
 
+def _k_steps(sides: Mapping[str, int]) -> list[int]:
+    """The tile's K steps: its sides named ..K (BLOCK_K, BLOCK_SIZE_K)."""
+    return [v for k, v in sides.items() if k.upper().rstrip("_").endswith("K")]
+
+
 def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
     """Shared memory of a pipelined tile loop: its K step times the other tile sides, per stage.
 
@@ -132,7 +141,7 @@ def tile_smem_bytes(config: Mapping[str, int], element_bytes: int = 2) -> int:
     """
     sized = tile_sides(config)
     stages = config.get("num_stages", 1)
-    named_k = [v for k, v in sized.items() if k.upper().rstrip("_").endswith("K")]
+    named_k = _k_steps(sized)
     total = sum(sized.values())
     if named_k:
         step = max(named_k)

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.offline.moves import MoveInstance
+from kernelopt.offline.moves.precision import literal_k
 from kernelopt.offline.space import Config, SpaceLimits, plan
 from kernelopt.offline.tuner import Direction, knob_values, with_config
 from kernelopt.records import SweepRow
@@ -115,7 +116,8 @@ def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: C
             continue
         source = path.read_text()
         measured = [row_of(r) for r in _rows(tables) if r.get("move") == move]
-        for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed, limits=limits):
+        own = replace(limits or SpaceLimits(), fixed_k=frozenset(literal_k(source)))  # a fixed K: unmasked loads
+        for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed, limits=own):
             out.append(Planned(config, move, with_config(source, config), move))
     return out
 
