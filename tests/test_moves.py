@@ -161,6 +161,16 @@ def test_an_fp32_matmul_gets_a_3xtf32_twin_of_each_template_and_fp16_gets_none()
     assert {c["PROGRAMS"] for c in tma.grid} == {132, 264} and "tensor descriptors" in tma.why
 
 
+def test_split_k_counts_keep_two_k_steps_a_slice_and_fall_back_to_the_largest_that_does() -> None:
+    deep = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64}
+    assert matmul.split_counts(256, 256, 524288, deep, 132) == [32, 64, 16]  # 4 tiles: 128 programs first
+    # K 2048 at BLOCK_K 64: 32 steps, so at most 16 slices of two; the SM-filling guesses (32, 64, 16) keep 16
+    assert matmul.split_counts(256, 256, 2048, deep, 132) == [16]
+    # K 1024: 16 slices would be one step each; 8 slices of two is the largest split, though fewer than the SMs want
+    assert matmul.split_counts(256, 256, 1024, deep, 132) == [8]
+    assert matmul.split_counts(256, 256, 200, deep, 132) == []  # not even two slices of two steps
+
+
 def test_a_long_k_with_b_stored_n_major_gets_the_k_major_copy_before_the_split_product() -> None:
     # 6_Matmul (256 x 524288 by 524288 x 256, B as stored): 4 output tiles, so K is split; B's K is strided,
     # so a 3xTF32 product transposes each B tile every K step (its best in pass c3: split_k_tf32x3 at 1.27 ms,

@@ -342,7 +342,10 @@ def split_counts(m: int, n: int, k: int, tile: dict[str, int], sm_count: int) ->
     """SPLIT_K values for one tile size, most promising first: the power of two nearest to filling
     every SM once (tiles x SPLIT_K about the SM count), twice that and half of it. A fixed small
     split leaves a 256 x 256 output (4 tiles of 128) on 32 of 132 SMs. Each slice of K keeps at
-    least two BLOCK_K steps."""
+    least two BLOCK_K steps; where none of those does (a K of a few thousand at BLOCK_K 64), the
+    largest split that does."""
     tiles = math.ceil(m / tile["BLOCK_M"]) * math.ceil(n / tile["BLOCK_N"])
     fill = 2 ** max(1, round(math.log2(max(sm_count / tiles, 2))))
-    return [s for s in dict.fromkeys((fill, 2 * fill, max(2, fill // 2))) if k // s >= 2 * tile["BLOCK_K"]]
+    steps = k // (2 * tile["BLOCK_K"])  # the most slices that keep two K steps each
+    out = [s for s in dict.fromkeys((fill, 2 * fill, max(2, fill // 2))) if s <= steps]
+    return out or ([2 ** int(math.log2(steps))] if steps >= 2 else [])
