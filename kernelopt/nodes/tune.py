@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, cast
 
@@ -23,12 +23,12 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.common import emit, verifier_for, written
 from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
-from kernelopt.offline.moves.precision import literal_k
 from kernelopt.offline.space import Config, limits_for, plan
 from kernelopt.offline.structures import (
     Planned,
     alive_plans,
     dead_moves,
+    for_kernel,
     measured_moves,
     move_plans,
     moves_budget,
@@ -117,8 +117,7 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     own = max(1, budget - len(planned))
     if fix != FIX_SWEEP and any(category in m.cures and m.name not in measured for m in ordered):
         own = min(own, OWN_BESIDE_A_CURE)
-    own_limits = replace(limits, fixed_k=frozenset(literal_k(source)))  # a fixed K's loads may be unmasked
-    configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed, limits=own_limits)
+    configs = plan(centre, direction, own_rows(tables, best_move), own, seed=seed, limits=for_kernel(limits, source))
     planned += [Planned(c, best_move, with_config(source, c), best_move) for c in configs]
     return planned, {**basis, "basis": fix, "centre": centre, "direction": asdict(direction)}
 

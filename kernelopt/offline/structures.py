@@ -95,6 +95,12 @@ def move_plans(instances: Iterable[MoveInstance], done: set[str], budget: int) -
     return out
 
 
+def for_kernel(limits: SpaceLimits | None, source: str) -> SpaceLimits:
+    """`limits` for sweeping the knobs of the kernel in `source`: a K it fixes keeps its K step dividing it
+    (a compiler GEMM template with K fixed may load its K tiles with no mask)."""
+    return replace(limits or SpaceLimits(), fixed_k=frozenset(literal_k(source)))
+
+
 def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: Collection[str] = (),
                 limits: SpaceLimits | None = None) -> list[Planned]:
     """A few configurations around the best row of each live structure other than the best's (not
@@ -116,7 +122,7 @@ def alive_plans(tables: list[dict[str, Any]], best_move: str, seed: int, dead: C
             continue
         source = path.read_text()
         measured = [row_of(r) for r in _rows(tables) if r.get("move") == move]
-        own = replace(limits or SpaceLimits(), fixed_k=frozenset(literal_k(source)))  # a fixed K: unmasked loads
+        own = for_kernel(limits, source)
         for config in plan(knob_values(source), Direction(), measured, ALIVE_CONFIGS, seed=seed, limits=own):
             out.append(Planned(config, move, with_config(source, config), move))
     return out

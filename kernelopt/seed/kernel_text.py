@@ -97,7 +97,7 @@ def _lift_template_knobs(fn: ast.FunctionDef, lines: list[str]) -> tuple[dict[st
             elif name == "EVEN_K":
                 # K divisible by BLOCK_K was decided for the compiled BLOCK_K; a swept BLOCK_K must mask (a
                 # template that fixes K may also load with no mask and no EVEN_K at all: torch 2.11's mm; the
-                # dot.tf32x3 tiles keep BLOCK_K dividing such a K, see offline/moves/precision.literal_k)
+                # sweeps and the dot.tf32x3 tiles keep BLOCK_K dividing such a K: offline/moves/precision.literal_k)
                 lines[stmt.lineno - 1] = re.sub(r"=\s*True\b", "= False", lines[stmt.lineno - 1])
     return values, drop
 

@@ -120,42 +120,37 @@ def to_tf32x3(source: str) -> str | None:
     return data.decode()
 
 
+def _dot_constants(source: str) -> list[dict[str, object]]:
+    """For each function of `source` with a `tl.dot`, its names bound to a constant (`K = 8192`,
+    `stride_ak = 1`); a name bound more than once, or to anything else, maps to None."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return []
+    out = []
+    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
+        if not any(_is_dot(n) for n in ast.walk(function)):
+            continue
+        bound: dict[str, object] = {}
+        for node in (n for n in ast.walk(function) if isinstance(n, ast.Assign)):
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            for name in (t.id for t in node.targets if isinstance(t, ast.Name)):
+                bound[name] = None if name in bound else value
+        out.append(bound)
+    return out
+
+
 def literal_k(source: str) -> set[int]:
     """The K a compiler GEMM template fixes (`K = 8192` in a function with a `tl.dot`), empty where any such
     function's K is not a literal. With K fixed, the template may load its K tiles with no mask (the compiler
     decided BLOCK_K divides K): a BLOCK_K that does not divide it would read past each row."""
-    try:
-        tree = parse(source)
-    except SyntaxError:
-        return set()
-    found: set[int] = set()
-    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        if not any(_is_dot(n) for n in ast.walk(function)):
-            continue
-        ks = [n.value for n in ast.walk(function) if isinstance(n, ast.Assign)
-              and any(isinstance(t, ast.Name) and t.id == "K" for t in n.targets)]
-        if len(ks) != 1 or not isinstance(ks[0], ast.Constant) or type(ks[0].value) is not int:
-            return set()
-        found.add(ks[0].value)
-    return found
+    ks = [bound.get("K") for bound in _dot_constants(source)]
+    return set(ks) if ks and all(type(k) is int for k in ks) else set()  # type: ignore[arg-type]
 
 
 def k_major_operands(source: str) -> bool:
     """Whether every function of `source` with a `tl.dot` declares both operands K-major the way the
     compiler's GEMM templates do (`stride_ak = 1` and `stride_bk = 1`, constants in the kernel's body):
     the layout a TF32 product on Hopper's tensor cores takes without a transpose per K step."""
-    try:
-        tree = parse(source)
-    except SyntaxError:
-        return False
-    found = False
-    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        if not any(_is_dot(n) for n in ast.walk(function)):
-            continue
-        ones = {t.id for n in ast.walk(function) if isinstance(n, ast.Assign)
-                and isinstance(n.value, ast.Constant) and n.value.value == 1
-                for t in n.targets if isinstance(t, ast.Name)}
-        if not {"stride_ak", "stride_bk"} <= ones:
-            return False
-        found = True
-    return found
+    functions = _dot_constants(source)
+    return bool(functions) and all(f.get("stride_ak") == 1 and f.get("stride_bk") == 1 for f in functions)
