@@ -29,7 +29,25 @@ else
   how=("$@" --out "$out")
 fi
 began=$(date +%s)
-timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log" 2>&1
+timeout "$seconds" python3 -m kernelopt.cli suite "${how[@]}" > "$OUT/$name.log" 2>&1 &
+suite=$!
+# KEEP_S=S (optional): when a problem finishes with fewer than S seconds of the box left, stop there rather than
+# start a problem the box would cut off (held device time is saved; that problem runs whole in the next call)
+keep=${KEEP_S:-0}
+done_count() { ls "$out"/problems/*.json 2>/dev/null | wc -l; }
+total() { python3 -c "import json,pathlib,sys; d=pathlib.Path(json.load(open(sys.argv[1]))['problems_dir']); print(len([p for p in d.glob('*.py') if not p.name.startswith('_')]))" "$out/suite.json" 2>/dev/null || echo 0; }
+seen=$(done_count)
+while [ "$keep" -gt 0 ] && kill -0 $suite 2>/dev/null; do
+  sleep 2
+  now_done=$(done_count)
+  [ "$now_done" -gt "$seen" ] || continue
+  seen=$now_done left=$(( seconds - ($(date +%s) - began) ))
+  if [ "$left" -lt "$keep" ] && [ "$now_done" -lt "$(total)" ]; then
+    echo "[$now_done finished; $left s left, under KEEP_S=$keep: stopping before the next problem]" | tee -a "$OUT/$name.log"
+    kill $suite
+  fi
+done
+wait $suite
 echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name.log"
 # each finished run's own record too (events with their times, sweep tables, the best kernel, the report, and its
 # start with the start's check log: a rejected start is read here; the sweeps' process logs: where a sweep's time went): small
