@@ -184,6 +184,26 @@ def test_the_rolling_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> 
     print(f"rolling {rolling:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; rolling / flat {rolling / flat:.3f}")
 
 
+def test_the_sliding_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
+    # 44_Average_Pooling_1D: (64, 128, 65536) fp32, a window of 8 at stride 1, padding 4. Pass c3's best was
+    # pooling.flat at 1.583 ms (56.5% of the floor): 8 loads an output. The running sum makes 2 and a cumsum
+    # (the probe: 1.371 ms). Verified at full size, every derived case included, and timed beside flat's first
+    # configurations and torch's own pooling (which is faster is RESULTS.md's to record).
+    from kernelopt.harness.measure.timing import measure
+    from kernelopt.offline.moves import structural_moves
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "44_Average_Pooling_1D.py"
+    by_name = {m.name: m for m in structural_moves(problem).instances}
+    sliding = min(_time_ms(problem, with_config(by_name["pooling.sliding"].source, c), tmp_path, f"sliding{n}")
+                  for n, c in enumerate(by_name["pooling.sliding"].grid[:2]))
+    flat = min(_time_ms(problem, with_config(by_name["pooling.flat"].source, c), tmp_path, f"flat{n}")
+               for n, c in enumerate(by_name["pooling.flat"].grid[:2]))
+    x = torch.rand(64, 128, 65536, device="cuda")
+    pool = torch.nn.AvgPool1d(8, 1, 4)
+    eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
+    print(f"sliding {sliding:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; sliding / flat {sliding / flat:.3f}")
+
+
 def test_the_k_major_bmm_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
     # 3_Batched_matrix_multiplication: (128, 512, 1024) @ (128, 1024, 2048) fp32, B stored K x N. Pass c3's best
     # was the batched template at 3xTF32 (4.329 ms, 1.26x torch.compile); bmm.k_major_tf32x3 copies each batch of

@@ -23,6 +23,8 @@ import itertools
 from string import Template
 from typing import TYPE_CHECKING, Any
 
+from kernelopt.offline.moves import pooling_sliding
+
 if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
     from kernelopt.offline.moves.family import Family
@@ -312,18 +314,18 @@ def _written(template: str, op: str, args: tuple[Any, ...], param: str) -> str |
 
 def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     """`tiled` and `flat` for every pooling the templates understand; `rolling` where a 2-D window
-    slides one input row a step."""
+    slides one input row a step; `sliding` where an average pool's window moves one column a step."""
     from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
 
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
     tile, flat_source = tiled(op, args, param), flat(op, args, param)
     if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
         why = "ceil_mode or a divisor override: not written in the template"
-        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling")]
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
     window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
     if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0):  # a 2-D pool of one unbatched plane
         why = "a 2-D window over an input without a batch dim (C, H, W): the templates read a 3-D input as 1-D rows"
-        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling")]
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
     if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
                      if 2 <= w // (32 * n) <= 16)
@@ -337,16 +339,25 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                         "window loads are contiguous and overlap in L1", tile, grid),
            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
                         "launch: index splits divide by constants, 32-bit where offsets fit", flat_source, flat_grid)]
+    skipped = []
     strip = rolling(op, args, param) if family.ndim == 4 else None
     if strip is None:
         why = ("one row: there is no window to slide down" if family.ndim == 3 else
                f"the window moves {window['sh']} rows a step with dilation {window['dh']} (stride and dilation 1 "
                f"along the rows are what let a row's reduction be carried), or is over {ROLLING_KH_MAX} rows tall")
-        return out, [Skipped("pooling.rolling", why)]
-    # a strip of ROWS rows, 1-4 columns a thread
-    strip_grid = tuple({"ROWS": r, "BLOCK_W": w, "num_warps": n} for r in (16, 32, 64, 8) for w in (256, 512, 128)
-                       for n in (4, 8) if 1 <= w // (32 * n) <= 4)
-    why = (f"a strip of ROWS output rows per program: each input row reduced across the window's {window['kw']} "
-           f"columns once and carried down the strip, {window['kw']} loads an output instead of "
-           f"{window['kh'] * window['kw']}")
-    return [*out, MoveInstance("pooling.rolling", why, strip, strip_grid)], []
+        skipped.append(Skipped("pooling.rolling", why))
+    else:
+        # a strip of ROWS rows, 1-4 columns a thread
+        strip_grid = tuple({"ROWS": r, "BLOCK_W": w, "num_warps": n} for r in (16, 32, 64, 8)
+                           for w in (256, 512, 128) for n in (4, 8) if 1 <= w // (32 * n) <= 4)
+        why = (f"a strip of ROWS output rows per program: each input row reduced across the window's {window['kw']} "
+               f"columns once and carried down the strip, {window['kw']} loads an output instead of "
+               f"{window['kh'] * window['kw']}")
+        out.append(MoveInstance("pooling.rolling", why, strip, strip_grid))
+    not_sliding = pooling_sliding.applies(op, window)
+    if not_sliding is not None:
+        return out, [*skipped, Skipped("pooling.sliding", not_sliding)]
+    running = pooling_sliding.sliding(window, window_of(op, args)[1], param,  # type: ignore[index]
+                                      _SIZES.rstrip("\n"))
+    return [*out, MoveInstance("pooling.sliding", pooling_sliding.instance_why(window), running,
+                               pooling_sliding.GRID)], skipped

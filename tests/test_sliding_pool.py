@@ -1,0 +1,83 @@
+"""`pooling.sliding`: an average pool whose window moves one column a step, as a running sum; offered
+where it applies (with why where not), verified on tiny problems, and exact where an infinity or a NaN
+passes through a block."""
+
+from __future__ import annotations
+
+import types
+from pathlib import Path
+
+import pytest
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import structural_moves
+from kernelopt.offline.tuner import knob_values, with_config
+
+MOVES = Path(__file__).parent / "data" / "moves"
+
+
+@pytest.fixture(scope="module")
+def settings() -> HarnessSettings:
+    return HarnessSettings.detect(seeds=1, time_compile=False)
+
+
+def _problem(tmp_path: Path, name: str, window: str, pad: str | None = None) -> Path:
+    text = (MOVES / name).read_text()
+    for old in ("return [4, 2, 1]", "return [3, 2, 1]", "return [3, 2, 1, 2]"):
+        text = text.replace(old, f"return {window}")
+    if pad:
+        text = text.replace("count_include_pad=False", pad)
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _sliding(path: Path) -> str:
+    (move,) = [m for m in structural_moves(path).instances if m.name == "pooling.sliding"]
+    assert set(knob_values(move.source)) == {"BLOCK_W", "num_warps"}
+    assert {"BLOCK_W": 1024, "num_warps": 4} == move.grid[0]  # the probe's best on the H200 first
+    return move.source
+
+
+@pytest.mark.parametrize(("name", "window", "pad", "block"), [
+    ("avg_pool1d.py", "[8, 1, 4]", None, 8),  # 44_Average_Pooling_1D's window: 8 wide, stride 1, padding 4
+    ("avg_pool1d.py", "[3, 1, 0]", None, 4),  # no padding: the window before the first block is empty
+    ("avg_pool2d.py", "[3, 1, 1]", None, 4),  # 3 rows summed, the padding left out of each count
+    ("avg_pool2d.py", "[3, 1, 1]", "count_include_pad=True", 16),  # a block wider than the row
+])
+def test_the_running_sum_passes_the_verifier(
+    name: str, window: str, pad: str | None, block: int, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    path = _problem(tmp_path, name, window, pad)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(_sliding(path), {"BLOCK_W": block}))  # several blocks a row, the last masked
+    verdict = Verifier(path, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+
+
+def test_the_running_sum_is_skipped_with_why(tmp_path: Path) -> None:
+    strided = structural_moves(MOVES / "avg_pool1d.py")  # stride 2
+    assert "pooling.sliding" not in [m.name for m in strided.instances]
+    assert "2 columns a step" in {s.name: s.why for s in strided.skipped}["pooling.sliding"]
+    maximum = structural_moves(_problem(tmp_path, "max_pool2d.py", "[3, 1, 1, 1]"))  # stride 1, but a maximum
+    assert "pooling.rolling" in [m.name for m in maximum.instances]
+    assert "maximum cannot be taken back" in {s.name: s.why for s in maximum.skipped}["pooling.sliding"]
+
+
+def test_an_infinity_or_a_nan_stays_in_its_own_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A running sum that took an inf in would give inf - inf = NaN for every later output of its block; the
+    # block that reads one is summed window by window instead, so the output matches torch's exactly.
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = _problem(tmp_path, "avg_pool1d.py", "[4, 1, 2]")
+    module = types.ModuleType("kernelopt_test_sliding")
+    exec(compile(with_config(_sliding(path), {"BLOCK_W": 16}), "sliding.py", "exec"), module.__dict__)  # noqa: S102
+    x = torch.randn(2, 3, 40)
+    x[0, 0, 5], x[0, 1, 30], x[1, 2, 17] = float("inf"), float("nan"), float("-inf")
+    got = module.ModelNew()(x)
+    want = torch.nn.AvgPool1d(4, 1, 2)(x)
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.isinf(), want.isinf())
+    finite = want.isfinite()
+    assert torch.allclose(got[finite], want[finite], atol=1e-6, rtol=1e-5)
+    assert finite[0, 0].sum() < finite.shape[-1] and finite[1, 0].all()  # the infinities stayed in their windows
