@@ -210,7 +210,7 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
             return Moves(family, (), (Skipped("conv.*", f"the convolution template does not apply: {err}"),))
     else:
         ops = ", ".join(family.ops) or "none"
-        why = f"no template for this reference (its operators: {ops}); only the launch is swept"
+        why = f"no template for this reference (its operators: {ops}{family.note}); only the launch is swept"
         return Moves(family, (), (Skipped("all", why),))
     return Moves(family, tuple(instances), tuple(skipped))
 

@@ -49,6 +49,7 @@ class Family:
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
     rows_flattened: bool = False  # matmul: A has more than two dims, its leading ones taken as rows (torch.matmul)
+    note: str = ""  # "other": why a family's template was not taken (", ..." after the operators in the report)
 
 
 # Views that keep every value where it was (no transpose, no dtype change): a product seen through one is the product.
@@ -67,11 +68,13 @@ class _Recorder(TorchDispatchMode):
         self.flattened: dict[int, int] = {}
         self.products: set[int] = set()  # an mm's or bmm's output, and plain views of it: what the forward may return
         self._held: list[torch.Tensor] = []  # each recorded view, alive: an id is not reused while it is a key
+        self.results: list[Any] = []  # each call's output, in the order of `calls`
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         out = func(*args, **(kwargs or {}))
         name = func.overloadpacket.__name__
         self.calls.append((name, args, dict(kwargs or {})))
+        self.results.append(out)
         swap = name in ("t", "transpose", "permute") and args and id(args[0]) in self.origin
         if swap and _swaps_last_two(name, args):
             index, flipped = self.origin[id(args[0])]
@@ -130,6 +133,10 @@ def trace_family(problem: ModuleType) -> Family:
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
     family = _classify(recorder, ops, base, len(tensors), outputs)
+    if family.name in _READS_ITS_INPUT and not _in_place(recorder, tensors[0], outputs, _READS_ITS_INPUT[family.name]):
+        note = (f", read as {family.name} but through a view that moves the input's values or the result's "
+                f"(a transpose, a slice, other sizes): the {family.name} templates read and write them in place")
+        family = Family(name="other", note=note, **base)
     calls = recorder.calls
     alone = family.name == "other" and len(tensors) == 1 and len(calls) == 1 \
         and recorder.origin.get(id(calls[0][1][0])) == (0, False)  # one operator, on the input itself
@@ -145,6 +152,56 @@ def trace_family(problem: ModuleType) -> Family:
             and recorder.origin.get(id(last[1][0])) == (0, False):
         return _batch_norm(calls, model, family)
     return family
+
+
+# The families whose templates read the one input as it is laid out and write the output the same way, and
+# which views of the input (or of a result) are the same values to them: "exact" (the same sizes), "ones" (the
+# same sizes but for dims of 1: nn.AvgPool1d pools its input viewed as 2-D), "regroup" (instance norm's
+# (1, N x C, ...) view of an (N, C, ...) input).
+_READS_ITS_INPUT = {"elementwise": "ones", "pooling": "ones", "softmax": "exact", "log_softmax": "exact",
+                    "reduce": "exact", "row_l1_norm": "exact", "row_l2_norm": "exact", "row_rms_norm": "exact",
+                    "standardize": "regroup"}
+
+
+def _same_layout(a: tuple[int, ...], b: tuple[int, ...], mode: str) -> bool:
+    if a == b:
+        return True
+    if mode == "ones":
+        return [d for d in a if d != 1] == [d for d in b if d != 1]
+    if mode == "regroup":
+        return any(len(p) >= 2 and q == (1, p[0] * p[1], *p[2:]) for p, q in ((a, b), (b, a)))
+    return False
+
+
+def _in_place(recorder: _Recorder, x: torch.Tensor, outputs: tuple[Any, ...], mode: str) -> bool:
+    """Whether the recorded work reads the input with every value where it is and returns its results so:
+    each operand taken from the input is the input, or a view of all of it in memory order whose sizes are
+    the same to the family (`mode`, above); each output likewise of an operator's result. A transposed,
+    sliced or reflattened input (softmax over `x.transpose(1, 2)` or `x.view(n, -1)`, a sum over
+    `x.transpose(0, 2)`), or a result returned through such a view, is work no template of the family does."""
+    def whole(view: torch.Tensor, of: torch.Tensor) -> bool:
+        return view.is_contiguous() and of.is_contiguous() and view.storage_offset() == of.storage_offset() \
+            and view.numel() == of.numel() and _same_layout(tuple(view.shape), tuple(of.shape), mode)
+
+    def derived(t: Any, root: torch.Tensor) -> bool:
+        return isinstance(t, torch.Tensor) and (t is root or t._base is root)
+
+    copies = {id(x)}  # the input, and its copies that keep the values where they are (clone, detach, alias)
+    results = []
+    for (name, args, _), out in zip(recorder.calls, recorder.results, strict=True):
+        from_input = [a for a in args if isinstance(a, torch.Tensor) and (id(a) in copies or derived(a, x))]
+        if any(id(t) not in copies and not whole(t, x) for t in from_input):
+            return False
+        if name in ("clone", "detach", "alias", "lift_fresh") and from_input and isinstance(out, torch.Tensor) \
+                and out.dtype == x.dtype and whole(out, x):
+            copies.add(id(out))
+        if name not in _VIEWS:
+            results.extend(o for o in (out if isinstance(out, tuple | list) else (out,)) if isinstance(o, torch.Tensor))
+    for o in outputs:
+        made = next((r for r in results if derived(o, r) or (o._base is not None and o._base is r._base)), None)
+        if made is None or not (o is made or whole(o, made)):
+            return False
+    return True
 
 
 def _state_names(model: Any, *tensors: Any) -> tuple[str, ...] | None:
