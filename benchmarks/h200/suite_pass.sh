@@ -1,7 +1,9 @@
 #!/bin/bash
 # One H200 call's share of a suite pass that may take several calls (and sessions):
 #
-#   bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
+#   [KEEP_S=S] bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
+#
+# KEEP_S: stop when a problem finishes with fewer than S seconds of the box left (set it to a problem's usual wall).
 #
 # Run from the repository root on the device with the wheels in .whl (carry [".whl", ".gpu"]).
 # If .gpu/NAME.tgz (what an earlier call sent back, copied into .gpu/ here) or
