@@ -3,6 +3,7 @@ accuracy, diagnosed by the judger and offered as a move of the best kernel."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import torch
@@ -10,7 +11,14 @@ from test_seed_translate import _run_both, problem_path, seed_text, shrunk_probl
 
 from kernelopt.offline.judge import FIX_TF32X3, diagnose
 from kernelopt.offline.moves import structural_moves
-from kernelopt.offline.moves.precision import TF32X3_TILES, fma_dots, k_major_operands, literal_k, to_tf32x3
+from kernelopt.offline.moves.precision import (
+    TF32X3_TILES,
+    fma_dots,
+    k_major_operands,
+    literal_k,
+    one_tile,
+    to_tf32x3,
+)
 from kernelopt.offline.tuner import FIX_GROW, FIX_SWEEP, knob_values, with_config
 from kernelopt.records import BottleneckResult, Roofline
 
@@ -135,6 +143,38 @@ def test_a_k_major_gemm_seed_takes_the_deep_k_tiles_first_on_a_hopper() -> None:
     assert odd_grid[1:] and all(8224 % c["BLOCK_K"] == 0 for c in odd_grid[1:])
     assert {c["BLOCK_K"] for c in grid[1:]} == {32, 64}
     assert not k_major_operands("def f(a, b):\n    stride_ak = 1\n    return a\n")  # no tl.dot: nothing to say
+
+
+def _tiles(source: str) -> list[dict[str, int]]:
+    """Each GEMM template launch's tile, in source order."""
+    found = []
+    for line in source.splitlines():
+        if "triton_tem_" in line and "](" in line:
+            found.append({k: int(v) for k, v in re.findall(r"(BLOCK_[MNK]|GROUP_M|num_warps|num_stages)=(\d+)", line)})
+    return found
+
+
+def test_every_gemm_of_a_seed_takes_the_rewrite_s_tiles_not_the_first_s_factor() -> None:
+    # An MLP's seed has a GEMM template per nn.Linear, each at its own autotuned tile (45_Gemm_Sigmoid_LogSumExp on
+    # the H200: 64 x 128 x 32 and 128 x 64 x 32). The sweep moves a knob's later places by the first's factor, so
+    # the deep tile set on the first made the second 256 x 64 x 64, and the rewrite stayed at its own launch.
+    linear = seed_text("max_autotune_triton", "99_Matmul_GELU_Softmax")
+    assert one_tile(linear) == linear  # one GEMM: nothing to make alike
+    launch = next(line for line in linear.splitlines() if "triton_tem_" in line and "](" in line)
+    second = launch.replace("BLOCK_M=128, BLOCK_N=64, BLOCK_K=32", "BLOCK_M=64, BLOCK_N=128, BLOCK_K=16")
+    two = linear.replace(launch, launch + "\n" + second.replace("num_warps=4", "num_warps=8"))
+    assert _tiles(two)[0] != _tiles(two)[1]
+    rewrite = {m.name: m for m in structural_moves(problem_path("99_Matmul_GELU_Softmax"), 132,
+                                                   source=two).instances}["dot.tf32x3"]
+    first, again = _tiles(rewrite.source)
+    assert first == again == {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "GROUP_M": 8, "num_warps": 4,
+                              "num_stages": 3}
+    deep = rewrite.grid[1]
+    assert deep == {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
+    assert _tiles(with_config(rewrite.source, deep)) == [{**deep, "GROUP_M": 8}] * 2  # each GEMM at the tile
+    # the first's BLOCK_K must divide every K a template fixes (its K loads may carry no mask), else as it was
+    odd = two.replace("K = 8192", "K = 8208")  # 16 x 513: the first's BLOCK_K of 32 does not divide it
+    assert literal_k(odd) == {8208} and one_tile(odd) == odd
 
 
 def _roofline(bound: str) -> Roofline:

@@ -193,7 +193,7 @@ def knob_values(source: str) -> dict[str, int]:
     return values
 
 
-def _replace(source: str, edits: list[tuple[int, int, int, str]]) -> str:
+def replace_spans(source: str, edits: list[tuple[int, int, int, str]]) -> str:
     """`source` with (line, col, end_col, text) spans replaced, last first so offsets hold."""
     lines = source.splitlines(keepends=True)
     for line, col, end_col, text in sorted(edits, reverse=True):
@@ -212,7 +212,7 @@ def with_config(source: str, config: Mapping[str, int]) -> str:
         centre.setdefault(param.name, param.value)
     edits = [(p.line, p.col, p.end_col, str(_moved_with(p, config[p.name], centre[p.name])))
              for p in params if p.name in config]
-    return _replace(source, edits)
+    return replace_spans(source, edits)
 
 
 def _moved_with(param: LaunchParam, value: int, first: int) -> int:

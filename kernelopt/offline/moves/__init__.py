@@ -139,6 +139,7 @@ def _rewrites(family: Family | None, source: str,
     rewritten = precision.to_tf32x3(source)
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
+    rewritten = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
     dots = len(precision.fma_dots(source))
     grid = _tf32x3_tiles(rewritten, capability)
     launch = "its launch unchanged" + (f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else "")

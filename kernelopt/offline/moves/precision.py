@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 
+from kernelopt.offline.tuner import replace_spans
 from kernelopt.syntax import parse
 
 TF32X3 = "tf32x3"
@@ -28,6 +29,8 @@ TF32X3_TILES = ((128, 64, 32, 4, 4), (64, 64, 32, 4, 4), (128, 64, 16, 4, 4), (6
 # 128 x 64 x 32 in pass l2r. Not yet measured on a seed's template.
 TF32X3_TILES_DEEP = ((128, 128, 64, 8, 3), (128, 64, 64, 8, 4), (128, 64, 32, 4, 4), (64, 128, 32, 4, 3),
                      (64, 64, 32, 4, 4))
+# A GEMM launch's tile, as the compiler's templates take it
+_TILE_KNOBS = frozenset({"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M", "num_warps", "num_stages"})
 _POSITIONAL_AFTER_ACC = ("input_precision", "allow_tf32", "max_num_imprecise_acc", "out_dtype")
 
 
@@ -154,3 +157,34 @@ def k_major_operands(source: str) -> bool:
     the layout a TF32 product on Hopper's tensor cores takes without a transpose per K step."""
     functions = _dot_constants(source)
     return bool(functions) and all(f.get("stride_ak") == 1 and f.get("stride_bk") == 1 for f in functions)
+
+
+def one_tile(source: str) -> str:
+    """`source` with every launch of a kernel that has a `tl.dot` at the first such launch's tile (BLOCK_M/N/K,
+    GROUP_M, num_warps, num_stages, where written as numbers). A seed with two GEMM templates (an MLP's two
+    nn.Linear) keeps each one's autotuned tile, and a sweep moves a knob's other places by the first's factor:
+    the 3xTF32 table's 128 x 128 x 64 set on the first turned the second's 128 x 64 x 32 into 256 x 64 x 64, and
+    the rewrite stayed at its own launch (45_Gemm_Sigmoid_LogSumExp, pass c3l2). The table's tiles are meant
+    for every GEMM; here each takes them. Unchanged where the first's BLOCK_K does not divide a K a kernel fixes."""
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return source
+    gemms = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(_is_dot(n) for n in ast.walk(f))}
+    launches = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+                       and isinstance(c.func.value, ast.Name) and c.func.value.id in gemms),
+                      key=lambda c: (c.lineno, c.col_offset))
+    if len(launches) < 2:
+        return source
+
+    def tile(call: ast.Call) -> dict[str, ast.Constant]:
+        return {k.arg: k.value for k in call.keywords if k.arg in _TILE_KNOBS and isinstance(k.value, ast.Constant)
+                and type(k.value.value) is int}
+
+    first = {name: node.value for name, node in tile(launches[0]).items()}
+    if "BLOCK_K" in first and any(k % first["BLOCK_K"] for k in literal_k(source)):
+        return source
+    edits = [(node.lineno, node.col_offset, node.end_col_offset or node.col_offset, str(first[name]))
+             for call in launches[1:] for name, node in tile(call).items()
+             if name in first and node.value != first[name] and node.lineno == node.end_lineno]
+    return replace_spans(source, edits)
