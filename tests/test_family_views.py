@@ -61,6 +61,18 @@ def _problem(tmp_path: Path, body: str) -> Path:
     ("torch.relu(x).view(4, 30)", "other"),
     ("x.transpose(1, 2) * torch.sigmoid(x.transpose(1, 2))", "other"),
     ("torch.nn.functional.layer_norm(x.view(4, -1), (30,))", "other"),
+    # a copy of the input is the input: its views are judged the same way
+    ("torch.softmax(x.clone().transpose(1, 2), dim=1)", "other"),
+    ("torch.softmax(x.detach().transpose(1, 2), dim=1)", "other"),
+    ("torch.sum(x.clone().transpose(0, 2), dim=1)", "other"),
+    ("torch.relu(x.clone().reshape(-1))", "other"),
+    ("torch.softmax(x.double(), dim=-1)", "other"),  # a cast: not the input the template reads
+    # elementwise: any view in memory order, so long as the result has the input's shape
+    ("torch.relu(x.view(-1)).view_as(x)", "elementwise"),
+    ("torch.sigmoid(x.flatten()).view(x.shape)", "elementwise"),
+    ("torch.relu(x.unsqueeze(1))", "other"),  # (4, 1, 6, 5): the template returns x's shape
+    # instance norm's regrouped view is for batch norm only: a layer norm over it normalises every value at once
+    ("torch.nn.functional.layer_norm(x.view(1, 24, 5), (24, 5)).view(4, 6, 5)", "other"),
 ])
 def test_a_family_is_read_only_where_the_input_is_read_in_place(body: str, family: str, tmp_path: Path) -> None:
     path = _problem(tmp_path, body)

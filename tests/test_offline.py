@@ -40,6 +40,13 @@ def test_a_configuration_sets_every_place_of_a_knob_and_keeps_the_rest() -> None
     assert knob_values(changed_source) == {"BLOCK_SIZE": 2048, "num_warps": 8}
 
 
+def test_a_configuration_is_written_where_it_belongs_on_a_line_with_non_ascii_text() -> None:
+    # ast's columns count UTF-8 bytes: sliced as characters, "ééé" before the keywords cut the line two bytes early
+    source = 'def f(x):\n    k[(1,)](x, "ééé", BLOCK=16, num_warps=4)  # 2 µs\n'
+    assert with_config(source, {"BLOCK": 64, "num_warps": 8}).splitlines()[1] == \
+        '    k[(1,)](x, "ééé", BLOCK=64, num_warps=8)  # 2 µs'
+
+
 LOCALS = """
 class ModelNew(nn.Module):
     def forward(self, x, wide):

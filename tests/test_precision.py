@@ -173,8 +173,20 @@ def test_every_gemm_of_a_seed_takes_the_rewrite_s_tiles_not_the_first_s_factor()
     assert deep == {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
     assert _tiles(with_config(rewrite.source, deep)) == [{**deep, "GROUP_M": 8}] * 2  # each GEMM at the tile
     # the first's BLOCK_K must divide every K a template fixes (its K loads may carry no mask), else as it was
+    assert "each GEMM launch at the first's tile" in rewrite.why
     odd = two.replace("K = 8192", "K = 8208")  # 16 x 513: the first's BLOCK_K of 32 does not divide it
     assert literal_k(odd) == {8208} and one_tile(odd) == odd
+    # a grid written with the tile's numbers would not follow a new tile: such a kernel keeps its launches
+    grid = second.split("](")[0].strip()  # the second launch's `kernel[lambda meta: ...`, the first's the same
+    fixed = two.replace(grid, "triton_tem_fused_addmm_t_0[(triton.cdiv(s77, 64) * triton.cdiv(8192, 128), 1, 1)", 1)
+    assert fixed.count("lambda meta") == two.count("lambda meta") - 1 and one_tile(fixed) == fixed
+    compile(fixed, "fixed.py", "exec")  # still Python: the launch was kept, not a parse failure
+
+
+def test_a_k_a_template_fixes_counts_though_another_template_s_k_is_not_fixed() -> None:
+    # before, one GEMM with K a run-time size left the fixed K of the other out, and a tile that reads past it in
+    two = "def a(K):\n    tl.dot(x, y)\n\n\ndef b():\n    K = 48\n    tl.dot(x, y)\n"
+    assert literal_k(two) == {48}
 
 
 def _roofline(bound: str) -> Roofline:

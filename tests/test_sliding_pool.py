@@ -64,15 +64,20 @@ def test_the_running_sum_is_skipped_with_why(tmp_path: Path) -> None:
     assert "maximum cannot be taken back" in {s.name: s.why for s in maximum.skipped}["pooling.sliding"]
 
 
+def _interpreted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: str, block: int) -> types.ModuleType:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = _problem(tmp_path, "avg_pool1d.py", window)
+    module = types.ModuleType("kernelopt_test_sliding")
+    exec(compile(with_config(_sliding(path), {"BLOCK_W": block}), "sliding.py", "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
 def test_an_infinity_or_a_nan_stays_in_its_own_windows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A running sum that took an inf in would give inf - inf = NaN for every later output of its block; the
     # block that reads one is summed window by window instead, so the output matches torch's exactly.
     import torch
 
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    path = _problem(tmp_path, "avg_pool1d.py", "[4, 1, 2]")
-    module = types.ModuleType("kernelopt_test_sliding")
-    exec(compile(with_config(_sliding(path), {"BLOCK_W": 16}), "sliding.py", "exec"), module.__dict__)  # noqa: S102
+    module = _interpreted(tmp_path, monkeypatch, "[4, 1, 2]", 16)
     x = torch.randn(2, 3, 40)
     x[0, 0, 5], x[0, 1, 30], x[1, 2, 17] = float("inf"), float("nan"), float("-inf")
     got = module.ModelNew()(x)
@@ -81,3 +86,21 @@ def test_an_infinity_or_a_nan_stays_in_its_own_windows(tmp_path: Path, monkeypat
     finite = want.isfinite()
     assert torch.allclose(got[finite], want[finite], atol=1e-6, rtol=1e-5)
     assert finite[0, 0].sum() < finite.shape[-1] and finite[1, 0].all()  # the infinities stayed in their windows
+
+
+def test_a_spike_or_an_overflow_leaves_no_error_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # 1e8 among ones: a running sum rounds it in and out and keeps an error near 4 on every later window of its
+    # block (those windows of ones came out 0). Two values of 3e38 overflow a window to inf: the running sum
+    # stayed inf to the block's end. The last output's direct check sends both blocks window by window.
+    import torch
+
+    module = _interpreted(tmp_path, monkeypatch, "[4, 1, 0]", 32)
+    spike = torch.ones(1, 2, 64)
+    spike[0, 0, 2] = 1e8
+    got, want = module.ModelNew()(spike), torch.nn.AvgPool1d(4, 1, 0)(spike)
+    assert torch.allclose(got, want, rtol=1e-6, atol=1e-6)
+    assert torch.equal(got[0, 0, 3:32], torch.ones(29)) and torch.equal(got[0, 1], torch.ones(61))
+    big = torch.ones(1, 1, 64)
+    big[0, 0, 2] = big[0, 0, 3] = 3e38
+    got, want = module.ModelNew()(big), torch.nn.AvgPool1d(4, 1, 0)(big)
+    assert torch.equal(got.isinf(), want.isinf()) and torch.allclose(got[want.isfinite()], want[want.isfinite()])

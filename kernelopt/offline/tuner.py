@@ -194,10 +194,12 @@ def knob_values(source: str) -> dict[str, int]:
 
 
 def replace_spans(source: str, edits: list[tuple[int, int, int, str]]) -> str:
-    """`source` with (line, col, end_col, text) spans replaced, last first so offsets hold."""
+    """`source` with (line, col, end_col, text) spans replaced, last first so offsets hold. The columns are
+    `ast`'s: UTF-8 bytes, so a line with a non-ASCII character before a span is cut where `ast` meant."""
     lines = source.splitlines(keepends=True)
     for line, col, end_col, text in sorted(edits, reverse=True):
-        lines[line - 1] = lines[line - 1][:col] + text + lines[line - 1][end_col:]
+        raw = lines[line - 1].encode()
+        lines[line - 1] = (raw[:col] + text.encode() + raw[end_col:]).decode()
     return "".join(lines)
 
 

@@ -139,10 +139,12 @@ def _rewrites(family: Family | None, source: str,
     rewritten = precision.to_tf32x3(source)
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
-    rewritten = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
+    alike = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
+    launch = "its launch unchanged" if alike == rewritten else "each GEMM launch at the first's tile"
+    rewritten = alike
     dots = len(precision.fma_dots(source))
     grid = _tf32x3_tiles(rewritten, capability)
-    launch = "its launch unchanged" + (f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else "")
+    launch += f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else ""
     return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
                          f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
 

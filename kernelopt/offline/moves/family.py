@@ -155,16 +155,19 @@ def trace_family(problem: ModuleType) -> Family:
 
 
 # The families whose templates read the one input as it is laid out and write the output the same way, and
-# which views of the input (or of a result) are the same values to them: "exact" (the same sizes), "ones" (the
-# same sizes but for dims of 1: nn.AvgPool1d pools its input viewed as 2-D), "regroup" (instance norm's
-# (1, N x C, ...) view of an (N, C, ...) input).
-_READS_ITS_INPUT = {"elementwise": "ones", "pooling": "ones", "softmax": "exact", "log_softmax": "exact",
+# which views of the input (or of a result) are the same values to them: "exact" (the same sizes), "memory" (any
+# sizes, the values in memory order: an elementwise template returns the input's shape, so the output must have
+# it), "ones" (the same sizes but for dims of 1: nn.AvgPool1d pools its input viewed as 2-D), "regroup" (instance
+# norm's (1, N x C, ...) view of an (N, C, ...) input, for batch norm only).
+_READS_ITS_INPUT = {"elementwise": "memory", "pooling": "ones", "softmax": "exact", "log_softmax": "exact",
                     "reduce": "exact", "row_l1_norm": "exact", "row_l2_norm": "exact", "row_rms_norm": "exact",
                     "standardize": "regroup"}
+# Operators that copy a tensor's values as they are (the family's input then lives in the copy too).
+_COPIES = frozenset({"clone", "detach", "alias", "lift_fresh", "_to_copy", "contiguous"})
 
 
 def _same_layout(a: tuple[int, ...], b: tuple[int, ...], mode: str) -> bool:
-    if a == b:
+    if a == b or mode == "memory":
         return True
     if mode == "ones":
         return [d for d in a if d != 1] == [d for d in b if d != 1]
@@ -175,31 +178,35 @@ def _same_layout(a: tuple[int, ...], b: tuple[int, ...], mode: str) -> bool:
 
 def _in_place(recorder: _Recorder, x: torch.Tensor, outputs: tuple[Any, ...], mode: str) -> bool:
     """Whether the recorded work reads the input with every value where it is and returns its results so:
-    each operand taken from the input is the input, or a view of all of it in memory order whose sizes are
-    the same to the family (`mode`, above); each output likewise of an operator's result. A transposed,
-    sliced or reflattened input (softmax over `x.transpose(1, 2)` or `x.view(n, -1)`, a sum over
-    `x.transpose(0, 2)`), or a result returned through such a view, is work no template of the family does."""
-    def whole(view: torch.Tensor, of: torch.Tensor) -> bool:
+    each operand that holds the input's values (the input, a copy of it in its dtype, or a view of either)
+    is all of them in memory order with sizes the same to the family (`mode`, above); each output likewise of
+    an operator's result. A transposed, sliced, reflattened or cast input (softmax over `x.transpose(1, 2)`,
+    `x.clone().view(n, -1)` or `x.float()` of an fp16 x, a sum over `x.transpose(0, 2)`), or a result returned
+    through such a view, is work no template of the family does."""
+    def whole(view: torch.Tensor, of: torch.Tensor, how: str) -> bool:
         return view.is_contiguous() and of.is_contiguous() and view.storage_offset() == of.storage_offset() \
-            and view.numel() == of.numel() and _same_layout(tuple(view.shape), tuple(of.shape), mode)
+            and view.numel() == of.numel() and _same_layout(tuple(view.shape), tuple(of.shape), how)
 
-    def derived(t: Any, root: torch.Tensor) -> bool:
-        return isinstance(t, torch.Tensor) and (t is root or t._base is root)
-
-    copies = {id(x)}  # the input, and its copies that keep the values where they are (clone, detach, alias)
+    sources = {id(x)}  # the input and its copies
     results = []
     for (name, args, _), out in zip(recorder.calls, recorder.results, strict=True):
-        from_input = [a for a in args if isinstance(a, torch.Tensor) and (id(a) in copies or derived(a, x))]
-        if any(id(t) not in copies and not whole(t, x) for t in from_input):
+        taken = [a for a in args if isinstance(a, torch.Tensor)
+                 and (id(a) in sources or (a._base is not None and id(a._base) in sources))]
+        how = "exact" if mode == "regroup" and name != "native_batch_norm" else mode
+        if any(id(t) not in sources and not whole(t, x, how) for t in taken):
             return False
-        if name in ("clone", "detach", "alias", "lift_fresh") and from_input and isinstance(out, torch.Tensor) \
-                and out.dtype == x.dtype and whole(out, x):
-            copies.add(id(out))
+        if name in _COPIES and taken and isinstance(out, torch.Tensor):
+            if out.dtype != x.dtype or not whole(out, x, "exact"):
+                return False  # a cast, or a copy that moves the values: not the input the template reads
+            sources.add(id(out))
         if name not in _VIEWS:
             results.extend(o for o in (out if isinstance(out, tuple | list) else (out,)) if isinstance(o, torch.Tensor))
     for o in outputs:
-        made = next((r for r in results if derived(o, r) or (o._base is not None and o._base is r._base)), None)
-        if made is None or not (o is made or whole(o, made)):
+        made = next((r for r in results if o is r or (o._base is not None and (o._base is r or o._base is r._base))),
+                    None)
+        if made is None or not (o is made or whole(o, made, mode)):
+            return False
+        if mode == "memory" and tuple(o.shape) != tuple(x.shape):
             return False
     return True
 
@@ -284,7 +291,8 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
                 "options": options}
     if n_inputs == 1 and ops in EXPRESSIONS:
         return Family(name="elementwise", **base)
-    if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4):
+    if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4) \
+            and len(outputs) == 1:  # return_indices: the templates give the values only
         return Family(name="pooling", **base)
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)

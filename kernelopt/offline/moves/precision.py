@@ -144,11 +144,10 @@ def _dot_constants(source: str) -> list[dict[str, object]]:
 
 
 def literal_k(source: str) -> set[int]:
-    """The K a compiler GEMM template fixes (`K = 8192` in a function with a `tl.dot`), empty where any such
-    function's K is not a literal. With K fixed, the template may load its K tiles with no mask (the compiler
-    decided BLOCK_K divides K): a BLOCK_K that does not divide it would read past each row."""
-    ks = [bound.get("K") for bound in _dot_constants(source)]
-    return set(ks) if ks and all(type(k) is int for k in ks) else set()  # type: ignore[arg-type]
+    """The Ks the compiler's GEMM templates fix (`K = 8192` in a function with a `tl.dot`); a function whose K
+    is not a literal adds none (its K loads are masked). With K fixed, a template may load its K tiles with no
+    mask (the compiler decided BLOCK_K divides K): a BLOCK_K that does not divide it would read past each row."""
+    return {k for k in (bound.get("K") for bound in _dot_constants(source)) if type(k) is int}  # type: ignore[misc]
 
 
 def k_major_operands(source: str) -> bool:
@@ -161,11 +160,13 @@ def k_major_operands(source: str) -> bool:
 
 def one_tile(source: str) -> str:
     """`source` with every launch of a kernel that has a `tl.dot` at the first such launch's tile (BLOCK_M/N/K,
-    GROUP_M, num_warps, num_stages, where written as numbers). A seed with two GEMM templates (an MLP's two
-    nn.Linear) keeps each one's autotuned tile, and a sweep moves a knob's other places by the first's factor:
-    the 3xTF32 table's 128 x 128 x 64 set on the first turned the second's 128 x 64 x 32 into 256 x 64 x 64, and
-    the rewrite stayed at its own launch (45_Gemm_Sigmoid_LogSumExp, pass c3l2). The table's tiles are meant
-    for every GEMM; here each takes them. Unchanged where the first's BLOCK_K does not divide a K a kernel fixes."""
+    GROUP_M, num_warps, num_stages, where written as numbers), where every such launch's grid is a function of
+    its tile (`lambda meta: ... meta['BLOCK_M'] ...`, as the compiler's templates launch). A seed with two GEMM
+    templates (an MLP's two nn.Linear) keeps each one's autotuned tile, and a sweep moves a knob's other places
+    by the first's factor: the 3xTF32 table's 128 x 128 x 64 set on the first turned the second's 128 x 64 x 32
+    into 256 x 64 x 64, and the rewrite stayed at its own launch (45_Gemm_Sigmoid_LogSumExp, pass c3l2). The
+    table's tiles are meant for every GEMM; here each takes them. Unchanged where the first's BLOCK_K does not
+    divide a K a kernel fixes."""
     try:
         tree = parse(source)
     except SyntaxError:
@@ -174,8 +175,8 @@ def one_tile(source: str) -> str:
     launches = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
                        and isinstance(c.func.value, ast.Name) and c.func.value.id in gemms),
                       key=lambda c: (c.lineno, c.col_offset))
-    if len(launches) < 2:
-        return source
+    if len(launches) < 2 or not all(_grid_of_meta(c.func.slice) for c in launches):
+        return source  # a grid written with a tile's numbers would not follow a new tile
 
     def tile(call: ast.Call) -> dict[str, ast.Constant]:
         return {k.arg: k.value for k in call.keywords if k.arg in _TILE_KNOBS and isinstance(k.value, ast.Constant)
@@ -188,3 +189,12 @@ def one_tile(source: str) -> str:
              for call in launches[1:] for name, node in tile(call).items()
              if name in first and node.value != first[name] and node.lineno == node.end_lineno]
     return replace_spans(source, edits)
+
+
+def _grid_of_meta(grid: ast.expr) -> bool:
+    """Whether a launch's grid is `lambda meta: ...` reading its tile from `meta` (so a new tile moves it)."""
+    if not isinstance(grid, ast.Lambda) or len(grid.args.args) != 1:
+        return False
+    meta = grid.args.args[0].arg
+    return any(isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and n.value.id == meta
+               for n in ast.walk(grid.body))
