@@ -134,3 +134,19 @@ def test_the_tma_template_compiles_to_bulk_tensor_copies_and_wgmma_for_sm_90(tra
     assert re.search(r"\bcp\.async\.bulk\.tensor\.2d\.global\.shared::\w+", ptx)  # the store
     assert re.search(r"\bwgmma\.mma_async\.sync\.aligned\.m64n\d+k16\.f32\.f16\.f16\b", ptx)
     assert "ld.global" not in ptx  # no tile loaded thread by thread
+
+
+def test_the_sliding_pool_compiles_for_the_h200_with_its_direct_check(tmp_path: Path) -> None:
+    # The interpreter runs the running sum's block check as Python; the GPU compiles it (a scalar branch on a
+    # reduction). At 44_Average_Pooling_1D's sizes, both ways of summing are in the PTX: the cumsum's shuffles and
+    # the direct sum's window of loads after the branch.
+    problem = tmp_path / "avg_pool1d.py"
+    problem.write_text((MOVES / "avg_pool1d.py").read_text().replace("return [4, 2, 1]", "return [8, 1, 4]"))
+    move = next(m for m in structural_moves(problem).instances if m.name == "pooling.sliding")
+    kernel = tmp_path / "sliding.py"
+    kernel.write_text(with_config(move.source, {"BLOCK_W": 512}))
+    fixed = {"KH": 1, "KW": 8, "KWP": 8, "SH": 1, "PH": 0, "PW": 4, "COUNT_PAD": True, "BLOCK_W": 512}
+    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "H": "i32", "W": "i32", "OH": "i32", "OW": "i32",
+                 **{k: "constexpr" for k in fixed}}
+    assert _count(kernel, "pool_kernel", signature, fixed, r"\bshfl\.sync") > 0  # the cumsum across a warp
+    assert _count(kernel, "pool_kernel", signature, fixed, r"^\s*@!?%p\d+ bra") > 0  # the branch to the direct sum
