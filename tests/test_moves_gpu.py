@@ -3,6 +3,7 @@ each verified like any candidate and timed against the structure it would replac
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,11 @@ def _time_ms(problem: Path, source: str, tmp_path: Path, name: str) -> float:
     return verdict.timing.median_ms
 
 
+def _best_ms(problem: Path, source: str, configs: Iterable[Mapping[str, int]], tmp_path: Path, tag: str) -> float:
+    """The fastest of `source` at each configuration, each verified and timed (`tag` and its index name it)."""
+    return min(_time_ms(problem, with_config(source, c), tmp_path, f"{tag}{n}") for n, c in enumerate(configs))
+
+
 def test_one_read_and_looped_softmax_are_correct_on_long_rows(tmp_path: Path) -> None:
     # 512 rows of 393,216 fp32 (0.8 GB): the looped kernel reads each row twice, one_read once
     # (their times are printed; which is faster is the sweep's to find, and RESULTS.md's to record).
@@ -56,10 +62,10 @@ def test_the_grouped_matmul_is_correct_at_the_examples_size(tmp_path: Path) -> N
     source = matmul.grouped(family.input_names, family.operands, family.transposed)
     tiles = ({"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3},
              {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 4, "num_stages": 4})
-    best_ms = min(_time_ms(problem, with_config(source, t), tmp_path, f"grouped{n}") for n, t in enumerate(tiles))
+    best_ms = _best_ms(problem, source, tiles, tmp_path, "grouped")
     # the same tiles loaded by TMA (device-side descriptors), persistent over one program an SM
     tma = matmul_tma.tma(family.input_names, family.operands, family.transposed, 132)
-    tma_ms = min(_time_ms(problem, with_config(tma, t), tmp_path, f"tma{n}") for n, t in enumerate(tiles))
+    tma_ms = _best_ms(problem, tma, tiles, tmp_path, "tma")
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
     b = torch.randn(4096, 4096, device="cuda", dtype=torch.float16)
     from kernelopt.harness.measure.timing import measure
@@ -83,8 +89,7 @@ def test_the_3xtf32_matmul_is_correct_at_a_kernelbench_size(tmp_path: Path) -> N
     # B (row-major) copied K-major first, at the tile the b1 pass found best for 3xTF32 (128 x 64 x 32)
     k_major = matmul.on_tensor_cores(matmul_kmajor.k_major(family.input_names, family.operands, family.transposed))
     small = {"BLOCK_M": 128, "BLOCK_N": 64, "BLOCK_K": 32, "num_warps": 4, "num_stages": 4}
-    k_major_ms = min(_time_ms(problem, with_config(k_major, t), tmp_path, f"k_major_tf32x3_{n}")
-                     for n, t in enumerate((tile, small)))
+    k_major_ms = _best_ms(problem, k_major, (tile, small), tmp_path, "k_major_tf32x3_")
     from kernelopt.harness.measure.timing import measure
 
     a, b = torch.rand(4096, 4096, device="cuda"), torch.rand(4096, 4096, device="cuda")
@@ -153,8 +158,7 @@ def test_the_split_batch_norm_is_correct_at_the_kernelbench_size(tmp_path: Path)
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "33_BatchNorm.py"
     move = structural_moves(problem).instances[0]
     assert move.name == "batch_norm.split"
-    best = min(_time_ms(problem, with_config(move.source, config), tmp_path, f"split{n}")
-               for n, config in enumerate(move.grid[:3]))
+    best = _best_ms(problem, move.source, move.grid[:3], tmp_path, "split")
     x = torch.rand(64, 64, 512, 512, device="cuda")
     bn = torch.nn.BatchNorm2d(64).cuda()
     eager = measure(lambda: bn(x), torch.device("cuda")).median_ms
@@ -174,10 +178,9 @@ def test_the_rolling_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> 
 
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "42_Max_Pooling_2D.py"
     by_name = {m.name: m for m in structural_moves(problem).instances}
-    rolling = min(_time_ms(problem, with_config(by_name["pooling.rolling"].source, c), tmp_path, f"rolling{n}")
-                  for n, c in enumerate(by_name["pooling.rolling"].grid[:3]))
-    flat = min(_time_ms(problem, with_config(by_name["pooling.flat"].source, c), tmp_path, f"flat{n}")
-               for n, c in enumerate(by_name["pooling.flat"].grid[:2]))
+    rolling = _best_ms(problem, by_name["pooling.rolling"].source, by_name["pooling.rolling"].grid[:3], tmp_path,
+                       "rolling")
+    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
     x = torch.rand(32, 64, 512, 512, device="cuda")
     pool = torch.nn.MaxPool2d(4, 1, 1, 1)
     eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
@@ -194,10 +197,9 @@ def test_the_sliding_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> 
 
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "44_Average_Pooling_1D.py"
     by_name = {m.name: m for m in structural_moves(problem).instances}
-    sliding = min(_time_ms(problem, with_config(by_name["pooling.sliding"].source, c), tmp_path, f"sliding{n}")
-                  for n, c in enumerate(by_name["pooling.sliding"].grid[:2]))
-    flat = min(_time_ms(problem, with_config(by_name["pooling.flat"].source, c), tmp_path, f"flat{n}")
-               for n, c in enumerate(by_name["pooling.flat"].grid[:2]))
+    sliding = _best_ms(problem, by_name["pooling.sliding"].source, by_name["pooling.sliding"].grid[:2], tmp_path,
+                       "sliding")
+    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
     x = torch.rand(64, 128, 65536, device="cuda")
     pool = torch.nn.AvgPool1d(8, 1, 4)
     eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
@@ -215,8 +217,7 @@ def test_the_k_major_bmm_is_correct_at_the_kernelbench_size(tmp_path: Path) -> N
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "3_Batched_matrix_multiplication.py"
     moves = {m.name: m for m in structural_moves(problem).instances}
     assert "bmm.k_major_tf32x3" in moves, sorted(moves)
-    times = {name: min(_time_ms(problem, with_config(moves[name].source, config), tmp_path, f"{name}{n}")
-                       for n, config in enumerate(moves[name].grid[:2]))
+    times = {name: _best_ms(problem, moves[name].source, moves[name].grid[:2], tmp_path, name)
              for name in ("bmm.batched_tf32x3", "bmm.k_major_tf32x3")}
     a, b = torch.rand(128, 512, 1024, device="cuda"), torch.rand(128, 1024, 2048, device="cuda")
     bmm_ms = measure(lambda: torch.bmm(a, b), torch.device("cuda")).median_ms
@@ -237,8 +238,8 @@ def test_the_resident_row_loop_is_correct_at_the_kernelbench_size(tmp_path: Path
     l2_mb = getattr(props, "L2_cache_size", 0) / 2**20 or 60.0
     moves = {m.name: m for m in structural_moves(problem, props.multi_processor_count, l2_mb=l2_mb).instances}
     assert "row_l1_norm.looped_resident" in moves, (sorted(moves), l2_mb)
-    resident = min(_time_ms(problem, with_config(moves["row_l1_norm.looped_resident"].source, c), tmp_path,
-                            f"resident{n}") for n, c in enumerate(moves["row_l1_norm.looped_resident"].grid[:3]))
+    resident = _best_ms(problem, moves["row_l1_norm.looped_resident"].source,
+                        moves["row_l1_norm.looped_resident"].grid[:3], tmp_path, "resident")
     looped = _time_ms(problem, with_config(moves["row_l1_norm.looped_online"].source,
                                            moves["row_l1_norm.looped_online"].grid[0]), tmp_path, "looped")
     x = torch.rand(32768, 65535, device="cuda")
@@ -257,8 +258,7 @@ def test_the_k_major_split_k_is_correct_at_the_kernelbench_size(tmp_path: Path) 
 
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "6_Matmul_with_large_K_dimension_.py"
     moves = {m.name: m for m in structural_moves(problem).instances}
-    times = {name: min(_time_ms(problem, with_config(moves[name].source, config), tmp_path, f"{name}{n}")
-                       for n, config in enumerate(moves[name].grid[:2]))
+    times = {name: _best_ms(problem, moves[name].source, moves[name].grid[:2], tmp_path, name)
              for name in ("matmul.split_k_tf32x3", "matmul.k_major_split_k_tf32x3")}
     a, b = torch.rand(256, 524288, device="cuda"), torch.rand(524288, 256, device="cuda")
     mm_ms = measure(lambda: torch.matmul(a, b), torch.device("cuda")).median_ms

@@ -1,5 +1,5 @@
-"""Three templates for 1-D and 2-D max and average pooling; the window (sizes, strides, padding,
-dilation) is the reference's own, written in as constants (not knobs).
+"""Templates for 1-D and 2-D max and average pooling (a fourth, `sliding`, in pooling_sliding.py); the
+window (sizes, strides, padding, dilation) is the reference's own, written in as constants (not knobs).
 
 `tiled`: each program computes BLOCK_H x BLOCK_W outputs of one (batch, channel) plane, BLOCK_W
 along the contiguous dim, so each of the KH x KW window loads is BLOCK_W neighbouring values
@@ -29,8 +29,8 @@ if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
     from kernelopt.offline.moves.family import Family
 
-# What both templates hold: the window's loop over a block of outputs (`$tile` its shape, `$address`
-# a tap's address), and the forward's sizes.
+# What tiled and flat hold: the window's loop over a block of outputs (`$tile` its shape, `$address`
+# a tap's address).
 _WINDOW_LOOP = '''    if IS_MAX:
         acc = tl.full($tile, float("-inf"), tl.float32)
     else:
@@ -54,19 +54,27 @@ _WINDOW_LOOP = '''    if IS_MAX:
         else:
             acc = acc / tl.maximum(count, 1.0)
 '''
-_SIZES = '''        x = $param.contiguous()
+# What every template's ModelNew holds: the window's sizes read from the input, and the output allocated.
+_FORWARD = '''class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $param):
+        x = $param.contiguous()
         kh, kw, sh, sw, ph, pw, dh, dw = window
         H = x.shape[-2] if x.dim() == 4 else 1
         W = x.shape[-1]
         OH = (H + 2 * ph - dh * (kh - 1) - 1) // sh + 1
         OW = (W + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+        shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
+        out = torch.empty(shape, device=x.device, dtype=x.dtype)
 '''
 
 
 def _completed(template: str, tile: str, address: str) -> str:
     """`template` with the shared pieces written in (its own placeholders, such as $param, kept)."""
     loop = Template(_WINDOW_LOOP).substitute(tile=tile, address=address)
-    return Template(template).safe_substitute(window_loop=loop.rstrip("\n"), sizes=_SIZES.rstrip("\n"))
+    return Template(template).safe_substitute(window_loop=loop.rstrip("\n"), forward=_FORWARD.rstrip("\n"))
 
 
 _SOURCE = '''"""$what pooling, a tile of outputs per program (a structural move of the offline optimizer)."""
@@ -96,16 +104,8 @@ $window_loop
     tl.store(out_ptr + plane * OH * OW + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $param):
-$sizes
-        planes = x.shape[0] * x.shape[1]
-        shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
-        out = torch.empty(shape, device=x.device, dtype=x.dtype)
-        grid = (planes, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
+$forward
+        grid = (x.shape[0] * x.shape[1], triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
         pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, SH=sh, SW=sw, PH=ph, PW=pw, DH=dh, DW=dw,
                           IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H, BLOCK_W=BLOCK_W, num_warps=4)
         return out
@@ -142,14 +142,7 @@ $window_loop
     tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=live)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $param):
-$sizes
-        shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
-        out = torch.empty(shape, device=x.device, dtype=x.dtype)
+$forward
         total = out.numel()
         wide = max(x.numel(), total + BLOCK) >= 2**31
         pool_kernel[(triton.cdiv(total, BLOCK),)](
@@ -224,13 +217,7 @@ $combine
 $shift
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $param):
-$sizes
-        out = torch.empty((x.shape[0], x.shape[1], OH, OW), device=x.device, dtype=x.dtype)
+$forward
         grid = (x.shape[0] * x.shape[1], triton.cdiv(OH, ROWS), triton.cdiv(OW, BLOCK_W))
         pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, SW=sw, PH=ph, PW=pw, DW=dw, IS_MAX=$is_max,
                           COUNT_PAD=$count_pad, ROWS=ROWS, BLOCK_W=BLOCK_W, num_warps=4)
@@ -297,7 +284,7 @@ def rolling(op: str, args: tuple[Any, ...], param: str) -> str | None:
     if carried:  # the new row's own reduction, before the division, is what the next row carries
         lines["combine"].insert(0, "        acc_row = acc")
     source = Template(_ROLLING_SOURCE).safe_substitute(
-        sizes=_SIZES.rstrip("\n"),
+        forward=_FORWARD.rstrip("\n"),
         **{k: "\n".join(v) or " " * (4 if k == "carry_in" else 8) + "pass" for k, v in lines.items()})
     return _written(source, op, args, param)
 
@@ -358,6 +345,6 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     if not_sliding is not None:
         return out, [*skipped, Skipped("pooling.sliding", not_sliding)]
     running = pooling_sliding.sliding(window, window_of(op, args)[1], param,  # type: ignore[index]
-                                      _SIZES.rstrip("\n"))
+                                      _FORWARD.rstrip("\n"))
     return [*out, MoveInstance("pooling.sliding", pooling_sliding.instance_why(window), running,
                                pooling_sliding.GRID)], skipped

@@ -88,14 +88,7 @@ def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr
     tl.store(out_ptr + line * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
 
 
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $param):
-$sizes
-        shape = (x.shape[0], x.shape[1], OH, OW) if x.dim() == 4 else (x.shape[0], x.shape[1], OW)
-        out = torch.empty(shape, device=x.device, dtype=x.dtype)
+$forward
         grid = (x.shape[0] * x.shape[1] * OH, triton.cdiv(OW, BLOCK_W))
         pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, KWP=triton.next_power_of_2(kw), SH=sh, PH=ph, PW=pw,
                           COUNT_PAD=$count_pad, BLOCK_W=BLOCK_W, num_warps=4)
@@ -117,10 +110,11 @@ def applies(op: str, window: dict[str, int]) -> str | None:
     return None
 
 
-def sliding(window: dict[str, int], count_pad: bool, param: str, sizes: str) -> str:
-    """The `sliding` kernel file for an average pooling whose window moves one column a step."""
-    with_sizes = Template(_SOURCE).safe_substitute(sizes=sizes)  # the sizes' own $param, then every placeholder
-    return Template(with_sizes).substitute(param=param, count_pad=count_pad, **{k: str(v) for k, v in window.items()})
+def sliding(window: dict[str, int], count_pad: bool, param: str, forward: str) -> str:
+    """The `sliding` kernel file for an average pooling whose window moves one column a step; `forward` is the
+    pooling templates' shared ModelNew head (its own $param substituted with the rest)."""
+    with_head = Template(_SOURCE).safe_substitute(forward=forward)
+    return Template(with_head).substitute(param=param, count_pad=count_pad, **{k: str(v) for k, v in window.items()})
 
 
 def instance_why(window: dict[str, int]) -> str:

@@ -123,6 +123,11 @@ def to_tf32x3(source: str) -> str | None:
     return data.decode()
 
 
+def _dot_functions(tree: ast.AST) -> list[ast.FunctionDef]:
+    """The functions of `tree` with a `tl.dot` in them."""
+    return [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(_is_dot(n) for n in ast.walk(f))]
+
+
 def _dot_constants(source: str) -> list[dict[str, object]]:
     """For each function of `source` with a `tl.dot`, its names bound to a constant (`K = 8192`,
     `stride_ak = 1`); a name bound more than once, or to anything else, maps to None."""
@@ -131,9 +136,7 @@ def _dot_constants(source: str) -> list[dict[str, object]]:
     except SyntaxError:
         return []
     out = []
-    for function in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)):
-        if not any(_is_dot(n) for n in ast.walk(function)):
-            continue
+    for function in _dot_functions(tree):
         bound: dict[str, object] = {}
         for node in (n for n in ast.walk(function) if isinstance(n, ast.Assign)):
             value = node.value.value if isinstance(node.value, ast.Constant) else None
@@ -171,7 +174,7 @@ def one_tile(source: str) -> str:
         tree = parse(source)
     except SyntaxError:
         return source
-    gemms = {f.name for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(_is_dot(n) for n in ast.walk(f))}
+    gemms = {f.name for f in _dot_functions(tree)}
     launches = sorted((c for c in ast.walk(tree) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
                        and isinstance(c.func.value, ast.Name) and c.func.value.id in gemms),
                       key=lambda c: (c.lineno, c.col_offset))
