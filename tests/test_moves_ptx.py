@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -76,7 +77,6 @@ def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, obje
 def _waits_then_acquires(ptx: str) -> None:
     """One acquire-release add; the polls are acquires that one thread issues (no volatile load: every
     thread would poll), then the pieces' statistics are read (.cg), in that order."""
-    import re
 
     # the publishing add releases and acquires (the last piece to arrive polls no more)
     assert len(re.findall(r"\batom\.global\.gpu\.acq_rel\.add\b", ptx)) == 1
@@ -118,7 +118,6 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
 def test_the_tma_template_compiles_to_bulk_tensor_copies_and_wgmma_for_sm_90(transposed, tmp_path: Path) -> None:
     # The H200's own code for the fp16 example's tile (128 x 256 x 64, 8 warps): the tiles come by TMA
     # (cp.async.bulk.tensor through tensormaps made on the device), and the products are wgmma.
-    import re
 
     from kernelopt.offline.moves import matmul_tma
 
@@ -150,3 +149,22 @@ def test_the_sliding_pool_compiles_for_the_h200_with_its_direct_check(tmp_path: 
                  **{k: "constexpr" for k in fixed}}
     assert _count(kernel, "pool_kernel", signature, fixed, r"\bshfl\.sync") > 0  # the cumsum across a warp
     assert _count(kernel, "pool_kernel", signature, fixed, r"^\s*@!?%p\d+ bra") > 0  # the branch to the direct sum
+
+
+def test_the_segment_maxima_compile_for_the_h200_to_two_loads_an_output(tmp_path: Path) -> None:
+    # 41_Max_Pooling_1D's window (8 taps 3 apart): the [segments, 8, 4] block of 1024 lanes at 4 warps is 8 lanes a
+    # thread, each loading its window's first and last tap (16 loads; the tiled and flat templates load 8 a lane).
+    # The scans along the segment run across a warp's lanes by shuffles, reversed and not; nothing through shared
+    # memory.
+    problem = tmp_path / "max_pool1d.py"
+    problem.write_text((MOVES / "max_pool1d.py").read_text().replace("return [4, 1, 2, 3]", "return [8, 1, 4, 3]"))
+    move = next(m for m in structural_moves(problem).instances if m.name == "pooling.sliding")
+    kernel = tmp_path / "maxima.py"
+    kernel.write_text(with_config(move.source, {"SEGMENTS": 32}))
+    fixed = {"KH": 1, "KW": 8, "KWP": 8, "SH": 1, "PH": 0, "DH": 1, "PW": 4, "DW": 3, "DWP": 4, "SEGMENTS": 32}
+    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "H": "i32", "W": "i32", "OH": "i32", "OW": "i32",
+                 **{k: "constexpr" for k in fixed}}
+    ptx = _ptx(kernel, "pool_kernel", signature, fixed, 4)
+    assert len(re.findall(r"\bld\.global", ptx)) == 16 and len(re.findall(r"\bst\.global", ptx)) == 8
+    assert re.search(r"\bshfl\.sync\.(up|down|idx)", ptx) and "ld.shared" not in ptx
+    assert re.search(r"\bmax\.NaN\.f32", ptx)  # the NaN-propagating maximum

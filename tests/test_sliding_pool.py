@@ -1,6 +1,6 @@
-"""`pooling.sliding`: an average pool whose window moves one column a step, as a running sum; offered
-where it applies (with why where not), verified on tiny problems, and exact where an infinity or a NaN
-passes through a block."""
+"""`pooling.sliding`: a pool whose window moves one column a step, an average as a running sum and a
+maximum as segment prefix and suffix maxima; offered where it applies (with why where not), verified on tiny
+problems, and exact where an infinity or a NaN passes through a block."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def settings() -> HarnessSettings:
 
 def _problem(tmp_path: Path, name: str, window: str, pad: str | None = None) -> Path:
     text = (MOVES / name).read_text()
-    for old in ("return [4, 2, 1]", "return [3, 2, 1]", "return [3, 2, 1, 2]"):
+    for old in ("return [4, 2, 1]", "return [3, 2, 1]", "return [3, 2, 1, 2]", "return [4, 1, 2, 3]"):
         text = text.replace(old, f"return {window}")
     if pad:
         text = text.replace("count_include_pad=False", pad)
@@ -59,9 +59,9 @@ def test_the_running_sum_is_skipped_with_why(tmp_path: Path) -> None:
     strided = structural_moves(MOVES / "avg_pool1d.py")  # stride 2
     assert "pooling.sliding" not in [m.name for m in strided.instances]
     assert "2 columns a step" in {s.name: s.why for s in strided.skipped}["pooling.sliding"]
-    maximum = structural_moves(_problem(tmp_path, "max_pool2d.py", "[3, 1, 1, 1]"))  # stride 1, but a maximum
-    assert "pooling.rolling" in [m.name for m in maximum.instances]
-    assert "maximum cannot be taken back" in {s.name: s.why for s in maximum.skipped}["pooling.sliding"]
+    maximum = structural_moves(MOVES / "max_pool2d.py")  # a maximum at stride 2
+    assert "pooling.sliding" not in [m.name for m in maximum.instances]
+    assert "2 columns a step" in {s.name: s.why for s in maximum.skipped}["pooling.sliding"]
 
 
 def _interpreted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, window: str, block: int) -> types.ModuleType:
@@ -104,3 +104,55 @@ def test_a_spike_or_an_overflow_leaves_no_error_behind(tmp_path: Path, monkeypat
     big[0, 0, 2] = big[0, 0, 3] = 3e38
     got, want = module.ModelNew()(big), torch.nn.AvgPool1d(4, 1, 0)(big)
     assert torch.equal(got.isinf(), want.isinf()) and torch.allclose(got[want.isfinite()], want[want.isfinite()])
+
+
+def _maxima(path: Path) -> str:
+    (move,) = [m for m in structural_moves(path).instances if m.name == "pooling.sliding"]
+    assert set(knob_values(move.source)) == {"SEGMENTS", "num_warps"}
+    assert "suffix" in move.why and "loads an output" in move.why
+    return move.source
+
+
+@pytest.mark.parametrize(("name", "window", "segments", "lanes"), [
+    ("max_pool1d.py", "[8, 1, 4, 3]", 1, 32),  # 41_Max_Pooling_1D's window: 8 taps 3 apart, padding 4
+    ("max_pool1d.py", "[4, 1, 2, 3]", 2, 16),  # a dilation of 3: its phases padded to 4 lanes
+    ("max_pool1d.py", "[3, 1, 0, 1]", 4, 4),  # no padding, no dilation, a window of 3 padded to 4
+    ("max_pool2d.py", "[4, 1, 1, 1]", 2, 4),  # 42_Max_Pooling_2D's window: 4 x 4, stride 1, padding 1
+    ("max_pool2d.py", "[3, 1, 1, 2]", 2, 8),  # rows and columns dilated by 2: 3 x 2 lanes padded to 4 x 2
+])
+def test_the_segment_maxima_pass_the_verifier(
+    name: str, window: str, segments: int, lanes: int, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    path = _problem(tmp_path, name, window)
+    source = _maxima(path)
+    # SEGMENTS x KW x dilation, padded to powers of two: 512-4096 lanes a program, 2-16 a thread
+    (grid,) = [m.grid for m in structural_moves(path).instances if m.name == "pooling.sliding"]
+    assert {c["SEGMENTS"] * lanes for c in grid} <= {512, 1024, 2048, 4096}
+    assert all(2 <= c["SEGMENTS"] * lanes // (32 * c["num_warps"]) <= 16 for c in grid)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(source, {"SEGMENTS": segments}))  # several blocks a row, the last masked
+    verdict = Verifier(path, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+
+
+@pytest.mark.parametrize("window", ["[8, 1, 4, 3]", "[5, 1, 2, 2]", "[4, 1, 0, 1]"])
+def test_the_segment_maxima_are_exact_with_nans_and_infinities(
+    window: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every window is a segment's suffix and the next one's prefix: each output, a NaN's and an infinity's
+    # windows included, is torch's exactly (a max rounds nothing), at every block size that splits the row.
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    path = _problem(tmp_path, "max_pool1d.py", window)
+    k, _, pad, dilation = (int(v) for v in window.strip("[]").split(","))
+    x = torch.randn(2, 3, 61)
+    x[0, 1, 7], x[1, 2, 20], x[1, 0, 3], x[0, 0, 40] = float("nan"), float("inf"), float("-inf"), 50.0
+    want = torch.nn.functional.max_pool1d(x, k, 1, pad, dilation)
+    for segments in (1, 2, 8):
+        module = types.ModuleType("kernelopt_test_maxima")
+        exec(compile(with_config(_maxima(path), {"SEGMENTS": segments}), "maxima.py", "exec"), module.__dict__)  # noqa: S102
+        got = module.ModelNew()(x)
+        assert got.shape == want.shape
+        assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()])
+    assert want.isnan().any() and want.isinf().any()  # the specials reached some windows, and stayed in theirs

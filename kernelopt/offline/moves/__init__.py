@@ -62,7 +62,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "tiled": ("memory", "latency", "occupancy", "other"),
     "flat": ("memory", "latency", "occupancy", "other"),
     "rolling": ("memory", "latency", "other"),  # a window's row reductions carried: KW loads an output, not KH x KW
-    "sliding": ("memory", "latency", "other"),  # an average window as a running sum: 2 loads an output, not KW
+    "sliding": ("memory", "latency", "other"),  # a running sum, or a max by segment scans: 2 loads an output, not KW
     "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),

@@ -301,7 +301,7 @@ def _written(template: str, op: str, args: tuple[Any, ...], param: str) -> str |
 
 def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     """`tiled` and `flat` for every pooling the templates understand; `rolling` where a 2-D window
-    slides one input row a step; `sliding` where an average pool's window moves one column a step."""
+    slides one input row a step; `sliding` where the window moves one column a step."""
     from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
 
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
@@ -341,10 +341,10 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                f"columns once and carried down the strip, {window['kw']} loads an output instead of "
                f"{window['kh'] * window['kw']}")
         out.append(MoveInstance("pooling.rolling", why, strip, strip_grid))
-    not_sliding = pooling_sliding.applies(op, window)
+    not_sliding = pooling_sliding.applies(window)
     if not_sliding is not None:
         return out, [*skipped, Skipped("pooling.sliding", not_sliding)]
-    running = pooling_sliding.sliding(window, window_of(op, args)[1], param,  # type: ignore[index]
+    running = pooling_sliding.sliding(op, window, window_of(op, args)[1], param,  # type: ignore[index]
                                       _FORWARD.rstrip("\n"))
-    return [*out, MoveInstance("pooling.sliding", pooling_sliding.instance_why(window), running,
-                               pooling_sliding.GRID)], skipped
+    return [*out, MoveInstance("pooling.sliding", pooling_sliding.instance_why(op, window), running,
+                               pooling_sliding.grid(op, window))], skipped

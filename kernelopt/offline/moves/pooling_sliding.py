@@ -12,6 +12,14 @@ leaves an error near 4 on every later window of the block, and an infinity or a 
 at all (inf - inf is NaN). Each block checks its last output against a direct sum of that window (the error
 persists to the block's end) and, where they differ by more than 2**-16 of the window's absolute sum, sums
 the block window by window instead, as torch does.
+
+A maximum cannot be taken back out of a window, so a max pool slides another way (van Herk and Gil-Werman):
+cut the row into segments of KW window steps; a window starting in a segment is the maximum of the segment's
+suffix from its start and the next segment's prefix up to its end. Both are scans (`tl.associative_scan`
+along the segment, one of them reversed) of two loads an output: each window's first tap and its last. With
+a dilation d the taps of a window are d apart, so the block is laid out [segments, KW, d] (each of the d
+phases a row of its own, KW and d padded to powers of two), and the scans run along the middle axis. A max
+is exact, so nothing needs checking; a NaN in a window comes out NaN as in torch.
 """
 
 from __future__ import annotations
@@ -95,29 +103,104 @@ $forward
         return out
 '''
 
+_MAX_SOURCE = '''"""max pooling along each row as prefix and suffix maxima of KW-step segments (van Herk, Gil-Werman):
+two loads an output and two scans (a structural move of the offline optimizer)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+SEGMENTS = 32
+# The reference's window (not knobs): sizes, strides, padding, dilation per (row, column) axis.
+window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
+
+
+@triton.jit
+def _max(a, b):
+    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)  # a NaN in the window wins, as in torch
+
+
+@triton.jit
+def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, KWP: tl.constexpr,
+                SH: tl.constexpr, PH: tl.constexpr, DH: tl.constexpr, PW: tl.constexpr, DW: tl.constexpr,
+                DWP: tl.constexpr, SEGMENTS: tl.constexpr):
+    # Program (plane x output row, column block): SEGMENTS x KW x DW outputs of one output row, laid out
+    # [segment, step, phase]: output first + (segment * KW + step) * DW + phase.
+    line = tl.program_id(0).to(tl.int64)
+    plane = line // OH
+    oh = line % OH
+    first = tl.program_id(1) * (SEGMENTS * KW * DW)
+    seg = tl.arange(0, SEGMENTS)[:, None, None]
+    step = tl.arange(0, KWP)[None, :, None]
+    phase = tl.arange(0, DWP)[None, None, :]
+    ow = first + (seg * KW + step) * DW + phase
+    real = (step < KW) & (phase < DW)  # KW and DW padded to powers of two: the padding holds -inf
+    lead = ow - PW  # each output's first tap; its window's taps are lead + k * DW, k < KW
+    tail = lead + (KW - 1) * DW  # its last tap
+    acc = tl.full([SEGMENTS, KWP, DWP], float("-inf"), tl.float32)
+    for kh in tl.static_range(KH):
+        ih = oh * SH - PH + kh * DH
+        row_in = (ow * 0 + ih >= 0) & (ow * 0 + ih < H)  # a block's worth: a scalar mask is refused
+        src = x_ptr + (plane * H + ih) * W
+        a = tl.load(src + lead, mask=real & row_in & (lead >= 0) & (lead < W), other=float("-inf")).to(tl.float32)
+        b = tl.load(src + tail, mask=real & row_in & (tail >= 0) & (tail < W), other=float("-inf")).to(tl.float32)
+        # a's suffix from a step to its segment's end, b's prefix up to the step: together the whole window
+        after = tl.associative_scan(a, 1, _max, reverse=True)
+        upto = tl.associative_scan(b, 1, _max)
+        acc = _max(acc, _max(after, upto))
+    tl.store(out_ptr + line * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=real & (ow < OW))
+
+
+$forward
+        kwp, dwp = triton.next_power_of_2(kw), triton.next_power_of_2(dw)
+        grid = (x.shape[0] * x.shape[1] * OH, triton.cdiv(OW, SEGMENTS * kw * dw))
+        pool_kernel[grid](out, x, H, W, OH, OW, KH=kh, KW=kw, KWP=kwp, SH=sh, PH=ph, DH=dh, PW=pw, DW=dw, DWP=dwp,
+                          SEGMENTS=SEGMENTS, num_warps=4)
+        return out
+'''
+
+
 # 2-16 outputs a thread: the probe's best was 1024 at 4 warps (1.371 ms), 512 at 4 next (1.425)
 GRID = tuple({"BLOCK_W": w, "num_warps": n} for w in (1024, 512, 2048, 256) for n in (4, 8)
              if 2 <= w // (32 * n) <= 16)
 
 
-def applies(op: str, window: dict[str, int]) -> str | None:
-    """Why the running sum does not apply to this pooling (None when it does)."""
-    if op != "avg_pool2d":
-        return "a maximum cannot be taken back out of a window: the running sum is for average pooling"
-    if window["sw"] != 1 or window["dw"] != 1:
-        return (f"the window moves {window['sw']} columns a step (a running sum needs each output's window one "
-                f"column past the last)")
-    return None
+def applies(window: dict[str, int]) -> str | None:
+    """Why sliding does not apply to this pooling (None when it does)."""
+    if window["sw"] != 1:
+        return (f"the window moves {window['sw']} columns a step (sliding needs each output's window one column past "
+                f"the last)")
+    return None  # an average pool has no dilation; a maximum's is taken phase by phase
 
 
-def sliding(window: dict[str, int], count_pad: bool, param: str, forward: str) -> str:
-    """The `sliding` kernel file for an average pooling whose window moves one column a step; `forward` is the
-    pooling templates' shared ModelNew head (its own $param substituted with the rest)."""
-    with_head = Template(_SOURCE).safe_substitute(forward=forward)
+def sliding(op: str, window: dict[str, int], count_pad: bool, param: str, forward: str) -> str:
+    """The `sliding` kernel file for a pooling whose window moves one column a step (an average as a running sum,
+    a maximum as segment prefix and suffix maxima); `forward` is the pooling templates' shared ModelNew head (its
+    own $param substituted with the rest)."""
+    source = _MAX_SOURCE if op == "max_pool2d_with_indices" else _SOURCE
+    with_head = Template(source).safe_substitute(forward=forward)
     return Template(with_head).substitute(param=param, count_pad=count_pad, **{k: str(v) for k, v in window.items()})
 
 
-def instance_why(window: dict[str, int]) -> str:
-    return (f"a running sum along each row: the window before a block summed once, then what enters minus what "
-            f"leaves summed by a cumsum, {2 * window['kh']} loads an output instead of {window['kh'] * window['kw']}")
+def grid(op: str, window: dict[str, int]) -> tuple[dict[str, int], ...]:
+    """The knob grid: an average's BLOCK_W, or a maximum's SEGMENTS at 512-4096 lanes a program (the window's
+    KW x dilation padded to powers of two), 2-16 lanes a thread."""
+    if op != "max_pool2d_with_indices":
+        return GRID
+    lanes = _next_power_of_2(window["kw"]) * _next_power_of_2(window["dw"])
+    return tuple({"SEGMENTS": tile // lanes, "num_warps": n} for tile in (1024, 2048, 512, 4096) for n in (4, 8)
+                 if tile >= lanes and 2 <= tile // (32 * n) <= 16)
 
+
+def _next_power_of_2(n: int) -> int:
+    return 1 << max(n - 1, 0).bit_length()
+
+
+def instance_why(op: str, window: dict[str, int]) -> str:
+    loads = f"{2 * window['kh']} loads an output instead of {window['kh'] * window['kw']}"
+    if op == "max_pool2d_with_indices":
+        return (f"segments of {window['kw']} window steps: each window the maximum of a segment's suffix and the "
+                f"next one's prefix, two scans, {loads}")
+    return (f"a running sum along each row: the window before a block summed once, then what enters minus what "
+            f"leaves summed by a cumsum, {loads}")
