@@ -119,6 +119,7 @@ def _maxima(path: Path) -> str:
     ("max_pool1d.py", "[3, 1, 0, 1]", 4, 4),  # no padding, no dilation, a window of 3 padded to 4
     ("max_pool2d.py", "[4, 1, 1, 1]", 2, 4),  # 42_Max_Pooling_2D's window: 4 x 4, stride 1, padding 1
     ("max_pool2d.py", "[3, 1, 1, 2]", 2, 8),  # rows and columns dilated by 2: 3 x 2 lanes padded to 4 x 2
+    ("max_pool2d.py", "[3, (2, 1), 1, 1]", 2, 4),  # two rows down a step, one column across
 ])
 def test_the_segment_maxima_pass_the_verifier(
     name: str, window: str, segments: int, lanes: int, tmp_path: Path, settings: HarnessSettings
@@ -135,9 +136,10 @@ def test_the_segment_maxima_pass_the_verifier(
     assert verdict.accepted, verdict.reason
 
 
-@pytest.mark.parametrize("window", ["[8, 1, 4, 3]", "[5, 1, 2, 2]", "[4, 1, 0, 1]"])
+@pytest.mark.parametrize(("window", "dtype"), [("[8, 1, 4, 3]", "float32"), ("[5, 1, 2, 2]", "float32"),
+                                               ("[4, 1, 0, 1]", "float32"), ("[8, 1, 4, 3]", "float16")])
 def test_the_segment_maxima_are_exact_with_nans_and_infinities(
-    window: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    window: str, dtype: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Every window is a segment's suffix and the next one's prefix: each output, a NaN's and an infinity's
     # windows included, is torch's exactly (a max rounds nothing), at every block size that splits the row.
@@ -148,11 +150,39 @@ def test_the_segment_maxima_are_exact_with_nans_and_infinities(
     k, _, pad, dilation = (int(v) for v in window.strip("[]").split(","))
     x = torch.randn(2, 3, 61)
     x[0, 1, 7], x[1, 2, 20], x[1, 0, 3], x[0, 0, 40] = float("nan"), float("inf"), float("-inf"), 50.0
+    x = x.to(getattr(torch, dtype))
     want = torch.nn.functional.max_pool1d(x, k, 1, pad, dilation)
     for segments in (1, 2, 8):
         module = types.ModuleType("kernelopt_test_maxima")
         exec(compile(with_config(_maxima(path), {"SEGMENTS": segments}), "maxima.py", "exec"), module.__dict__)  # noqa: S102
         got = module.ModelNew()(x)
-        assert got.shape == want.shape
+        assert got.shape == want.shape and got.dtype == want.dtype
         assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got[~want.isnan()], want[~want.isnan()])
     assert want.isnan().any() and want.isinf().any()  # the specials reached some windows, and stayed in theirs
+
+
+def test_the_segment_maxima_are_skipped_with_why(tmp_path: Path) -> None:
+    def why(name: str, window: str) -> str:
+        return {s.name: s.why for s in structural_moves(_problem(tmp_path, name, window)).skipped}["pooling.sliding"]
+
+    assert "2 columns a step" in why("max_pool1d.py", "[4, 2, 2, 3]")
+    assert "2 wide" in why("max_pool1d.py", "[2, 1, 1, 3]")  # two loads an output is what the window makes already
+    # 65 taps 64 apart (over a row long enough for it): a segment of 128 x 64 lanes, past a program's 4096 (the knob
+    # grid would be empty)
+    long = tmp_path / "long"
+    long.mkdir()
+    path = _problem(long, "max_pool1d.py", "[65, 1, 32, 64]")
+    path.write_text(path.read_text().replace("length = 2, 3, 41", "length = 2, 3, 5000"))
+    assert "8192 lanes" in {s.name: s.why for s in structural_moves(path).skipped}["pooling.sliding"]
+
+
+def test_a_2d_pool_of_one_unbatched_plane_is_not_read_as_rows(tmp_path: Path) -> None:
+    # A (C, H, W) input with a window one row tall but two rows a step: the templates read a 3-D input as rows of a
+    # 1-D pool and would return every row; torch returns every other one. No template is offered, with why.
+    text = (MOVES / "max_pool2d.py").read_text().replace("return [torch.randn(batch, channels, height, width)]",
+                                                         "return [torch.randn(channels, height, width)]")
+    path = tmp_path / "unbatched.py"
+    path.write_text(text.replace("return [3, 2, 1, 2]", "return [(1, 3), (2, 1), (0, 1), 1]"))
+    moves = structural_moves(path)
+    assert not moves.instances
+    assert "without a batch dim" in {s.name: s.why for s in moves.skipped}["pooling.sliding"]

@@ -310,7 +310,7 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
         why = "ceil_mode or a divisor override: not written in the template"
         return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
     window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
-    if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0):  # a 2-D pool of one unbatched plane
+    if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0 or window["sh"] != 1):  # one unbatched plane
         why = "a 2-D window over an input without a batch dim (C, H, W): the templates read a 3-D input as 1-D rows"
         return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
     if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
@@ -341,7 +341,7 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                f"columns once and carried down the strip, {window['kw']} loads an output instead of "
                f"{window['kh'] * window['kw']}")
         out.append(MoveInstance("pooling.rolling", why, strip, strip_grid))
-    not_sliding = pooling_sliding.applies(window)
+    not_sliding = pooling_sliding.applies(op, window)
     if not_sliding is not None:
         return out, [*skipped, Skipped("pooling.sliding", not_sliding)]
     running = pooling_sliding.sliding(op, window, window_of(op, args)[1], param,  # type: ignore[index]

@@ -1,4 +1,5 @@
-"""`sliding`: an average pool whose window moves one column a step, as a running sum.
+"""`sliding`: a pool whose window moves one column a step; an average as a running sum, a maximum as segment
+prefix and suffix maxima.
 
 A window's sum is the one before it plus the value entering minus the value leaving. A program takes
 BLOCK_W outputs of one output row: the sum of the window just before its block (KW loads, once), then
@@ -166,11 +167,21 @@ GRID = tuple({"BLOCK_W": w, "num_warps": n} for w in (1024, 512, 2048, 256) for 
              if 2 <= w // (32 * n) <= 16)
 
 
-def applies(window: dict[str, int]) -> str | None:
+MAX_LANES = 4096  # a maximum's segment (KW x dilation, padded to powers of two) must fit a program at least once
+
+
+def applies(op: str, window: dict[str, int]) -> str | None:
     """Why sliding does not apply to this pooling (None when it does)."""
     if window["sw"] != 1:
         return (f"the window moves {window['sw']} columns a step (sliding needs each output's window one column past "
                 f"the last)")
+    if window["kw"] < 3:
+        return (f"a window {window['kw']} wide: sliding's two loads an output are no fewer than the window's own "
+                f"{window['kw']}")
+    lanes = _next_power_of_2(window["kw"]) * _next_power_of_2(window["dw"])
+    if op == "max_pool2d_with_indices" and lanes > MAX_LANES:
+        return (f"{window['kw']} taps {window['dw']} apart pad to {lanes} lanes a segment, over the {MAX_LANES} a "
+                f"program holds")
     return None  # an average pool has no dilation; a maximum's is taken phase by phase
 
 
@@ -190,7 +201,7 @@ def grid(op: str, window: dict[str, int]) -> tuple[dict[str, int], ...]:
         return GRID
     lanes = _next_power_of_2(window["kw"]) * _next_power_of_2(window["dw"])
     return tuple({"SEGMENTS": tile // lanes, "num_warps": n} for tile in (1024, 2048, 512, 4096) for n in (4, 8)
-                 if tile >= lanes and 2 <= tile // (32 * n) <= 16)
+                 if tile >= lanes and 2 <= tile // (32 * n) <= 16)  # never empty: applies() caps lanes at 4096
 
 
 def _next_power_of_2(n: int) -> int:
