@@ -42,7 +42,7 @@ def _sliding(path: Path) -> str:
 @pytest.mark.parametrize(("name", "window", "pad", "block"), [
     ("avg_pool1d.py", "[8, 1, 4]", None, 8),  # 44_Average_Pooling_1D's window: 8 wide, stride 1, padding 4
     ("avg_pool1d.py", "[3, 1, 0]", None, 4),  # no padding: the window before the first block is empty
-    ("avg_pool2d.py", "[3, 1, 1]", None, 4),  # 3 rows summed, the padding left out of each count
+    ("avg_pool2d.py", "[3, 1, 1]", None, 8),  # 3 rows summed, the padding left out of each count (3 blocks a row)
     ("avg_pool2d.py", "[3, 1, 1]", "count_include_pad=True", 16),  # a block wider than the row
 ])
 def test_the_running_sum_passes_the_verifier(
