@@ -109,6 +109,7 @@ def test_a_spike_or_an_overflow_leaves_no_error_behind(tmp_path: Path, monkeypat
 def _maxima(path: Path) -> str:
     (move,) = [m for m in structural_moves(path).instances if m.name == "pooling.sliding"]
     assert set(knob_values(move.source)) == {"SEGMENTS", "num_warps"}
+    assert knob_values(move.source) == move.grid[0]  # as written, the file is its grid's first configuration
     assert "suffix" in move.why and "loads an output" in move.why
     return move.source
 

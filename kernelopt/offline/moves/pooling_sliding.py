@@ -112,7 +112,7 @@ import torch.nn as nn
 import triton
 import triton.language as tl
 
-SEGMENTS = 32
+SEGMENTS = $segments
 # The reference's window (not knobs): sizes, strides, padding, dilation per (row, column) axis.
 window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
 
@@ -189,9 +189,11 @@ def sliding(op: str, window: dict[str, int], count_pad: bool, param: str, forwar
     """The `sliding` kernel file for a pooling whose window moves one column a step (an average as a running sum,
     a maximum as segment prefix and suffix maxima); `forward` is the pooling templates' shared ModelNew head (its
     own $param substituted with the rest)."""
-    source = _MAX_SOURCE if op == "max_pool2d_with_indices" else _SOURCE
-    with_head = Template(source).safe_substitute(forward=forward)
-    return Template(with_head).substitute(param=param, count_pad=count_pad, **{k: str(v) for k, v in window.items()})
+    is_max = op == "max_pool2d_with_indices"
+    with_head = Template(_MAX_SOURCE if is_max else _SOURCE).safe_substitute(forward=forward)
+    first = grid(op, window)[0]["SEGMENTS"] if is_max else 0  # the file as written runs its grid's first configuration
+    return Template(with_head).substitute(param=param, count_pad=count_pad, segments=first,
+                                          **{k: str(v) for k, v in window.items()})
 
 
 def grid(op: str, window: dict[str, int]) -> tuple[dict[str, int], ...]:
