@@ -168,23 +168,30 @@ def test_the_split_batch_norm_is_correct_at_the_kernelbench_size(tmp_path: Path)
     print(f"batch_norm.split {best:.4f} ms; eager {eager:.4f} ms, torch.compile {compile_ms:.4f} ms")
 
 
+def _pool_beside_flat(name: str, move: str, configs: int, tag: str, shape: tuple[int, ...], pool: torch.nn.Module,
+                      tmp_path: Path) -> None:
+    """A KernelBench pooling's `move` verified at full size (every derived case) at its first `configs`
+    configurations, and timed beside `pooling.flat`'s first two and torch's own `pool` on an input of `shape`
+    (which is faster is RESULTS.md's to record)."""
+    from kernelopt.harness.measure.timing import measure
+    from kernelopt.offline.moves import structural_moves
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / f"{name}.py"
+    by_name = {m.name: m for m in structural_moves(problem).instances}
+    mine = _best_ms(problem, by_name[move].source, by_name[move].grid[:configs], tmp_path, tag)
+    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
+    x = torch.rand(*shape, device="cuda")
+    eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
+    print(f"{tag} {mine:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; {tag} / flat {mine / flat:.3f}")
+
+
 def test_the_rolling_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
     # 42_Max_Pooling_2D: (32, 64, 512, 512) fp32, a 4 x 4 window at stride 1. Its best in pass (b) was
     # pooling.flat at 2.453 ms (36% of the floor): 16 loads an output. The rolling strip carries each input
     # row's reduction across the window's width down the strip (4 loads an output); verified at full size,
     # every derived case included, and timed beside flat's first configurations and torch's own pooling.
-    from kernelopt.harness.measure.timing import measure
-    from kernelopt.offline.moves import structural_moves
-
-    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "42_Max_Pooling_2D.py"
-    by_name = {m.name: m for m in structural_moves(problem).instances}
-    rolling = _best_ms(problem, by_name["pooling.rolling"].source, by_name["pooling.rolling"].grid[:3], tmp_path,
-                       "rolling")
-    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
-    x = torch.rand(32, 64, 512, 512, device="cuda")
-    pool = torch.nn.MaxPool2d(4, 1, 1, 1)
-    eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
-    print(f"rolling {rolling:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; rolling / flat {rolling / flat:.3f}")
+    _pool_beside_flat("42_Max_Pooling_2D", "pooling.rolling", 3, "rolling", (32, 64, 512, 512),
+                      torch.nn.MaxPool2d(4, 1, 1, 1), tmp_path)
 
 
 def test_the_sliding_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
@@ -192,18 +199,8 @@ def test_the_sliding_pool_is_correct_at_the_kernelbench_size(tmp_path: Path) -> 
     # pooling.flat at 1.583 ms (56.5% of the floor): 8 loads an output. The running sum makes 2 and a cumsum
     # (the probe: 1.371 ms). Verified at full size, every derived case included, and timed beside flat's first
     # configurations and torch's own pooling (which is faster is RESULTS.md's to record).
-    from kernelopt.harness.measure.timing import measure
-    from kernelopt.offline.moves import structural_moves
-
-    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "44_Average_Pooling_1D.py"
-    by_name = {m.name: m for m in structural_moves(problem).instances}
-    sliding = _best_ms(problem, by_name["pooling.sliding"].source, by_name["pooling.sliding"].grid[:2], tmp_path,
-                       "sliding")
-    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
-    x = torch.rand(64, 128, 65536, device="cuda")
-    pool = torch.nn.AvgPool1d(8, 1, 4)
-    eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
-    print(f"sliding {sliding:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; sliding / flat {sliding / flat:.3f}")
+    _pool_beside_flat("44_Average_Pooling_1D", "pooling.sliding", 2, "sliding", (64, 128, 65536),
+                      torch.nn.AvgPool1d(8, 1, 4), tmp_path)
 
 
 def test_the_segment_maxima_are_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
@@ -211,18 +208,8 @@ def test_the_segment_maxima_are_correct_at_the_kernelbench_size(tmp_path: Path) 
     # was at 2.367 ms (56.7% of the floor): 8 loads an output. The segment maxima make 2 and two scans. Verified at
     # full size, every derived case included, and timed beside flat's first configurations and torch's own pooling
     # (which is faster is RESULTS.md's to record).
-    from kernelopt.harness.measure.timing import measure
-    from kernelopt.offline.moves import structural_moves
-
-    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "41_Max_Pooling_1D.py"
-    by_name = {m.name: m for m in structural_moves(problem).instances}
-    maxima = _best_ms(problem, by_name["pooling.sliding"].source, by_name["pooling.sliding"].grid[:3], tmp_path,
-                      "maxima")
-    flat = _best_ms(problem, by_name["pooling.flat"].source, by_name["pooling.flat"].grid[:2], tmp_path, "flat")
-    x = torch.rand(64, 192, 65536, device="cuda")
-    pool = torch.nn.MaxPool1d(8, 1, 4, 3)
-    eager = measure(lambda: pool(x), torch.device("cuda")).median_ms
-    print(f"maxima {maxima:.4f} ms, flat {flat:.4f} ms, eager {eager:.4f} ms; maxima / flat {maxima / flat:.3f}")
+    _pool_beside_flat("41_Max_Pooling_1D", "pooling.sliding", 3, "maxima", (64, 192, 65536),
+                      torch.nn.MaxPool1d(8, 1, 4, 3), tmp_path)
 
 
 def test_the_k_major_bmm_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:

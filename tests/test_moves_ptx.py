@@ -135,18 +135,26 @@ def test_the_tma_template_compiles_to_bulk_tensor_copies_and_wgmma_for_sm_90(tra
     assert "ld.global" not in ptx  # no tile loaded thread by thread
 
 
+def _sliding_pool(tmp_path: Path, data: str, window: tuple[str, str], config: dict[str, int],
+                  fixed: dict[str, object]) -> tuple[Path, dict[str, str]]:
+    """`pooling.sliding`'s kernel file for a tests/data/moves pooling with its window (`init` list) replaced, at
+    `config`; and pool_kernel's signature with `fixed`'s names as constants."""
+    problem = tmp_path / data
+    problem.write_text((MOVES / data).read_text().replace(f"return {window[0]}", f"return {window[1]}"))
+    move = next(m for m in structural_moves(problem).instances if m.name == "pooling.sliding")
+    kernel = tmp_path / "sliding_kernel.py"
+    kernel.write_text(with_config(move.source, config))
+    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "H": "i32", "W": "i32", "OH": "i32", "OW": "i32",
+                 **{k: "constexpr" for k in fixed}}
+    return kernel, signature
+
+
 def test_the_sliding_pool_compiles_for_the_h200_with_its_direct_check(tmp_path: Path) -> None:
     # The interpreter runs the running sum's block check as Python; the GPU compiles it (a scalar branch on a
     # reduction). At 44_Average_Pooling_1D's sizes, both ways of summing are in the PTX: the cumsum's shuffles and
     # the direct sum's window of loads after the branch.
-    problem = tmp_path / "avg_pool1d.py"
-    problem.write_text((MOVES / "avg_pool1d.py").read_text().replace("return [4, 2, 1]", "return [8, 1, 4]"))
-    move = next(m for m in structural_moves(problem).instances if m.name == "pooling.sliding")
-    kernel = tmp_path / "sliding.py"
-    kernel.write_text(with_config(move.source, {"BLOCK_W": 512}))
     fixed = {"KH": 1, "KW": 8, "KWP": 8, "SH": 1, "PH": 0, "PW": 4, "COUNT_PAD": True, "BLOCK_W": 512}
-    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "H": "i32", "W": "i32", "OH": "i32", "OW": "i32",
-                 **{k: "constexpr" for k in fixed}}
+    kernel, signature = _sliding_pool(tmp_path, "avg_pool1d.py", ("[4, 2, 1]", "[8, 1, 4]"), {"BLOCK_W": 512}, fixed)
     assert _count(kernel, "pool_kernel", signature, fixed, r"\bshfl\.sync") > 0  # the cumsum across a warp
     assert _count(kernel, "pool_kernel", signature, fixed, r"^\s*@!?%p\d+ bra") > 0  # the branch to the direct sum
 
@@ -156,14 +164,9 @@ def test_the_segment_maxima_compile_for_the_h200_to_two_loads_an_output(tmp_path
     # thread, each loading its window's first and last tap (16 loads; the tiled and flat templates load 8 a lane).
     # The scans along the segment run across a warp's lanes by shuffles, reversed and not; nothing through shared
     # memory.
-    problem = tmp_path / "max_pool1d.py"
-    problem.write_text((MOVES / "max_pool1d.py").read_text().replace("return [4, 1, 2, 3]", "return [8, 1, 4, 3]"))
-    move = next(m for m in structural_moves(problem).instances if m.name == "pooling.sliding")
-    kernel = tmp_path / "maxima.py"
-    kernel.write_text(with_config(move.source, {"SEGMENTS": 32}))
     fixed = {"KH": 1, "KW": 8, "KWP": 8, "SH": 1, "PH": 0, "DH": 1, "PW": 4, "DW": 3, "DWP": 4, "SEGMENTS": 32}
-    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "H": "i32", "W": "i32", "OH": "i32", "OW": "i32",
-                 **{k: "constexpr" for k in fixed}}
+    kernel, signature = _sliding_pool(tmp_path, "max_pool1d.py", ("[4, 1, 2, 3]", "[8, 1, 4, 3]"), {"SEGMENTS": 32},
+                                      fixed)
     ptx = _ptx(kernel, "pool_kernel", signature, fixed, 4)
     assert len(re.findall(r"\bld\.global", ptx)) == 16 and len(re.findall(r"\bst\.global", ptx)) == 8
     assert re.search(r"\bshfl\.sync\.(up|down|idx)", ptx) and "ld.shared" not in ptx

@@ -24,22 +24,14 @@ import triton.language as tl
 
 
 @triton.jit
-def split_tf32(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    x = tl.load(x_ptr + offs, mask=mask)
-    hi = (x.to(tl.int32, bitcast=True) & -8192).to(tl.float32, bitcast=True)  # top 19 bits: TF32
-    tl.store(hi_ptr + offs, hi, mask=mask)
-    tl.store(lo_ptr + offs, x - hi, mask=mask)
-
-
-@triton.jit
-def split_tf32_rounded(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr):
+def split_tf32(x_ptr, hi_ptr, lo_ptr, n, BLOCK: tl.constexpr, ROUND: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask)
     bits = x.to(tl.int32, bitcast=True)
-    hi = ((bits + 4096) & -8192).to(tl.float32, bitcast=True)  # to the nearest TF32, ties away (cvt.rna's)
+    if ROUND:
+        bits += 4096  # to the nearest TF32, ties away (cvt.rna's), not the top 19 bits as they are
+    hi = (bits & -8192).to(tl.float32, bitcast=True)  # top 19 bits: TF32
     tl.store(hi_ptr + offs, hi, mask=mask)
     tl.store(lo_ptr + offs, x - hi, mask=mask)
 
@@ -60,9 +52,10 @@ def tile_offsets(M, N, sam, sak, sbk, sbn, BM: tl.constexpr, BN: tl.constexpr, B
 
 @triton.jit
 def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
-               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
+               BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, TWO_ACC: tl.constexpr):
     rm, rn, rk, a_off, b_off = tile_offsets(M, N, sam, sak, sbk, sbn, BM, BN, BK, GROUP_M)
-    acc = tl.zeros((BM, BN), tl.float32)
+    acc = tl.zeros((BM, BN), tl.float32)  # hi * hi, and the cross products too unless TWO_ACC
+    small = tl.zeros((BM, BN), tl.float32)  # TWO_ACC: lo * hi + hi * lo apart from the big terms until the end
     for k in range(0, tl.cdiv(K, BK)):
         km = rk < K - k * BK
         amask = (rm[:, None] < M) & km[None, :]
@@ -71,34 +64,16 @@ def gemm_split(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
         a_lo = tl.load(al + a_off, mask=amask, other=0.0)
         b_hi = tl.load(bh + b_off, mask=bmask, other=0.0)
         b_lo = tl.load(bl + b_off, mask=bmask, other=0.0)
-        acc = tl.dot(a_lo, b_hi, acc, input_precision="tf32")
-        acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+        if TWO_ACC:
+            small = tl.dot(a_lo, b_hi, small, input_precision="tf32")
+            small = tl.dot(a_hi, b_lo, small, input_precision="tf32")
+        else:
+            acc = tl.dot(a_lo, b_hi, acc, input_precision="tf32")
+            acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
         acc = tl.dot(a_hi, b_hi, acc, input_precision="tf32")
         a_off += BK * sak
         b_off += BK * sbk
-    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@triton.jit
-def gemm_split_two_acc(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
-    rm, rn, rk, a_off, b_off = tile_offsets(M, N, sam, sak, sbk, sbn, BM, BN, BK, GROUP_M)
-    big = tl.zeros((BM, BN), tl.float32)  # hi * hi
-    small = tl.zeros((BM, BN), tl.float32)  # lo * hi + hi * lo, kept apart from the big terms until the end
-    for k in range(0, tl.cdiv(K, BK)):
-        km = rk < K - k * BK
-        amask = (rm[:, None] < M) & km[None, :]
-        bmask = km[:, None] & (rn[None, :] < N)
-        a_hi = tl.load(ah + a_off, mask=amask, other=0.0)
-        a_lo = tl.load(al + a_off, mask=amask, other=0.0)
-        b_hi = tl.load(bh + b_off, mask=bmask, other=0.0)
-        b_lo = tl.load(bl + b_off, mask=bmask, other=0.0)
-        small = tl.dot(a_lo, b_hi, small, input_precision="tf32")
-        small = tl.dot(a_hi, b_lo, small, input_precision="tf32")
-        big = tl.dot(a_hi, b_hi, big, input_precision="tf32")
-        a_off += BK * sak
-        b_off += BK * sbk
-    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, big + small, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc + small, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @triton.jit
@@ -116,40 +91,29 @@ def gemm_one(a, b, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
     tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-def split(x):
+def split(x, rounded):
     hi, lo = torch.empty_like(x), torch.empty_like(x)
-    split_tf32[(triton.cdiv(x.numel(), 4096),)](x, hi, lo, x.numel(), BLOCK=4096)
+    split_tf32[(triton.cdiv(x.numel(), 4096),)](x, hi, lo, x.numel(), BLOCK=4096, ROUND=rounded)
     return hi, lo
 
 
-def run_split(a, b, cfg):
+def run_split(a, b, cfg, two_acc=False):
+    """Both operands split once, then three TF32 products a step. `two_acc`: hi rounded (not truncated), B split
+    K-major (its transpose's rows), and the cross products in an accumulator of their own."""
     BM, BN, BK, w, s = cfg
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty(M, N, device=a.device, dtype=torch.float32)
-    ah, al = split(a)
-    bh, bl = split(b)
+    ah, al = split(a, two_acc)
+    if two_acc:
+        bth, btl = split(b.t().contiguous(), True)  # N x K: B's element (k, n) at n * K + k
+        bh, bl = bth.t(), btl.t()
+    else:
+        bh, bl = split(b, False)
     grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
     gemm_split[grid](ah, al, bh, bl, c, M, N, K, ah.stride(0), ah.stride(1), bh.stride(0), bh.stride(1),
-                     c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8, num_warps=w, num_stages=s)
-    return c
-
-
-def run_split_two_acc(a, b, cfg):
-    """A split once (hi rounded), B split K-major (its transpose's rows), two accumulators."""
-    BM, BN, BK, w, s = cfg
-    M, K = a.shape
-    N = b.shape[1]
-    c = torch.empty(M, N, device=a.device, dtype=torch.float32)
-    parts = []
-    for x in (a, b.t().contiguous()):
-        hi, lo = torch.empty_like(x), torch.empty_like(x)
-        split_tf32_rounded[(triton.cdiv(x.numel(), 4096),)](x, hi, lo, x.numel(), BLOCK=4096)
-        parts += [hi, lo]
-    ah, al, bth, btl = parts  # bth is N x K: B's element (k, n) at n * K + k
-    grid = (triton.cdiv(M, BM) * triton.cdiv(N, BN),)
-    gemm_split_two_acc[grid](ah, al, bth, btl, c, M, N, K, ah.stride(0), ah.stride(1), bth.stride(1), bth.stride(0),
-                             c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8, num_warps=w, num_stages=s)
+                     c.stride(0), c.stride(1), BM=BM, BN=BN, BK=BK, GROUP_M=8, TWO_ACC=two_acc, num_warps=w,
+                     num_stages=s)
     return c
 
 
@@ -189,7 +153,7 @@ def main():
         rows = []
         for cfg in cfgs:
             for name, fn in (("split3", lambda a=a, b=b, cfg=cfg: run_split(a, b, cfg)),
-                             ("split3_two_acc", lambda a=a, b=b, cfg=cfg: run_split_two_acc(a, b, cfg)),
+                             ("split3_two_acc", lambda a=a, b=b, cfg=cfg: run_split(a, b, cfg, two_acc=True)),
                              ("tf32x3", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "tf32x3")),
                              ("ieee", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "ieee")),
                              ("tf32(one)", lambda a=a, b=b, cfg=cfg: run_one(a, b, cfg, "tf32"))):

@@ -178,7 +178,7 @@ def applies(op: str, window: dict[str, int]) -> str | None:
     if window["kw"] < 3:
         return (f"a window {window['kw']} wide: sliding's two loads an output are no fewer than the window's own "
                 f"{window['kw']}")
-    lanes = _next_power_of_2(window["kw"]) * _next_power_of_2(window["dw"])
+    lanes = _lanes(window)
     if op == "max_pool2d_with_indices" and lanes > MAX_LANES:
         return (f"{window['kw']} taps {window['dw']} apart pad to {lanes} lanes a segment, over the {MAX_LANES} a "
                 f"program holds")
@@ -201,13 +201,14 @@ def grid(op: str, window: dict[str, int]) -> tuple[dict[str, int], ...]:
     KW x dilation padded to powers of two), 2-16 lanes a thread."""
     if op != "max_pool2d_with_indices":
         return GRID
-    lanes = _next_power_of_2(window["kw"]) * _next_power_of_2(window["dw"])
+    lanes = _lanes(window)
     return tuple({"SEGMENTS": tile // lanes, "num_warps": n} for tile in (1024, 2048, 512, 4096) for n in (4, 8)
                  if tile >= lanes and 2 <= tile // (32 * n) <= 16)  # never empty: applies() caps lanes at 4096
 
 
-def _next_power_of_2(n: int) -> int:
-    return 1 << max(n - 1, 0).bit_length()
+def _lanes(window: dict[str, int]) -> int:
+    """A maximum's lanes a segment: its KW taps times its dilation's phases, each padded to a power of two."""
+    return (1 << max(window["kw"] - 1, 0).bit_length()) * (1 << max(window["dw"] - 1, 0).bit_length())
 
 
 def instance_why(op: str, window: dict[str, int]) -> str:
