@@ -36,7 +36,8 @@ _OTHER = (
     Rule("incorrect", "correctness", "outputs differ from the reference beyond the tolerance"),
     Rule("incorrect-when-timed", "correctness", "a timed call's outputs differ from the reference"),
     Rule("one-tf32-product", "correctness", "an fp32 problem's tl.dot multiplied fp32 at one TF32 product "
-         "(Triton's default precision)"),
+         "(Triton's default precision), and its outputs measured more than 10x the problem's own fp32 error "
+         "from float64 (or could not be measured)"),
     Rule("unjudgeable", "correctness", "no case of the problem can tell a right answer from zeros"),
     Rule("duplicate", "graph", "the same kernel as another candidate of the step"),
     Rule("bad-reply", "graph", "the optimizer's reply held no runnable kernel"),

@@ -17,7 +17,7 @@ from kernelopt.harness.measure.impossible import impossible_speed
 from kernelopt.harness.measure.timing import TimingConfig
 from kernelopt.harness.problem import check_kernel_source, read_source
 from kernelopt.harness.rule_table import known_rule
-from kernelopt.harness.sandbox import warm_profile
+from kernelopt.harness.sandbox import precision, warm_profile
 from kernelopt.harness.sandbox.audit import host_memory_cap
 from kernelopt.harness.sandbox.exits import failure_of
 from kernelopt.harness.sandbox.locks import device_lock, lock_path
@@ -355,6 +355,11 @@ class Verifier:
             )
         if not result.get("ok"):
             return Verdict(accepted=False, reason=result["reason"], rule=result.get("rule"), log_path=log)
+        # the precision first: a one-TF32 product's error, measured, says more than the tolerance it also fails
+        products, error_ratio = int(result.get("tf32_products") or 0), judged.get("fp32_error_ratio")
+        refused = precision.refusal(products, error_ratio)
+        if refused:
+            return Verdict(accepted=False, reason=refused, rule=precision.RULE, log_path=log)
         if judged.get("rule"):
             return Verdict(accepted=False, reason=judged["reason"], rule=judged["rule"], log_path=log)
         timing = Timing(**result["timing"]) if result.get("timing") else None
@@ -371,6 +376,9 @@ class Verifier:
                 rule="unjudgeable",
                 log_path=log,
             )
+        if products:
+            reason += (f"; {products} one-TF32 products on fp32, their outputs measured at {error_ratio:.2g}x the "
+                       "problem's own fp32 error from float64")
         if timing:
             reason += f"; {timing.label()}"
         fingerprint = result.get("fingerprint")

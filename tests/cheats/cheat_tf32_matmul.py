@@ -1,8 +1,10 @@
 """Cheat: an fp32 matmul at one TF32 product (Triton's default precision). Caught by: runtime: one TF32 product.
 
 tl.dot without input_precision multiplies fp32 at TF32 (10 mantissa bits, ~1e-3 relative): on
-inputs of one sign the sums average that down within fp32's tolerance, and under the interpreter
-it is exact fp32, so no output check can be relied on. The compiled TTIR names the precision.
+inputs of one sign the sums average that down within fp32's tolerance, so the tolerance alone cannot
+be relied on. The compiled TTIR names the precision; the outputs, measured against float64, are
+then over a hundred times the problem's own fp32 error (the candidate's interpreter reads TF32
+operands as the tensor cores do).
 (One product over the whole of K, no loop: the interpreter's host compile of TTIR takes no loop.)
 
 Problem: problem_matmul.py.

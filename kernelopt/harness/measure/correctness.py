@@ -90,15 +90,18 @@ def compare_case(
     atol_scale: float = 1.0,
     slack: list[torch.Tensor | None] | None = None,
     judging: Judging | None = None,
+    errors: list[tuple[float, float | None]] | None = None,
 ) -> str | None:
     """None when one case's outputs match, else where they do not (", output 1: ..."), to follow
     the case's name. `slack` adds, per element, the reference's own error to the allowance;
-    `judging` (judging_for) sets the tolerance of outputs judged on their own scale."""
+    `judging` (judging_for) sets the tolerance of outputs judged on their own scale. `errors`, where
+    given, gets each fp32 output's worst distance from the yardstick and the problem's own worst
+    (its slack's largest; None where the case has no float64 yardstick)."""
     if len(want_outputs) != len(got_outputs):
         return f": forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
     atols = judging.atols if judging is not None else (None,) * len(want_outputs)
     for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
-        problem = _compare_tensor(want, got, atol_scale, slack[index] if slack else None, atols[index])
+        problem = _compare_tensor(want, got, atol_scale, slack[index] if slack else None, atols[index], errors)
         if problem:
             return f", output {index}: {problem}"
     return None
@@ -115,6 +118,7 @@ def _compare_tensor(
     atol_scale: float = 1.0,
     slack: torch.Tensor | None = None,
     own_scale_atol: float | None = None,
+    errors: list[tuple[float, float | None]] | None = None,
 ) -> str | None:
     if got.shape != want.shape:
         return f"shape {tuple(got.shape)} differs from the reference's {tuple(want.shape)}"
@@ -134,7 +138,7 @@ def _compare_tensor(
         return f"{mismatched} of {want.numel()} elements differ (exact match required)" if mismatched else None
     atol, rtol = tolerance(want.dtype)
     atol = own_scale_atol if own_scale_atol is not None else atol * atol_scale
-    counts = {"nonfinite": 0, "special": 0, "off": 0}
+    counts: dict[str, float] = {"nonfinite": 0, "special": 0, "off": 0, "error": 0.0, "own": 0.0}
     worst: tuple[float, int, float, float] | None = None  # (excess, index, got, expected)
     for start in range(0, want.numel(), CHUNK_ELEMENTS):
         part = slice(start, start + CHUNK_ELEMENTS)
@@ -142,6 +146,8 @@ def _compare_tensor(
         found = _compare_chunk(flat_want[part].to(device), flat_got[part].to(device), atol, rtol, chunk_slack, counts)
         if found is not None and (worst is None or found[0] > worst[0]):
             worst = (found[0], found[1] + start, found[2], found[3])
+    if errors is not None and want.dtype == torch.float32:
+        errors.append((counts["error"], counts["own"] if slack is not None else None))
     if counts["nonfinite"]:
         return (
             f"{counts['nonfinite']} of {want.numel()} elements are NaN/Inf where the reference is finite "
@@ -170,7 +176,7 @@ def _compare_chunk(
     atol: float,
     rtol: float,
     slack: torch.Tensor | None,
-    counts: dict[str, int],
+    counts: dict[str, float],
 ) -> tuple[float, int, float, float] | None:
     """Count this slice's failures into `counts`; its worst element beyond the allowance, if any."""
     want64, got64 = want.double(), got.double()
@@ -183,7 +189,11 @@ def _compare_chunk(
     allowed = atol + rtol * want64.abs()
     if slack is not None:
         allowed += slack.to(want64.device).double()
-    excess = ((got64 - want64).abs() - allowed).where(both, torch.full_like(want64, -1.0))
+    distance = (got64 - want64).abs().where(both, torch.zeros_like(want64))
+    if distance.numel():
+        counts["error"] = max(counts["error"], float(distance.max()))
+        counts["own"] = max(counts["own"], float(slack.max())) if slack is not None else counts["own"]
+    excess = (distance - allowed).where(both, torch.full_like(want64, -1.0))
     off = int((excess > 0).sum())
     if not off:
         return None

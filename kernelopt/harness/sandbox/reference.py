@@ -43,6 +43,8 @@ class _Judged:
     received: set[int] = field(default_factory=set)
     protocol_error: str | None = None
     not_run: list[str] = field(default_factory=list)  # cases this candidate could not take, and why
+    # each checked fp32 output's worst distance from its float64 yardstick, and the problem's own (None: no yardstick)
+    errors: list[tuple[float, float | None]] = field(default_factory=list)
 
 
 class Reference:
@@ -179,7 +181,8 @@ class Reference:
             raise transfer.TransferError(f"no checked case {index}")
         judged.received.add(index)
         expected = self.expected(index)
-        mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack, self.judging[index])
+        mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack, self.judging[index],
+                                judged.errors)
         del expected
         self._release()
         if mismatch:
@@ -191,6 +194,9 @@ class Reference:
         """The verdict on what arrived under `token`; `partial` (a sweep's quick check): judged on
         the cases received, not missing the others."""
         judged = self.judged.pop(token, None) or _Judged(protocol_error="no outputs were received")
+        return {**self._verdict(judged, partial), "fp32_error_ratio": error_ratio(judged.errors)}
+
+    def _verdict(self, judged: _Judged, partial: bool) -> dict[str, Any]:
         if judged.protocol_error:
             return {"rule": "runtime-error", "reason": f"the outputs could not be read: {judged.protocol_error}"}
         if judged.mismatches:
@@ -207,6 +213,16 @@ class Reference:
                 f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
             }
         return {"rule": None, "reason": "correct", "not_run": judged.not_run}
+
+
+def error_ratio(errors: list[tuple[float, float | None]]) -> float | None:
+    """How many times the problem's own fp32 error (against float64) a candidate's worst fp32 output is off;
+    None where no fp32 output had a float64 yardstick. An output whose own error is nil is measured
+    against its largest slack, never zero (a yardstick's slack has a floor)."""
+    measured = [(error, own) for error, own in errors if own is not None]
+    if not measured:
+        return None
+    return max(error / own if own > 0 else (0.0 if error == 0 else float("inf")) for error, own in measured)
 
 
 def _largest(expected: Expected) -> float:

@@ -29,7 +29,7 @@ import torch
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import launches, poison, transfer
+from kernelopt.harness.sandbox import launches, poison, precision, transfer
 from kernelopt.harness.sandbox import worker as candidate
 from kernelopt.harness.sandbox.audit import install_audit_guard
 from kernelopt.harness.sandbox.calls import Rejected, build_model
@@ -59,6 +59,7 @@ def _setup(req: dict[str, Any]) -> tuple[torch.device, candidate.Progress, Any, 
     progress = candidate.Progress(Path(req["progress_path"]))
     rows = _Rows(req["work_dir"])
     problem = load_problem(req["problem_path"])
+    precision.emulate_tf32_in_interpreter()  # as in a candidate's own process
     poison.arm(device)
     guards = candidate._Guards()
     paths = {str(Path(p).resolve()) for p in req["variants"]}

@@ -59,6 +59,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     problem = load_problem(req["problem_path"])
     source = Path(req["kernel_path"]).read_text()  # for the precision rule, read before the sandbox is armed
     drawn = parameters.reference_norm_parameters(problem) if any("params" in c for c in req["cases"]) else {}
+    precision.emulate_tf32_in_interpreter()  # an interpreted tl.dot rounds a TF32 operand as the GPU does
     guards = _arm(req)
     launches.COMPILES.notify = progress.mark
     recorder = fingerprint.start()  # the checked calls' launches: is this kernel one already timed?
@@ -90,8 +91,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                 continue
             with parameters.perturbed(model, case, drawn):  # a parameters case's draw, restored after
                 same_shape = set(case) - {"ref_ms"} == {"seed"}
-                # Refill the same input storage for every seed, so that a cache keyed by the input's
-                # address returns a stale answer and fails. The seeds come first: then it goes.
+                # The same input storage refilled for every seed: a cache keyed by address fails (seeds first).
                 buffers = buffers if same_shape else None
                 if buffers is not None:
                     fresh = refilled(buffers, case_inputs(problem, case, device))
@@ -116,8 +116,8 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                 del first, before, fresh
             give_back(device)
     guards.check_untouched()
-    precision.check(recorder, fp32_outputs, source)
     result: dict[str, Any] = {"ok": True, "cases": len(checked) - not_run, "launches": guards.launches.total}
+    result["tf32_products"] = precision.products_found(recorder, fp32_outputs, source)  # measured by the parent
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
     if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
         progress.mark("lock")

@@ -9,7 +9,7 @@ import re
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_tma
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_split, matmul_tma
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -72,6 +72,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
     if family.dtype == "float32":
         twins = [_tf32x3_twin(m, family, capability) for m in out]
         out, skipped = _k_major(family, out + twins, skipped, capability, sm_count)
+        out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
     return out, skipped
@@ -111,6 +112,35 @@ def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped], ca
     return [*out, MoveInstance("matmul.k_major_split_k_tf32x3", split, source,
                                _split_grid(family, sm_count, deep))], skipped
 
+
+def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str,
+                sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+    """A and B split once into TF32 parts and remainders, then three TF32 products a K step (matmul_split.py),
+    where the product is large enough in every dimension to be bound by the tensor cores, not by memory."""
+    (m, k), n = _mk(family), _n(family)
+    tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    why = ""
+    if (capability_major(capability) or 99) < 8:
+        why = f"the GPU (compute capability {capability}) has no TF32 tensor cores (sm_80 and later)"
+    elif min(m, n, k) < SPLIT_MIN:
+        why = (f"M={m}, N={n}, K={k}: below {SPLIT_MIN} the product is bound by memory, and the split's pass over "
+               "A and B (one read, two writes) and the product's two reads of each cost more than the tensor cores "
+               "save")
+    elif 2 * tiles < sm_count:
+        why = (f"{tiles} output tiles of 128 x 128 for {sm_count} SMs: a product of a program per tile leaves "
+               "most SMs idle (the split-K moves take such a K)")
+    if why:
+        return out, [*skipped, Skipped("matmul.split_tf32", why)]
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES)
+    source = matmul_split.split_tf32(family.input_names, family.operands, family.transposed)
+    return [*out, MoveInstance("matmul.split_tf32", "A and B split once into TF32 parts and remainders (K-major, "
+                               "padded to whole tiles), then three TF32 products a K step added in fp32 on the "
+                               "tensor cores: nothing split, nor written back to shared memory, inside the loop",
+                               source, grid)], skipped
+
+
+SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
                  "products take their tiles as they lie")

@@ -105,6 +105,15 @@ def _dot_range(a_ptr, b_ptr, M, N, K, sam, sak, sbk, sbn, pid_m, pid_n, k_lo, k_
     return acc
 '''
 
+# _tile_ids alone, for a template with a product of its own
+TILE_IDS = _TILE.split("\n\n@triton.jit\ndef _dot_range(", 1)[0] + "\n"
+
+
+def header(what: str) -> str:
+    """A template file's docstring, imports and tile constants."""
+    return Template(_HEADER).substitute(what=what)
+
+
 _GROUPED = '''
 
 @triton.jit

@@ -1,0 +1,152 @@
+"""`matmul.split_tf32` and the measured one-TF32-product rule: operands split once into TF32 parts and
+remainders, three plain TF32 products a K step; offered where the product is large (why not elsewhere), exact in
+its split, verified on tiny problems; and the verifier's measurement of one-TF32 products against float64."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from kernelopt.harness.sandbox import precision
+from kernelopt.harness.sandbox.reference import error_ratio
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import matmul_split, structural_moves
+from kernelopt.offline.moves.family import trace_family
+from kernelopt.offline.tuner import with_config
+
+ROOT = Path(__file__).resolve().parents[1]
+MOVES = ROOT / "tests" / "data" / "moves"
+PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
+CHEATS = ROOT / "tests" / "cheats"
+TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+
+
+@pytest.fixture(scope="module")
+def settings() -> HarnessSettings:
+    return HarnessSettings.detect(seeds=1, time_compile=False)
+
+
+def _source(problem: Path) -> str:
+    from kernelopt.harness.problem import import_file
+
+    family = trace_family(import_file(problem, "kernelopt_test_split_family"))
+    return matmul_split.split_tf32(family.input_names, family.operands, family.transposed)
+
+
+def _load(tmp_path: Path, source: str):  # noqa: ANN202 - the kernel module
+    path = tmp_path / "split_kernel.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("kernelopt_test_split_kernel", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_the_split_is_offered_for_large_fp32_products_and_says_why_not_elsewhere() -> None:
+    square = {m.name: m for m in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py").instances}
+    split = square["matmul.split_tf32"]
+    assert [tuple(c.values()) for c in split.grid] == list(matmul_split.TILES)
+    assert "compute" in split.cures and "three TF32 products a K step added in fp32" in split.why
+    irregular = {m.name for m in structural_moves(PROBLEMS / "8_Matmul_with_irregular_shapes_.py").instances}
+    assert "matmul.split_tf32" in irregular  # K=2949 and M, N off every tile: padded
+    for problem, why in (("9_Tall_skinny_matrix_multiplication_.py", "bound by memory"),
+                         ("6_Matmul_with_large_K_dimension_.py", "4 output tiles of 128 x 128 for 132 SMs")):
+        skipped = {s.name: s.why for s in structural_moves(PROBLEMS / problem).skipped}
+        assert why in skipped["matmul.split_tf32"], skipped.get("matmul.split_tf32")
+    volta = {s.name: s.why for s in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py",
+                                                     capability="7.0").skipped}
+    assert "no TF32 tensor cores" in volta["matmul.split_tf32"]
+    fp16 = structural_moves(MOVES / "matmul_fp16.py")
+    assert "matmul.split_tf32" not in {m.name for m in fp16.instances} | {s.name for s in fp16.skipped}
+
+
+def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
+    # hi + lo is x exactly, hi keeps 10 mantissa bits (rounded to nearest: |lo| at most half of hi's last bit),
+    # the padding is zeros, an infinity's remainder is 0 and a NaN stays NaN; fp32's largest does not round to inf.
+    module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
+    x = torch.randn(37, 21) * torch.logspace(-30, 30, 21)
+    x[0, :5] = torch.tensor([float("inf"), float("-inf"), float("nan"), torch.finfo(torch.float32).max, 1.0])
+    hi, lo = module._split(x.T, 32, 48)  # a strided view, rows and K padded
+    assert hi.shape == lo.shape == (32, 48)
+    assert not hi[21:].any() and not lo[21:].any() and not hi[:, 37:].any() and not lo[:, 37:].any()
+    h, r, want = hi[:21, :37], lo[:21, :37], x.T
+    finite = want.isfinite()
+    assert torch.equal((h.double() + r.double())[finite], want.double()[finite])
+    assert not (h.view(torch.int32)[finite] & 0x1FFF).any()
+    below_max = finite & (want.abs() < torch.finfo(torch.float32).max)  # the largest is truncated, not rounded up
+    assert (r.abs() <= h.abs() * 2.0**-11)[below_max].all()
+    assert h[0, 0] == float("inf") and h[1, 0] == float("-inf") and r[0, 0] == 0 and r[1, 0] == 0
+    assert h[2, 0].isnan() and h[3, 0].isfinite() and h[3, 0] + r[3, 0] == want[3, 0]
+
+
+@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "matmul3d.py"])
+def test_the_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    source = _source(MOVES / problem)
+    if problem == "matmul3d.py":  # torch.matmul's A of more dims: its rows, as matmul_moves gives every template
+        from kernelopt.harness.problem import import_file
+        from kernelopt.offline.moves import gemm
+
+        source = gemm._on_rows(source, trace_family(import_file(MOVES / problem, "kernelopt_test_split_3d")))
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(source, TINY))
+    verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+
+
+@pytest.mark.parametrize(("kernel", "accepted"), [("honest_split_tf32_matmul", True), ("cheat_tf32_matmul", False)])
+def test_one_tf32_products_are_measured_against_float64(kernel: str, accepted: bool, tmp_path: Path,
+                                                        settings: HarnessSettings) -> None:
+    # Both launch tl.dot at one TF32 product on fp32 (the TTIR says so); the split's three add up to fp32's
+    # accuracy, the lone product is hundreds of times PyTorch's own error.
+    verdict = Verifier(CHEATS / "problem_matmul.py", tmp_path, settings).verify(CHEATS / f"{kernel}.py", time=False)
+    assert verdict.accepted is accepted, verdict.reason
+    if accepted:
+        ratio = float(verdict.reason.split("measured at ")[1].split("x")[0])
+        assert ratio <= precision.FP32_ERROR_TIMES
+    else:
+        assert verdict.rule == "one-tf32-product"
+        assert float(verdict.reason.split(": the outputs are ")[1].split("x")[0]) > 100
+
+
+def test_the_rule_refuses_what_it_cannot_measure_or_measures_too_far_off() -> None:
+    assert precision.refusal(0, None) is None  # no one-TF32 product: nothing to measure
+    assert "no case had a float64 yardstick" in (precision.refusal(2, None) or "")
+    assert precision.refusal(3, 9.9) is None
+    assert "10.5x the problem's own fp32 error" in (precision.refusal(3, 10.5) or "")
+    # the worst output of the worst case, each against its own yardstick's largest slack; none without one
+    assert error_ratio([(1e-6, 1e-6), (8e-6, 2e-6), (5.0, None)]) == 4.0
+    assert error_ratio([(5.0, None)]) is None
+    assert error_ratio([(0.0, 0.0)]) == 0.0 and error_ratio([(1e-9, 0.0)]) == float("inf")
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's tl.dot")
+def test_the_interpreter_multiplies_a_tf32_operand_at_tf32(monkeypatch: pytest.MonkeyPatch) -> None:
+    import triton
+    import triton.language as tl
+    from triton.runtime import interpreter
+
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", interpreter.InterpreterBuilder.create_dot)
+
+    @triton.jit
+    def product(a_ptr, b_ptr, c_ptr, PRECISION: tl.constexpr):
+        r = tl.arange(0, 16)
+        a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+        b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+        tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b, input_precision=PRECISION))
+
+    a = torch.full((16, 16), 1.0 + 2.0**-12)  # past TF32's 10 mantissa bits: rounds to 1 (ties to even)
+    b = torch.eye(16) * (1.0 + 3 * 2.0**-11)  # 1 + 1.5 of TF32's last bit: rounds up to 1 + 2^-9
+    precision.emulate_tf32_in_interpreter()
+    precision.emulate_tf32_in_interpreter()  # twice is once
+    got = {}
+    for mode in ("tf32", "tf32x3", "ieee"):
+        c = torch.empty(16, 16)
+        product[(1,)](a, b, c, PRECISION=mode)
+        got[mode] = float(c[0, 0])
+    assert got["tf32"] == np.float32(1.0 + 2.0**-9)
+    assert got["tf32x3"] == got["ieee"] == np.float32((1.0 + 2.0**-12) * (1.0 + 3 * 2.0**-11))
