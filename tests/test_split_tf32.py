@@ -35,7 +35,8 @@ def _source(problem: Path) -> str:
     from kernelopt.harness.problem import import_file
 
     family = trace_family(import_file(problem, "kernelopt_test_split_family"))
-    return matmul_split.split_tf32(family.input_names, family.operands, family.transposed)
+    template = matmul_split.bmm_split_tf32 if family.name == "bmm" else matmul_split.split_tf32
+    return template(family.input_names, family.operands, family.transposed)
 
 
 def _load(tmp_path: Path, source: str):  # noqa: ANN202 - the kernel module
@@ -54,6 +55,10 @@ def test_the_split_is_offered_for_large_fp32_products_and_says_why_not_elsewhere
     assert "compute" in split.cures and "three TF32 products a K step added in fp32" in split.why
     irregular = {m.name for m in structural_moves(PROBLEMS / "8_Matmul_with_irregular_shapes_.py").instances}
     assert "matmul.split_tf32" in irregular  # K=2949 and M, N off every tile: padded
+    batched = {m.name: m for m in structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances}
+    assert "each batch's A and B split once" in batched["bmm.split_tf32"].why
+    tiny = {s.name: s.why for s in structural_moves(MOVES / "bmm.py").skipped}
+    assert "M=20, N=12, K=36: below 128 the product is bound by memory" in tiny["bmm.split_tf32"]
     for problem, why in (("9_Tall_skinny_matrix_multiplication_.py", "bound by memory"),
                          ("6_Matmul_with_large_K_dimension_.py", "4 output tiles of 128 x 128 for 132 SMs")):
         skipped = {s.name: s.why for s in structural_moves(PROBLEMS / problem).skipped}
@@ -71,10 +76,11 @@ def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
     module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
     x = torch.randn(37, 21) * torch.logspace(-30, 30, 21)
     x[0, :5] = torch.tensor([float("inf"), float("-inf"), float("nan"), torch.finfo(torch.float32).max, 1.0])
-    hi, lo = module._split(x.T, 32, 48)  # a strided view, rows and K padded
-    assert hi.shape == lo.shape == (32, 48)
-    assert not hi[21:].any() and not lo[21:].any() and not hi[:, 37:].any() and not lo[:, 37:].any()
-    h, r, want = hi[:21, :37], lo[:21, :37], x.T
+    hi, lo = module._split(torch.stack([x.T, -x.T]), 32, 48)  # two batches of a strided view, rows and K padded
+    assert hi.shape == lo.shape == (2, 32, 48)
+    assert not hi[:, 21:].any() and not lo[:, 21:].any() and not hi[:, :, 37:].any() and not lo[:, :, 37:].any()
+    assert torch.equal(hi[1, :21, :37].nan_to_num(), -hi[0, :21, :37].nan_to_num())  # each batch its own
+    h, r, want = hi[0, :21, :37], lo[0, :21, :37], x.T
     finite = want.isfinite()
     assert torch.equal((h.double() + r.double())[finite], want.double()[finite])
     assert not (h.view(torch.int32)[finite] & 0x1FFF).any()
@@ -84,7 +90,7 @@ def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
     assert h[2, 0].isnan() and h[3, 0].isfinite() and h[3, 0] + r[3, 0] == want[3, 0]
 
 
-@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "matmul3d.py"])
+@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "matmul3d.py", "bmm.py"])
 def test_the_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
     source = _source(MOVES / problem)
     if problem == "matmul3d.py":  # torch.matmul's A of more dims: its rows, as matmul_moves gives every template

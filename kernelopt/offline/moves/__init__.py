@@ -200,7 +200,7 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 
         instances, skipped = (gemm.matmul_moves(family, sm_count, capability) if family.name == "matmul"
-                              else gemm.bmm_moves(family, capability))
+                              else gemm.bmm_moves(family, capability, sm_count))
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
     elif family.name == "batch_norm":

@@ -118,7 +118,8 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     """A and B split once into TF32 parts and remainders, then three TF32 products a K step (matmul_split.py),
     where the product is large enough in every dimension to be bound by the tensor cores, not by memory."""
     (m, k), n = _mk(family), _n(family)
-    tiles = math.ceil(m / 128) * math.ceil(n / 128)
+    tiles = math.ceil(m / 128) * math.ceil(n / 128) * (family.shapes[family.operands[0]][0] if family.name == "bmm"
+                                                        else 1)
     why = ""
     if (capability_major(capability) or 99) < 8:
         why = f"the GPU (compute capability {capability}) has no TF32 tensor cores (sm_80 and later)"
@@ -129,15 +130,18 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     elif 2 * tiles < sm_count:
         why = (f"{tiles} output tiles of 128 x 128 for {sm_count} SMs: a product of a program per tile leaves "
                "most SMs idle (the split-K moves take such a K)")
+    name = f"{family.name}.split_tf32"
     if why:
-        return out, [*skipped, Skipped("matmul.split_tf32", why)]
+        return out, [*skipped, Skipped(name, why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES)
-    source = matmul_split.split_tf32(family.input_names, family.operands, family.transposed)
-    return [*out, MoveInstance("matmul.split_tf32", "A and B split once into TF32 parts and remainders (K-major, "
-                               "padded to whole tiles), then three TF32 products a K step added in fp32 on the "
-                               "tensor cores: nothing split, nor written back to shared memory, inside the loop",
-                               source, grid)], skipped
+    template = matmul_split.bmm_split_tf32 if family.name == "bmm" else matmul_split.split_tf32
+    source = template(family.input_names, family.operands, family.transposed)
+    each = "each batch's " if family.name == "bmm" else ""
+    why = (f"{each}A and B split once into TF32 parts and remainders (K-major, padded to whole tiles), then three "
+           "TF32 products a K step added in fp32 on the tensor cores: nothing split, nor written back to shared "
+           "memory, inside the loop")
+    return [*out, MoveInstance(name, why, source, grid)], skipped
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
@@ -183,7 +187,8 @@ def _tma(family: Family, sm_count: int, out: list[MoveInstance],
     return [*out, MoveInstance("matmul.tma", why, source, grid)], skipped
 
 
-def bmm_moves(family: Family, capability: str = "9.0") -> tuple[list[MoveInstance], list[Skipped]]:
+def bmm_moves(family: Family, capability: str = "9.0",
+              sm_count: int = 132) -> tuple[list[MoveInstance], list[Skipped]]:
     source = matmul.batched(family.input_names, family.operands, family.transposed)
     out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
                         source, tuple(_tiles(family)))]
@@ -192,10 +197,11 @@ def bmm_moves(family: Family, capability: str = "9.0") -> tuple[list[MoveInstanc
     out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
     if why is None:
-        return out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)]
+        return _split_tf32(family, out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)], capability, sm_count)
     kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands, family.transposed))
-    return [*out, MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
-                               tuple(_tiles(family, _deep(family, capability, k_major=True))))], []
+    out.append(MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
+                            tuple(_tiles(family, _deep(family, capability, k_major=True)))))
+    return _split_tf32(family, out, [], capability, sm_count)
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],

@@ -23,34 +23,37 @@ from string import Template
 
 from kernelopt.offline.moves import matmul
 
-_KERNELS = '''
+_SPLIT_KERNEL = '''
 
 @triton.jit
-def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_r, s_c, rows_p, ld, block_r: tl.constexpr,
-                 block_c: tl.constexpr):
-    # src (rows x cols, any strides) as hi + lo, each rows_p x ld, row-major; zeros past rows and cols.
-    # hi: src rounded to TF32 (10 mantissa bits, to nearest), lo = src - hi, exact in fp32.
-    r = tl.program_id(0) * block_r + tl.arange(0, block_r)
+def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_b, s_r, s_c, rows_p, ld, row_blocks,
+                 block_r: tl.constexpr, block_c: tl.constexpr):
+    # src[i] (rows x cols, any strides; batch i at i * s_b) as hi[i] + lo[i], each rows_p x ld, row-major, batch
+    # after batch; zeros past rows and cols. hi: src rounded to TF32 (10 mantissa bits, to nearest); lo = src - hi,
+    # exact in fp32. Axis 0 walks the batches' row blocks (no 65535-batch limit).
+    batch = (tl.program_id(0) // row_blocks).to(tl.int64)
+    r = (tl.program_id(0) % row_blocks) * block_r + tl.arange(0, block_r)
     c = tl.program_id(1) * block_c + tl.arange(0, block_c)
     r64 = r[:, None].to(tl.int64)
     c64 = c[None, :].to(tl.int64)
-    x = tl.load(src_ptr + r64 * s_r + c64 * s_c, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0)
+    src = src_ptr + batch * s_b + r64 * s_r + c64 * s_c
+    x = tl.load(src, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0)
     bits = x.to(tl.int32, bitcast=True)
     near = ((bits + 4096) & -8192).to(tl.float32, bitcast=True)
     # rounding up past fp32's largest (or Inf, NaN): the top 19 bits as they are
     hi = tl.where(tl.abs(near) <= 3.4028234663852886e38, near, (bits & -8192).to(tl.float32, bitcast=True))
     lo = tl.where(hi == x, 0.0, x - hi)  # an infinity's remainder is 0, not inf - inf
+    dst = batch * rows_p * ld + r64 * ld + c64
     inside = (r[:, None] < rows_p) & (c[None, :] < ld)
-    tl.store(hi_ptr + r64 * ld + c64, hi, mask=inside)
-    tl.store(lo_ptr + r64 * ld + c64, lo, mask=inside)
+    tl.store(hi_ptr + dst, hi, mask=inside)
+    tl.store(lo_ptr + dst, lo, mask=inside)
 
 
 @triton.jit
-def split_matmul_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Kp, scm, scn,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # A's and B's parts are K-major (rows Kp apart, Kp a multiple of BLOCK_K) and padded to whole tiles: no
     # load needs a mask. Each K step's three TF32 products start from zero; the step's sum is added in fp32.
-    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -67,32 +70,83 @@ def split_matmul_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Kp, scm, sc
         acc += tl.dot(a_hi, b_hi, step, input_precision="tf32")
         a_off += BLOCK_K
         b_off += BLOCK_K
-    rm64 = rm.to(tl.int64)
-    rn64 = rn.to(tl.int64)
-    tl.store(c_ptr + rm64[:, None] * scm + rn64[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
-             mask=(rm64[:, None] < M) & (rn64[None, :] < N))
-
+    return acc
 '''
 
-_FORWARD = '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
-        a_hi, a_lo = _split(a, triton.cdiv(M, BLOCK_M) * BLOCK_M, Kp)
-        b_hi, b_lo = _split(b.T, triton.cdiv(N, BLOCK_N) * BLOCK_N, Kp)
+_MATMUL = '''
+
+@triton.jit
+def split_matmul_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Kp, scm, scn,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    acc = _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+''' + matmul.FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+        a_hi, a_lo = _split(a[None], triton.cdiv(M, BLOCK_M) * BLOCK_M, Kp)
+        b_hi, b_lo = _split(b.T[None], triton.cdiv(N, BLOCK_N) * BLOCK_N, Kp)
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         split_matmul_kernel[grid](a_hi, a_lo, b_hi, b_lo, c, M, N, Kp, c.stride(0), c.stride(1), BLOCK_M=BLOCK_M,
                                   BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=8, num_stages=3)
         return c
+'''
 
+_BMM = '''
+
+@triton.jit
+def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Mp, Np, Kp, scb, scm, scn,
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # Program p: output tile p % tiles of batch p // tiles (batches one after another on one axis).
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    pid = tl.program_id(0)
+    batch = (pid // tiles).to(tl.int64)
+    pid_m, pid_n = _tile_ids(pid % tiles, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+    a_at = batch * Mp * Kp
+    b_at = batch * Np * Kp
+    acc = _split_product(ah_ptr + a_at, al_ptr + a_at, bh_ptr + b_at, bl_ptr + b_at, Kp, pid_m, pid_n,
+                         BLOCK_M, BLOCK_N, BLOCK_K)
+    rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+    rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+    tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $params):
+        a, b = $a, $b
+        batches, M, K = a.shape
+        N = b.shape[2]
+        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+        Mp, Np = triton.cdiv(M, BLOCK_M) * BLOCK_M, triton.cdiv(N, BLOCK_N) * BLOCK_N
+        a_hi, a_lo = _split(a, Mp, Kp)
+        b_hi, b_lo = _split(b.transpose(1, 2), Np, Kp)
+        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
+        grid = (batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
+        split_bmm_kernel[grid](a_hi, a_lo, b_hi, b_lo, c, M, N, Mp, Np, Kp, c.stride(0), c.stride(1), c.stride(2),
+                               BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=8,
+                               num_stages=3)
+        return c
+'''
+
+_SPLIT_HELPER = '''
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
 def _split(x, rows, ld):
-    # x (R x C, any strides) as its TF32 part and remainder, each rows x ld, row-major, zero-padded
-    hi = torch.empty((rows, ld), device=x.device, dtype=torch.float32)
-    lo = torch.empty((rows, ld), device=x.device, dtype=torch.float32)
+    # x (batches x R x C, any strides) as its TF32 part and remainder, each batches x rows x ld, zero-padded
+    hi = torch.empty((x.shape[0], rows, ld), device=x.device, dtype=torch.float32)
+    lo = torch.empty((x.shape[0], rows, ld), device=x.device, dtype=torch.float32)
     block_r, block_c = 32, 128
-    split_kernel[(triton.cdiv(rows, block_r), triton.cdiv(ld, block_c))](
-        x, hi, lo, x.shape[0], x.shape[1], x.stride(0), x.stride(1), rows, ld, block_r=block_r,
-        block_c=block_c, num_warps=4)
+    row_blocks = triton.cdiv(rows, block_r)
+    split_kernel[(x.shape[0] * row_blocks, triton.cdiv(ld, block_c))](
+        x, hi, lo, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), rows, ld, row_blocks,
+        block_r=block_r, block_c=block_c, num_warps=4)
     return hi, lo
 '''
 
@@ -104,8 +158,19 @@ TILES = ((128, 128, 32, 8, 3), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (128, 1
 
 def split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The grouped matmul on A and B split once into TF32 parts and remainders, K-major and padded."""
-    head = matmul.header("A and B split once into TF32 parts and remainders, three TF32 products a K step "
-                         "added in fp32, GROUP_M program order") + matmul.TILE_IDS
     a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(matmul.FORWARD_HEAD + _FORWARD).substitute(params=", ".join(params), a=a, b=b)
-    return head + _KERNELS + body
+    body = Template(_MATMUL).substitute(params=", ".join(params), a=a, b=b)
+    return _head("A and B split once into TF32 parts and remainders, three TF32 products a K step added in "
+                 "fp32, GROUP_M program order") + body + _SPLIT_HELPER
+
+
+def bmm_split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
+    """torch.bmm on each batch's A and B split once into TF32 parts and remainders, K-major and padded."""
+    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
+    body = Template(_BMM).substitute(params=", ".join(params), a=a, b=b)
+    return _head("batched (torch.bmm), each batch's A and B split once into TF32 parts and remainders, three TF32 "
+                 "products a K step added in fp32, GROUP_M order per batch") + body + _SPLIT_HELPER
+
+
+def _head(what: str) -> str:
+    return matmul.header(what) + matmul.TILE_IDS + _SPLIT_KERNEL
