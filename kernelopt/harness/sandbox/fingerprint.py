@@ -17,12 +17,15 @@ not compile here) leaves the candidate without a fingerprint: it is verified and
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import inspect
 import json
 import re
+import sys
 import types
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -168,8 +171,9 @@ def compile_ttir(pyfn: Any, signature: dict[str, str], constexprs: dict[str, Any
     ir.load_dialects(context)
     backend.load_dialects(context)
     source = ASTSource(JITFunction(_compilable(pyfn)), signature, constexprs)
-    module = source.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(),
-                            context)
+    with _language_compilable():
+        module = source.make_ir(target, options, backend.get_codegen_implementation(options),
+                                backend.get_module_map(), context)
     stages: dict[str, Any] = {}
     backend.add_stages(stages, options, source.language)
     return str(stages["ttir"](module, {}))
@@ -189,6 +193,51 @@ def _compilable(pyfn: Any) -> Any:
         if isinstance(value, InterpretedFunction):
             scope[name] = JITFunction(_in_scope(value.fn, scope), **value.kwargs)
     return _in_scope(pyfn, scope)
+
+
+@contextlib.contextmanager
+def _language_compilable() -> Iterator[None]:
+    """While a TTIR is generated: triton.language's own @triton.jit helpers (tl.zeros, tl.max, tl.sum,
+    tl.cdiv, tl.sigmoid: interpreted functions under the interpreter, which the code generator cannot
+    inline, so that nearly every kernel's TTIR failed on the host) are JIT functions again; restored after."""
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        yield
+        return
+    modules = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language") and m is not None]
+    saved = [(m, name, value) for m in modules for name, value in list(vars(m).items())
+             if isinstance(value, InterpretedFunction)]
+    # after an interpreted launch some of tl.core's builtins stay the interpreter's (seen with Triton 3.9): those
+    # as they were imported, for the code generator
+    leaked = [(owner, name, value) for owner, members in _AS_IMPORTED.items() for name, value in members.items()
+              if vars(owner).get(name) is not value]
+    try:
+        for module, name, value in saved:
+            setattr(module, name, JITFunction(value.fn, **value.kwargs))
+        for owner, name, value in leaked:
+            leaked_value = vars(owner).get(name)
+            setattr(owner, name, value)
+            saved.append((owner, name, leaked_value))
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
+_AS_IMPORTED: dict[Any, dict[str, Any]] = {}  # triton.language's namespaces before any interpreted launch
+
+
+def _remember_language() -> None:
+    """Keep triton.language's members as imported (once, before the candidate's first launch)."""
+    if _AS_IMPORTED:
+        return
+    import triton.language as tl
+
+    for owner in (tl, tl.core, tl.core.tensor, tl.math):
+        _AS_IMPORTED[owner] = dict(vars(owner))
 
 
 def _in_scope(fn: Any, scope: dict[str, Any]) -> Any:
@@ -236,6 +285,7 @@ def _without_locations(text: str) -> str:
 def start() -> Recorder:
     """Record every real launch from now on (see launches.LaunchLog)."""
     recorder = Recorder()
+    _remember_language()
     launches.LOG.record = recorder.record
     return recorder
 
