@@ -102,6 +102,23 @@ def test_the_split_template_passes_the_verifier(problem: str, tmp_path: Path, se
     kernel.write_text(with_config(source, TINY))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
+    # the looped kernel's TTIR is had on the host too: its three TF32 products measured, not passed unseen
+    assert "one-TF32 products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+
+
+def test_the_split_without_its_remainders_is_one_tf32_product_and_refused(tmp_path: Path,
+                                                                        settings: HarnessSettings) -> None:
+    # hi * hi alone: the same loop and loads, one TF32 product of the rounded operands, measured hundreds of times
+    # PyTorch's own error
+    source = with_config(_source(MOVES / "matmul_bt.py"), TINY)
+    three = ('step = tl.dot(a_lo, b_hi, input_precision="tf32")\n        step = tl.dot(a_hi, b_lo, step, '
+             'input_precision="tf32")\n        acc += tl.dot(a_hi, b_hi, step, input_precision="tf32")')
+    assert three in source
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(source.replace(three, 'acc += tl.dot(a_hi, b_hi, input_precision="tf32")'))
+    verdict = Verifier(MOVES / "matmul_bt.py", tmp_path / "harness", settings).verify(kernel, time=False)
+    assert not verdict.accepted and verdict.rule == "one-tf32-product", verdict.reason
+    assert float(verdict.reason.split(": the outputs are ")[1].split("x")[0]) > 100
 
 
 @pytest.mark.parametrize(("kernel", "accepted"), [("honest_split_tf32_matmul", True), ("cheat_tf32_matmul", False)])
