@@ -48,7 +48,7 @@ RUNTIME_RULES = {
     "cheat_tuple_size_hardcoded": {"incorrect"},  # the sizes inside `input_shape = (N,)` change too
     "cheat_linked_sizes_hardcoded": {"incorrect"},  # linked sizes resized together, not dropped
     "cheat_zeros_below_tolerance": {"incorrect"},  # outputs within atol of zero judged on their own scale
-    "cheat_tf32_matmul": {"one-tf32-product"},  # read from the compiled TTIR: the interpreter multiplies in fp32
+    "cheat_tf32_matmul": {"one-tf32-product"},  # read from the compiled TTIR, then measured against float64
     "cheat_layernorm_skips_affine": {"incorrect"},  # right on weight 1 and bias 0: the drawn ones tell
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
