@@ -297,9 +297,6 @@ def test_the_split_tf32_matmul_is_measured_as_accurate_as_fp32_at_the_kernelbenc
     assert verdict.accepted and verdict.timing is not None, verdict.reason
     assert "one-TF32 products on fp32, their outputs measured at" in verdict.reason, verdict.reason
     print(f"split_tf32: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
-    if problem.startswith("1_"):  # each step's sum added a step late: does the next step's product wait less?
-        lagged = with_config(kernel.read_text(), {"LAG": 1})
-        print(f"split_tf32 LAG 1: {_time_ms(path, lagged, tmp_path, 'split_lag'):.4f} ms")
     k_major = matmul.on_tensor_cores((matmul_kmajor.bmm_k_major if batched else matmul_kmajor.k_major)(*names))
     deep = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
     print(f"k_major_tf32x3: {_time_ms(path, with_config(k_major, deep), tmp_path, 'k_major'):.4f} ms")

@@ -51,9 +51,7 @@ def _load(tmp_path: Path, source: str):  # noqa: ANN202 - the kernel module
 def test_the_split_is_offered_for_large_fp32_products_and_says_why_not_elsewhere() -> None:
     square = {m.name: m for m in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py").instances}
     split = square["matmul.split_tf32"]
-    assert [tuple(c[k] for k in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")) for c in split.grid
-            if not c.get("LAG")] == list(matmul_split.TILES)
-    assert split.grid[1] == {**split.grid[0], "LAG": 1}
+    assert [tuple(c.values()) for c in split.grid] == list(matmul_split.TILES)
     assert "compute" in split.cures and "three TF32 products a K step added in fp32" in split.why
     irregular = {m.name for m in structural_moves(PROBLEMS / "8_Matmul_with_irregular_shapes_.py").instances}
     assert "matmul.split_tf32" in irregular  # K=2949 and M, N off every tile: padded
@@ -92,11 +90,8 @@ def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
     assert h[2, 0].isnan() and h[3, 0].isfinite() and h[3, 0] + r[3, 0] == want[3, 0]
 
 
-@pytest.mark.parametrize(("problem", "lag"), [("matmul.py", 0), ("matmul_bt.py", 1), ("matmul3d.py", 0), ("bmm.py", 0),
-                                            ("bmm.py", 1)])
-def test_the_split_template_passes_the_verifier(problem: str, lag: int, tmp_path: Path,
-                                                settings: HarnessSettings) -> None:
-    # LAG 1: each step's sum added a step late, the last after the loop (a K of several steps at BLOCK_K 16)
+@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "matmul3d.py", "bmm.py"])
+def test_the_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
     source = _source(MOVES / problem)
     if problem == "matmul3d.py":  # torch.matmul's A of more dims: its rows, as matmul_moves gives every template
         from kernelopt.harness.problem import import_file
@@ -104,7 +99,7 @@ def test_the_split_template_passes_the_verifier(problem: str, lag: int, tmp_path
 
         source = gemm._on_rows(source, trace_family(import_file(MOVES / problem, "kernelopt_test_split_3d")))
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(with_config(source, {**TINY, "LAG": lag}))
+    kernel.write_text(with_config(source, TINY))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
     # the looped kernel's TTIR is had on the host too: its three TF32 products measured, not passed unseen
@@ -117,10 +112,10 @@ def test_the_split_without_its_remainders_is_one_tf32_product_and_refused(tmp_pa
     # PyTorch's own error
     source = with_config(_source(MOVES / "matmul_bt.py"), TINY)
     three = ('step = tl.dot(a_lo, b_hi, input_precision="tf32")\n        step = tl.dot(a_hi, b_lo, step, '
-             'input_precision="tf32")\n        step = tl.dot(a_hi, b_hi, step, input_precision="tf32")')
+             'input_precision="tf32")\n        acc += tl.dot(a_hi, b_hi, step, input_precision="tf32")')
     assert three in source
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(source.replace(three, 'step = tl.dot(a_hi, b_hi, input_precision="tf32")'))
+    kernel.write_text(source.replace(three, 'acc += tl.dot(a_hi, b_hi, input_precision="tf32")'))
     verdict = Verifier(MOVES / "matmul_bt.py", tmp_path / "harness", settings).verify(kernel, time=False)
     assert not verdict.accepted and verdict.rule == "one-tf32-product", verdict.reason
     assert float(verdict.reason.split(": the outputs are ")[1].split("x")[0]) > 100

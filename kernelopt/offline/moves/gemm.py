@@ -134,8 +134,7 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     if why:
         return out, [*skipped, Skipped(name, why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
-    tiles = [dict(zip(keys, t, strict=True)) for t in matmul_split.TILES]
-    grid = (tiles[0], {**tiles[0], "LAG": 1}, *tiles[1:])  # the first tile with each step's sum added a step late
+    grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES)
     template = matmul_split.bmm_split_tf32 if family.name == "bmm" else matmul_split.split_tf32
     source = template(family.input_names, family.operands, family.transposed)
     each = "each batch's " if family.name == "bmm" else ""

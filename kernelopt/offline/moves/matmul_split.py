@@ -51,17 +51,15 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_b, s_r, s_c, rows_p, ld,
 
 @triton.jit
 def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, LAG: tl.constexpr):
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # A's and B's parts are K-major (rows Kp apart, Kp a multiple of BLOCK_K) and padded to whole tiles: no
-    # load needs a mask. Each K step's three TF32 products start from zero; the step's sum is added in fp32
-    # (LAG: one step late, so that a step's products need not wait for the add of the step before).
+    # load needs a mask. Each K step's three TF32 products start from zero; the step's sum is added in fp32.
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
     a_off = rm[:, None].to(tl.int64) * Kp + rk[None, :]
     b_off = rk[:, None] + rn[None, :].to(tl.int64) * Kp
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    last = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, Kp, BLOCK_K):
         a_hi = tl.load(ah_ptr + a_off)
         a_lo = tl.load(al_ptr + a_off)
@@ -69,25 +67,19 @@ def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
         b_lo = tl.load(bl_ptr + b_off)
         step = tl.dot(a_lo, b_hi, input_precision="tf32")
         step = tl.dot(a_hi, b_lo, step, input_precision="tf32")
-        step = tl.dot(a_hi, b_hi, step, input_precision="tf32")
-        if LAG:
-            acc += last
-            last = step
-        else:
-            acc += step
+        acc += tl.dot(a_hi, b_hi, step, input_precision="tf32")
         a_off += BLOCK_K
         b_off += BLOCK_K
-    return acc + last if LAG else acc
+    return acc
 '''
 
 _MATMUL = '''
 
 @triton.jit
 def split_matmul_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Kp, scm, scn,
-                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                        LAG: tl.constexpr):
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     pid_m, pid_n = _tile_ids(tl.program_id(0), M, N, BLOCK_M, BLOCK_N, GROUP_M)
-    acc = _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K, LAG)
+    acc = _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
@@ -99,8 +91,7 @@ def split_matmul_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Kp, scm, sc
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         split_matmul_kernel[grid](a_hi, a_lo, b_hi, b_lo, c, M, N, Kp, c.stride(0), c.stride(1), BLOCK_M=BLOCK_M,
-                                  BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, LAG=LAG, num_warps=8,
-                                  num_stages=3)
+                                  BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=8, num_stages=3)
         return c
 '''
 
@@ -108,8 +99,7 @@ _BMM = '''
 
 @triton.jit
 def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Mp, Np, Kp, scb, scm, scn,
-                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     LAG: tl.constexpr):
+                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
     # Program p: output tile p % tiles of batch p // tiles (batches one after another on one axis).
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     pid = tl.program_id(0)
@@ -118,7 +108,7 @@ def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Mp, Np, Kp, sc
     a_at = batch * Mp * Kp
     b_at = batch * Np * Kp
     acc = _split_product(ah_ptr + a_at, al_ptr + a_at, bh_ptr + b_at, bl_ptr + b_at, Kp, pid_m, pid_n,
-                         BLOCK_M, BLOCK_N, BLOCK_K, LAG)
+                         BLOCK_M, BLOCK_N, BLOCK_K)
     rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
@@ -140,8 +130,8 @@ class ModelNew(nn.Module):
         c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
         grid = (batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         split_bmm_kernel[grid](a_hi, a_lo, b_hi, b_lo, c, M, N, Mp, Np, Kp, c.stride(0), c.stride(1), c.stride(2),
-                               BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, LAG=LAG,
-                               num_warps=8, num_stages=3)
+                               BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, num_warps=8,
+                               num_stages=3)
         return c
 '''
 
@@ -183,5 +173,4 @@ def bmm_split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transpose
 
 
 def _head(what: str) -> str:
-    lag = "LAG = 0  # 1: each K step's sum added one step late\n"
-    return matmul.header(what).replace("GROUP_M = 8\n", "GROUP_M = 8\n" + lag, 1) + matmul.TILE_IDS + _SPLIT_KERNEL
+    return matmul.header(what) + matmul.TILE_IDS + _SPLIT_KERNEL
