@@ -118,7 +118,7 @@ def test_the_split_without_its_remainders_is_one_tf32_product_and_refused(tmp_pa
     kernel.write_text(source.replace(three, 'acc += tl.dot(a_hi, b_hi, input_precision="tf32")'))
     verdict = Verifier(MOVES / "matmul_bt.py", tmp_path / "harness", settings).verify(kernel, time=False)
     assert not verdict.accepted and verdict.rule == "one-tf32-product", verdict.reason
-    assert float(verdict.reason.split(": the outputs are ")[1].split("x")[0]) > 100
+    assert float(verdict.reason.split("(measured: ")[1].split("x")[0]) > 100
 
 
 @pytest.mark.parametrize(("kernel", "accepted"), [("honest_split_tf32_matmul", True), ("cheat_tf32_matmul", False)])
@@ -132,19 +132,84 @@ def test_one_tf32_products_are_measured_against_float64(kernel: str, accepted: b
         ratio = float(verdict.reason.split("measured at ")[1].split("x")[0])
         assert ratio <= precision.FP32_ERROR_TIMES
     else:
-        assert verdict.rule == "one-tf32-product"
-        assert float(verdict.reason.split(": the outputs are ")[1].split("x")[0]) > 100
+        assert verdict.rule == "one-tf32-product" and "outside a chain of 3" in verdict.reason
+        assert float(verdict.reason.split("(measured: ")[1].split("x")[0]) > 100
 
 
-def test_the_rule_refuses_what_it_cannot_measure_or_measures_too_far_off() -> None:
-    assert precision.refusal(0, None) is None  # no one-TF32 product: nothing to measure
-    assert "no case had a float64 yardstick" in (precision.refusal(2, None) or "")
-    assert precision.refusal(3, 9.9) is None
-    assert "10.5x the problem's own fp32 error" in (precision.refusal(3, 10.5) or "")
+def test_the_rule_refuses_a_lone_product_and_what_it_cannot_measure_or_measures_too_far_off() -> None:
+    Products = precision.Products
+    assert precision.refusal(Products(), None) is None  # nothing below fp32's precision: nothing to measure
+    # a one-TF32 product outside a split's chain, however close it measured (at a long K on same-sign inputs
+    # PyTorch's own fp32 sum errs about as much): refused as it stands
+    assert "1 of them outside a chain of 3" in (precision.refusal(Products(tf32=1, lone=1), 0.5) or "")
+    assert "no case had a float64 yardstick" in (precision.refusal(Products(tf32=3), None) or "")
+    assert precision.refusal(Products(tf32=3), 9.9) is None
+    assert "10.5x the problem's own fp32 error" in (precision.refusal(Products(tf32=3), 10.5) or "")
+    # 16-bit operands or bf16x3, or a kernel whose IR could not be read: measured where a case can, else passed
+    assert "2 tl.dot multiply below fp32's precision: the outputs are 40x" in (
+        precision.refusal(Products(low=2), 40.0) or "")
+    assert "could not be read" in (precision.refusal(Products(unknown=True), 40.0) or "")
+    assert precision.refusal(Products(low=2), 2.0) is None and precision.refusal(Products(unknown=True), None) is None
     # the worst output of the worst case, each against its own yardstick's largest slack; none without one
     assert error_ratio([(1e-6, 1e-6), (8e-6, 2e-6), (5.0, None)]) == 4.0
     assert error_ratio([(5.0, None)]) is None
     assert error_ratio([(0.0, 0.0)]) == 0.0 and error_ratio([(1e-9, 0.0)]) == float("inf")
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="Triton's host compile of an interpreted kernel")
+def test_the_compiled_products_are_read_by_precision_and_by_chain() -> None:
+    import triton
+    import triton.language as tl
+
+    from kernelopt.harness.sandbox.fingerprint import compile_ttir
+
+    @triton.jit
+    def product(a_ptr, c_ptr, P: tl.constexpr):
+        r = tl.arange(0, 16)
+        a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+        if P == 0:
+            c = tl.dot(a, a, input_precision="ieee")
+        elif P == 1:
+            c = tl.dot(a, a, input_precision="tf32x3")
+        elif P == 2:
+            c = tl.dot(a, a)  # Triton's default: one TF32 product
+        elif P == 3:
+            c = tl.dot(a.to(tl.float16), a.to(tl.float16))
+        elif P == 4:
+            c = tl.dot(a, a, input_precision="bf16x3")
+        elif P == 5:  # a split's chain: lo*hi, hi*lo, hi*hi on one accumulator
+            c = tl.dot(a, a, tl.dot(a * 2, a, tl.dot(a, a * 3)))
+        else:  # two chained: no split
+            c = tl.dot(a * 2, a, tl.dot(a, a * 3))
+        tl.store(c_ptr + r[:, None] * 16 + r[None, :], c)
+
+    def read(p: int) -> precision.Products:
+        ttir = compile_ttir(product.fn, {"a_ptr": "*fp32", "c_ptr": "*fp32", "P": "constexpr"}, {"P": p})
+        return precision.read_products([ttir])
+
+    Products = precision.Products
+    assert read(0) == read(1) == Products()
+    assert read(2) == Products(tf32=1, lone=1)
+    assert read(3) == read(4) == Products(low=1)
+    assert read(5) == Products(tf32=3) and read(6) == Products(tf32=2, lone=2)
+
+
+def test_a_dot_spelled_in_other_letters_is_still_read_and_an_unread_ir_is_unknown() -> None:
+    tf32 = ("%c = tt.dot %a, %b, %z, inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> -> "
+            "tensor<16x16xf32>")
+
+    class Recorded:
+        failure: str | None = None
+
+        def ttirs(self) -> dict[str, str]:
+            return {"kernel": tf32}
+
+    # fullwidth letters: Python reads the name as tl.dot, so the kernel runs it (NFKC)
+    assert precision.products_found(Recorded(), True, "c = tl.\uff44\uff4f\uff54(a, b)").tf32 == 1
+    assert precision.products_found(Recorded(), False, "c = tl.dot(a, b)") == precision.Products()  # fp16 out
+    broken = Recorded()
+    broken.failure = "launch 2: TypeError: an argument of type tuple is not fingerprinted"
+    assert precision.products_found(broken, True, "c = tl.dot(a, b)") == precision.Products(unknown=True)
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's tl.dot")

@@ -356,7 +356,7 @@ class Verifier:
         if not result.get("ok"):
             return Verdict(accepted=False, reason=result["reason"], rule=result.get("rule"), log_path=log)
         # the precision first: a one-TF32 product's error, measured, says more than the tolerance it also fails
-        products, error_ratio = int(result.get("tf32_products") or 0), judged.get("fp32_error_ratio")
+        products, error_ratio = precision.Products(**(result.get("precision") or {})), judged.get("fp32_error_ratio")
         refused = precision.refusal(products, error_ratio)
         if refused:
             return Verdict(accepted=False, reason=refused, rule=precision.RULE, log_path=log)
@@ -376,9 +376,10 @@ class Verifier:
                 rule="unjudgeable",
                 log_path=log,
             )
-        if products:
-            reason += (f"; {products} one-TF32 products on fp32, their outputs measured at {error_ratio:.2g}x the "
-                       "problem's own fp32 error from float64")
+        if (products.tf32 or products.low or products.unknown) and error_ratio is not None:
+            what = f"{products.tf32} one-TF32" if products.tf32 else "low-precision" if products.low else "unread"
+            reason += (f"; {what} products on fp32, their outputs measured at {error_ratio:.2g}x the problem's own "
+                       "fp32 error from float64")
         if timing:
             reason += f"; {timing.label()}"
         fingerprint = result.get("fingerprint")

@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kernelopt.harness.sandbox.fingerprint import Recorder
@@ -35,12 +37,28 @@ from kernelopt.harness.sandbox.fingerprint import Recorder
 RULE = "one-tf32-product"
 # A candidate's fp32 outputs may be this many times the problem's own worst fp32 error against float64.
 FP32_ERROR_TIMES = 10.0
+# A split's products: lo*hi, hi*lo and hi*hi, each on the one before's result as its accumulator
+SPLIT_CHAIN = 3
 _TF32_ON_FP32 = re.compile(
     r"\btt\.dot\b[^\n]*inputPrecision = tf32(?![\w])[^\n:]*: tensor<[^>\n]*xf32> \* tensor<[^>\n]*xf32>"
 )
+_DOT = re.compile(r"(%[^\s=]+) = tt\.dot (%[^\s,]+), (%[^\s,]+), (%[^\s,]+)[^\n]*")
+# fewer mantissa bits than fp32's at the product: 16- or 8-bit float operands, or a precision other than these
+_LOW_OPERAND = re.compile(r": tensor<[^>\n]*x(?:f16|bf16|f8\w*)> \* ")
+_OTHER_PRECISION = re.compile(r"inputPrecision = (?!(?:tf32|tf32x3|ieee)\b)\w+")  # bf16x3, bf16x6; ieee goes unprinted
 _INSTEAD = ('pass input_precision="tf32x3" (three TF32 products on the tensor cores: fp32\'s accuracy) or "ieee", '
             "or split each operand once into its TF32 part and the remainder and add each K step's three products "
             "to the running sum in fp32")
+
+
+@dataclass(frozen=True)
+class Products:
+    """A candidate's products on fp32 data below fp32's precision, read from its TTIR (fp32 outputs only)."""
+
+    tf32: int = 0  # tt.dot at one TF32 product on fp32 operands
+    lone: int = 0  # of those, the ones in no chain of SPLIT_CHAIN products on one accumulator: never a split
+    low: int = 0  # other products below fp32's precision: 16- or 8-bit operands, bf16x3 and the like
+    unknown: bool = False  # its IR could not be had: what it computes at is not known
 
 
 def tf32_products(ttirs: Iterable[str]) -> int:
@@ -48,29 +66,57 @@ def tf32_products(ttirs: Iterable[str]) -> int:
     return sum(len(_TF32_ON_FP32.findall(text)) for text in ttirs)
 
 
-def products_found(recorder: Recorder, fp32_outputs: bool, source: str) -> int:
-    """How many of the candidate's launched `tt.dot`s multiply fp32 at one TF32 product, where its outputs
-    are fp32. Only a source that calls a `dot` is compiled for this (under the interpreter); a kernel whose
-    IR cannot be had is judged by its outputs alone."""
-    if not fp32_outputs or "dot" not in source:
-        return 0
+def read_products(ttirs: Iterable[str]) -> Products:
+    """The one-TF32 products in these TTIR texts, those of them chained fewer than SPLIT_CHAIN deep (a product
+    whose accumulator is another's result extends that one's chain), and the other low-precision products."""
+    tf32 = lone = low = 0
+    for text in ttirs:
+        chain: dict[str, int] = {}  # a one-TF32 product's result -> how many such products lead to it
+        fed: set[str] = set()
+        for line in text.splitlines():
+            dot = _DOT.search(line)
+            if dot is None:
+                continue
+            if _TF32_ON_FP32.search(line):
+                result, acc = dot.group(1), dot.group(4)
+                chain[result] = chain.get(acc, 0) + 1
+                fed.add(acc)
+            elif _LOW_OPERAND.search(line) or _OTHER_PRECISION.search(line) and "xf32> * tensor<" in line:
+                low += 1
+        tf32 += len(chain)
+        lone += sum(depth for result, depth in chain.items() if result not in fed and depth < SPLIT_CHAIN)
+    return Products(tf32, lone, low)
+
+
+def products_found(recorder: Recorder, fp32_outputs: bool, source: str) -> Products:
+    """The candidate's launched products below fp32's precision, where its outputs are fp32. Only a source
+    that calls a `dot` (its identifiers read as Python reads them) is compiled for this, under the
+    interpreter; a kernel whose IR cannot be had is `unknown`, measured where it can be."""
+    if not fp32_outputs or "dot" not in unicodedata.normalize("NFKC", source):
+        return Products()
     texts = recorder.ttirs()
-    if texts is None:
-        print(f"no TTIR for the one-TF32-product rule ({recorder.failure}): judged by its outputs", flush=True)
-    return tf32_products(texts.values()) if texts else 0
+    if texts is None or recorder.failure is not None:
+        print(f"no TTIR for the one-TF32-product rule ({recorder.failure}): measured", flush=True)
+        return Products(unknown=True)
+    return read_products(texts.values())
 
 
-def refusal(products: int, ratio: float | None) -> str | None:
-    """Why a candidate with `products` one-TF32 products on fp32 is refused, given its worst fp32 error as a
-    multiple of the problem's own (None: not measurable); None when it is not."""
-    if not products:
-        return None
-    found = f"{products} tl.dot multiply fp32 operands at one TF32 product (Triton's default input_precision)"
-    if ratio is None:
-        return (f"{found}, and no case had a float64 yardstick to measure their error against: about 1e-3 "
-                f"relative error, outside fp32's tolerance wherever sums cancel; {_INSTEAD}")
-    if ratio > FP32_ERROR_TIMES:
-        return (f"{found}: the outputs are {ratio:.3g}x the problem's own fp32 error from float64 (at most "
+def refusal(products: Products, ratio: float | None) -> str | None:
+    """Why a candidate is refused for its products below fp32's precision, given its worst fp32 error as a
+    multiple of the problem's own (None: not measurable); None when it is not. A one-TF32 product outside a
+    split's chain is refused as it stands: at a long K PyTorch's own fp32 sum errs about as much."""
+    found = f"{products.tf32} tl.dot multiply fp32 operands at one TF32 product (Triton's default input_precision)"
+    if products.lone:
+        measured = f" (measured: {ratio:.3g}x the problem's own fp32 error from float64)" if ratio is not None else ""
+        return (f"{found}, {products.lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator (a split's "
+                f"lo*hi, hi*lo, hi*hi){measured}: about 1e-3 relative error, outside fp32's tolerance wherever sums "
+                f"cancel; {_INSTEAD}")
+    if products.tf32 and ratio is None:
+        return (f"{found}, and no case had a float64 yardstick to measure their error against; {_INSTEAD}")
+    if (products.tf32 or products.low or products.unknown) and ratio is not None and ratio > FP32_ERROR_TIMES:
+        what = found if products.tf32 else (f"{products.low} tl.dot multiply below fp32's precision" if products.low
+                                            else "the products' precision could not be read from the compiled code")
+        return (f"{what}: the outputs are {ratio:.3g}x the problem's own fp32 error from float64 (at most "
                 f"{FP32_ERROR_TIMES:g}x); {_INSTEAD}")
     return None
 

@@ -117,7 +117,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             give_back(device)
     guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(checked) - not_run, "launches": guards.launches.total}
-    result["tf32_products"] = precision.products_found(recorder, fp32_outputs, source)  # measured by the parent
+    result["precision"] = asdict(precision.products_found(recorder, fp32_outputs, source))  # judged by the parent
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
     if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
         progress.mark("lock")
