@@ -210,34 +210,33 @@ def _language_compilable() -> Iterator[None]:
     modules = [m for name, m in list(sys.modules.items()) if name.startswith("triton.language") and m is not None]
     saved = [(m, name, value) for m in modules for name, value in list(vars(m).items())
              if isinstance(value, InterpretedFunction)]
-    # after an interpreted launch some of tl.core's builtins stay the interpreter's (seen with Triton 3.9): those
-    # as they were imported, for the code generator
-    leaked = [(owner, name, value) for owner, members in _AS_IMPORTED.items() for name, value in members.items()
-              if vars(owner).get(name) is not value]
+    # after an interpreted launch some of tl.core's builtins stay the interpreter's (seen with Triton 3.9): its
+    # wrappers keep the builtin they wrap as a keyword default (`member`), put back for the code generator
+    leaked = _leaked_builtins()
     try:
         for module, name, value in saved:
             setattr(module, name, JITFunction(value.fn, **value.kwargs))
-        for owner, name, value in leaked:
-            leaked_value = vars(owner).get(name)
-            setattr(owner, name, value)
-            saved.append((owner, name, leaked_value))
+        for owner, name, _, builtin in leaked:
+            setattr(owner, name, builtin)
         yield
     finally:
         for module, name, value in saved:
             setattr(module, name, value)
+        for owner, name, wrapper, _ in leaked:
+            setattr(owner, name, wrapper)
 
 
-_AS_IMPORTED: dict[Any, dict[str, Any]] = {}  # triton.language's namespaces before any interpreted launch
-
-
-def _remember_language() -> None:
-    """Keep triton.language's members as imported (once, before the candidate's first launch)."""
-    if _AS_IMPORTED:
-        return
+def _leaked_builtins() -> list[tuple[Any, str, Any, Any]]:
+    """triton.language's builtins left wrapped by the interpreter: (owner, name, wrapper, the builtin)."""
     import triton.language as tl
 
+    found = []
     for owner in (tl, tl.core, tl.core.tensor, tl.math):
-        _AS_IMPORTED[owner] = dict(vars(owner))
+        for name, value in list(vars(owner).items()):
+            inner = (getattr(value, "__kwdefaults__", None) or {}).get("member")
+            if getattr(value, "__name__", "") == "<lambda>" and inner is not None and tl.core.is_builtin(inner):
+                found.append((owner, name, value, inner))
+    return found
 
 
 def _in_scope(fn: Any, scope: dict[str, Any]) -> Any:
@@ -285,7 +284,6 @@ def _without_locations(text: str) -> str:
 def start() -> Recorder:
     """Record every real launch from now on (see launches.LaunchLog)."""
     recorder = Recorder()
-    _remember_language()
     launches.LOG.record = recorder.record
     return recorder
 
