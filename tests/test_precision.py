@@ -276,22 +276,22 @@ TTIR = """
 
 
 def test_one_tf32_product_on_fp32_operands_is_read_from_the_ttir() -> None:
-    from kernelopt.harness.sandbox.precision import tf32_products
+    from kernelopt.harness.sandbox.precision import read_products
 
-    assert tf32_products([TTIR]) == 2  # %c and %f: fp32 at one TF32 product; not ieee, tf32x3 or fp16 operands
-    assert tf32_products([TTIR.replace("inputPrecision = tf32 :", "inputPrecision = tf32x3 :")]) == 1
+    assert read_products([TTIR]).tf32 == 2  # %c and %f: fp32 at one TF32 product; not ieee, tf32x3 or fp16 operands
+    assert read_products([TTIR.replace("inputPrecision = tf32 :", "inputPrecision = tf32x3 :")]).tf32 == 1
 
 
 _COMPILE_HERE = """
 import importlib.util, sys
 from kernelopt.harness.sandbox.fingerprint import compile_ttir
-from kernelopt.harness.sandbox.precision import tf32_products
+from kernelopt.harness.sandbox.precision import read_products
 spec = importlib.util.spec_from_file_location("kernel_under_test", sys.argv[1])
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 signature = {n: "*fp32" for n in ("a_ptr", "b_ptr", "c_ptr")} | {n: "i32" for n in ("M", "N", "K")}
 signature |= {"BLOCK": "constexpr", "BLOCK_K": "constexpr"}
-print(tf32_products([compile_ttir(module.matmul_kernel.fn, signature, {"BLOCK": 16, "BLOCK_K": 32})]))
+print(read_products([compile_ttir(module.matmul_kernel.fn, signature, {"BLOCK": 16, "BLOCK_K": 32})]).tf32)
 """
 
 

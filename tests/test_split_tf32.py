@@ -200,6 +200,9 @@ def test_the_compiled_products_are_read_by_precision_and_by_chain() -> None:
     assert read(2) == Products(tf32=1, lone=1)
     assert read(3) == read(4) == Products(low=1)
     assert read(5) == Products(tf32=3) and read(6) == Products(tf32=2, lone=2)
+    # a one-TF32 product printed in a form whose operands are not read: counted, and never credited a chain
+    odd = "%c = tt.dot(%a, %b) {inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>}"
+    assert precision.read_products([odd]) == Products(tf32=1, lone=1)
 
 
 def test_a_dot_spelled_in_other_letters_is_still_read_and_an_unread_ir_is_unknown() -> None:

@@ -84,7 +84,7 @@ def gemm_fold(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
     the bits below its largest addend's: over all of K (split3_two_acc) the error grows with K's steps."""
     rm, rn, rk, a_off, b_off = tile_offsets(M, N, sam, sak, sbk, sbn, BM, BN, BK, GROUP_M)
     acc = tl.zeros((BM, BN), tl.float32)
-    if CHUNK == -1:  # the fold one step late: a step's products may run while the step before is added
+    if CHUNK <= 1:  # one loop (pipelined): a fresh accumulator every step; -1: each added one step late
         prev = tl.zeros((BM, BN), tl.float32)
         for k in range(0, tl.cdiv(K, BK)):
             km = rk < K - k * BK
@@ -95,25 +95,15 @@ def gemm_fold(ah, al, bh, bl, c, M, N, K, sam, sak, sbk, sbn, scm, scn,
             part = tl.dot(a_lo, b_hi, input_precision="tf32")
             part = tl.dot(a_hi, b_lo, part, input_precision="tf32")
             part = tl.dot(a_hi, b_hi, part, input_precision="tf32")
+            if CHUNK == -1:
+                acc += prev
+                prev = part
+            else:
+                acc += part
+            a_off += BK * sak
+            b_off += BK * sbk
+        if CHUNK == -1:
             acc += prev
-            prev = part
-            a_off += BK * sak
-            b_off += BK * sbk
-        acc += prev
-        tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
-        return
-    if CHUNK == 1:  # one loop (pipelined): a fresh accumulator every step
-        for k in range(0, tl.cdiv(K, BK)):
-            km = rk < K - k * BK
-            a_hi = tl.load(ah + a_off, mask=(rm[:, None] < M) & km[None, :], other=0.0)
-            a_lo = tl.load(al + a_off, mask=(rm[:, None] < M) & km[None, :], other=0.0)
-            b_hi = tl.load(bh + b_off, mask=km[:, None] & (rn[None, :] < N), other=0.0)
-            b_lo = tl.load(bl + b_off, mask=km[:, None] & (rn[None, :] < N), other=0.0)
-            part = tl.dot(a_lo, b_hi, input_precision="tf32")
-            part = tl.dot(a_hi, b_lo, part, input_precision="tf32")
-            acc += tl.dot(a_hi, b_hi, part, input_precision="tf32")
-            a_off += BK * sak
-            b_off += BK * sbk
         tl.store(c + rm[:, None] * scm + rn[None, :] * scn, acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
         return
     for k0 in range(0, tl.cdiv(K, BK), CHUNK):

@@ -376,7 +376,7 @@ class Verifier:
                 rule="unjudgeable",
                 log_path=log,
             )
-        if (products.tf32 or products.low or products.unknown) and error_ratio is not None:
+        if products.measured and error_ratio is not None:
             what = f"{products.tf32} one-TF32" if products.tf32 else "low-precision" if products.low else "unread"
             reason += (f"; {what} products on fp32, their outputs measured at {error_ratio:.2g}x the problem's own "
                        "fp32 error from float64")

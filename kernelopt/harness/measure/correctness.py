@@ -192,7 +192,8 @@ def _compare_chunk(
     distance = (got64 - want64).abs().where(both, torch.zeros_like(want64))
     if distance.numel():
         counts["error"] = max(counts["error"], float(distance.max()))
-        counts["own"] = max(counts["own"], float(slack.max())) if slack is not None else counts["own"]
+        if slack is not None:
+            counts["own"] = max(counts["own"], float(slack.max()))
     excess = (distance - allowed).where(both, torch.full_like(want64, -1.0))
     off = int((excess > 0).sum())
     if not off:

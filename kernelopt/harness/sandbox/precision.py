@@ -9,14 +9,17 @@ orders of magnitude (benchmarks/tf32x3_accuracy.py). The compiled TTIR says it o
 (`tt.dot ... inputPrecision = tf32 : tensor<..xf32> * tensor<..xf32>`).
 
 A kernel may still use such products on purpose: an operand split beforehand into its TF32 part
-and the remainder, multiplied `hi*hi + hi*lo + lo*hi` a K step at a time and each step's sum added
-in fp32, is as accurate as `tf32x3` (RESULTS.md (al)). So where the TTIR has them, the verifier
-measures: every checked case with a float64 yardstick gives each fp32 output's worst distance from
-the truth, as a multiple of the problem's own fp32 worst (PyTorch's, at full fp32). A candidate
-past FP32_ERROR_TIMES of it, or with no case to measure it on, is refused. On the H200 one TF32
-product measured 152x (torch.rand) and 306x (torch.randn) cuBLAS SGEMM's error at 4096^3;
-`tf32x3` and the folded split 0.2x. 3xTF32 (`tf32x3`) and `ieee` are not measured this way;
-fp16/bf16 operands are the problem's own precision and never are.
+and the remainder, multiplied `lo*hi + hi*lo + hi*hi` a K step at a time and each step's sum added
+in fp32, is as accurate as `tf32x3` (RESULTS.md (al)). So a one-TF32 product passes only in a chain
+of SPLIT_CHAIN on one accumulator (a lone one is refused as it stands: at a long K on same-sign
+inputs PyTorch's own fp32 sum errs about as much as it does, so no measurement can tell them
+apart), and a chained kernel is measured: every checked case with a float64 yardstick gives each
+fp32 output's worst distance from the truth, as a multiple of the problem's own fp32 worst
+(PyTorch's, at full fp32). Past FP32_ERROR_TIMES of it, or with no case to measure it on, it is
+refused. On the H200 one TF32 product measured 152x (torch.rand) and 306x (torch.randn) cuBLAS
+SGEMM's error at 4096^3; `tf32x3` and the folded split 0.2x. Other products below fp32's
+precision on fp32 data (16- or 8-bit operands, `bf16x3`), and a kernel whose IR could not be read,
+are measured where a case can. 3xTF32 (`tf32x3`) and `ieee` are not measured.
 
 Under the interpreter `tl.dot` multiplies fp32 exactly whatever its precision, so the candidate's
 process makes it round a TF32 operand to 10 mantissa bits as the compiled kernel does: the measurement
@@ -60,10 +63,10 @@ class Products:
     low: int = 0  # other products below fp32's precision: 16- or 8-bit operands, bf16x3 and the like
     unknown: bool = False  # its IR could not be had: what it computes at is not known
 
-
-def tf32_products(ttirs: Iterable[str]) -> int:
-    """How many `tt.dot`s in these TTIR texts multiply fp32 operands at one TF32 product."""
-    return sum(len(_TF32_ON_FP32.findall(text)) for text in ttirs)
+    @property
+    def measured(self) -> bool:
+        """Whether the outputs' error from float64 decides (anything below fp32's precision, or unread)."""
+        return bool(self.tf32 or self.low or self.unknown)
 
 
 def read_products(ttirs: Iterable[str]) -> Products:
@@ -74,14 +77,16 @@ def read_products(ttirs: Iterable[str]) -> Products:
         chain: dict[str, int] = {}  # a one-TF32 product's result -> how many such products lead to it
         fed: set[str] = set()
         for line in text.splitlines():
-            dot = _DOT.search(line)
-            if dot is None:
-                continue
             if _TF32_ON_FP32.search(line):
+                dot = _DOT.search(line)
+                if dot is None:  # operands this reading cannot tell apart: no chain to credit
+                    tf32, lone = tf32 + 1, lone + 1
+                    continue
                 result, acc = dot.group(1), dot.group(4)
                 chain[result] = chain.get(acc, 0) + 1
                 fed.add(acc)
-            elif _LOW_OPERAND.search(line) or _OTHER_PRECISION.search(line) and "xf32> * tensor<" in line:
+            elif "tt.dot" in line and (_LOW_OPERAND.search(line) or _OTHER_PRECISION.search(line)
+                                       and "xf32> * tensor<" in line):
                 low += 1
         tf32 += len(chain)
         lone += sum(depth for result, depth in chain.items() if result not in fed and depth < SPLIT_CHAIN)
@@ -113,7 +118,7 @@ def refusal(products: Products, ratio: float | None) -> str | None:
                 f"cancel; {_INSTEAD}")
     if products.tf32 and ratio is None:
         return (f"{found}, and no case had a float64 yardstick to measure their error against; {_INSTEAD}")
-    if (products.tf32 or products.low or products.unknown) and ratio is not None and ratio > FP32_ERROR_TIMES:
+    if products.measured and ratio is not None and ratio > FP32_ERROR_TIMES:
         what = found if products.tf32 else (f"{products.low} tl.dot multiply below fp32's precision" if products.low
                                             else "the products' precision could not be read from the compiled code")
         return (f"{what}: the outputs are {ratio:.3g}x the problem's own fp32 error from float64 (at most "

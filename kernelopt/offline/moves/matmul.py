@@ -306,36 +306,36 @@ def grouped(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
     """A GROUP_M-ordered tiled matmul."""
     a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_GROUPED).substitute(params=", ".join(params), a=a, b=b)
-    return Template(_HEADER).substitute(what="grouped (GROUP_M) program order") + _TILE + body
+    return header("grouped (GROUP_M) program order") + _TILE + body
 
 
 def batched(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A batched matmul (torch.bmm): a program per batch and output tile, GROUP_M order in a batch."""
     a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
     body = Template(_BATCHED).substitute(params=", ".join(params), a=a, b=b)
-    return Template(_HEADER).substitute(what="batched (torch.bmm), GROUP_M order per batch") + _TILE + body
+    return header("batched (torch.bmm), GROUP_M order per batch") + _TILE + body
 
 
 def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A split-K matmul: SPLIT_K slices of K per output tile, summed by a second kernel."""
     a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
-    return Template(_HEADER).substitute(what="split-K over SPLIT_K slices of K") + _TILE + body
+    return header("split-K over SPLIT_K slices of K") + _TILE + body
 
 
 def aligned(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A GROUP_M-ordered matmul on copies of A and B padded to whole tiles, aligned rows and no masks."""
     a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_ALIGNED).substitute(params=", ".join(params), a=a, b=b)
-    return Template(_HEADER).substitute(what="operands padded to whole, aligned tiles") + _TILE + body
+    return header("operands padded to whole, aligned tiles") + _TILE + body
 
 
 def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int) -> str:
     """A persistent matmul: `programs` programs (the GPU's SM count) walk the tiles in GROUP_M order."""
     a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
     body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
-    header = Template(_HEADER).substitute(what=f"persistent over {programs} programs")
-    return header.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
+    top = header(f"persistent over {programs} programs")
+    return top.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
 
 
 _FMA = 'precision = "ieee" if a.dtype == torch.float32 else "tf32"'
