@@ -11,7 +11,7 @@ import torch
 
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_split, matmul_tma, rows
+from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_split, matmul_split_f16, matmul_tma, rows
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.tuner import with_config
 
@@ -274,29 +274,33 @@ def test_the_k_major_split_k_is_correct_at_the_kernelbench_size(tmp_path: Path) 
 
 @pytest.mark.parametrize("problem", ["1_Square_matrix_multiplication_.py", "8_Matmul_with_irregular_shapes_.py",
                                      "3_Batched_matrix_multiplication.py"])
-def test_the_split_tf32_matmul_is_measured_as_accurate_as_fp32_at_the_kernelbench_size(problem: str,
-                                                                                      tmp_path: Path) -> None:
-    # Three one-TF32 products a K step on operands split once: the compiled kernel's TTIR has them, so the
-    # verifier measures its outputs against float64 (it must pass within 10x of PyTorch's own fp32 error), at
-    # full size with every derived case; 8's K=2949 and M, N no multiple of any tile are padded; 3 is torch.bmm's
-    # 128 batches, each split on its own. Timed beside the K-major 3xTF32 product it would replace, at the tiles
-    # each ran best at (which is faster: RESULTS.md's).
+def test_the_split_matmuls_are_measured_as_accurate_as_fp32_at_the_kernelbench_size(problem: str,
+                                                                                   tmp_path: Path) -> None:
+    # Three TF32 (split_tf32) or fp16 (split_f16, on rows scaled into fp16's range) products a K step on operands
+    # split once: the compiled kernel's TTIR has them, so the verifier measures its outputs against float64 (it
+    # must pass within 10x of PyTorch's own fp32 error), at full size with every derived case; 8's K=2949 and M,
+    # N no multiple of any tile are padded; 3 is torch.bmm's 128 batches, each split on its own. Timed beside the
+    # K-major 3xTF32 product they would replace, at the tiles each ran best at (which is faster: RESULTS.md's).
     path = ROOT / "benchmarks" / "kernelbench" / "problems" / problem
     family = trace_family(import_file(path, "kernelopt_gpu_split"))
     names = (family.input_names, family.operands, family.transposed)
-    kernel = tmp_path / "split.py"
     batched = family.name == "bmm"
-    template = matmul_split.bmm_split_tf32 if batched else matmul_split.split_tf32
-    kernel.write_text(with_config(template(*names), dict(zip(
-        ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages"), matmul_split.TILES[0], strict=True))))
-    verifier = Verifier(path, tmp_path / "harness-split", HarnessSettings.detect(seeds=1))
-    try:
-        verdict = verifier.verify(kernel)
-    finally:
-        verifier.close()
-    assert verdict.accepted and verdict.timing is not None, verdict.reason
-    assert "one-TF32 products on fp32, their outputs measured at" in verdict.reason, verdict.reason
-    print(f"split_tf32: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    splits = (("split_f16", matmul_split_f16.bmm_split_f16 if batched else matmul_split_f16.split_f16,
+               matmul_split_f16.TILES[0], "low-precision products on fp32, their outputs measured at"),
+              ("split_tf32", matmul_split.bmm_split_tf32 if batched else matmul_split.split_tf32,
+               matmul_split.TILES[0], "one-TF32 products on fp32, their outputs measured at"))
+    for name, template, tile, measured in splits:
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(with_config(template(*names), dict(zip(keys, tile, strict=True))))
+        verifier = Verifier(path, tmp_path / f"harness-{name}", HarnessSettings.detect(seeds=1))
+        try:
+            verdict = verifier.verify(kernel)
+        finally:
+            verifier.close()
+        assert verdict.accepted and verdict.timing is not None, f"{name}: {verdict.reason}"
+        assert measured in verdict.reason, verdict.reason
+        print(f"{name}: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
     k_major = matmul.on_tensor_cores((matmul_kmajor.bmm_k_major if batched else matmul_kmajor.k_major)(*names))
     deep = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
     print(f"k_major_tf32x3: {_time_ms(path, with_config(k_major, deep), tmp_path, 'k_major'):.4f} ms")

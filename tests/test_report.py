@@ -61,8 +61,9 @@ def test_summary_and_markdown_on_gpu_times(tmp_path):
     assert "| PyTorch eager | 0.1000 | 0.0200 | 100 | 2x |" in text
     assert "| torch.compile (default) | 0.0800 | 0.0160 | 100 | 1.6x |" in text
     assert NOT_GPU_NOTE not in text  # CUDA-event times need no caveat
-    assert "ridge point 34.35 FLOP/byte" in text and "arithmetic intensity 0.25 FLOP/byte" in text
-    assert "fp32 peak 164.9 TFLOP/s (3xTF32: a third of TF32's 494.7; FMA 67)" in text
+    assert "ridge point 68.72 FLOP/byte" in text and "arithmetic intensity 0.25 FLOP/byte" in text
+    assert ("fp32 peak 329.833 TFLOP/s (three split products: a third of fp16's 989.5 or TF32's 494.7; FMA 67)"
+            in text)
     assert "- Warning: NCU metric x is missing" in text and "Efficiency: 20%" in text
     rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
     assert len(rows) == 4  # every attempt, the failed one too
@@ -105,7 +106,7 @@ def test_summary_lines_do_not_contradict_the_best_time(tmp_path):
 def test_a_named_gpu_keeps_its_roof_beside_interpreter_times(tmp_path):
     summary = summarize_run(_state(tmp_path, clock="interpreter"), gpu_named=True)
     text = render_markdown(summary)
-    assert "Target GPU: H200 (NVIDIA H200 SXM 141GB)" in text and "ridge point 34.35 FLOP/byte" in text
+    assert "Target GPU: H200 (NVIDIA H200 SXM 141GB)" in text and "ridge point 68.72 FLOP/byte" in text
     assert write_reports(summary, tmp_path)[-1] == tmp_path / "roofline.png"
 
 
@@ -113,8 +114,8 @@ def test_roofline_geometry_uses_the_dtype_peak_and_floor_intensity(tmp_path):
     summary = summarize_run(_state(tmp_path))
     geo = roofline_geometry(summary)
     assert geo is not None
-    assert geo.peak_flops_per_s == pytest.approx(494.7e12 / 3) and geo.bandwidth_bytes_per_s == pytest.approx(4.8e12)
-    assert geo.ridge_flops_per_byte == pytest.approx(494.7 / 3 / 4.8)  # the fp32 roof is 3xTF32's
+    assert geo.peak_flops_per_s == pytest.approx(989.5e12 / 3) and geo.bandwidth_bytes_per_s == pytest.approx(4.8e12)
+    assert geo.ridge_flops_per_byte == pytest.approx(989.5 / 3 / 4.8)  # the fp32 roof: three fp16 products
     assert geo.intensity_flops_per_byte == pytest.approx(0.25)
     assert geo.attainable_flops_per_s == pytest.approx(4.8e12 * 0.25)  # below the ridge: on the slope
     assert [p.label for p in geo.attempts] == ["r0", "r1.1", "r2"] and geo.untimed_attempts == 1

@@ -67,7 +67,7 @@ def test_softmax_floor_efficiency_on_h200() -> None:
     assert roofline.source == "ncu+floor"
     assert roofline.achieved_gbs == pytest.approx(SOFTMAX_BYTES / 63.1e-6 / 1e9)
     assert roofline.arithmetic_intensity == pytest.approx(5 / 8)
-    assert roofline.bandwidth_gbs == 4800 and roofline.peak_tflops == pytest.approx(494.7 / 3)  # 3xTF32
+    assert roofline.bandwidth_gbs == 4800 and roofline.peak_tflops == pytest.approx(989.5 / 3)  # three fp16 products
 
 
 def test_measured_ceilings_override_the_datasheet() -> None:
@@ -180,17 +180,21 @@ def test_no_spec_warns_and_keeps_the_ncu_view() -> None:
     assert any("spec" in w for w in roofline.warnings)
 
 
-def test_the_fp32_roof_is_3xtf32_where_tensor_cores_beat_the_fma_peak() -> None:
-    # Three TF32 products give fp32's accuracy on tensor cores: a third of TF32's peak is an fp32
-    # matmul's roof where it is above the FMA peak (H200: 494.7 / 3 > 67; A100: 156 / 3 > 19.5).
+def test_the_fp32_roof_is_three_split_products_where_tensor_cores_beat_the_fma_peak() -> None:
+    # Three products of split operands give fp32's accuracy on tensor cores, in TF32 or in fp16 on rows scaled
+    # into its range: a third of the faster one's peak is an fp32 matmul's roof where it is above the FMA peak
+    # (H200: 989.5 / 3 > 494.7 / 3 > 67; A100: 312 / 3 > 19.5).
     from kernelopt.hardware.specs import roof_tflops
 
-    assert H200.roof_tflops("fp32") == pytest.approx(494.7 / 3)
-    assert get_gpu_spec("A100-SXM4-80GB").roof_tflops("fp32") == pytest.approx(156.0 / 3)
+    assert H200.roof_tflops("fp32") == pytest.approx(989.5 / 3)
+    a100 = get_gpu_spec("A100-SXM4-80GB")
+    assert a100.roof_tflops("fp32") == pytest.approx(a100.peak_tflops("fp16") / 3)
     assert H200.roof_tflops("fp16") == H200.peak_tflops("fp16")  # other dtypes keep their own peak
     assert roof_tflops({"fp32": 51.0, "tf32": 356.0}, "fp32") == pytest.approx(356.0 / 3)
-    assert roof_tflops({"fp32": 51.0, "tf32": 120.0}, "fp32") == 51.0  # 3xTF32 under FMA: FMA's
-    assert roof_tflops({"fp32": 51.0}, "fp32") == 51.0  # no TF32 measured: FMA's
+    assert roof_tflops({"fp32": 51.0, "tf32": 356.0, "fp16": 700.0}, "fp32") == pytest.approx(700.0 / 3)
+    assert roof_tflops({"fp32": 51.0, "fp16": 700.0}, "fp32") == pytest.approx(700.0 / 3)
+    assert roof_tflops({"fp32": 51.0, "tf32": 120.0, "fp16": 150.0}, "fp32") == 51.0  # split under FMA: FMA's
+    assert roof_tflops({"fp32": 51.0}, "fp32") == 51.0  # no tensor-core peak measured: FMA's
     assert roof_tflops({"fp16": 700.0}, "bf16") is None
     # Measured ceilings go through the same rule.
     analyzer = RooflineAnalyzer(H200, bandwidth_gbs=4240.0, peak_tflops={"fp32": 51.0, "tf32": 356.0})
@@ -201,17 +205,18 @@ def test_the_fp32_roof_is_3xtf32_where_tensor_cores_beat_the_fma_peak() -> None:
     assert roofline.at_roofline is False  # SGEMM at 51 TFLOP/s is 44% of a 3xTF32 roof
 
 
-def test_a_3xtf32_matmul_time_is_not_impossible() -> None:
-    # An fp32 4096^3 matmul on tensor cores at 3xTF32 in 1.2 ms (115 TFLOP/s): under the FMA-peak
-    # floor (2.05 ms), so the FMA roof would reject an honest kernel; over the 3xTF32 floor.
+def test_a_split_fp32_matmul_time_is_not_impossible() -> None:
+    # An fp32 4096^3 matmul on tensor cores as three fp16 products in 0.76 ms (181 TFLOP/s, the H200's split
+    # product): under the FMA-peak floor (2.05 ms) and the 3xTF32 floor (0.83 ms), so either roof would reject
+    # an honest kernel; over the split-fp16 floor (0.42 ms).
     from kernelopt.harness.measure.impossible import floor_ms_for, impossible_speed
     from kernelopt.records import Timing
 
     matmul = FloorEstimate(min_bytes=3 * 4096 * 4096 * 4, flops=2.0 * 4096**3, dtype="fp32")
     floor_ms = floor_ms_for(matmul, "H200")
-    assert floor_ms == pytest.approx(2.0 * 4096**3 / (494.7e12 / 3) * 1e3)
-    assert impossible_speed(Timing(1.2, 1.19, 1.21, 1.18, 1.22, 100, "cuda_events"), floor_ms) is None
-    assert impossible_speed(Timing(0.5, 0.49, 0.51, 0.48, 0.52, 100, "cuda_events"), floor_ms)
+    assert floor_ms == pytest.approx(2.0 * 4096**3 / (989.5e12 / 3) * 1e3)
+    assert impossible_speed(Timing(0.76, 0.75, 0.77, 0.74, 0.78, 100, "cuda_events"), floor_ms) is None
+    assert impossible_speed(Timing(0.25, 0.24, 0.26, 0.23, 0.27, 100, "cuda_events"), floor_ms)
 
 
 def test_dtype_without_a_peak_counts_memory_only() -> None:

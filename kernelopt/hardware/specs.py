@@ -49,26 +49,31 @@ class GPUSpec:
     def roof_tflops(self, dtype: str) -> float:
         """The compute roof for a problem of `dtype` at that dtype's accuracy (`roof_tflops` below)."""
         own = self.peak_tflops(dtype)  # raises for a dtype without a peak
-        return roof_tflops({dtype: own, "tf32": self.peak_tf32_tflops}, dtype) or own
+        peaks = {dtype: own, "tf32": self.peak_tf32_tflops, "fp16": self.peak_fp16_tflops}
+        return roof_tflops(peaks, dtype) or own
 
     def ridge_point_flops_per_byte(self, dtype: str = "fp32") -> float:
         """FLOPs per DRAM byte above which a kernel of this dtype is compute-bound."""
         return self.roof_tflops(dtype) * 1e12 / (self.memory_bandwidth_gbs * 1e9)
 
 
-# fp32 products reach fp32 accuracy on tensor cores as three TF32 products (3xTF32: each operand
-# split into its TF32 part and a TF32 remainder, remainder x remainder dropped, an error near
-# fp32's own; Triton's input_precision="tf32x3"). So the FMA peak is no roof for an fp32 matmul.
-TF32X3_PRODUCTS = 3
+# fp32 products reach fp32 accuracy on tensor cores as three products of operands split into a part and a
+# remainder (each K step's sum added in fp32): in TF32 (3xTF32, Triton's "tf32x3"), or in fp16 at twice its
+# rate on rows scaled by powers of two into fp16's range (moves/matmul_split_f16.py). A third of the faster
+# of the two, not the FMA peak, is an fp32 matmul's roof.
+SPLIT_PRODUCTS = 3
+SPLIT_DTYPES = ("tf32", "fp16")
 
 
 def roof_tflops(peaks: Mapping[str, float], dtype: str) -> float | None:
     """The compute roof for a problem of `dtype` from peaks by dtype name (datasheet or measured):
-    the dtype's own peak, and for fp32 the better of it and a third of TF32's (3xTF32)."""
+    the dtype's own peak, and for fp32 the best of it and a third of TF32's or fp16's (three split
+    products)."""
     own = peaks.get(dtype)
-    if dtype != "fp32" or not peaks.get("tf32"):
+    split = max((peaks.get(name) or 0.0 for name in SPLIT_DTYPES), default=0.0)
+    if dtype != "fp32" or not split:
         return own
-    return max(own or 0.0, peaks["tf32"] / TF32X3_PRODUCTS)
+    return max(own or 0.0, split / SPLIT_PRODUCTS)
 
 
 class UnknownGPUError(ValueError):

@@ -306,7 +306,8 @@ def _roofline_section(summary: RunSummary, spec: GPUSpec | None, has_plot: bool)
                 compute_roof = spec.roof_tflops(floor["dtype"])
                 peak = f"{compute_roof:g} TFLOP/s"
                 if compute_roof != spec.peak_tflops(floor["dtype"]):
-                    peak += f" (3xTF32: a third of TF32's {spec.peak_tf32_tflops:g}; FMA {spec.peak_fp32_tflops:g})"
+                    peak += (f" (three split products: a third of fp16's {spec.peak_fp16_tflops:g} or TF32's "
+                             f"{spec.peak_tf32_tflops:g}; FMA {spec.peak_fp32_tflops:g})")
             except ValueError:
                 ridge, peak = None, "unknown"
             lines.append(

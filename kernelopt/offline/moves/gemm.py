@@ -9,7 +9,8 @@ import re
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_split, matmul_tma
+from kernelopt.offline.moves import (Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_split,
+                                     matmul_split_f16, matmul_tma)
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -115,8 +116,9 @@ def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped], ca
 
 def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str,
                 sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    """A and B split once into TF32 parts and remainders, then three TF32 products a K step (matmul_split.py),
-    where the product is large enough in every dimension to be bound by the tensor cores, not by memory."""
+    """A and B split once into parts and remainders, then three tensor-core products a K step, where the product
+    is large enough in every dimension to be bound by the tensor cores, not by memory: in fp16 on rows scaled by
+    powers of two (matmul_split_f16.py, twice TF32's rate), then in TF32 (matmul_split.py, fp32's range as it is)."""
     (m, k), n = _mk(family), _n(family)
     tiles = math.ceil(m / 128) * math.ceil(n / 128) * (family.shapes[family.operands[0]][0] if family.name == "bmm"
                                                         else 1)
@@ -130,18 +132,27 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     elif 2 * tiles < sm_count:
         why = (f"{tiles} output tiles of 128 x 128 for {sm_count} SMs: a product of a program per tile leaves "
                "most SMs idle (the split-K moves take such a K)")
-    name = f"{family.name}.split_tf32"
+    names = (f"{family.name}.split_f16", f"{family.name}.split_tf32")
     if why:
-        return out, [*skipped, Skipped(name, why)]
+        old = "no TF32 tensor cores (sm_80 and later)"  # Triton's fp16 products reach them from sm_80 too
+        return out, [*skipped, Skipped(names[0], why.replace(old, "no tensor-core products in Triton (sm_80 and "
+                                                             "later)")), Skipped(names[1], why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
-    grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES)
-    template = matmul_split.bmm_split_tf32 if family.name == "bmm" else matmul_split.split_tf32
-    source = template(family.input_names, family.operands, family.transposed)
-    each = "each batch's " if family.name == "bmm" else ""
-    why = (f"{each}A and B split once into TF32 parts and remainders (K-major, padded to whole tiles), then three "
-           "TF32 products a K step added in fp32 on the tensor cores: nothing split, nor written back to shared "
-           "memory, inside the loop")
-    return [*out, MoveInstance(name, why, source, grid)], skipped
+    bmm = family.name == "bmm"
+    each = "each batch's " if bmm else ""
+    f16 = (matmul_split_f16.bmm_split_f16 if bmm else matmul_split_f16.split_f16)(
+        family.input_names, family.operands, family.transposed)
+    tf32 = (matmul_split.bmm_split_tf32 if bmm else matmul_split.split_tf32)(
+        family.input_names, family.operands, family.transposed)
+    return [*out,
+            MoveInstance(names[0], f"{each}A's rows and B's columns scaled by powers of two into fp16's range and "
+                         "split once into fp16 parts and remainders (K-major, padded to whole tiles), then three "
+                         "fp16 products a K step added in fp32 on the tensor cores: twice TF32's rate, half its "
+                         "bytes", f16, tuple(dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES)),
+            MoveInstance(names[1], f"{each}A and B split once into TF32 parts and remainders (K-major, padded to "
+                         "whole tiles), then three TF32 products a K step added in fp32 on the tensor cores: nothing "
+                         "split, nor written back to shared memory, inside the loop", tf32,
+                         tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES))], skipped
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200

@@ -1,0 +1,113 @@
+"""`matmul.split_f16`: an fp32 product as three fp16 products on operands whose rows (A) and columns (B) are
+scaled by powers of two into fp16's range and split once into parts and remainders. Offered beside the TF32
+split, exact in its scaling, within fp32's accuracy in its split, verified on tiny problems, and refused by the
+verifier's measurement with its remainders taken out."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import matmul_split_f16, structural_moves
+from kernelopt.offline.moves.family import trace_family
+from kernelopt.offline.tuner import with_config
+
+ROOT = Path(__file__).resolve().parents[1]
+MOVES = ROOT / "tests" / "data" / "moves"
+PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
+TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+
+
+@pytest.fixture(scope="module")
+def settings() -> HarnessSettings:
+    return HarnessSettings.detect(seeds=1, time_compile=False)
+
+
+def _source(problem: Path) -> str:
+    from kernelopt.harness.problem import import_file
+
+    family = trace_family(import_file(problem, "kernelopt_test_split_f16_family"))
+    template = matmul_split_f16.bmm_split_f16 if family.name == "bmm" else matmul_split_f16.split_f16
+    return template(family.input_names, family.operands, family.transposed)
+
+
+def _load(tmp_path: Path, source: str):  # noqa: ANN202 - the kernel module
+    path = tmp_path / "split_f16_kernel.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location("kernelopt_test_split_f16_kernel", path)
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    return module
+
+
+def test_the_fp16_split_is_offered_before_the_tf32_split_and_says_why_not_elsewhere() -> None:
+    square = {m.name: m for m in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py").instances}
+    split = square["matmul.split_f16"]
+    assert [tuple(c.values()) for c in split.grid] == list(matmul_split_f16.TILES)
+    assert "compute" in split.cures and "three fp16 products a K step added in fp32" in split.why
+    names = [m.name for m in structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances]
+    assert names.index("bmm.split_f16") + 1 == names.index("bmm.split_tf32")
+    skipped = {s.name: s.why for s in structural_moves(PROBLEMS / "9_Tall_skinny_matrix_multiplication_.py").skipped}
+    assert "bound by memory" in skipped["matmul.split_f16"]
+    volta = {s.name: s.why for s in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py",
+                                                     capability="7.0").skipped}
+    assert "no tensor-core products in Triton (sm_80 and later)" in volta["matmul.split_f16"]
+    assert "no TF32 tensor cores" in volta["matmul.split_tf32"]
+    fp16 = structural_moves(MOVES / "matmul_fp16.py")
+    assert "matmul.split_f16" not in {m.name for m in fp16.instances} | {s.name for s in fp16.skipped}
+
+
+def test_the_rows_are_scaled_by_powers_of_two_and_split_within_fp32s_accuracy(tmp_path: Path) -> None:
+    # Each row's largest magnitude lands in [2^14, 2^15) (exactly: a power of two), inv undoes it exactly,
+    # (hi + lo) / scale is the value to 22 bits or better relative to its row's largest, and the padding is zeros;
+    # a row of zeros, one of fp32's subnormals and one near fp32's largest all stay finite.
+    module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
+    torch.manual_seed(0)
+    x = torch.randn(21, 37) * torch.logspace(-30, 30, 21)[:, None]
+    x[3] = 0.0
+    x[4] = torch.randn(37) * 1e-40  # subnormal in fp32
+    x[5, :3] = torch.tensor([3e38, -1e38, 1.0])
+    strided = torch.stack([x.T, -x.T]).transpose(1, 2)  # two batches of 21 x 37, rows 1 apart
+    hi, lo, inv = module._split(strided, 32, 48)  # rows and K padded
+    assert hi.dtype == lo.dtype == torch.float16 and hi.shape == lo.shape == (2, 32, 48) and inv.shape == (2, 32)
+    assert not hi[:, 21:].any() and not lo[:, :, 37:].any() and not hi[:, :, 37:].any()
+    assert torch.equal(hi[1, :21, :37], -hi[0, :21, :37]) and torch.equal(inv[1, :21], inv[0, :21])
+    value = (hi[0, :21, :37].double() + lo[0, :21, :37].double()) * inv[0, :21, None].double()
+    assert value.isfinite().all()
+    largest = x.abs().amax(dim=1).double()
+    scaled = hi[0, :21, :37].float().abs().amax(dim=1)
+    live = largest > 1e-37  # the zero row and the subnormal one keep a scale of 2^127 at most
+    assert ((scaled[live] >= 2.0**14) & (scaled[live] <= 2.0**15)).all()
+    assert torch.equal(torch.frexp(inv[0]).mantissa.abs(), torch.full((32,), 0.5))  # powers of two
+    error = (value - x.double()).abs().amax(dim=1)
+    assert (error[live] <= largest[live] * 2.0**-22).all(), (error / largest)[live].max()
+
+
+@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "bmm.py"])
+def test_the_fp16_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(_source(MOVES / problem), TINY))
+    verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+    # fp16 products on fp32 data: measured against float64, well within the bound
+    assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+    assert float(verdict.reason.split("measured at ")[1].split("x")[0]) < 2
+
+
+def test_the_fp16_split_without_its_remainders_is_measured_and_refused(tmp_path: Path,
+                                                                     settings: HarnessSettings) -> None:
+    # hi * hi alone: one fp16 product of the scaled operands, the same loop and loads, hundreds of times PyTorch's
+    # own error from float64
+    source = with_config(_source(MOVES / "matmul_bt.py"), TINY)
+    three = ("step = tl.dot(a_lo, b_hi)\n        step = tl.dot(a_hi, b_lo, step)\n"
+             "        acc += tl.dot(a_hi, b_hi, step)")
+    assert three in source
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(source.replace(three, "acc += tl.dot(a_hi, b_hi)"))
+    verdict = Verifier(MOVES / "matmul_bt.py", tmp_path / "harness", settings).verify(kernel, time=False)
+    assert not verdict.accepted and verdict.rule == "one-tf32-product", verdict.reason
+    assert "tl.dot multiply below fp32's precision: the outputs are" in verdict.reason, verdict.reason
