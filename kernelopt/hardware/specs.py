@@ -49,8 +49,7 @@ class GPUSpec:
     def roof_tflops(self, dtype: str) -> float:
         """The compute roof for a problem of `dtype` at that dtype's accuracy (`roof_tflops` below)."""
         own = self.peak_tflops(dtype)  # raises for a dtype without a peak
-        peaks = {dtype: own, "tf32": self.peak_tf32_tflops, "fp16": self.peak_fp16_tflops}
-        return roof_tflops(peaks, dtype) or own
+        return roof_tflops({dtype: own, "tf32": self.peak_tf32_tflops, "fp16": self.peak_fp16_tflops}, dtype) or own
 
     def ridge_point_flops_per_byte(self, dtype: str = "fp32") -> float:
         """FLOPs per DRAM byte above which a kernel of this dtype is compute-bound."""
@@ -59,16 +58,14 @@ class GPUSpec:
 
 # fp32 products reach fp32 accuracy on tensor cores as three products of operands split into a part and a
 # remainder (each K step's sum added in fp32): in TF32 (3xTF32, Triton's "tf32x3"), or in fp16 at twice its
-# rate on rows scaled by powers of two into fp16's range (moves/matmul_split_f16.py). A third of the faster
-# of the two, not the FMA peak, is an fp32 matmul's roof.
+# rate on rows scaled by powers of two into fp16's range (moves/matmul_split_f16.py): a third of the faster.
 SPLIT_PRODUCTS = 3
 SPLIT_DTYPES = ("tf32", "fp16")
 
 
 def roof_tflops(peaks: Mapping[str, float], dtype: str) -> float | None:
-    """The compute roof for a problem of `dtype` from peaks by dtype name (datasheet or measured):
-    the dtype's own peak, and for fp32 the best of it and a third of TF32's or fp16's (three split
-    products)."""
+    """The compute roof for a problem of `dtype` from peaks by dtype name (datasheet or measured): the
+    dtype's own peak, and for fp32 the best of it and a third of TF32's or fp16's (three split products)."""
     own = peaks.get(dtype)
     split = max((peaks.get(name) or 0.0 for name in SPLIT_DTYPES), default=0.0)
     if dtype != "fp32" or not split:
