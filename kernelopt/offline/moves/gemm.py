@@ -9,8 +9,16 @@ import re
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
-from kernelopt.offline.moves import (Config, MoveInstance, Skipped, matmul, matmul_kmajor, matmul_split,
-                                     matmul_split_f16, matmul_tma)
+from kernelopt.offline.moves import (
+    Config,
+    MoveInstance,
+    Skipped,
+    matmul,
+    matmul_kmajor,
+    matmul_split,
+    matmul_split_f16,
+    matmul_tma,
+)
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
