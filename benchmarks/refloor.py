@@ -35,8 +35,8 @@ def main() -> None:
         found = _FLOOR.search(report.read_text()) if report.is_file() else None
         if not found or not result.is_gpu_time:
             continue
-        dtype, nbytes, flops = found.group(1), int(found.group(2).replace(",", "")), int(found.group(3).replace(",", ""))
-        floor_ms = floor_ms_for(FloorEstimate(min_bytes=nbytes, flops=float(flops), dtype=dtype), gpu)
+        nbytes, flops = (int(found.group(i).replace(",", "")) for i in (2, 3))
+        floor_ms = floor_ms_for(FloorEstimate(min_bytes=nbytes, flops=float(flops), dtype=found.group(1)), gpu)
         again: ProblemResult = _measured(result, result.eager_ms, result.compile_ms, floor_ms)
         if result.floor_ms and floor_ms and abs(floor_ms / result.floor_ms - 1) > 1e-6:
             print(f"{name}: floor {result.floor_ms:.4f} -> {floor_ms:.4f} ms, {result.pct_of_floor:.1f}% -> "
