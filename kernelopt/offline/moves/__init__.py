@@ -128,7 +128,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
     if source is None:
         return moves
     instances, skipped = _rewrites(moves.family, source, capability)
-    return Moves(moves.family, moves.instances + instances, moves.skipped + skipped)
+    split, why = _seed_split(moves.family, source, capability)
+    return Moves(moves.family, moves.instances + instances + split, moves.skipped + skipped + why)
 
 
 def _rewrites(family: Family | None, source: str,
@@ -149,6 +150,31 @@ def _rewrites(family: Family | None, source: str,
     launch += f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else ""
     return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
                          f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
+
+
+def _seed_split(family: Family | None, source: str,
+                capability: str = "9.0") -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+    """The best kernel's GEMM templates on operands split once into fp16 parts (seed_split.py): for an fp32
+    problem outside the matmul families (those have the split as a template move of their own)."""
+    name = "dot.split_f16"
+    if family is None or family.dtype != "float32" or family.name in ("matmul", "bmm"):
+        return (), ()
+    if (capability_major(capability) or 99) < 8:
+        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
+                            "Triton (sm_80 and later)"),)
+    from kernelopt.offline.moves import matmul_split_f16, seed_split
+
+    rewritten = seed_split.to_split_f16(source)
+    if rewritten is None:
+        return (), (Skipped(name, "the best kernel has no GEMM template of the compiler's whose loop, sizes and "
+                            "launch the rewrite reads (a batched one, a K under 128, or none)"),)
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    grid = tuple({} if t is None else dict(zip(keys, t, strict=True))
+                 for t in (None, *matmul_split_f16.TILES))
+    return (MoveInstance(name, "the best kernel's GEMM templates on A's rows and B's columns scaled by powers of "
+                         "two into fp16's range and split once into fp16 parts and remainders before the launch, "
+                         "three fp16 products a K step added in fp32; their program order and fused epilogues "
+                         "kept", precision.one_tile(rewritten), grid),), ()
 
 
 def _tf32x3_tiles(source: str, capability: str = "9.0") -> list[Config]:

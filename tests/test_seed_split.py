@@ -1,0 +1,67 @@
+"""`dot.split_f16`: the compiler seed's GEMM templates (a Linear with its epilogue) on operands split once into
+fp16 parts before the launch. The rewrite of recorded Inductor output, where it applies and why not elsewhere,
+and the rewritten seed verified under the interpreter on a small copy of a level-2 problem."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import matmul_split_f16, structural_moves
+from kernelopt.offline.moves.seed_split import to_split_f16
+from kernelopt.offline.tuner import with_config
+from test_seed_translate import seed_text
+
+ROOT = Path(__file__).resolve().parents[1]
+LEVEL2 = ROOT / "benchmarks" / "kernelbench" / "level2"
+PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
+
+
+def test_the_gemm_templates_loop_runs_on_split_operands_made_before_its_launch() -> None:
+    seed = seed_text("max_autotune_triton", "99_Matmul_GELU_Softmax")
+    rewritten = to_split_f16(seed)
+    assert rewritten is not None
+    # the K loop is the split product; the template's program order and its fused bias (the suffix) stay
+    assert "acc = split16_product(split_ah, split_al, split_bh, split_bl, split_ia, split_ib, split_kp" in rewritten
+    assert "for k_idx in range" not in rewritten and "tl.dot(a, b" not in rewritten
+    assert "pid_m = group_id * GROUP_M" in rewritten and "tmp1 = acc + tmp0" in rewritten
+    # A (x, 1024 x 8192 by the template's strides) and B's transpose (the weight as stored) are split in forward,
+    # before the launch, which passes the parts by name
+    assert "torch.as_strided(x, ((s77), 8192), (8192, 1))" in rewritten
+    assert "torch.as_strided(self.linear.weight, (8192, 8192), (8192, 1))" in rewritten
+    forward = rewritten[rewritten.index("def forward"):]
+    assert forward.index("_split16_operands(") < forward.index("triton_tem_fused_addmm_t_0[")
+    assert "split_kp=split_kp)" in forward
+    # a batched template (its batch stride is not read) and a file without a template are left as they are
+    assert to_split_f16(seed_text("max_autotune_triton", "3_Batched_matrix_multiplication")) is None
+    assert to_split_f16(seed_text("default", "19_ReLU")) is None
+
+
+def test_the_rewrite_is_offered_for_fp32_seeds_outside_the_matmul_families() -> None:
+    seed = seed_text("max_autotune_triton", "99_Matmul_GELU_Softmax")
+    moves = structural_moves(LEVEL2 / "99_Matmul_GELU_Softmax.py", source=seed)
+    split = {m.name: m for m in moves.instances}["dot.split_f16"]
+    assert "compute" in split.cures and "fused epilogues kept" in split.why
+    assert [tuple(c.values()) for c in split.grid[1:]] == list(matmul_split_f16.TILES) and split.grid[0] == {}
+    old = structural_moves(LEVEL2 / "99_Matmul_GELU_Softmax.py", source=seed, capability="7.5")
+    assert "no tensor-core products in Triton" in {s.name: s.why for s in old.skipped}["dot.split_f16"]
+    # the matmul families have the split as a template move: no rewrite of their seed besides
+    square = structural_moves(PROBLEMS / "9_Tall_skinny_matrix_multiplication_.py",
+                              source=seed_text("max_autotune_triton", "9_Tall_skinny_matrix_multiplication_"))
+    assert "dot.split_f16" not in {m.name for m in square.instances} | {s.name for s in square.skipped}
+
+
+def test_the_rewritten_seed_passes_the_verifier_on_a_small_copy(tmp_path: Path) -> None:
+    # 99's seed at 160 features (its sizes are the template's literals), 37 rows: the bias fused into the template's
+    # suffix, GELU and the softmax after; the fp16 products measured against float64 within the bound
+    seed = to_split_f16(seed_text("max_autotune_triton", "99_Matmul_GELU_Softmax"))
+    assert seed is not None
+    small = {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2, "R0_BLOCK": 32}
+    (tmp_path / "kernel.py").write_text(with_config(seed.replace("8192", "160"), small))
+    problem = (LEVEL2 / "99_Matmul_GELU_Softmax.py").read_text().replace("8192", "160")
+    (tmp_path / "problem.py").write_text(problem.replace("batch_size = 1024", "batch_size = 37"))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verdict = Verifier(tmp_path / "problem.py", tmp_path / "harness", settings).verify(tmp_path / "kernel.py",
+                                                                                      time=False)
+    assert verdict.accepted, verdict.reason
+    assert "low-precision products on fp32, their outputs measured at" in verdict.reason
