@@ -17,8 +17,8 @@ import re
 import sys
 from pathlib import Path
 
-from kernelopt.hardware.roofline import FloorEstimate
 from kernelopt.harness import floor_ms_for
+from kernelopt.records import FloorEstimate
 from kernelopt.suite import PROBLEMS, ProblemResult, _measured, _write_json, finished_results, read_suite, write_results
 
 _FLOOR = re.compile(r"^- Floor \((\w+)\): ([\d,]+) bytes moved at least, ([\d,]+) FLOPs", re.M)

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from test_seed_translate import seed_text
+
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul_split_f16, structural_moves
 from kernelopt.offline.moves.seed_split import to_split_f16
 from kernelopt.offline.tuner import with_config
-from test_seed_translate import seed_text
 
 ROOT = Path(__file__).resolve().parents[1]
 LEVEL2 = ROOT / "benchmarks" / "kernelbench" / "level2"
