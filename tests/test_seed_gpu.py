@@ -90,3 +90,31 @@ def test_optimize_with_neither_kernel_nor_model_starts_from_the_seed(tmp_path: P
     assert summary["best_time_ms"] <= first[0]["time_ms"]
     print(f"softmax from the seed: {first[0]['time_ms']:.4f} ms -> {summary['best_time_ms']:.4f} ms, "
           f"torch.compile {summary.get('compile_ms')} ms")
+
+
+@pytest.mark.parametrize("name", ["76_Gemm_Add_ReLU", "99_Matmul_GELU_Softmax"])
+def test_the_seeds_gemm_on_split_fp16_operands_is_accepted_and_timed_at_full_size(name: str, tmp_path: Path) -> None:
+    # dot.split_f16 on the compiler's seed of a level-2 Linear with its epilogue (76: the bias and ReLU fused
+    # into the GEMM template's suffix; 99: the bias fused, GELU and softmax in a kernel after): verified at full
+    # size with every derived case, its fp16 products measured against float64, and timed beside the seed.
+    from kernelopt.offline.moves import matmul_split_f16
+    from kernelopt.offline.moves.seed_split import to_split_f16
+    from kernelopt.offline.tuner import with_config
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "level2" / f"{name}.py"
+    seed = compiler_seed(problem, tmp_path / "cache")
+    rewritten = to_split_f16(Path(seed.path).read_text())
+    assert rewritten is not None
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    kernel = tmp_path / "split.py"
+    kernel.write_text(with_config(rewritten, dict(zip(keys, matmul_split_f16.TILES[0], strict=True))))
+    verifier = Verifier(problem, tmp_path / "verify", HarnessSettings.detect(seeds=1))
+    try:
+        verdict = verifier.verify(kernel)
+        before = verifier.verify(seed.path)
+    finally:
+        verifier.close()
+    assert verdict.accepted and verdict.timing is not None, verdict.reason
+    assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+    seed_ms = before.timing.median_ms if before.timing else None
+    print(f"{name}: split {verdict.timing.median_ms:.4f} ms ({verdict.reason}); seed {seed_ms} ms")
