@@ -51,6 +51,7 @@ def test_runtime_cheats_are_rejected_on_the_gpu(cheat: str, tmp_path: Path) -> N
         ("cheat_dict_dispatch", "problem_add.py", "torch-compute-at-runtime"),
         ("cheat_less_work_when_timed", "problem_add.py", "incorrect-when-timed"),
         ("cheat_tf32_matmul", "problem_matmul.py", "one-tf32-product"),  # read from the launched kernel's TTIR
+        ("cheat_fp16_matmul_long_k", "problem_matmul_long_k.py", "one-tf32-product"),  # a lone fp16 product
         ("honest_matmul", "problem_matmul.py", None),  # input_precision="ieee"
         ("cheat_layernorm_skips_affine", "problem_layernorm_default.py", "incorrect"),  # the parameters case
         ("honest_layernorm_own_names", "problem_layernorm_default.py", None),  # not run on it, said so

@@ -198,7 +198,8 @@ def test_the_compiled_products_are_read_by_precision_and_by_chain() -> None:
     Products = precision.Products
     assert read(0) == read(1) == Products()
     assert read(2) == Products(tf32=1, lone=1)
-    assert read(3) == read(4) == Products(low=1)
+    assert read(3) == Products(low=1, low_lone=1)  # a 16-bit product outside a split's chain
+    assert read(4) == Products(low=1)  # bf16x3: several products of its own, measured
     assert read(5) == Products(tf32=3) and read(6) == Products(tf32=2, lone=2)
     # a one-TF32 product printed in a form whose operands are not read: counted, and never credited a chain
     odd = "%c = tt.dot(%a, %b) {inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> -> tensor<16x16xf32>}"
@@ -221,6 +222,35 @@ def test_a_dot_spelled_in_other_letters_is_still_read_and_an_unread_ir_is_unknow
     broken = Recorded()
     broken.failure = "launch 2: TypeError: an argument of type tuple is not fingerprinted"
     assert precision.products_found(broken, True, "c = tl.dot(a, b)") == precision.Products(unknown=True)
+
+
+def test_a_lone_16_bit_product_on_fp32_data_is_refused_and_a_split_chain_of_them_measured() -> None:
+    Products = precision.Products
+
+    def dot(result: str, acc: str, dtype: str = "f16") -> str:
+        return (f"{result} = tt.dot %a, %b, {acc} : tensor<16x16x{dtype}> * tensor<16x16x{dtype}> -> "
+                "tensor<16x16xf32>")
+
+    chain = "\n".join([dot("%s1", "%z"), dot("%s2", "%s1"), dot("%s3", "%s2")])
+    assert precision.read_products([chain]) == Products(low=3)  # a split's lo*hi, hi*lo, hi*hi
+    lone = dot("%c", "%z", "bf16")
+    assert precision.read_products([lone]) == Products(low=1, low_lone=1)
+    assert precision.read_products([lone + "\n" + chain]) == Products(low=4, low_lone=1)
+    # refused as it stands, however close it measured; measured only where the problem's inputs are 16-bit
+    why = precision.refusal(Products(low=1, low_lone=1), 5.2) or ""
+    assert "16- or 8-bit operands on the problem's fp32 data, 1 of them outside a chain of 3" in why
+    assert "(measured: 5.2x" in why
+    assert precision.refusal(Products(low=3), 0.3) is None
+
+    class Recorded:
+        failure: str | None = None
+
+        def ttirs(self) -> dict[str, str]:
+            return {"kernel": lone}
+
+    assert precision.products_found(Recorded(), True, "tl.dot(a, b)") == Products(low=1, low_lone=1)
+    assert precision.products_found(Recorded(), True, "tl.dot(a, b)", low_data=True) == Products(low=1)
+    assert precision.low_data([torch.ones(2, dtype=torch.float16), 3]) and not precision.low_data([torch.ones(2)])
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's tl.dot")

@@ -32,7 +32,7 @@ import os
 import re
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from kernelopt.harness.sandbox.fingerprint import Recorder
@@ -62,6 +62,7 @@ class Products:
     lone: int = 0  # of those, the ones in no chain of SPLIT_CHAIN products on one accumulator: never a split
     low: int = 0  # other products below fp32's precision: 16- or 8-bit operands, bf16x3 and the like
     unknown: bool = False  # its IR could not be had: what it computes at is not known
+    low_lone: int = 0  # 16- or 8-bit operand products in no such chain, where the problem's data is all fp32
 
     @property
     def measured(self) -> bool:
@@ -72,38 +73,49 @@ class Products:
 def read_products(ttirs: Iterable[str]) -> Products:
     """The one-TF32 products in these TTIR texts, those of them chained fewer than SPLIT_CHAIN deep (a product
     whose accumulator is another's result extends that one's chain), and the other low-precision products."""
-    tf32 = lone = low = 0
+    tf32 = lone = low = low_lone = 0
     for text in ttirs:
-        chain: dict[str, int] = {}  # a one-TF32 product's result -> how many such products lead to it
+        # a product's result -> how many such products lead to it: one TF32 (0), 16- or 8-bit operands (1)
+        chains: tuple[dict[str, int], dict[str, int]] = ({}, {})
         fed: set[str] = set()
         for line in text.splitlines():
-            if _TF32_ON_FP32.search(line):
-                dot = _DOT.search(line)
-                if dot is None:  # operands this reading cannot tell apart: no chain to credit
-                    tf32, lone = tf32 + 1, lone + 1
-                    continue
-                result, acc = dot.group(1), dot.group(4)
-                chain[result] = chain.get(acc, 0) + 1
-                fed.add(acc)
-            elif "tt.dot" in line and (_LOW_OPERAND.search(line) or _OTHER_PRECISION.search(line)
-                                       and "xf32> * tensor<" in line):
-                low += 1
-        tf32 += len(chain)
-        lone += sum(depth for result, depth in chain.items() if result not in fed and depth < SPLIT_CHAIN)
-    return Products(tf32, lone, low)
+            kind = 0 if _TF32_ON_FP32.search(line) else 1 if "tt.dot" in line and _LOW_OPERAND.search(line) else None
+            if kind is None:
+                if "tt.dot" in line and _OTHER_PRECISION.search(line) and "xf32> * tensor<" in line:
+                    low += 1  # bf16x3 and the like: several products of their own, measured
+                continue
+            dot = _DOT.search(line)
+            if dot is None:  # operands this reading cannot tell apart: no chain to credit
+                tf32, lone = (tf32 + 1, lone + 1) if kind == 0 else (tf32, lone)
+                low, low_lone = (low + 1, low_lone + 1) if kind == 1 else (low, low_lone)
+                continue
+            result, acc = dot.group(1), dot.group(4)
+            chains[kind][result] = chains[kind].get(acc, 0) + 1
+            fed.add(acc)
+        unchained = [sum(d for r, d in chain.items() if r not in fed and d < SPLIT_CHAIN) for chain in chains]
+        tf32, lone = tf32 + len(chains[0]), lone + unchained[0]
+        low, low_lone = low + len(chains[1]), low_lone + unchained[1]
+    return Products(tf32, lone, low, low_lone=low_lone)
 
 
-def products_found(recorder: Recorder, fp32_outputs: bool, source: str) -> Products:
+def products_found(recorder: Recorder, fp32_outputs: bool, source: str, low_data: bool = False) -> Products:
     """The candidate's launched products below fp32's precision, where its outputs are fp32. Only a source
     that calls a `dot` (its identifiers read as Python reads them) is compiled for this, under the
-    interpreter; a kernel whose IR cannot be had is `unknown`, measured where it can be."""
+    interpreter; a kernel whose IR cannot be had is `unknown`, measured where it can be. `low_data`: the
+    problem's own inputs are 16- or 8-bit, so its 16-bit products need no split's chain."""
     if not fp32_outputs or "dot" not in unicodedata.normalize("NFKC", source):
         return Products()
     texts = recorder.ttirs()
     if texts is None or recorder.failure is not None:
         print(f"no TTIR for the one-TF32-product rule ({recorder.failure}): measured", flush=True)
         return Products(unknown=True)
-    return read_products(texts.values())
+    found = read_products(texts.values())
+    return replace(found, low_lone=0) if low_data else found
+
+
+def low_data(values: Iterable[Any]) -> bool:
+    """Whether any of these (a case's inputs) is a tensor of 16- or 8-bit floats."""
+    return any(getattr(v, "is_floating_point", lambda: False)() and v.element_size() < 4 for v in values)
 
 
 def refusal(products: Products, ratio: float | None) -> str | None:
@@ -116,6 +128,12 @@ def refusal(products: Products, ratio: float | None) -> str | None:
         return (f"{found}, {products.lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator (a split's "
                 f"lo*hi, hi*lo, hi*hi){measured}: about 1e-3 relative error, outside fp32's tolerance wherever sums "
                 f"cancel; {_INSTEAD}")
+    if products.low_lone:
+        measured = f" (measured: {ratio:.3g}x the problem's own fp32 error from float64)" if ratio is not None else ""
+        return (f"{products.low} tl.dot multiply 16- or 8-bit operands on the problem's fp32 data, "
+                f"{products.low_lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator (a split's lo*hi, "
+                f"hi*lo, hi*hi){measured}: one fp16 product keeps TF32's 10 mantissa bits, about 1e-3 relative "
+                f"error, which PyTorch's own fp32 sum nears at a long K on same-sign inputs; {_INSTEAD}")
     if products.tf32 and ratio is None:
         return (f"{found}, and no case had a float64 yardstick to measure their error against; {_INSTEAD}")
     if products.measured and ratio is not None and ratio > FP32_ERROR_TIMES:

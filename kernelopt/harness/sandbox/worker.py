@@ -38,8 +38,7 @@ from kernelopt.records import Timing
 
 
 class Progress:
-    """The phase the job is in, one line per change, for the parent's watchdog (a file in the
-    work dir, opened before the sandbox is armed)."""
+    """The job's phase, a line per change, for the parent's watchdog (a file opened before the sandbox is armed)."""
 
     def __init__(self, path: Path) -> None:
         self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
@@ -77,7 +76,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
     checked = [i for i, case in enumerate(cases) if not case.get("timing")]
     timing_case = next((case for case in cases if case.get("timing")), cases[checked[0]])
     buffers = None
-    fp32_outputs = False
+    fp32_outputs = low_data = False  # low_data: 16- or 8-bit inputs, the problem's own (not the candidate's)
     not_run = 0
     progress.mark("lock")
     with lock.shared(), torch.no_grad():
@@ -99,6 +98,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
                     fresh = case_inputs(problem, case, device)
                     buffers = fresh if same_shape else None
                 before = [v.clone() if isinstance(v, torch.Tensor) else v for v in fresh]
+                low_data = low_data or precision.low_data(fresh)
                 # Several runs on the same input, each judged on its own by the reference process: a
                 # race shows as a run that is wrong; reordered float atomics stay within tolerance.
                 # Only runs that differ from the first are sent again (most kernels are deterministic).
@@ -117,7 +117,7 @@ def run_candidate(req: dict[str, Any]) -> dict[str, Any]:
             give_back(device)
     guards.check_untouched()
     result: dict[str, Any] = {"ok": True, "cases": len(checked) - not_run, "launches": guards.launches.total}
-    result["precision"] = asdict(precision.products_found(recorder, fp32_outputs, source))  # judged by the parent
+    result["precision"] = asdict(precision.products_found(recorder, fp32_outputs, source, low_data))  # parent judges
     result |= fingerprint.verdict(recorder, req.get("timed_fingerprints"))
     if req.get("time") and not result.get("duplicate"):  # a duplicate's time is the original's
         progress.mark("lock")
