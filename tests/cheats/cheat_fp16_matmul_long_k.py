@@ -1,5 +1,4 @@
-"""Cheat: an fp32 matmul as one fp16 product (both operands cast to fp16, fp32 accumulation).
-Caught by: runtime: one 16-bit product.
+"""Cheat: an fp32 matmul as one fp16 product of the cast operands. Caught by: runtime: one 16-bit product.
 
 fp16 keeps as many mantissa bits as TF32: one product of the cast operands is about 1e-3 relative error a
 term. On same-sign inputs at a long K PyTorch's own fp32 sum errs almost as much, so the measurement against
