@@ -87,6 +87,17 @@ def test_the_rows_are_scaled_by_powers_of_two_and_split_within_fp32s_accuracy(tm
     assert (error[live] <= largest[live] * 2.0**-22).all(), (error / largest)[live].max()
 
 
+def test_rows_scaled_far_apart_do_not_overflow_in_the_epilogue(tmp_path: Path) -> None:
+    # A's rows near 2^110 and B's columns near 2^-110: the product is near 1, the scales' inverses 2^96 and 2^-124
+    module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
+    torch.manual_seed(0)
+    a, b = torch.rand(20, 37) * 2.0**110, torch.rand(37, 19) * 2.0**-110
+    got = module.ModelNew()(a, b)
+    want = a.double() @ b.double()
+    assert got.isfinite().all()
+    assert ((got.double() - want).abs() <= want.abs() * 1e-5).all()
+
+
 @pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "bmm.py"])
 def test_the_fp16_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
     kernel = tmp_path / "kernel.py"

@@ -231,7 +231,8 @@ def test_a_lone_16_bit_product_on_fp32_data_is_refused_and_a_split_chain_of_them
         return (f"{result} = tt.dot %a, %b, {acc} : tensor<16x16x{dtype}> * tensor<16x16x{dtype}> -> "
                 "tensor<16x16xf32>")
 
-    chain = "\n".join([dot("%s1", "%z"), dot("%s2", "%s1"), dot("%s3", "%s2")])
+    chain = "\n".join([_dot("%s1", "%alo", "%bhi", "%z"), _dot("%s2", "%ahi", "%blo", "%s1"),
+                       _dot("%s3", "%ahi", "%bhi", "%s2")])
     assert precision.read_products([chain]) == Products(low=3)  # a split's lo*hi, hi*lo, hi*hi
     lone = dot("%c", "%z", "bf16")
     assert precision.read_products([lone]) == Products(low=1, low_lone=1)
@@ -251,6 +252,39 @@ def test_a_lone_16_bit_product_on_fp32_data_is_refused_and_a_split_chain_of_them
     assert precision.products_found(Recorded(), True, "tl.dot(a, b)") == Products(low=1, low_lone=1)
     assert precision.products_found(Recorded(), True, "tl.dot(a, b)", low_data=True) == Products(low=1)
     assert precision.low_data([torch.ones(2, dtype=torch.float16), 3]) and not precision.low_data([torch.ones(2)])
+    assert precision.low_data([torch.ones(2, dtype=torch.int8)]) and not precision.low_data([torch.ones(2).long()])
+
+
+def _dot(result: str, a: str, b: str, acc: str, operands: str = "xf16> * tensor<16x16xf16") -> str:
+    return f"{result} = tt.dot {a}, {b}, {acc} : tensor<16x16{operands}> -> tensor<16x16xf32>"
+
+
+def test_a_chain_is_a_splits_only_where_its_threes_are_lo_hi_hi_lo_and_hi_hi() -> None:
+    Products = precision.Products
+    split = [_dot("%s1", "%alo", "%bhi", "%z"), _dot("%s2", "%ahi", "%blo", "%s1"), _dot("%s3", "%ahi", "%bhi", "%s2")]
+    assert precision.read_products(["\n".join(split)]) == Products(low=3)
+    assert precision.read_products(["\n".join(reversed(split))]) == Products(low=3, low_lone=1)  # no chain: lone
+    # a plain K loop unrolled three times: three products of their own operands on one accumulator
+    unrolled = [_dot("%c1", "%a1", "%b1", "%acc"), _dot("%c2", "%a2", "%b2", "%c1"), _dot("%c3", "%a3", "%b3", "%c2")]
+    assert precision.read_products(["\n".join(unrolled)]) == Products(low=3, low_lone=3)
+    # the product, then two on zeros to make up a chain
+    junk = [_dot("%c1", "%a", "%b", "%acc"), _dot("%c2", "%za", "%zb", "%c1"), _dot("%c3", "%za", "%zb", "%c2")]
+    assert precision.read_products(["\n".join(junk)]) == Products(low=3, low_lone=3)
+    # two steps' splits on one accumulator: threes, each a split's
+    six = [*split, _dot("%t1", "%alo", "%bhi", "%s3"), _dot("%t2", "%ahi", "%blo", "%t1"),
+           _dot("%t3", "%ahi", "%bhi", "%t2")]
+    assert precision.read_products(["\n".join(six)]) == Products(low=6)
+    # a one-TF32 product feeding a chain of 16-bit ones is no link of it: lone as it stands
+    tf32 = ("%c0 = tt.dot %x, %y, %z, inputPrecision = tf32 : tensor<16x16xf32> * tensor<16x16xf32> -> "
+            "tensor<16x16xf32>")
+    fed = [tf32, _dot("%s1", "%alo", "%bhi", "%c0"), _dot("%s2", "%ahi", "%blo", "%s1"),
+           _dot("%s3", "%ahi", "%bhi", "%s2")]
+    assert precision.read_products(["\n".join(fed)]) == Products(tf32=1, lone=1, low=3)
+    # 8-bit integers (and fp4 carried as i8), either operand: counted, and lone outside a split's chain
+    assert precision.read_products([_dot("%c", "%a", "%b", "%z", "xi8> * tensor<16x16xi8")]) == Products(
+        low=1, low_lone=1)
+    assert precision.read_products([_dot("%c", "%a", "%b", "%z", "xf32> * tensor<16x16xbf16")]) == Products(
+        low=1, low_lone=1)
 
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's tl.dot")

@@ -50,6 +50,7 @@ RUNTIME_RULES = {
     "cheat_zeros_below_tolerance": {"incorrect"},  # outputs within atol of zero judged on their own scale
     "cheat_tf32_matmul": {"one-tf32-product"},  # read from the compiled TTIR, then measured against float64
     "cheat_fp16_matmul_long_k": {"one-tf32-product"},  # one fp16 product: measured within 10x, but no split's chain
+    "cheat_fp16_matmul_unrolled3": {"one-tf32-product"},  # three on one accumulator, but not a split's three terms
     "cheat_layernorm_skips_affine": {"incorrect"},  # right on weight 1 and bias 0: the drawn ones tell
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed

@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -46,9 +47,12 @@ _TF32_ON_FP32 = re.compile(
     r"\btt\.dot\b[^\n]*inputPrecision = tf32(?![\w])[^\n:]*: tensor<[^>\n]*xf32> \* tensor<[^>\n]*xf32>"
 )
 _DOT = re.compile(r"(%[^\s=]+) = tt\.dot (%[^\s,]+), (%[^\s,]+), (%[^\s,]+)[^\n]*")
-# fewer mantissa bits than fp32's at the product: 16- or 8-bit float operands, or a precision other than these
-_LOW_OPERAND = re.compile(r": tensor<[^>\n]*x(?:f16|bf16|f8\w*)> \* ")
+# the operands' element types: fewer mantissa bits than fp32's where either is a 16-, 8- or 4-bit float or an
+# 8- or 4-bit integer (Triton's tt.dot_scaled carries fp4 as i8)
+_OPERANDS = re.compile(r": tensor<[^>\n]*x(\w+)> \* tensor<[^>\n]*x(\w+)>")
+_LOW_TYPES = ("f16", "bf16", "f8", "f6", "f4", "i8", "i4")
 _OTHER_PRECISION = re.compile(r"inputPrecision = (?!(?:tf32|tf32x3|ieee)\b)\w+")  # bf16x3, bf16x6; ieee goes unprinted
+_TERMS = "(a split's lo*hi, hi*lo and hi*hi of two A operands and two B operands)"
 _INSTEAD = ('pass input_precision="tf32x3" (three TF32 products on the tensor cores: fp32\'s accuracy) or "ieee", '
             "or split each operand once into its TF32 part and the remainder and add each K step's three products "
             "to the running sum in fp32")
@@ -71,31 +75,60 @@ class Products:
 
 
 def read_products(ttirs: Iterable[str]) -> Products:
-    """The one-TF32 products in these TTIR texts, those of them chained fewer than SPLIT_CHAIN deep (a product
-    whose accumulator is another's result extends that one's chain), and the other low-precision products."""
+    """The one-TF32 products in these TTIR texts and the other low-precision products, and of each the ones
+    in no split's chain: a product whose accumulator is another's (of the same kind) extends that one's chain,
+    and a chain is a split's where it runs in threes, each three `lo*hi`, `hi*lo`, `hi*hi` of two A operands
+    and two B operands (`_split_terms`): a K loop unrolled three times, or products on junk, are not."""
     tf32 = lone = low = low_lone = 0
     for text in ttirs:
-        # a product's result -> how many such products lead to it: one TF32 (0), 16- or 8-bit operands (1)
-        chains: tuple[dict[str, int], dict[str, int]] = ({}, {})
-        fed: set[str] = set()
+        # a product's result -> the (A, B) operands of the products leading to it: one TF32 (0), low (1)
+        chains: tuple[dict[str, list[tuple[str, str]]], ...] = ({}, {})
+        fed: tuple[set[str], ...] = (set(), set())
         for line in text.splitlines():
-            kind = 0 if _TF32_ON_FP32.search(line) else 1 if "tt.dot" in line and _LOW_OPERAND.search(line) else None
+            kind = _kind(line)
             if kind is None:
                 if "tt.dot" in line and _OTHER_PRECISION.search(line) and "xf32> * tensor<" in line:
                     low += 1  # bf16x3 and the like: several products of their own, measured
                 continue
             dot = _DOT.search(line)
-            if dot is None:  # operands this reading cannot tell apart: no chain to credit
+            if dot is None:  # operands this reading cannot tell apart (tt.dot_scaled too): no chain to credit
                 tf32, lone = (tf32 + 1, lone + 1) if kind == 0 else (tf32, lone)
                 low, low_lone = (low + 1, low_lone + 1) if kind == 1 else (low, low_lone)
                 continue
-            result, acc = dot.group(1), dot.group(4)
-            chains[kind][result] = chains[kind].get(acc, 0) + 1
-            fed.add(acc)
-        unchained = [sum(d for r, d in chain.items() if r not in fed and d < SPLIT_CHAIN) for chain in chains]
-        tf32, lone = tf32 + len(chains[0]), lone + unchained[0]
-        low, low_lone = low + len(chains[1]), low_lone + unchained[1]
+            result, a, b, acc = dot.groups()
+            chains[kind][result] = [*chains[kind].get(acc, ()), (a, b)]
+            fed[kind].add(acc)
+        unsplit = [sum(len(terms) for result, terms in chain.items() if result not in fed[kind]
+                       and not _split_terms(terms)) for kind, chain in enumerate(chains)]
+        tf32, lone = tf32 + len(chains[0]), lone + unsplit[0]
+        low, low_lone = low + len(chains[1]), low_lone + unsplit[1]
     return Products(tf32, lone, low, low_lone=low_lone)
+
+
+def _kind(line: str) -> int | None:
+    """0: a tt.dot at one TF32 product on fp32 operands; 1: one of 16-, 8- or 4-bit operands; None: neither."""
+    if "tt.dot" not in line:
+        return None
+    if _TF32_ON_FP32.search(line):
+        return 0
+    operands = _OPERANDS.search(line)
+    return 1 if operands and any(t.startswith(_LOW_TYPES) for t in operands.groups()) else None
+
+
+def _split_terms(terms: list[tuple[str, str]]) -> bool:
+    """Whether a chain's products run in threes of a split's terms: lo*hi, hi*lo and hi*hi of two distinct A
+    operands and two distinct B operands, each hi in two of the three, in any order."""
+    if not terms or len(terms) % SPLIT_CHAIN:
+        return False
+    for at in range(0, len(terms), SPLIT_CHAIN):
+        three = terms[at:at + SPLIT_CHAIN]
+        a_uses, b_uses = Counter(a for a, _ in three), Counter(b for _, b in three)
+        if sorted(a_uses.values()) != [1, 2] or sorted(b_uses.values()) != [1, 2]:
+            return False
+        (a_hi, a_lo), (b_hi, b_lo) = (sorted(uses, key=lambda k, u=uses: -u[k]) for uses in (a_uses, b_uses))
+        if sorted(three) != sorted([(a_lo, b_hi), (a_hi, b_lo), (a_hi, b_hi)]):
+            return False
+    return True
 
 
 def products_found(recorder: Recorder, fp32_outputs: bool, source: str, low_data: bool = False) -> Products:
@@ -114,8 +147,11 @@ def products_found(recorder: Recorder, fp32_outputs: bool, source: str, low_data
 
 
 def low_data(values: Iterable[Any]) -> bool:
-    """Whether any of these (a case's inputs) is a tensor of 16- or 8-bit floats."""
-    return any(getattr(v, "is_floating_point", lambda: False)() and v.element_size() < 4 for v in values)
+    """Whether any of these (a case's inputs) is a tensor of 16- or 8-bit floats or 8-bit integers."""
+    import torch
+
+    return any(isinstance(v, torch.Tensor) and (v.is_floating_point() and v.element_size() < 4
+                                                or v.dtype in (torch.int8, torch.uint8)) for v in values)
 
 
 def refusal(products: Products, ratio: float | None) -> str | None:
@@ -125,15 +161,14 @@ def refusal(products: Products, ratio: float | None) -> str | None:
     found = f"{products.tf32} tl.dot multiply fp32 operands at one TF32 product (Triton's default input_precision)"
     if products.lone:
         measured = f" (measured: {ratio:.3g}x the problem's own fp32 error from float64)" if ratio is not None else ""
-        return (f"{found}, {products.lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator (a split's "
-                f"lo*hi, hi*lo, hi*hi){measured}: about 1e-3 relative error, outside fp32's tolerance wherever sums "
-                f"cancel; {_INSTEAD}")
+        return (f"{found}, {products.lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator {_TERMS}"
+                f"{measured}: about 1e-3 relative error, outside fp32's tolerance wherever sums cancel; {_INSTEAD}")
     if products.low_lone:
         measured = f" (measured: {ratio:.3g}x the problem's own fp32 error from float64)" if ratio is not None else ""
         return (f"{products.low} tl.dot multiply 16- or 8-bit operands on the problem's fp32 data, "
-                f"{products.low_lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator (a split's lo*hi, "
-                f"hi*lo, hi*hi){measured}: one fp16 product keeps TF32's 10 mantissa bits, about 1e-3 relative "
-                f"error, which PyTorch's own fp32 sum nears at a long K on same-sign inputs; {_INSTEAD}")
+                f"{products.low_lone} of them outside a chain of {SPLIT_CHAIN} on one accumulator {_TERMS}{measured}: "
+                f"one fp16 product keeps TF32's 10 mantissa bits, about 1e-3 relative error, which PyTorch's own "
+                f"fp32 sum nears at a long K on same-sign inputs; {_INSTEAD}")
     if products.tf32 and ratio is None:
         return (f"{found}, and no case had a float64 yardstick to measure their error against; {_INSTEAD}")
     if products.measured and ratio is not None and ratio > FP32_ERROR_TIMES:

@@ -87,10 +87,11 @@ def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
 
 @triton.jit
 def _unscaled(acc, inv_a_ptr, inv_b_ptr, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # the scales are powers of two: undoing them is exact (the inverses cover the padded rows too)
+    # the scales are powers of two: undoing them is exact (the inverses cover the padded rows too); their product
+    # first, so that a row scaled far down and a column scaled far up do not overflow one after the other
     ia = tl.load(inv_a_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
     ib = tl.load(inv_b_ptr + pid_n * BLOCK_N + tl.arange(0, BLOCK_N))
-    return acc * ia[:, None] * ib[None, :]
+    return acc * (ia[:, None] * ib[None, :])
 '''
 
 _MATMUL = '''
@@ -168,7 +169,7 @@ def _split(x, rows, ld):
     big = torch.zeros((batches, rows), device=x.device, dtype=torch.int32)
     hi = torch.empty((batches, rows, ld), device=x.device, dtype=torch.float16)
     lo = torch.empty((batches, rows, ld), device=x.device, dtype=torch.float16)
-    inv = torch.empty((batches, rows), device=x.device, dtype=torch.float32)
+    inv = torch.ones((batches, rows), device=x.device, dtype=torch.float32)  # K = 0: no split program writes it
     block_r, block_c = 32, 128
     row_blocks = triton.cdiv(rows, block_r)
     row_max_kernel[(batches * row_blocks, triton.cdiv(x.shape[2], block_c))](

@@ -21,7 +21,7 @@ from kernelopt.offline.moves import matmul_split_f16
 
 _TEMPLATE = re.compile(r"@triton\.jit\ndef (triton_tem_\w+)\(([^)]*)\):\n((?:(?: {4}[^\n]*)?\n)+)")
 _SIZES = ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn")
-# rows padded to a multiple of 256 and K to one of 128: any tile up to 256 x 256 x 128 divides them
+# rows and K padded to a multiple of 256: any tile up to 256 x 256 x 256 divides them
 SHORT_K = 128  # a K this short is memory-bound: the split's passes cost more than its products save
 _PARAMS = ("split_ah", "split_al", "split_bh", "split_bl", "split_ia", "split_ib", "split_kp")
 _LOOP = (f"    acc = split16_product({', '.join(_PARAMS)}, pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)\n")
@@ -46,7 +46,7 @@ def _split16(x, ld):
     big = torch.zeros((1, rows), device=x.device, dtype=torch.int32)
     hi = torch.empty((1, rows, ld), device=x.device, dtype=torch.float16)
     lo = torch.empty((1, rows, ld), device=x.device, dtype=torch.float16)
-    inv = torch.empty((1, rows), device=x.device, dtype=torch.float32)
+    inv = torch.ones((1, rows), device=x.device, dtype=torch.float32)  # K = 0: no split program writes it
     row_blocks = triton.cdiv(rows, 32)
     split16_row_max[(row_blocks, triton.cdiv(x.shape[1], 128))](
         x, big, x.shape[0], x.shape[1], 0, x.stride(0), x.stride(1), rows, row_blocks, block_r=32, block_c=128,
@@ -58,8 +58,8 @@ def _split16(x, ld):
 
 
 def _split16_operands(a, bt):
-    # A (M x K) and B's transpose (N x K): each split, K padded to a whole 128
-    ld = triton.cdiv(a.shape[1], 128) * 128
+    # A (M x K) and B's transpose (N x K): each split, K padded to a whole 256 (the compiler's tile may be so deep)
+    ld = triton.cdiv(a.shape[1], 256) * 256
     ah, al, ia = _split16(a, ld)
     bh, bl, ib = _split16(bt, ld)
     return ah, al, bh, bl, ia, ib, ld
