@@ -5,11 +5,11 @@ verifier's measurement with its remainders taken out."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 import torch
+from test_split_tf32 import _load
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul_split_f16, structural_moves
@@ -33,15 +33,6 @@ def _source(problem: Path) -> str:
     family = trace_family(import_file(problem, "kernelopt_test_split_f16_family"))
     template = matmul_split_f16.bmm_split_f16 if family.name == "bmm" else matmul_split_f16.split_f16
     return template(family.input_names, family.operands, family.transposed)
-
-
-def _load(tmp_path: Path, source: str):  # noqa: ANN202 - the kernel module
-    path = tmp_path / "split_f16_kernel.py"
-    path.write_text(source)
-    spec = importlib.util.spec_from_file_location("kernelopt_test_split_f16_kernel", path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
 
 
 def test_the_fp16_split_is_offered_before_the_tf32_split_and_says_why_not_elsewhere() -> None:

@@ -51,6 +51,9 @@ class ModelNew(nn.Module):
         M, K = a.shape
         N = b.shape[1]
 '''
+# The same for torch.bmm's templates: each batch's A and B.
+BMM_FORWARD_HEAD = FORWARD_HEAD.replace("        M, K = a.shape\n        N = b.shape[1]\n",
+                                        "        batches, M, K = a.shape\n        N = b.shape[2]\n")
 
 # The grouped kernel's launch over a, b, c (M x N) and `precision`, in forward (the K-major and TMA
 # templates run it too).
@@ -189,16 +192,7 @@ def bmm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scb, 
     tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        batches, M, K = a.shape
-        N = b.shape[2]
-        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
+''' + BMM_FORWARD_HEAD + '''        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
         grid = (batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N),)
         bmm_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), a.stride(2), b.stride(0), b.stride(1),

@@ -113,15 +113,7 @@ def k_major_kernel(src_ptr, dst_ptr, rows, cols, s_b, s_r, s_c, ld, d_b, block_r
     tl.store(dst_ptr + batch * d_b + c[:, None].to(tl.int64) * ld + r[None, :].to(tl.int64), tl.trans(tile),
              mask=(c[:, None] < cols) & (r[None, :] < ld))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        batches, M, K = a.shape
-        N = b.shape[2]
+''' + matmul.BMM_FORWARD_HEAD + '''\
         # K contiguous in both, rows and batches 16 elements apart, as the TF32 products take them; a K
         # no multiple of 16 is padded with zeros in both (they add nothing): no load along K is cut short
         Kp = triton.cdiv(K, 16) * 16

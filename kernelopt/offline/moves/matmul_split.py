@@ -47,13 +47,16 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_b, s_r, s_c, rows_p, ld,
     inside = (r[:, None] < rows_p) & (c[None, :] < ld)
     tl.store(hi_ptr + dst, hi, mask=inside)
     tl.store(lo_ptr + dst, lo, mask=inside)
+'''
 
+# The product loop on the split parts (matmul_split_f16.py's too, its operands fp16)
+PRODUCT = '''
 
 @triton.jit
 def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
     # A's and B's parts are K-major (rows Kp apart, Kp a multiple of BLOCK_K) and padded to whole tiles: no
-    # load needs a mask. Each K step's three TF32 products start from zero; the step's sum is added in fp32.
+    # load needs a mask. Each K step's three products start from zero; the step's sum is added in fp32.
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
@@ -114,16 +117,7 @@ def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Mp, Np, Kp, sc
     tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        batches, M, K = a.shape
-        N = b.shape[2]
-        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+''' + matmul.BMM_FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
         Mp, Np = triton.cdiv(M, BLOCK_M) * BLOCK_M, triton.cdiv(N, BLOCK_N) * BLOCK_N
         a_hi, a_lo = _split(a, Mp, Kp)
         b_hi, b_lo = _split(b.transpose(1, 2), Np, Kp)
@@ -173,4 +167,4 @@ def bmm_split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transpose
 
 
 def _head(what: str) -> str:
-    return matmul.header(what) + matmul.TILE_IDS + _SPLIT_KERNEL
+    return matmul.header(what) + matmul.TILE_IDS + _SPLIT_KERNEL + PRODUCT

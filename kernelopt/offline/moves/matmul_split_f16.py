@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from string import Template
 
-from kernelopt.offline.moves import matmul
+from kernelopt.offline.moves import matmul, matmul_split
 
 _KERNELS = '''
 
@@ -59,31 +59,7 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, big_ptr, inv_ptr, rows, cols, s_b, s_r
     tl.store(lo_ptr + dst, lo, mask=inside)
     if tl.program_id(1) == 0:
         tl.store(inv_ptr + batch * rows_p + r, 1.0 / scale, mask=r < rows_p)
-
-
-@triton.jit
-def _split_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, Kp, pid_m, pid_n,
-                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
-    # A's and B's parts are K-major (rows Kp apart, Kp a multiple of BLOCK_K) and padded to whole tiles: no
-    # load needs a mask. Each K step's three fp16 products start from zero; the step's sum is added in fp32.
-    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    rk = tl.arange(0, BLOCK_K)
-    a_off = rm[:, None].to(tl.int64) * Kp + rk[None, :]
-    b_off = rk[:, None] + rn[None, :].to(tl.int64) * Kp
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for k in range(0, Kp, BLOCK_K):
-        a_hi = tl.load(ah_ptr + a_off)
-        a_lo = tl.load(al_ptr + a_off)
-        b_hi = tl.load(bh_ptr + b_off)
-        b_lo = tl.load(bl_ptr + b_off)
-        step = tl.dot(a_lo, b_hi)
-        step = tl.dot(a_hi, b_lo, step)
-        acc += tl.dot(a_hi, b_hi, step)
-        a_off += BLOCK_K
-        b_off += BLOCK_K
-    return acc
-
+''' + matmul_split.PRODUCT.replace(', input_precision="tf32"', '') + '''
 
 @triton.jit
 def _unscaled(acc, inv_a_ptr, inv_b_ptr, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
@@ -138,16 +114,7 @@ def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, c_ptr, M, N
     tl.store(c_ptr + batch * scb + rm[:, None] * scm + rn[None, :] * scn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
 
-
-class ModelNew(nn.Module):
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__()
-
-    def forward(self, $params):
-        a, b = $a, $b
-        batches, M, K = a.shape
-        N = b.shape[2]
-        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+''' + matmul.BMM_FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
         Mp, Np = triton.cdiv(M, BLOCK_M) * BLOCK_M, triton.cdiv(N, BLOCK_N) * BLOCK_N
         a_hi, a_lo, a_inv = _split(a, Mp, Kp)
         b_hi, b_lo, b_inv = _split(b.transpose(1, 2), Np, Kp)

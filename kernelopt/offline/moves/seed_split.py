@@ -15,6 +15,7 @@ whose loop, sizes or launch read otherwise is left as it is, and the rewrite doe
 
 from __future__ import annotations
 
+import ast
 import re
 
 from kernelopt.offline.moves import matmul_split_f16
@@ -109,17 +110,12 @@ def _template(source: str, name: str, params_text: str, body: str) -> str | None
 
 def _launch(source: str, name: str, params: list[str], sizes: dict[str, str], operands: dict[str, str]) -> str | None:
     """forward's launch of the template with the split operands made before it and passed to it."""
-    launches = [m.start() for m in re.finditer(rf"^ +{name}\[", source, re.M)]
-    if len(launches) != 1:
+    calls = [c for c in ast.walk(ast.parse(source)) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+             and isinstance(c.func.value, ast.Name) and c.func.value.id == name]
+    if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
         return None
-    at = launches[0]
-    open_args = _closing(source, source.index("[", at), "[", "]") + 1
-    if source[open_args] != "(":
-        return None
-    close_args = _closing(source, open_args, "(", ")")
-    args = _split_top(source[open_args + 1:close_args])
-    positional = [a for a in args if not re.match(r"^\w+=", a)]
-    values = dict(zip(params, positional, strict=False))
+    call = calls[0]
+    values = dict(zip(params, (ast.get_source_segment(source, a) or "" for a in call.args), strict=False))
 
     def value(text: str) -> str | None:
         names = set(re.findall(r"\b[A-Za-z_]\w*\b", text))
@@ -131,33 +127,13 @@ def _launch(source: str, name: str, params: list[str], sizes: dict[str, str], op
     got = {k: value(v) for k, v in sizes.items()}
     if a is None or b is None or None in got.values():
         return None
-    indent = re.match(r" *", source[at:]).group(0)  # type: ignore[union-attr]
+    lines = source.splitlines(keepends=True)
+    at = sum(len(line) for line in lines[:call.lineno - 1])  # the launch's line (the seed's files are ASCII)
+    close = sum(len(line) for line in lines[:call.end_lineno - 1]) + call.end_col_offset - 1  # type: ignore[operator]
+    indent = re.match(r" *", lines[call.lineno - 1]).group(0)  # type: ignore[union-attr]
     view_a = f"torch.as_strided({a}, ({got['M']}, {got['K']}), ({got['stride_am']}, {got['stride_ak']}))"
     view_bt = f"torch.as_strided({b}, ({got['N']}, {got['K']}), ({got['stride_bn']}, {got['stride_bk']}))"
     split = f"{indent}{', '.join(_PARAMS)} = _split16_operands(\n{indent}    {view_a},\n{indent}    {view_bt})\n"
-    extra = ", " + ", ".join(f"{p}={p}" for p in _PARAMS)
-    return source[:at] + split + source[at:close_args] + extra + source[close_args:]
-
-
-def _closing(text: str, at: int, opening: str, closing: str) -> int:
-    depth = 0
-    for i in range(at, len(text)):
-        depth += text[i] == opening
-        depth -= text[i] == closing
-        if depth == 0:
-            return i
-    raise ValueError(f"unbalanced {opening}{closing}")
-
-
-def _split_top(text: str) -> list[str]:
-    """A call's arguments, split at the commas outside brackets."""
-    parts, depth, current = [], 0, ""
-    for ch in text:
-        depth += ch in "([{"
-        depth -= ch in ")]}"
-        if ch == "," and depth == 0:
-            parts.append(current.strip())
-            current = ""
-        else:
-            current += ch
-    return [p for p in (*parts, current.strip()) if p]
+    before = source[:close].rstrip()
+    extra = ("" if before.endswith(",") else ",") + " " + ", ".join(f"{p}={p}" for p in _PARAMS)
+    return source[:at] + split + before[at:] + extra + source[close:]
