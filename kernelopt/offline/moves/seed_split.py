@@ -18,6 +18,7 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelopt import syntax
 from kernelopt.offline.moves import matmul_split_f16
 
 _TEMPLATE = re.compile(r"@triton\.jit\ndef (triton_tem_\w+)\(([^)]*)\):\n((?:(?: {4}[^\n]*)?\n)+)")
@@ -110,7 +111,7 @@ def _template(source: str, name: str, params_text: str, body: str) -> str | None
 
 def _launch(source: str, name: str, params: list[str], sizes: dict[str, str], operands: dict[str, str]) -> str | None:
     """forward's launch of the template with the split operands made before it and passed to it."""
-    calls = [c for c in ast.walk(ast.parse(source)) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
+    calls = [c for c in ast.walk(syntax.parse(source)) if isinstance(c, ast.Call) and isinstance(c.func, ast.Subscript)
              and isinstance(c.func.value, ast.Name) and c.func.value.id == name]
     if len(calls) != 1 or any(isinstance(a, ast.Starred) for a in calls[0].args):
         return None
