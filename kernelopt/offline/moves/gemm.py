@@ -14,6 +14,7 @@ from kernelopt.offline.moves import (
     MoveInstance,
     Skipped,
     matmul,
+    matmul_f16x3,
     matmul_kmajor,
     matmul_split,
     matmul_split_f16,
@@ -82,6 +83,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
         twins = [_tf32x3_twin(m, family, capability) for m in out]
         out, skipped = _k_major(family, out + twins, skipped, capability, sm_count)
         out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
+        out, skipped = _f16x3(family, out, skipped, capability, sm_count, "matmul.split_k")
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
     return out, skipped
@@ -215,12 +217,44 @@ def bmm_moves(family: Family, capability: str = "9.0",
         return out, []
     out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
+    skipped = []
     if why is None:
-        return _split_tf32(family, out, [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)], capability, sm_count)
-    kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands, family.transposed))
-    out.append(MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"), kmajor,
-                            tuple(_tiles(family, _deep(family, capability, k_major=True)))))
-    return _split_tf32(family, out, [], capability, sm_count)
+        skipped.append(Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS))
+    else:
+        kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands,
+                                                                  family.transposed))
+        out.append(MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"),
+                                kmajor, tuple(_tiles(family, _deep(family, capability, k_major=True)))))
+    out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
+    return _f16x3(family, out, skipped, capability, sm_count, "bmm.batched")
+
+
+# The tiles of the in-register fp16 split (matmul_f16x3.py), guesses until the H200 measures them. Each compiles
+# for sm_90 with Triton 3.6 (the H200's) in 255 registers or fewer with nothing spilled and fits Hopper's 227 KB
+# of shared memory (benchmarks/sm90_compile.py: 128 x 128 x 32 at 3 stages, 254 registers and 96 KB; 128 x 64 x
+# 32, 164 and 72 KB; 128 x 128 x 64 at 2 stages, 254 and 128 KB). The split-K grid takes the first three.
+F16X3_TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 8, 3), (128, 128, 64, 8, 2), (64, 128, 32, 8, 3),
+               (128, 64, 64, 8, 3), (64, 64, 32, 4, 3))
+
+
+def _f16x3(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str, sm_count: int,
+           base: str) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The `base` template's twin with each K step's tiles scaled and split into fp16 parts in registers
+    (matmul_f16x3.py), where `base` applies: split-K for a long K over few output tiles, and torch.bmm."""
+    name = f"{base}_f16x3"
+    if (capability_major(capability) or 99) < 8:
+        return out, [*skipped, Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core "
+                                       "products in Triton (sm_80 and later)")]
+    found = next((m for m in out if m.name == base), None)
+    if found is None:
+        why = next((s.why for s in skipped if s.name == base), f"{base} does not apply")
+        return out, [*skipped, Skipped(name, why)]
+    keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    tiles = [dict(zip(keys, t, strict=True)) for t in F16X3_TILES]
+    grid = _split_grid(family, sm_count, tiles) if "SPLIT_K" in found.grid[0] else tuple(tiles)
+    return [*out, MoveInstance(name, f"{found.why}; {matmul_f16x3.WHAT} (three fp16 products a step, "
+                               "added in fp32: no pass over A and B before the product)",
+                               matmul_f16x3.on_fp16_splits(found.source), grid)], skipped
 
 
 def _matmul_structures(family: Family, sm_count: int, out: list[MoveInstance],

@@ -63,6 +63,27 @@ GROUPED_LAUNCH = '''        grid = (triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLO
                             GROUP_M=GROUP_M, PRECISION=precision, num_warps=8, num_stages=3)
 '''
 
+# The split-K templates' knobs, their second kernel (the slices' sum) and its launch, in forward
+SPLIT_KNOBS = '''
+SPLIT_K = 4
+SUM_BLOCK = 1024  # outputs per program of the sum; the grid and the launch read this one knob
+'''
+SUM_SPLITS = '''
+
+@triton.jit
+def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
+    # Sum the SPLIT_K partials of BLOCK outputs (c is contiguous, like the partials).
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < total
+    acc = tl.zeros((BLOCK,), dtype=tl.float32)
+    for s in range(0, splits):
+        acc += tl.load(p_ptr + s * total + offs, mask=mask, other=0.0)
+    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
+
+'''
+SUM_LAUNCH = '''        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
+'''
+
 # The split-K kernels' launches over a, b, c (M x N) and `precision`, in forward (the K-major split runs them too).
 SPLIT_LAUNCH = '''        partial = torch.empty((SPLIT_K, M, N), device=a.device, dtype=torch.float32)
         k_per_split = triton.cdiv(triton.cdiv(K, SPLIT_K), BLOCK_K) * BLOCK_K
@@ -70,8 +91,7 @@ SPLIT_LAUNCH = '''        partial = torch.empty((SPLIT_K, M, N), device=a.device
         partial_kernel[grid](a, b, partial, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                              k_per_split, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
                              PRECISION=precision, num_warps=8, num_stages=3)
-        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
-'''
+''' + SUM_LAUNCH
 
 _TILE = '''
 
@@ -136,10 +156,7 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 ''' + GROUPED_LAUNCH + '''        return c
 '''
 
-_SPLIT_K = '''
-SPLIT_K = 4
-SUM_BLOCK = 1024  # outputs per program of the sum; the grid and the launch read this one knob
-
+_SPLIT_K = SPLIT_KNOBS + '''
 
 @triton.jit
 def partial_kernel(a_ptr, b_ptr, p_ptr, M, N, K, sam, sak, sbk, sbn, k_per_split,
@@ -156,19 +173,7 @@ def partial_kernel(a_ptr, b_ptr, p_ptr, M, N, K, sam, sak, sbk, sbn, k_per_split
     rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
     tl.store(p_ptr + split.to(tl.int64) * M * N + rm[:, None] * N + rn[None, :], acc,
              mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@triton.jit
-def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
-    # Sum the SPLIT_K partials of BLOCK outputs (c is contiguous, like the partials).
-    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < total
-    acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for s in range(0, splits):
-        acc += tl.load(p_ptr + s * total + offs, mask=mask, other=0.0)
-    tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
-
-''' + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+''' + SUM_SPLITS + FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
         precision = "ieee" if a.dtype == torch.float32 else "tf32"
 ''' + SPLIT_LAUNCH + '''        return c
 '''
