@@ -92,7 +92,7 @@ def test_moves_that_do_not_apply_say_why() -> None:
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert {m.name for m in large_k.instances} == {"matmul.grouped", "matmul.split_k", "matmul.grouped_tf32x3",
                                                    "matmul.split_k_tf32x3", "matmul.k_major_tf32x3",
-                                                   "matmul.k_major_split_k_tf32x3"}
+                                                   "matmul.k_major_split_k_tf32x3", "matmul.split_k_f16x3"}
     assert "TMA tiles are tried for 16-bit operands" in {s.name: s.why for s in large_k.skipped}["matmul.tma"]
     split = next(m for m in large_k.instances if m.name == "matmul.split_k")
     programs = [-(-256 // c["BLOCK_M"]) * -(-256 // c["BLOCK_N"]) * c["SPLIT_K"] for c in split.grid]
@@ -258,7 +258,7 @@ def test_a_reduction_over_every_dim_or_with_two_outputs_is_no_row(tmp_path: Path
 def test_the_batched_matmul_is_a_move_of_torch_bmm_problems(tmp_path: Path) -> None:
     bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
     assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3", "bmm.k_major_tf32x3",
-                                               "bmm.split_f16", "bmm.split_tf32"]
+                                               "bmm.split_f16", "bmm.split_tf32", "bmm.batched_f16x3"]
     assert "bmm_kernel" in bmm.instances[0].source and "B.transpose" not in bmm.instances[0].source
     assert 'precision = "tf32x3"' in bmm.instances[1].source and "compute" in bmm.instances[1].cures
     # each batch of B is stored K x N (N contiguous): copied K-major before the TF32 products
@@ -867,16 +867,16 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     assert [m.name for m in few_rows.instances] == ["softmax.rows_in_registers"]
     large_k = structural_moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
     assert [m.name for m in by_diagnosis(large_k.instances, "occupancy")] == [
-        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.k_major_split_k_tf32x3", "matmul.grouped",
-        "matmul.grouped_tf32x3", "matmul.k_major_tf32x3"]
+        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.k_major_split_k_tf32x3", "matmul.split_k_f16x3",
+        "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3"]
     assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == [
         "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3", "matmul.k_major_split_k_tf32x3",
-        "matmul.split_k", "matmul.split_k_tf32x3"]
+        "matmul.split_k_f16x3", "matmul.split_k", "matmul.split_k_tf32x3"]
     # FMA products diagnosed ("compute"): the 3xTF32 structures first.
     assert [m.name for m in by_diagnosis(large_k.instances, "compute")][:3] == [
         "matmul.grouped_tf32x3", "matmul.split_k_tf32x3", "matmul.k_major_tf32x3"]
     planned = move_plans(by_diagnosis(large_k.instances, "occupancy"), set(), budget=8)
-    assert [p.move for p in planned].count("matmul.split_k") == 3  # the even share (1 of 8 for 6 moves) and the 2 spare
+    assert [p.move for p in planned].count("matmul.split_k") == 2  # the even share (1 of 8 for 7 moves) and the spare
 
 
 def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:
