@@ -1,5 +1,6 @@
 """Compile a structural move's kernels for a Hopper (sm_90) on a machine with no GPU, and say what each launch
-costs in shared memory, registers and spills: a move's tiles checked before the H200 spends time on them.
+costs in shared memory, registers and spills, and whether its products run on wgmma and its loads on TMA: a
+move's tiles checked before the H200 spends time on them.
 
     pip install --no-deps --target /tmp/t36 triton==3.6.0        # once: the H200's own Triton
     PYTHONPATH=/tmp/t36 python benchmarks/sm90_compile.py PROBLEM MOVE [--configs N | --config JSON ...]
@@ -8,8 +9,8 @@ The move's kernel file is instantiated at each configuration of its grid (the fi
 its forward runs on CPU tensors of the problem's own inputs with every Triton launch turned into a compile for
 sm_90 (nothing runs: the outputs are garbage). Each launch prints its kernel, its knobs, the shared memory it
 asks for (a Hopper gives a block 227 KB), the registers a thread uses and the bytes it spills (cuobjdump's
-resource usage of the cubin), and whether its products run on wgmma. The compiler is the one imported:
-Triton 3.6 is the H200's; the machine's own may allocate registers differently.
+resource usage of the cubin), and whether its products run on wgmma and its loads on TMA. The compiler is
+the one imported: Triton 3.6 is the H200's; the machine's own may allocate registers differently.
 """
 
 from __future__ import annotations
@@ -79,7 +80,8 @@ def compile_launches(source: str, inputs: list) -> list[dict]:  # noqa: ANN001
         regs, stack = _usage(kernel.asm["cubin"])
         knobs = {k: v for k, v in kwargs.items() if k.isupper() or k in ("num_warps", "num_stages")}
         found.append({"kernel": self.fn.__name__, "knobs": knobs, "shared": kernel.metadata.shared,
-                      "registers": regs, "spilled": stack, "wgmma": "warp_group_dot" in kernel.asm["ttgir"]})
+                      "registers": regs, "spilled": stack, "wgmma": "warp_group_dot" in kernel.asm["ttgir"],
+                      "tma": "async_tma_copy_global_to_local" in kernel.asm["ttgir"]})
         return kernel
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -135,7 +137,8 @@ def main(argv: list[str] | None = None) -> int:
         for row in launches:
             over = "  OVER 227 KB" if row["shared"] > SHARED_LIMIT else ""
             print(f"  {row['kernel']}: shared {row['shared']} B{over}, {row['registers']} registers, "
-                  f"{row['spilled']} B spilled, wgmma {'yes' if row['wgmma'] else 'no'}  {json.dumps(row['knobs'])}")
+                  f"{row['spilled']} B spilled, wgmma {'yes' if row['wgmma'] else 'no'}, TMA loads "
+                  f"{'yes' if row['tma'] else 'no'}  {json.dumps(row['knobs'])}")
     return 0
 
 

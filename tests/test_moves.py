@@ -102,8 +102,8 @@ def test_moves_that_do_not_apply_say_why() -> None:
     square = structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
     assert [m.name for m in square.instances] == ["matmul.grouped", "matmul.persistent", "matmul.grouped_tf32x3",
                                                   "matmul.persistent_tf32x3", "matmul.k_major_tf32x3",
-                                                  "matmul.split_f16", "matmul.split_tf32"]
-    assert square.instances[-3].why.startswith("B stored with K strided")
+                                                  "matmul.split_f16", "matmul.split_f16_tma", "matmul.split_tf32"]
+    assert square.instances[-4].why.startswith("B stored with K strided")
     transposed_b = {s.name: s.why for s in structural_moves(PROBLEMS / "17_Matmul_with_transposed_B.py").skipped}
     assert "stored with K contiguous and rows of a multiple of 16" in transposed_b["matmul.k_major_tf32x3"]
     assert {c["PROGRAMS"] for c in square.instances[1].grid} == {132, 264}
@@ -258,7 +258,8 @@ def test_a_reduction_over_every_dim_or_with_two_outputs_is_no_row(tmp_path: Path
 def test_the_batched_matmul_is_a_move_of_torch_bmm_problems(tmp_path: Path) -> None:
     bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
     assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3", "bmm.k_major_tf32x3",
-                                               "bmm.split_f16", "bmm.split_tf32", "bmm.batched_f16x3"]
+                                               "bmm.split_f16", "bmm.split_f16_tma", "bmm.split_tf32",
+                                               "bmm.batched_f16x3"]
     assert "bmm_kernel" in bmm.instances[0].source and "B.transpose" not in bmm.instances[0].source
     assert 'precision = "tf32x3"' in bmm.instances[1].source and "compute" in bmm.instances[1].cures
     # each batch of B is stored K x N (N contiguous): copied K-major before the TF32 products

@@ -276,18 +276,25 @@ def test_the_k_major_split_k_is_correct_at_the_kernelbench_size(tmp_path: Path) 
                                      "3_Batched_matrix_multiplication.py"])
 def test_the_split_matmuls_are_measured_as_accurate_as_fp32_at_the_kernelbench_size(problem: str,
                                                                                    tmp_path: Path) -> None:
-    # Three TF32 (split_tf32) or fp16 (split_f16, on rows scaled into fp16's range) products a K step on operands
-    # split once: the compiled kernel's TTIR has them, so the verifier measures its outputs against float64 (it
-    # must pass within 10x of PyTorch's own fp32 error), at full size with every derived case; 8's K=2949 and M,
-    # N no multiple of any tile are padded; 3 is torch.bmm's 128 batches, each split on its own. Timed beside the
-    # K-major 3xTF32 product they would replace, at the tiles each ran best at (which is faster: RESULTS.md's).
+    # Three TF32 (split_tf32) or fp16 (split_f16, on rows scaled into fp16's range; split_f16_tma, its tiles loaded
+    # by TMA) products a K step on operands split once: the compiled kernel's TTIR has them, so the verifier
+    # measures its outputs against float64 (it must pass within 10x of PyTorch's own fp32 error), at full size with
+    # every derived case; 8's K=2949 and M, N no multiple of any tile are padded; 3 is torch.bmm's 128 batches, each
+    # split on its own. Timed beside the K-major 3xTF32 product they would replace, at the tiles each ran best at
+    # (which is faster: RESULTS.md's).
     path = ROOT / "benchmarks" / "kernelbench" / "problems" / problem
     family = trace_family(import_file(path, "kernelopt_gpu_split"))
     names = (family.input_names, family.operands, family.transposed)
     batched = family.name == "bmm"
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
+    def tma(*args: tuple) -> str:  # the fp16 split's product on TMA tiles, one persistent program per SM
+        return matmul_split_f16.split_f16_tma(*args, torch.cuda.get_device_properties(0).multi_processor_count,
+                                              batched=batched)
+
     splits = (("split_f16", matmul_split_f16.bmm_split_f16 if batched else matmul_split_f16.split_f16,
                matmul_split_f16.TILES[0], "low-precision products on fp32, their outputs measured at"),
+              ("split_f16_tma", tma, matmul_split_f16.TILES[0], "low-precision products on fp32, their outputs "
+               "measured at"),
               ("split_tf32", matmul_split.bmm_split_tf32 if batched else matmul_split.split_tf32,
                matmul_split.TILES[0], "one-TF32 products on fp32, their outputs measured at"))
     for name, template, tile, measured in splits:

@@ -27,10 +27,13 @@ def settings() -> HarnessSettings:
     return HarnessSettings.detect(seeds=1, time_compile=False)
 
 
-def _source(problem: Path) -> str:
+def _source(problem: Path, tma: bool = False) -> str:
     from kernelopt.harness.problem import import_file
 
     family = trace_family(import_file(problem, "kernelopt_test_split_f16_family"))
+    if tma:
+        return matmul_split_f16.split_f16_tma(family.input_names, family.operands, family.transposed, 3,
+                                              batched=family.name == "bmm")
     template = matmul_split_f16.bmm_split_f16 if family.name == "bmm" else matmul_split_f16.split_f16
     return template(family.input_names, family.operands, family.transposed)
 
@@ -41,13 +44,21 @@ def test_the_fp16_split_is_offered_before_the_tf32_split_and_says_why_not_elsewh
     assert [tuple(c.values()) for c in split.grid] == list(matmul_split_f16.TILES)
     assert "compute" in split.cures and "three fp16 products a K step added in fp32" in split.why
     names = [m.name for m in structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances]
-    assert names.index("bmm.split_f16") + 1 == names.index("bmm.split_tf32")
+    assert names.index("bmm.split_f16") + 2 == names.index("bmm.split_f16_tma") + 1 == names.index("bmm.split_tf32")
+    tma = square["matmul.split_f16_tma"]
+    assert "loaded whole by TMA" in tma.why and "PROGRAMS = 132" in tma.source
+    assert [c["PROGRAMS"] for c in tma.grid] == [132, 132, 264, 264]
+    assert tma.grid[0]["BLOCK_K"] == matmul_split_f16.TILES[0][2]
+    ampere = {s.name: s.why for s in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py",
+                                                      capability="8.0").skipped}
+    assert "has no TMA" in ampere["matmul.split_f16_tma"]
     skipped = {s.name: s.why for s in structural_moves(PROBLEMS / "9_Tall_skinny_matrix_multiplication_.py").skipped}
     assert "bound by memory" in skipped["matmul.split_f16"]
     volta = {s.name: s.why for s in structural_moves(PROBLEMS / "1_Square_matrix_multiplication_.py",
                                                      capability="7.0").skipped}
     assert "no tensor-core products in Triton (sm_80 and later)" in volta["matmul.split_f16"]
     assert "no TF32 tensor cores" in volta["matmul.split_tf32"]
+    assert "no tensor-core products in Triton" in volta["matmul.split_f16_tma"]
     fp16 = structural_moves(MOVES / "matmul_fp16.py")
     assert "matmul.split_f16" not in {m.name for m in fp16.instances} | {s.name for s in fp16.skipped}
 
@@ -89,10 +100,13 @@ def test_rows_scaled_far_apart_do_not_overflow_in_the_epilogue(tmp_path: Path) -
     assert ((got.double() - want).abs() <= want.abs() * 1e-5).all()
 
 
+@pytest.mark.parametrize("tma", [False, True], ids=["split_f16", "split_f16_tma"])
 @pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "bmm.py"])
-def test_the_fp16_split_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+def test_the_fp16_split_template_passes_the_verifier(problem: str, tma: bool, tmp_path: Path,
+                                                     settings: HarnessSettings) -> None:
+    # the TMA product: 3 persistent programs walk the tiles (the interpreter emulates the descriptors)
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(with_config(_source(MOVES / problem), TINY))
+    kernel.write_text(with_config(_source(MOVES / problem, tma), TINY))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
     # fp16 products on fp32 data: measured against float64, well within the bound

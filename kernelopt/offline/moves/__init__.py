@@ -71,6 +71,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "k_major_split_k_tf32x3": ("compute", "occupancy", "memory", "other"),  # the same, then K split over the SMs
     "split_tf32": ("compute", "memory", "other"),  # operands split once: three plain TF32 products a step
     "split_f16": ("compute", "memory", "other"),  # rows scaled into fp16's range, split once: three fp16 products
+    "split_f16_tma": ("compute", "memory", "latency", "other"),  # the same, its tiles loaded whole by TMA
     # each K step's tiles scaled and split in registers: three fp16 products with no pass over the operands first
     "split_k_f16x3": ("compute", "occupancy", "memory", "other"),
     "batched_f16x3": ("compute", "memory", "other"),

@@ -142,11 +142,11 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     elif 2 * tiles < sm_count:
         why = (f"{tiles} output tiles of 128 x 128 for {sm_count} SMs: a product of a program per tile leaves "
                "most SMs idle (the split-K moves take such a K)")
-    names = (f"{family.name}.split_f16", f"{family.name}.split_tf32")
+    names = (f"{family.name}.split_f16", f"{family.name}.split_tf32", f"{family.name}.split_f16_tma")
     if why:
         old = "no TF32 tensor cores (sm_80 and later)"  # Triton's fp16 products reach them from sm_80 too
-        return out, [*skipped, Skipped(names[0], why.replace(old, "no tensor-core products in Triton (sm_80 and "
-                                                             "later)")), Skipped(names[1], why)]
+        f16_why = why.replace(old, "no tensor-core products in Triton (sm_80 and later)")
+        return out, [*skipped, Skipped(names[0], f16_why), Skipped(names[1], why), Skipped(names[2], f16_why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     bmm = family.name == "bmm"
     each = "each batch's " if bmm else ""
@@ -154,11 +154,18 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
         family.input_names, family.operands, family.transposed)
     tf32 = (matmul_split.bmm_split_tf32 if bmm else matmul_split.split_tf32)(
         family.input_names, family.operands, family.transposed)
-    return [*out,
-            MoveInstance(names[0], f"{each}A's rows and B's columns scaled by powers of two into fp16's range and "
-                         "split once into fp16 parts and remainders (K-major, padded to whole tiles), then three "
-                         "fp16 products a K step added in fp32 on the tensor cores: twice TF32's rate, half its "
-                         "bytes", f16, tuple(dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES)),
+    f16_why = (f"{each}A's rows and B's columns scaled by powers of two into fp16's range and split once into "
+               "fp16 parts and remainders (K-major, padded to whole tiles), then three fp16 products a K step added "
+               "in fp32 on the tensor cores: twice TF32's rate, half its bytes")
+    f16_tiles = [dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES]
+    tma = [MoveInstance(names[2], f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, "
+                        f"{sm_count} persistent programs walking them", matmul_split_f16.split_f16_tma(
+                            family.input_names, family.operands, family.transposed, sm_count, batched=bmm),
+                        tuple({**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in f16_tiles[:2]))]
+    if (capability_major(capability) or 99) < 9:
+        tma, skipped = [], [*skipped, Skipped(names[2], f"the GPU (compute capability {capability}) has no TMA: "
+                                              "tensor descriptors need sm_90 (Hopper) or later")]
+    return [*out, MoveInstance(names[0], f16_why, f16, tuple(f16_tiles)), *tma,
             MoveInstance(names[1], f"{each}A and B split once into TF32 parts and remainders (K-major, padded to "
                          "whole tiles), then three TF32 products a K step added in fp32 on the tensor cores: nothing "
                          "split, nor written back to shared memory, inside the loop", tf32,

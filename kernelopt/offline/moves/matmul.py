@@ -81,7 +81,8 @@ def sum_splits_kernel(p_ptr, c_ptr, total, splits, BLOCK: tl.constexpr):
     tl.store(c_ptr + offs, acc.to(c_ptr.dtype.element_ty), mask=mask)
 
 '''
-SUM_LAUNCH = '''        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
+SUM_LAUNCH = '''\
+        sum_splits_kernel[(triton.cdiv(M * N, SUM_BLOCK),)](partial, c, M * N, SPLIT_K, BLOCK=SUM_BLOCK, num_warps=4)
 '''
 
 # The split-K kernels' launches over a, b, c (M x N) and `precision`, in forward (the K-major split runs them too).

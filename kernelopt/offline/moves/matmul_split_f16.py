@@ -126,6 +126,73 @@ def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, c_ptr, M, N
         return c
 '''
 
+# The product through tensor descriptors (TMA): the parts are K-major, padded to whole tiles and 16-byte aligned,
+# so a descriptor reads every tile whole with no address arithmetic; persistent programs walk the batches' tiles.
+_TMA = '''
+
+@triton.jit
+def split_tma_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, c_ptr, M, N, Mp, Np, Kp, batches, scb, scm,
+                     scn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+                     PROGRAMS: tl.constexpr):
+    # The batches' parts lie one after another (batches * Mp rows of Kp, and batches * Np): one descriptor each.
+    ah = tl.make_tensor_descriptor(ah_ptr, shape=[batches * Mp, Kp], strides=[Kp, 1], block_shape=[BLOCK_M, BLOCK_K])
+    al = tl.make_tensor_descriptor(al_ptr, shape=[batches * Mp, Kp], strides=[Kp, 1], block_shape=[BLOCK_M, BLOCK_K])
+    bh = tl.make_tensor_descriptor(bh_ptr, shape=[batches * Np, Kp], strides=[Kp, 1], block_shape=[BLOCK_N, BLOCK_K])
+    bl = tl.make_tensor_descriptor(bl_ptr, shape=[batches * Np, Kp], strides=[Kp, 1], block_shape=[BLOCK_N, BLOCK_K])
+    tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
+    for tile in range(tl.program_id(0), batches * tiles, PROGRAMS):
+        batch = tile // tiles
+        pid_m, pid_n = _tile_ids(tile % tiles, M, N, BLOCK_M, BLOCK_N, GROUP_M)
+        am = batch * Mp + pid_m * BLOCK_M
+        bn = batch * Np + pid_n * BLOCK_N
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for k in range(0, Kp, BLOCK_K):
+            a_hi = ah.load([am, k])
+            a_lo = al.load([am, k])
+            b_hi = bh.load([bn, k]).T
+            b_lo = bl.load([bn, k]).T
+            step = tl.dot(a_lo, b_hi)
+            step = tl.dot(a_hi, b_lo, step)
+            acc += tl.dot(a_hi, b_hi, step)
+        acc = _unscaled(acc, ia_ptr + batch * Mp, ib_ptr + batch * Np, pid_m, pid_n, BLOCK_M, BLOCK_N)
+        rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+        rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+        tl.store(c_ptr + batch.to(tl.int64) * scb + rm[:, None] * scm + rn[None, :] * scn,
+                 acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+def _workspace(size, alignment, stream):
+    # global memory for the descriptors the programs build on the device
+    return torch.empty(size, device="cuda", dtype=torch.int8)
+
+'''
+
+# forward's tail for the TMA product, after the operands are split (batches, a_*, b_*, Mp, Np, Kp, c set)
+_TMA_LAUNCH = '''        triton.set_allocator(_workspace)
+        tiles = batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        split_tma_kernel[(max(1, min(PROGRAMS, tiles)),)](
+            a_hi, a_lo, b_hi, b_lo, a_inv, b_inv, c, M, N, Mp, Np, Kp, batches, c_b, c.stride(-2), c.stride(-1),
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PROGRAMS=PROGRAMS, num_warps=8,
+            num_stages=3)
+        return c
+'''
+
+_TMA_MATMUL = matmul.FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+        Mp, Np = triton.cdiv(M, BLOCK_M) * BLOCK_M, triton.cdiv(N, BLOCK_N) * BLOCK_N
+        a_hi, a_lo, a_inv = _split(a[None], Mp, Kp)
+        b_hi, b_lo, b_inv = _split(b.T[None], Np, Kp)
+        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        batches, c_b = 1, 0
+''' + _TMA_LAUNCH
+
+_TMA_BMM = matmul.BMM_FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+        Mp, Np = triton.cdiv(M, BLOCK_M) * BLOCK_M, triton.cdiv(N, BLOCK_N) * BLOCK_N
+        a_hi, a_lo, a_inv = _split(a, Mp, Kp)
+        b_hi, b_lo, b_inv = _split(b.transpose(1, 2), Np, Kp)
+        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
+        c_b = c.stride(0)
+''' + _TMA_LAUNCH
+
 _SPLIT_HELPER = '''
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
@@ -170,6 +237,21 @@ def bmm_split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed
     return _head("batched (torch.bmm), each batch's A rows and B columns scaled by powers of two and split once "
                  "into fp16 parts and remainders, three fp16 products a K step added in fp32, GROUP_M order per "
                  "batch") + body + _SPLIT_HELPER
+
+
+def split_f16_tma(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int,
+                  batched: bool = False) -> str:
+    """`split_f16` (`bmm_split_f16` where `batched`) with its product's tiles loaded through tensor descriptors by
+    `programs` persistent programs (the GPU's SM count)."""
+    if batched:
+        a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
+    else:
+        a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    body = Template(_TMA + (_TMA_BMM if batched else _TMA_MATMUL)).substitute(params=", ".join(params), a=a, b=b)
+    head = _head(("batched (torch.bmm), each batch's " if batched else "") + "A's rows and B's columns scaled by "
+                 "powers of two and split once into fp16 parts and remainders, three fp16 products a K step added "
+                 f"in fp32, their tiles loaded by TMA, persistent over {programs} programs")
+    return head.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n", 1) + body + _SPLIT_HELPER
 
 
 def _head(what: str) -> str:
