@@ -3,7 +3,7 @@ costs in shared memory, registers and spills, and whether its products run on wg
 move's tiles checked before the H200 spends time on them.
 
     pip install --no-deps --target /tmp/t36 triton==3.6.0        # once: the H200's own Triton
-    PYTHONPATH=/tmp/t36 python benchmarks/sm90_compile.py PROBLEM MOVE [--configs N | --config JSON ...]
+    PYTHONPATH=/tmp/t36 python benchmarks/sm90_compile.py PROBLEM MOVE [--kernel BEST] [--configs N | --config JSON]
 
 The move's kernel file is instantiated at each configuration of its grid (the first N, or the ones given), and
 its forward runs on CPU tensors of the problem's own inputs with every Triton launch turned into a compile for
@@ -65,8 +65,9 @@ def _usage(cubin: bytes) -> tuple[int | None, int | None]:
     return (int(regs[1]) if regs else None), (int(stack[1]) if stack else None)
 
 
-def compile_launches(source: str, inputs: list) -> list[dict]:  # noqa: ANN001
-    """Each Triton launch of the kernel file's forward on `inputs`, compiled for sm_90 instead of run."""
+def compile_launches(source: str, inputs: list, init: list) -> list[dict]:  # noqa: ANN001
+    """Each Triton launch of the kernel file's forward on `inputs` (ModelNew built on `init`), compiled for sm_90
+    instead of run."""
     from triton.runtime import driver
     from triton.runtime.jit import JITFunction
 
@@ -94,7 +95,7 @@ def compile_launches(source: str, inputs: list) -> list[dict]:  # noqa: ANN001
         driver.set_active(_Hopper())
         JITFunction.run = compile_only
         try:
-            module.ModelNew()(*inputs)
+            module.ModelNew(*init)(*inputs)
         finally:
             JITFunction.run = real_run
             driver._active = before  # noqa: SLF001
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("problem", type=Path)
     parser.add_argument("move", help="a structural move's name, e.g. matmul.split_k_f16x3")
+    parser.add_argument("--kernel", type=Path, help="the best kernel so far, for the moves that rewrite it (dot.*)")
     parser.add_argument("--configs", type=int, default=3, help="the first N configurations of the move's grid")
     parser.add_argument("--config", action="append", type=json.loads, default=[],
                         help='a configuration as JSON, e.g. \'{"BLOCK_M": 128, "num_warps": 8}\' (repeatable)')
@@ -116,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
     from kernelopt.offline.moves import structural_moves
     from kernelopt.offline.tuner import with_config
 
-    moves = {m.name: m for m in structural_moves(args.problem).instances}
+    source = args.kernel.read_text() if args.kernel else None
+    moves = {m.name: m for m in structural_moves(args.problem, source=source).instances}
     if args.move not in moves:
         print(f"{args.move} does not apply to {args.problem.name}; those that do: {', '.join(moves)}")
         return 2
@@ -124,12 +127,13 @@ def main(argv: list[str] | None = None) -> int:
     problem = import_file(args.problem, "kernelopt_sm90_problem")
     torch.manual_seed(0)
     inputs = problem.get_inputs()
+    init = problem.get_init_inputs() if hasattr(problem, "get_init_inputs") else []
     import triton
 
     print(f"{args.problem.name}, {args.move}, compiled for sm_90 by Triton {triton.__version__}")
     for config in args.config or list(move.grid[: args.configs]):
         try:
-            launches = compile_launches(with_config(move.source, config), inputs)
+            launches = compile_launches(with_config(move.source, config), inputs, init)
         except Exception as err:  # a configuration the compiler refuses is a finding, not the end of the list
             print(f"{json.dumps(config)}: does not compile: {type(err).__name__}: {str(err)[:300]}")
             continue

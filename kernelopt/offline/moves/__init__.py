@@ -64,6 +64,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "rolling": ("memory", "latency", "other"),  # a window's row reductions carried: KW loads an output, not KH x KW
     "sliding": ("memory", "latency", "other"),  # a running sum, or a max by segment scans: 2 loads an output, not KW
     "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores
+    "f16x3": ("compute",),  # fp32 products as three fp16 products of tiles split in registers
     "grouped_tf32x3": ("compute", "memory", "other"),
     "persistent_tf32x3": ("compute", "occupancy", "latency", "other"),
     "split_k_tf32x3": ("compute", "occupancy"),
@@ -143,9 +144,11 @@ def _rewrites(family: Family | None, source: str,
     if family is None or family.dtype != "float32":
         dtype = family.dtype if family else "unknown"
         return (), (Skipped(name, f"the problem's dtype is {dtype}: tensor cores need no 3xTF32 for it"),)
+    f16x3 = _f16x3_rewrite(source, capability)
     rewritten = precision.to_tf32x3(source)
     if rewritten is None:
-        return (), (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),)
+        return f16x3[0], (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),
+                          *f16x3[1])
     alike = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
     launch = "its launch unchanged" if alike == rewritten else "each GEMM launch at the first's tile"
     rewritten = alike
@@ -153,7 +156,30 @@ def _rewrites(family: Family | None, source: str,
     grid = _tf32x3_tiles(rewritten, capability)
     launch += f", then {len(grid) - 1} tiles 3xTF32 runs well at" if len(grid) > 1 else ""
     return (MoveInstance(name, f"the best kernel's {dots} fp32 tl.dot call(s) at 3xTF32 on the tensor cores "
-                         f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),), ()
+                         f"(three TF32 products: fp32's accuracy), {launch}", rewritten, tuple(grid)),
+            *f16x3[0]), f16x3[1]
+
+
+def _f16x3_rewrite(source: str, capability: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+    """The best kernel's fp32 products (FMAs or 3xTF32) as three fp16 products of its tiles scaled and split in
+    registers each K step (dot_f16x3.py), wherever they stand: a convolution's gathered tiles, a batched or
+    fixed-K template, a kernel someone wrote."""
+    name = "dot.f16x3"
+    if (capability_major(capability) or 99) < 8:
+        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
+                            "Triton (sm_80 and later)"),)
+    from kernelopt.offline.moves import dot_f16x3, matmul_f16x3
+
+    rewritten = dot_f16x3.to_f16x3(source)
+    if rewritten is None:
+        return (), (Skipped(name, "the best kernel has no statement `acc += tl.dot(a, b)` or `acc = tl.dot(a, b, "
+                            "acc)` multiplying fp32 at fp32's accuracy (ieee or tf32x3)"),)
+    sites = rewritten.count("_fp16_parts(") // 2
+    rewritten = precision.one_tile(rewritten)
+    grid = _tf32x3_tiles(rewritten, capability, (matmul_f16x3.TILES, matmul_f16x3.TILES))
+    return (MoveInstance(name, f"the best kernel's {sites} fp32 product(s) as three fp16 products of its tiles, "
+                         "each K step's scaled by powers of two and split in registers (no pass over the operands "
+                         "first; its loads, masks and epilogue kept)", rewritten, tuple(grid)),), ()
 
 
 def _seed_split(family: Family | None, source: str,
@@ -181,13 +207,17 @@ def _seed_split(family: Family | None, source: str,
                          "kept", precision.one_tile(rewritten), grid),), ()
 
 
-def _tf32x3_tiles(source: str, capability: str = "9.0") -> list[Config]:
+Tiles = tuple[tuple[int, ...], ...]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) rows
+
+
+def _tf32x3_tiles(source: str, capability: str = "9.0", tables: tuple[Tiles, Tiles] | None = None) -> list[Config]:
     """The rewrite's configurations: its own launch, then where it has a GEMM tile among its knobs
     (a template's BLOCK_M/N/K, the seed convolution's CONV_BLOCK_M/N/K), the tiles 3xTF32 runs
     well at: a tile picked for FMAs is the wrong one for the tensor cores. A GEMM template whose
     operands are both K-major gets the deep K tiles first on a Hopper (an unreadable capability
     counts as new); the convolution's weight tiles are not K-major. Where a template fixes K, only
-    tiles whose BLOCK_K divides it (its K loads may carry no mask)."""
+    tiles whose BLOCK_K divides it (its K loads may carry no mask). `tables`: (plain, deep) tiles of another
+    product than 3xTF32's."""
     from kernelopt.offline.tuner import knob_values
 
     knobs = knob_values(source)
@@ -198,7 +228,8 @@ def _tf32x3_tiles(source: str, capability: str = "9.0") -> list[Config]:
         names = [f"{prefix}BLOCK_{d}" for d in "MNK"]
         if all(n in knobs for n in names):
             keys = [*names, "num_warps", "num_stages"]
-            table = precision.TF32X3_TILES_DEEP if deep and not prefix else precision.TF32X3_TILES
+            plain, deeper = tables or (precision.TF32X3_TILES, precision.TF32X3_TILES_DEEP)
+            table = deeper if deep and not prefix else plain
             grid += [dict(zip(keys, tile, strict=True)) for tile in table
                      if prefix or all(k % tile[2] == 0 for k in fixed_k)]
     return grid

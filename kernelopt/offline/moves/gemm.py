@@ -236,14 +236,6 @@ def bmm_moves(family: Family, capability: str = "9.0",
     return _f16x3(family, out, skipped, capability, sm_count, "bmm.batched")
 
 
-# The tiles of the in-register fp16 split (matmul_f16x3.py), guesses until the H200 measures them. Each compiles
-# for sm_90 with Triton 3.6 (the H200's) in 255 registers or fewer with nothing spilled and fits Hopper's 227 KB
-# of shared memory (benchmarks/sm90_compile.py: 128 x 128 x 32 at 3 stages, 254 registers and 96 KB; 128 x 64 x
-# 32, 164 and 72 KB; 128 x 128 x 64 at 2 stages, 254 and 128 KB). The split-K grid takes the first three.
-F16X3_TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 8, 3), (128, 128, 64, 8, 2), (64, 128, 32, 8, 3),
-               (128, 64, 64, 8, 3), (64, 64, 32, 4, 3))
-
-
 def _f16x3(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str, sm_count: int,
            base: str) -> tuple[list[MoveInstance], list[Skipped]]:
     """The `base` template's twin with each K step's tiles scaled and split into fp16 parts in registers
@@ -257,7 +249,7 @@ def _f16x3(family: Family, out: list[MoveInstance], skipped: list[Skipped], capa
         why = next((s.why for s in skipped if s.name == base), f"{base} does not apply")
         return out, [*skipped, Skipped(name, why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
-    tiles = [dict(zip(keys, t, strict=True)) for t in F16X3_TILES]
+    tiles = [dict(zip(keys, t, strict=True)) for t in matmul_f16x3.TILES]
     grid = _split_grid(family, sm_count, tiles) if "SPLIT_K" in found.grid[0] else tuple(tiles)
     return [*out, MoveInstance(name, f"{found.why}; {matmul_f16x3.WHAT} (three fp16 products a step, "
                                "added in fp32: no pass over A and B before the product)",

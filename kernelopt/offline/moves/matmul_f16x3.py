@@ -24,7 +24,7 @@ product outside a split's chain of three is refused as it stands.
 from __future__ import annotations
 
 # Each K step's tiles as parts and remainders (the product's loop in matmul.py's templates, rewritten below)
-_PARTS = '''
+PARTS = '''
 
 @triton.jit
 def _fp16_parts(x, AXIS: tl.constexpr):
@@ -52,6 +52,13 @@ _SPLIT_DOT = '''        # the step's three fp16 products from zero, their sum un
 _RANGE = "\n\n@triton.jit\ndef _dot_range("
 _PRECISION = '        precision = "ieee" if a.dtype == torch.float32 else "tf32"\n'
 
+# The tiles of the in-register fp16 split, guesses until the H200 measures them. Each compiles for sm_90 with
+# Triton 3.6 (the H200's) in 255 registers or fewer with nothing spilled and fits Hopper's 227 KB
+# of shared memory (benchmarks/sm90_compile.py: 128 x 128 x 32 at 3 stages, 254 registers and 96 KB; 128 x 64 x
+# 32, 164 and 72 KB; 128 x 128 x 64 at 2 stages, 254 and 128 KB). The split-K grid takes the first three.
+TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 8, 3), (128, 128, 64, 8, 2), (64, 128, 32, 8, 3), (128, 64, 64, 8, 3),
+         (64, 64, 32, 4, 3))
+
 WHAT = ("fp32 products as three fp16 products, each K step's tiles scaled by powers of two and split in "
         "registers")
 
@@ -63,7 +70,7 @@ def on_fp16_splits(source: str) -> str:
                         ("PRECISION=precision, ", None)):
         found = source.count(part)
         assert found and (count is None or found == count), f"not a template of matmul.py's product: {part!r}"
-    out = source.replace(_DOT, _SPLIT_DOT).replace(_RANGE, _PARTS.rstrip("\n") + "\n" + _RANGE, 1)
+    out = source.replace(_DOT, _SPLIT_DOT).replace(_RANGE, PARTS.rstrip("\n") + "\n" + _RANGE, 1)
     out = out.replace(_PRECISION, "").replace(", PRECISION)", ")").replace("PRECISION=precision, ", "")
     out = out.replace(", PRECISION: tl.constexpr)", ")")
     return _joined_params(out).replace('"""matmul, ', f'"""matmul, {WHAT}, ', 1)
