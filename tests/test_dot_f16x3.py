@@ -87,10 +87,13 @@ def test_the_rewrite_is_a_move_of_the_best_kernel_with_its_own_tiles() -> None:
 def test_the_rewritten_convolution_passes_the_verifier_with_its_products_measured(tmp_path: Path) -> None:
     # the convolution template (strided, dilated, grouped, with a bias) on a tiny problem: the implicit GEMM's
     # gathered tiles split each K step; the fp16 products measured against float64 within the bound
+    # (the convolution family's own twin, conv.implicit_gemm_f16x3, is this rewrite of its template)
     problem = ROOT / "tests" / "data" / "moves" / "conv2d.py"
-    template = {m.name: m for m in structural_moves(problem).instances}["conv.implicit_gemm"]
-    conv = to_f16x3(template.source)
-    assert conv is not None
+    moves = {m.name: m for m in structural_moves(problem).instances}
+    conv = moves["conv.implicit_gemm_f16x3"].source
+    assert conv == to_f16x3(moves["conv.implicit_gemm"].source).replace("conv.implicit_gemm:",  # type: ignore[union-attr]
+                                                                        "conv.implicit_gemm_f16x3:", 1)
+    assert [tuple(c.values()) for c in moves["conv.implicit_gemm_f16x3"].grid] == list(matmul_f16x3.TILES)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(conv, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}))
     settings = HarnessSettings.detect(seeds=1, time_compile=False)

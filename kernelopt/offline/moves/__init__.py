@@ -83,6 +83,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "batched_tf32x3": ("compute", "memory", "other"),
     "implicit_gemm": ("memory", "latency", "other"),
     "implicit_gemm_tf32x3": ("compute", "memory", "other"),
+    "implicit_gemm_f16x3": ("compute", "memory", "other"),
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }

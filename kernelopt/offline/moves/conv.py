@@ -4,7 +4,8 @@ level-1 convolutions), as the compiler seed's implicit-GEMM Triton convolution (
 The kernel file keeps the reference's constructor (the same parameters, so a seeded init
 matches) and launches `conv_triton` with the reference's stride, padding, dilation, groups and
 transposition, read from its aten.convolution call. fp32 gets a twin at 3xTF32 on the tensor
-cores, its tiles the ones 3xTF32 runs well at.
+cores, its tiles the ones 3xTF32 runs well at, and one whose gathered tiles are scaled and split into
+fp16 parts in registers each K step (three fp16 products: dot_f16x3.py), at twice TF32's rate.
 """
 
 from __future__ import annotations
@@ -49,16 +50,24 @@ def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
 
 
 def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The implicit GEMM, and for fp32 its 3xTF32 twin."""
-    from kernelopt.offline.moves import MoveInstance, Skipped
+    """The implicit GEMM, and for fp32 its 3xTF32 and split-fp16 twins."""
+    from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3, matmul_f16x3
 
     why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
            "(channel, kernel offset) on tl.dot")
     out = [MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
                         tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))]
     if family.dtype != "float32":
-        return out, [Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32")]
+        return out, [Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32"),
+                     Skipped("conv.implicit_gemm_f16x3", f"the problem's dtype is {family.dtype}: its products are "
+                             "the tensor cores' own")]
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
                             source(family, problem_source, "tf32x3"),
                             tuple(dict(zip(_KEYS, t, strict=True)) for t in TF32X3_TILES)))
+    split = dot_f16x3.to_f16x3(out[0].source)
+    assert split is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc, ...)`"
+    out.append(MoveInstance("conv.implicit_gemm_f16x3", f"{why}; fp32 products as three fp16 products of the "
+                            "gathered tiles, scaled by powers of two and split in registers each K step",
+                            split.replace("conv.implicit_gemm:", "conv.implicit_gemm_f16x3:", 1),
+                            tuple(dict(zip(_KEYS, t, strict=True)) for t in matmul_f16x3.TILES)))
     return out, []
