@@ -118,3 +118,42 @@ def test_the_seeds_gemm_on_split_fp16_operands_is_accepted_and_timed_at_full_siz
     assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
     seed_ms = before.timing.median_ms if before.timing else None
     print(f"{name}: split {verdict.timing.median_ms:.4f} ms ({verdict.reason}); seed {seed_ms} ms")
+
+
+@pytest.mark.parametrize(("folder", "name"), [("level2", "1_Conv2D_ReLU_BiasAdd"),
+                                              ("problems", "3_Batched_matrix_multiplication")])
+def test_the_seeds_products_split_in_registers_are_accepted_and_timed_at_full_size(folder: str, name: str,
+                                                                                   tmp_path: Path) -> None:
+    # dot.f16x3 on the compiler's seed: the level-2 convolution (its implicit GEMM's gathered tiles; pass c3l2's
+    # best was the seed's convolution at 3xTF32, 6.77 ms, 13% of the floor) and torch.bmm's batched template (which
+    # dot.split_f16 leaves alone). Verified at full size with every derived case, its fp16 products measured
+    # against float64, and timed beside the same seed at 3xTF32 (dot.tf32x3), each at its own launch and at the
+    # in-register split's first tile.
+    from kernelopt.offline.moves import matmul_f16x3
+    from kernelopt.offline.moves.dot_f16x3 import to_f16x3
+    from kernelopt.offline.moves.precision import to_tf32x3
+    from kernelopt.offline.tuner import knob_values, with_config
+
+    problem = ROOT / "benchmarks" / "kernelbench" / folder / f"{name}.py"
+    seed = Path(compiler_seed(problem, tmp_path / "cache").path).read_text()
+    rewritten, tf32x3 = to_f16x3(seed), to_tf32x3(seed) or seed
+    assert rewritten is not None
+    prefix = "CONV_" if "CONV_BLOCK_M" in knob_values(rewritten) else ""
+    tile = dict(zip((f"{prefix}BLOCK_M", f"{prefix}BLOCK_N", f"{prefix}BLOCK_K", "num_warps", "num_stages"),
+                    matmul_f16x3.TILES[0], strict=True))
+    times = {}
+    verifier = Verifier(problem, tmp_path / "verify", HarnessSettings.detect(seeds=1))
+    try:
+        for label, source in (("f16x3", rewritten), ("f16x3 tile", with_config(rewritten, tile)),
+                              ("tf32x3", tf32x3)):
+            kernel = tmp_path / f"{label.replace(' ', '_')}.py"
+            kernel.write_text(source)
+            verdict = verifier.verify(kernel)
+            assert verdict.accepted and verdict.timing is not None, f"{label}: {verdict.reason}"
+            if label.startswith("f16x3"):
+                assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+            times[label] = verdict.timing.median_ms
+            print(f"{name} {label}: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
+    finally:
+        verifier.close()
+    print(f"{name}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in times.items()))
