@@ -1,0 +1,31 @@
+#!/bin/bash
+# Take rows out of a finished (or partial) suite pass so that the next call runs them again, the rest kept:
+#
+#   bash benchmarks/h200/redo_rows.sh NAME PROBLEM_PREFIX [PROBLEM_PREFIX ...]    # e.g. c3 6_ 3_
+#
+# Run here, not on the device: reads benchmarks/h200/state/NAME.tgz (the committed state), drops each finished
+# problem whose name starts with a prefix (its problems/*.json: the run is redone; its old run folder is replaced),
+# writes .gpu/NAME.tgz (git-ignored; carry [".whl", ".gpu"]) and prints the device command. Afterwards copy the
+# returned $OUT/NAME.tgz over benchmarks/h200/state/NAME.tgz and commit it.
+set -euo pipefail
+name=$1
+shift
+[ $# -gt 0 ] || { echo "usage: redo_rows.sh NAME PROBLEM_PREFIX [...]" >&2; exit 2; }
+state=benchmarks/h200/state/$name.tgz
+[ -f "$state" ] || { echo "no $state: nothing to redo (start the pass with suite_pass.sh)" >&2; exit 2; }
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+tar xzf "$state" -C "$work"
+dropped=0
+for prefix in "$@"; do
+  for done in "$work/$name"/problems/"$prefix"*.json; do
+    [ -f "$done" ] || { echo "no finished problem starts with $prefix" >&2; exit 2; }
+    rm "$done" && rm -rf "$work/$name/runs/$(basename "$done" .json)" && dropped=$((dropped + 1))
+    echo "redo: $(basename "$done" .json)"
+  done
+done
+mkdir -p .gpu
+tar czf ".gpu/$name.tgz" -C "$work" "$name"
+left=$(tar tzf ".gpu/$name.tgz" | grep -c "^$name/problems/.*\.json$" || true)
+echo "$dropped problem(s) taken out, $left kept: .gpu/$name.tgz"
+echo "on the device: REDO=1 KEEP_S=130 bash benchmarks/h200/suite_pass.sh $name SECONDS"
