@@ -81,12 +81,13 @@ def test_a_tiles_scale_keeps_the_bits_a_rows_scale_would_lose(tmp_path: Path) ->
 
 
 def test_rows_of_every_magnitude_zeros_and_a_short_k_stay_within_fp32s_accuracy(tmp_path: Path) -> None:
-    # rows from 1e-30 to 1e30, a row of zeros, a K that ends inside a tile and slices left empty by a SPLIT_K
+    # rows from 1e-30 to 1e30 against columns from 1e-6 to 1e6, a row of zeros, a K that ends inside a tile and slices left empty by a SPLIT_K
     # past K's tiles: every output within fp32's own error from float64
     source = matmul_f16x3.on_fp16_splits(matmul.split_k(("A", "B"), (0, 1), (False, False)))
     module = _load(tmp_path, with_config(source, {**TINY, "SPLIT_K": 5}))
     torch.manual_seed(1)
     a, b = torch.randn(21, 37) * torch.logspace(-30, 30, 21)[:, None], torch.randn(37, 19)
+    b = b * torch.logspace(-6, 6, 19)  # B's columns too (the outputs, and their inverses' products, stay fp32)
     a[3] = 0.0
     got = module.ModelNew()(a, b)
     want = a.double() @ b.double()
@@ -125,3 +126,15 @@ def test_the_twin_without_its_remainders_is_refused(tmp_path: Path, settings: Ha
     verdict = Verifier(MOVES / "matmul.py", tmp_path / "harness", settings).verify(kernel, time=False)
     assert not verdict.accepted and verdict.rule == "one-tf32-product", verdict.reason
     assert "1 of them outside a chain of 3" in verdict.reason, verdict.reason
+
+
+def test_an_infinity_gives_torchs_outputs_and_nan_only_where_torch_does(tmp_path: Path) -> None:
+    # an inf lies whole in its tile's remainder (its part 0): it meets the other operand's fp16 part, never a
+    # remainder of 0 (1.0 splits exactly), so inf * 1 is inf, not NaN; inf * 0 is NaN, as in torch
+    source = matmul_f16x3.on_fp16_splits(matmul.split_k(("A", "B"), (0, 1), (False, False)))
+    module = _load(tmp_path, with_config(source, {**TINY, "SPLIT_K": 2}))
+    a, b = torch.ones(20, 37), torch.ones(37, 19)
+    a[0, 3], b[5, 2], b[3, 7] = float("inf"), float("-inf"), 0.0
+    got, want = module.ModelNew()(a, b), a @ b
+    assert want.isnan().any() and want.isinf().any()
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())

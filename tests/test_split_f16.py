@@ -89,15 +89,36 @@ def test_the_rows_are_scaled_by_powers_of_two_and_split_within_fp32s_accuracy(tm
     assert (error[live] <= largest[live] * 2.0**-22).all(), (error / largest)[live].max()
 
 
-def test_rows_scaled_far_apart_do_not_overflow_in_the_epilogue(tmp_path: Path) -> None:
-    # A's rows near 2^110 and B's columns near 2^-110: the product is near 1, the scales' inverses 2^96 and 2^-124
+@pytest.mark.parametrize(("scale_a", "scale_b"), [(2.0**110, 2.0**-110), (2.0**-61, 2.0**-61), (2.0**60, 2.0**60)])
+def test_rows_and_columns_of_any_scale_are_unscaled_without_overflow_or_underflow(scale_a: float, scale_b: float,
+                                                                                  tmp_path: Path) -> None:
+    # A's rows near 2^110 against B's columns near 2^-110 (inverses 2^96 and 2^-124, one after the other overflows);
+    # two near 2^-61 (inverses 2^-75 each: their product alone underflows); two near 2^60 (2^46 each; the output
+    # near 2^125 is still fp32). Each output within fp32's accuracy.
     module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
     torch.manual_seed(0)
-    a, b = torch.rand(20, 37) * 2.0**110, torch.rand(37, 19) * 2.0**-110
+    a, b = torch.rand(20, 37) * scale_a, torch.rand(37, 19) * scale_b
     got = module.ModelNew()(a, b)
     want = a.double() @ b.double()
-    assert got.isfinite().all()
+    assert got.isfinite().all() and (got != 0).all()
     assert ((got.double() - want).abs() <= want.abs() * 1e-5).all()
+
+
+def test_the_tma_product_of_no_k_is_zeros(tmp_path: Path) -> None:
+    # K = 0: no descriptor of no columns is made; the output is zeros, as torch's
+    module = _load(tmp_path, with_config(_source(MOVES / "matmul.py", tma=True), TINY))
+    got = module.ModelNew()(torch.randn(20, 0), torch.randn(0, 19))
+    assert got.shape == (20, 19) and not got.any()
+
+
+def test_an_infinity_meets_only_the_other_operands_part(tmp_path: Path) -> None:
+    # An inf lies whole in its remainder (its part 0): times the other operand's fp16 part, never its remainder of 0
+    # (1.0 splits exactly): the outputs are torch's, inf and NaN where inf meets 0
+    module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
+    a, b = torch.ones(20, 37), torch.ones(37, 19)
+    a[0, 3], b[5, 2], b[3, 7] = float("inf"), float("-inf"), 0.0
+    got, want = module.ModelNew()(a, b), a @ b
+    assert torch.equal(got.isnan(), want.isnan()) and torch.equal(got.nan_to_num(), want.nan_to_num())
 
 
 @pytest.mark.parametrize("tma", [False, True], ids=["split_f16", "split_f16_tma"])

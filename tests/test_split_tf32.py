@@ -72,7 +72,8 @@ def test_the_split_is_offered_for_large_fp32_products_and_says_why_not_elsewhere
 
 def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
     # hi + lo is x exactly, hi keeps 10 mantissa bits (rounded to nearest: |lo| at most half of hi's last bit),
-    # the padding is zeros, an infinity's remainder is 0 and a NaN stays NaN; fp32's largest does not round to inf.
+    # the padding is zeros, a non-finite value lies whole in the remainder (its part 0, so that inf meets no zero
+    # remainder); fp32's largest does not round to inf.
     module = _load(tmp_path, with_config(_source(MOVES / "matmul.py"), TINY))
     x = torch.randn(37, 21) * torch.logspace(-30, 30, 21)
     x[0, :5] = torch.tensor([float("inf"), float("-inf"), float("nan"), torch.finfo(torch.float32).max, 1.0])
@@ -86,8 +87,8 @@ def test_the_split_parts_are_exact_and_rounded_to_tf32(tmp_path: Path) -> None:
     assert not (h.view(torch.int32)[finite] & 0x1FFF).any()
     below_max = finite & (want.abs() < torch.finfo(torch.float32).max)  # the largest is truncated, not rounded up
     assert (r.abs() <= h.abs() * 2.0**-11)[below_max].all()
-    assert h[0, 0] == float("inf") and h[1, 0] == float("-inf") and r[0, 0] == 0 and r[1, 0] == 0
-    assert h[2, 0].isnan() and h[3, 0].isfinite() and h[3, 0] + r[3, 0] == want[3, 0]
+    assert r[0, 0] == float("inf") and r[1, 0] == float("-inf") and h[0, 0] == 0 and h[1, 0] == 0
+    assert r[2, 0].isnan() and h[2, 0] == 0 and h[3, 0].isfinite() and h[3, 0] + r[3, 0] == want[3, 0]
 
 
 @pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "matmul3d.py", "bmm.py"])

@@ -178,6 +178,10 @@ def _f16x3_rewrite(source: str, capability: str) -> tuple[tuple[MoveInstance, ..
     sites = rewritten.count("_fp16_parts(") // 2
     rewritten = precision.one_tile(rewritten)
     grid = _tf32x3_tiles(rewritten, capability, (matmul_f16x3.TILES, matmul_f16x3.TILES))
+    from kernelopt.offline.tuner import knob_values
+
+    if any(v < 16 for k, v in knob_values(rewritten).items() if k.endswith("BLOCK_K")):
+        grid = grid[1:] or [{}]  # its own K tile: an fp16 product needs 16 at least (fp32's takes 8)
     return (MoveInstance(name, f"the best kernel's {sites} fp32 product(s) as three fp16 products of its tiles, "
                          "each K step's scaled by powers of two and split in registers (no pass over the operands "
                          "first; its loads, masks and epilogue kept)", rewritten, tuple(grid)),), ()

@@ -21,6 +21,7 @@ statement is of another form is left as it is.
 from __future__ import annotations
 
 import ast
+import re
 
 from kernelopt.offline.moves.matmul_f16x3 import PARTS
 from kernelopt.offline.moves.precision import TF32X3, _false_names, _is_dot, _named, _on_cuda_cores
@@ -54,17 +55,18 @@ def _block(acc: str, call: ast.Call, n: int, indent: str) -> str:
     a, b = (ast.unparse(x) for x in call.args[:2])
     h = f"f16x3_{n}_"
     lines = ["# fp32 products as three fp16 products of the tiles scaled and split in registers (dot.f16x3)",
-             f"{h}ah, {h}al, {h}ia = _fp16_parts({a}, 1)", f"{h}bh, {h}bl, {h}ib = _fp16_parts({b}, 0)",
+             f"{h}ah, {h}al, {h}ia = _fp16_parts({a}, -1)", f"{h}bh, {h}bl, {h}ib = _fp16_parts({b}, -2)",
              f"{h}step = tl.dot({h}al, {h}bh)", f"{h}step = tl.dot({h}ah, {h}bl, {h}step)",
-             f"{h}step = tl.dot({h}ah, {h}bh, {h}step)", f"{acc} += {h}step * ({h}ia[:, None] * {h}ib[None, :])"]
+             f"{h}step = tl.dot({h}ah, {h}bh, {h}step)",
+             f"{acc} += {h}step * (tl.expand_dims({h}ia, -1) * tl.expand_dims({h}ib, -2))"]
     return "".join(indent + line + "\n" for line in lines)
 
 
 def to_f16x3(source: str) -> str | None:
     """`source` with each fp32 product statement rewritten as three fp16 products of split tiles, or None where
     there is none (or the file has the split's helper already)."""
-    if "import triton.language as tl" not in source:
-        return None
+    if "import triton.language as tl" not in source or not re.search(r"^import triton(?![\w.])", source, re.M):
+        return None  # the helper is written `@triton.jit` and `tl.`
     try:
         tree = parse(source)
     except SyntaxError:
@@ -73,7 +75,10 @@ def to_f16x3(source: str) -> str | None:
         return None
     launched_false = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
                       if k.arg and isinstance(k.value, ast.Constant) and k.value.value is False}
-    lines = source.splitlines(keepends=True)
+    # lines as Python numbers them: "\n", "\r\n" or "\r" ends one (str.splitlines also breaks at form feeds and
+    # other separators),
+    # and ast's columns count UTF-8 bytes
+    lines = [line.encode() for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source)]
     edits: dict[int, tuple[int, str]] = {}  # first line (0-based) -> (lines replaced, text)
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
         false_names = _false_names(function) | launched_false
@@ -81,11 +86,13 @@ def to_f16x3(source: str) -> str | None:
             found = _site(node, false_names) if isinstance(node, ast.stmt) else None
             if found is None or node.end_lineno is None or node.end_col_offset is None:
                 continue
-            indent = lines[node.lineno - 1][: node.col_offset]
-            tail = lines[node.end_lineno - 1][node.end_col_offset:].strip()
+            indent = lines[node.lineno - 1][: node.col_offset].decode()
+            tail = lines[node.end_lineno - 1][node.end_col_offset:].decode().strip()
             if indent.strip() or (tail and not tail.startswith("#")):
                 continue  # not alone on its lines: left as it is
-            edits[node.lineno - 1] = (node.end_lineno - node.lineno + 1, _block(*found, len(edits), indent))
+            comment = f"{indent}{tail}\n" if tail else ""  # a comment after the statement stays, above its block
+            edits[node.lineno - 1] = (node.end_lineno - node.lineno + 1,
+                                      comment + _block(*found, len(edits), indent))
     jitted = [f for f in tree.body if isinstance(f, ast.FunctionDef) and f.decorator_list]
     if not edits or not jitted:
         return None
@@ -103,5 +110,5 @@ def to_f16x3(source: str) -> str | None:
             out.append(text)
             skip = count - 1
             continue
-        out.append(line)
+        out.append(line.decode())
     return "".join(out)

@@ -12,6 +12,13 @@ unscaled by the outer product of the two inverses (powers of two: exact), is add
 A tile's scale is local: a value far below its row's largest keeps its bits where that largest lies in
 another tile.
 
+Within a tile's line the split has fp16's range: a value below 2^-17 of its line's largest keeps a remainder of
+fewer bits, and one below 2^-38 of it is dropped (an output made of such values alone, its line's largest meeting
+zeros, errs). The step's unscale multiplies the two inverses first: where both lines lie under about 2^-60 (their
+inverses' product under 2^-149) the step's sum underflows to zero, and where both lie over about 2^64 it
+overflows, though the output itself may be fp32. A non-finite value goes whole into its remainder, so an inf meets
+the other operand's part and gives torch's inf (not NaN). The verifier measures the outputs on the problem's data.
+
 The cost moves from memory to the CUDA cores: each program splits every tile it loads, and each step's sum
 is multiplied once more. So the twin is offered where memory, not the tensor cores, bounds the split product:
 a long K over few output tiles (split-K), and torch.bmm, whose operands the split passes read most. fp16
@@ -28,26 +35,29 @@ PARTS = '''
 
 @triton.jit
 def _fp16_parts(x, AXIS: tl.constexpr):
-    # x's rows (AXIS 1) or columns (AXIS 0), each scaled by the power of two that puts its largest magnitude
-    # in [2^14, 2^15), split into an fp16 part and remainder; and the scales' inverses (exact). Scales stay in
-    # 2^-126..2^126: a line of zeros, or of values under 2^-112, is scaled by 2^126 and keeps fp16's subnormals.
+    # x's lines along AXIS (-1: the rows of A's tile, along K; -2: the columns of B's), each scaled by the power of
+    # two that puts its largest magnitude in [2^14, 2^15), split into an fp16 part and remainder; and the scales'
+    # inverses (exact). Scales stay in 2^-126..2^126: a line of zeros, or of values under 2^-112, is scaled by
+    # 2^126 and keeps fp16's subnormals. A non-finite value goes whole into the remainder, its part 0: it meets
+    # only the other operand's part, never a remainder of 0 (inf * 0 = NaN).
     big = tl.max(x.to(tl.int32, bitcast=True) & 0x7FFFFFFF, axis=AXIS)  # |x|'s order as integers (NaN over inf)
     shift = tl.minimum(tl.maximum(268 - (big >> 23), 1), 253)
     y = x * tl.expand_dims((shift << 23).to(tl.float32, bitcast=True), AXIS)
-    hi = y.to(tl.float16)
-    lo = tl.where(hi.to(tl.float32) == y, 0.0, y - hi.to(tl.float32)).to(tl.float16)  # inf's remainder: 0
+    finite = tl.abs(y) < float("inf")
+    hi = tl.where(finite, y, 0.0).to(tl.float16)
+    lo = tl.where(finite, y - hi.to(tl.float32), y).to(tl.float16)
     return hi, lo, ((254 - shift) << 23).to(tl.float32, bitcast=True)
 
 '''
 
 _DOT = "        acc = tl.dot(a, b, acc, input_precision=PRECISION)\n"
 _SPLIT_DOT = '''        # the step's three fp16 products from zero, their sum unscaled (exactly) and added in fp32
-        a_hi, a_lo, inv_a = _fp16_parts(a, 1)
-        b_hi, b_lo, inv_b = _fp16_parts(b, 0)
+        a_hi, a_lo, inv_a = _fp16_parts(a, -1)
+        b_hi, b_lo, inv_b = _fp16_parts(b, -2)
         step = tl.dot(a_lo, b_hi)
         step = tl.dot(a_hi, b_lo, step)
         step = tl.dot(a_hi, b_hi, step)
-        acc += step * (inv_a[:, None] * inv_b[None, :])
+        acc += step * (tl.expand_dims(inv_a, -1) * tl.expand_dims(inv_b, -2))
 '''
 _RANGE = "\n\n@triton.jit\ndef _dot_range("
 _PRECISION = '        precision = "ieee" if a.dtype == torch.float32 else "tf32"\n'

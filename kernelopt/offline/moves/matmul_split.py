@@ -40,9 +40,12 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_b, s_r, s_c, rows_p, ld,
     x = tl.load(src, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0)
     bits = x.to(tl.int32, bitcast=True)
     near = ((bits + 4096) & -8192).to(tl.float32, bitcast=True)
-    # rounding up past fp32's largest (or Inf, NaN): the top 19 bits as they are
+    # rounding up past fp32's largest: the top 19 bits as they are; a non-finite value whole in the remainder, its
+    # part 0, so that it meets only the other operand's part, never a remainder of 0 (inf * 0 = NaN)
+    finite = tl.abs(x) < float("inf")
     hi = tl.where(tl.abs(near) <= 3.4028234663852886e38, near, (bits & -8192).to(tl.float32, bitcast=True))
-    lo = tl.where(hi == x, 0.0, x - hi)  # an infinity's remainder is 0, not inf - inf
+    hi = tl.where(finite, hi, 0.0)
+    lo = tl.where(finite, x - hi, x)
     dst = batch * rows_p * ld + r64 * ld + c64
     inside = (r[:, None] < rows_p) & (c[None, :] < ld)
     tl.store(hi_ptr + dst, hi, mask=inside)

@@ -49,10 +49,12 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, big_ptr, inv_ptr, rows, cols, s_b, s_r
     src = src_ptr + batch * s_b + r[:, None].to(tl.int64) * s_r + c[None, :].to(tl.int64) * s_c
     x = tl.load(src, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0)
     exponent = (tl.load(big_ptr + batch * rows_p + r, mask=r < rows_p, other=0) >> 23) & 255
-    scale = (tl.minimum(tl.maximum(268 - exponent, 1), 254) << 23).to(tl.float32, bitcast=True)
+    scale = (tl.minimum(tl.maximum(268 - exponent, 1), 253) << 23).to(tl.float32, bitcast=True)
     y = x * scale[:, None]
-    hi = y.to(tl.float16)
-    lo = tl.where(hi.to(tl.float32) == y, 0.0, y - hi.to(tl.float32)).to(tl.float16)  # inf's remainder: 0
+    # a non-finite value whole in the remainder, its part 0: it meets only the other operand's part (inf * 0 = NaN)
+    finite = tl.abs(y) < float("inf")
+    hi = tl.where(finite, y, 0.0).to(tl.float16)
+    lo = tl.where(finite, y - hi.to(tl.float32), y).to(tl.float16)
     dst = batch * rows_p * ld + r[:, None].to(tl.int64) * ld + c[None, :]
     inside = (r[:, None] < rows_p) & (c[None, :] < ld)
     tl.store(hi_ptr + dst, hi, mask=inside)
@@ -63,11 +65,16 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, big_ptr, inv_ptr, rows, cols, s_b, s_r
 
 @triton.jit
 def _unscaled(acc, inv_a_ptr, inv_b_ptr, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # the scales are powers of two: undoing them is exact (the inverses cover the padded rows too); their product
-    # first, so that a row scaled far down and a column scaled far up do not overflow one after the other
+    # the scales are powers of two (2^-126..2^126, the inverses cover the padded rows too): undoing them is exact.
+    # Their product 2^E is applied as two halves, 2^(E // 2) then 2^(E - E // 2), each a normal number: no step
+    # overflows or underflows where the output itself does not (a row of 2^110 against a column of 2^-110, or two
+    # of 2^-61, whose inverses' product alone is past fp32's range)
     ia = tl.load(inv_a_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
     ib = tl.load(inv_b_ptr + pid_n * BLOCK_N + tl.arange(0, BLOCK_N))
-    return acc * (ia[:, None] * ib[None, :])
+    e = ((ia.to(tl.int32, bitcast=True) >> 23) - 127)[:, None] + ((ib.to(tl.int32, bitcast=True) >> 23) - 127)[None, :]
+    half = e >> 1
+    first = ((half + 127) << 23).to(tl.float32, bitcast=True)
+    return acc * first * ((e - half + 127) << 23).to(tl.float32, bitcast=True)
 '''
 
 _MATMUL = '''
@@ -168,7 +175,9 @@ def _workspace(size, alignment, stream):
 '''
 
 # forward's tail for the TMA product, after the operands are split (batches, a_*, b_*, Mp, Np, Kp, c set)
-_TMA_LAUNCH = '''        triton.set_allocator(_workspace)
+_TMA_LAUNCH = '''        if Kp == 0:  # no K: zeros (a descriptor of no columns is not made)
+            return c.zero_()
+        triton.set_allocator(_workspace)
         tiles = batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
         split_tma_kernel[(max(1, min(PROGRAMS, tiles)),)](
             a_hi, a_lo, b_hi, b_lo, a_inv, b_inv, c, M, N, Mp, Np, Kp, batches, c_b, c.stride(-2), c.stride(-1),
