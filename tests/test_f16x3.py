@@ -81,8 +81,8 @@ def test_a_tiles_scale_keeps_the_bits_a_rows_scale_would_lose(tmp_path: Path) ->
 
 
 def test_rows_of_every_magnitude_zeros_and_a_short_k_stay_within_fp32s_accuracy(tmp_path: Path) -> None:
-    # rows from 1e-30 to 1e30 against columns from 1e-6 to 1e6, a row of zeros, a K that ends inside a tile and slices left empty by a SPLIT_K
-    # past K's tiles: every output within fp32's own error from float64
+    # rows from 1e-30 to 1e30 against columns from 1e-6 to 1e6, a row of zeros, a K that ends inside a tile and
+    # slices left empty by a SPLIT_K past K's tiles: every output within fp32's own error from float64
     source = matmul_f16x3.on_fp16_splits(matmul.split_k(("A", "B"), (0, 1), (False, False)))
     module = _load(tmp_path, with_config(source, {**TINY, "SPLIT_K": 5}))
     torch.manual_seed(1)
