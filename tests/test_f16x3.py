@@ -9,16 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from test_split_f16 import MOVES, PROBLEMS, TINY
 from test_split_tf32 import _load
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul, matmul_f16x3, structural_moves
 from kernelopt.offline.tuner import with_config
-
-ROOT = Path(__file__).resolve().parents[1]
-MOVES = ROOT / "tests" / "data" / "moves"
-PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
-TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 
 
 @pytest.fixture(scope="module")
