@@ -23,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MOVES = ROOT / "tests" / "data" / "moves"
 
 
-def _time_ms(problem: Path, source: str, tmp_path: Path, name: str) -> float:
+def _time_ms(problem: Path, source: str, tmp_path: Path, name: str, measured: bool = False) -> float:
+    """The time of `source` verified at full size; `measured`: its products below fp32's precision were measured."""
     kernel = tmp_path / f"{name}.py"
     kernel.write_text(source)
     verifier = Verifier(problem, tmp_path / f"harness-{name}", HarnessSettings.detect(seeds=1))
@@ -32,21 +33,7 @@ def _time_ms(problem: Path, source: str, tmp_path: Path, name: str) -> float:
     finally:  # its reference process goes: left running, it holds GBs, and the next reference's float64
         verifier.close()  # yardstick no longer fits beside it (the fp32 one, with no slack, rejects honest kernels)
     assert verdict.accepted and verdict.timing is not None and verdict.timing.is_gpu_time, (name, verdict.reason)
-    print(f"{name}: {verdict.timing.median_ms:.4f} ms")
-    return verdict.timing.median_ms
-
-
-def _measured_ms(problem: Path, source: str, tmp_path: Path, name: str) -> float:
-    """The time of `source`, verified at full size, whose products below fp32's precision the verifier measured."""
-    kernel = tmp_path / f"{name}.py"
-    kernel.write_text(source)
-    verifier = Verifier(problem, tmp_path / f"harness-{name}", HarnessSettings.detect(seeds=1))
-    try:
-        verdict = verifier.verify(kernel)
-    finally:
-        verifier.close()
-    assert verdict.accepted and verdict.timing is not None, f"{name}: {verdict.reason}"
-    assert "products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+    assert not measured or "products on fp32, their outputs measured at" in verdict.reason, verdict.reason
     print(f"{name}: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
     return verdict.timing.median_ms
 
@@ -311,7 +298,7 @@ def test_the_split_matmuls_are_measured_as_accurate_as_fp32_at_the_kernelbench_s
               ("split_tf32", matmul_split.bmm_split_tf32 if batched else matmul_split.split_tf32,
                matmul_split.TILES[0]))
     for name, template, tile in splits:
-        _measured_ms(path, with_config(template(*names), dict(zip(keys, tile, strict=True))), tmp_path, name)
+        _time_ms(path, with_config(template(*names), dict(zip(keys, tile, strict=True))), tmp_path, name, measured=True)
     k_major = matmul.on_tensor_cores((matmul_kmajor.bmm_k_major if batched else matmul_kmajor.k_major)(*names))
     deep = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
     print(f"k_major_tf32x3: {_time_ms(path, with_config(k_major, deep), tmp_path, 'k_major'):.4f} ms")
@@ -333,7 +320,7 @@ def test_the_in_register_fp16_splits_are_measured_and_timed_at_the_kernelbench_s
 
     path = ROOT / "benchmarks" / "kernelbench" / "problems" / problem
     moves = {m.name: m for m in structural_moves(path).instances}
-    best = min(_measured_ms(path, with_config(moves[move].source, config), tmp_path, f"f16x3_{n}")
+    best = min(_time_ms(path, with_config(moves[move].source, config), tmp_path, f"f16x3_{n}", measured=True)
                for n, config in enumerate(moves[move].grid[:3]))
     rival_ms = _time_ms(path, with_config(moves[rival].source, moves[rival].grid[0]), tmp_path, rival)
     print(f"{move} best {best:.4f} ms (its first three configurations, f16x3_0-2); {rival} {rival_ms:.4f} ms")
