@@ -43,6 +43,9 @@ def test_the_rewrite_is_offered_for_fp32_seeds_outside_the_matmul_families() -> 
     moves = structural_moves(LEVEL2 / "99_Matmul_GELU_Softmax.py", source=seed)
     split = {m.name: m for m in moves.instances}["dot.split_f16"]
     assert "compute" in split.cures and "fused epilogues kept" in split.why
+    # its templates split once before the launch: not also every K step's tiles in every program
+    assert "dot.f16x3" not in {m.name for m in moves.instances}
+    assert "dot.split_f16 applies" in {s.name: s.why for s in moves.skipped}["dot.f16x3"]
     assert [tuple(c.values()) for c in split.grid[1:]] == list(matmul_split_f16.TILES) and split.grid[0] == {}
     old = structural_moves(LEVEL2 / "99_Matmul_GELU_Softmax.py", source=seed, capability="7.5")
     assert "no tensor-core products in Triton" in {s.name: s.why for s in old.skipped}["dot.split_f16"]
