@@ -302,38 +302,44 @@ def operand(params: tuple[str, ...], index: int, transposed: bool) -> str:
     return f"{params[index]}.T" if transposed else params[index]
 
 
+def filled(template: str, params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...],
+           batched: bool = False) -> str:
+    """A template's text with forward's parameters and its A and B: views of the inputs, transposed where the
+    reference multiplies them so (each batch's last two dims for torch.bmm, `batched`)."""
+    if batched:
+        a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
+    else:
+        a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
+    return Template(template).substitute(params=", ".join(params), a=a, b=b)
+
+
 def grouped(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A GROUP_M-ordered tiled matmul."""
-    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_GROUPED).substitute(params=", ".join(params), a=a, b=b)
+    body = filled(_GROUPED, params, operands, transposed)
     return header("grouped (GROUP_M) program order") + _TILE + body
 
 
 def batched(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A batched matmul (torch.bmm): a program per batch and output tile, GROUP_M order in a batch."""
-    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
-    body = Template(_BATCHED).substitute(params=", ".join(params), a=a, b=b)
+    body = filled(_BATCHED, params, operands, transposed, batched=True)
     return header("batched (torch.bmm), GROUP_M order per batch") + _TILE + body
 
 
 def split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A split-K matmul: SPLIT_K slices of K per output tile, summed by a second kernel."""
-    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_SPLIT_K).substitute(params=", ".join(params), a=a, b=b)
+    body = filled(_SPLIT_K, params, operands, transposed)
     return header("split-K over SPLIT_K slices of K") + _TILE + body
 
 
 def aligned(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """A GROUP_M-ordered matmul on copies of A and B padded to whole tiles, aligned rows and no masks."""
-    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_ALIGNED).substitute(params=", ".join(params), a=a, b=b)
+    body = filled(_ALIGNED, params, operands, transposed)
     return header("operands padded to whole, aligned tiles") + _TILE + body
 
 
 def persistent(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int) -> str:
     """A persistent matmul: `programs` programs (the GPU's SM count) walk the tiles in GROUP_M order."""
-    a, b = (operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_PERSISTENT).substitute(params=", ".join(params), a=a, b=b)
+    body = filled(_PERSISTENT, params, operands, transposed)
     top = header(f"persistent over {programs} programs")
     return top.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n") + _TILE + body
 

@@ -23,8 +23,6 @@ on B's transposed tiles.
 
 from __future__ import annotations
 
-from string import Template
-
 from kernelopt.offline.moves import matmul
 
 _COPY_KERNEL = '''
@@ -78,8 +76,7 @@ _SPLIT_K_MAJOR = _COPY_KERNEL + matmul.FORWARD_HEAD + _TO_K_MAJOR + matmul.SPLIT
 def k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The grouped matmul on copies of A and B with K contiguous (only those not already so)."""
     head, _ = matmul.grouped(params, operands, transposed).split("\nclass ModelNew", 1)
-    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_K_MAJOR, params, operands, transposed)
     head = head.replace("grouped (GROUP_M) program order", "operands copied K-major, then GROUP_M program order", 1)
     return head.rstrip() + "\n" + body
 
@@ -87,8 +84,7 @@ def k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tupl
 def k_major_split_k(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The split-K matmul on copies of A and B with K contiguous (only those not already so)."""
     head, _ = matmul.split_k(params, operands, transposed).split("\nclass ModelNew", 1)
-    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_SPLIT_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_SPLIT_K_MAJOR, params, operands, transposed)
     head = head.replace("split-K over SPLIT_K slices of K", "operands copied K-major, then split-K over SPLIT_K "
                         "slices of K", 1)
     return head.rstrip() + "\n" + body
@@ -149,7 +145,6 @@ def _transposed(x):
 def bmm_k_major(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The batched matmul on copies of A and B with K contiguous in each batch (only those not already so)."""
     head, _ = matmul.batched(params, operands, transposed).split("\nclass ModelNew", 1)
-    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
-    body = Template(_BMM_K_MAJOR).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_BMM_K_MAJOR, params, operands, transposed, batched=True)
     head = head.replace("GROUP_M order per batch", "operands copied K-major, GROUP_M order per batch", 1)
     return head.rstrip() + "\n" + body

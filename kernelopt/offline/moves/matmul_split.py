@@ -19,8 +19,6 @@ error against float64 must stay within a small multiple of the problem's own fp3
 
 from __future__ import annotations
 
-from string import Template
-
 from kernelopt.offline.moves import matmul
 
 _SPLIT_KERNEL = '''
@@ -155,16 +153,14 @@ TILES = ((128, 128, 32, 8, 3), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (128, 1
 
 def split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The grouped matmul on A and B split once into TF32 parts and remainders, K-major and padded."""
-    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_MATMUL).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_MATMUL, params, operands, transposed)
     return _head("A and B split once into TF32 parts and remainders, three TF32 products a K step added in "
                  "fp32, GROUP_M program order") + body + _SPLIT_HELPER
 
 
 def bmm_split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """torch.bmm on each batch's A and B split once into TF32 parts and remainders, K-major and padded."""
-    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
-    body = Template(_BMM).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_BMM, params, operands, transposed, batched=True)
     return _head("batched (torch.bmm), each batch's A and B split once into TF32 parts and remainders, three TF32 "
                  "products a K step added in fp32, GROUP_M order per batch") + body + _SPLIT_HELPER
 

@@ -19,8 +19,6 @@ fp32 data: harness/sandbox/precision.py).
 
 from __future__ import annotations
 
-from string import Template
-
 from kernelopt.offline.moves import matmul, matmul_split
 
 _KERNELS = '''
@@ -233,16 +231,14 @@ TILES = ((128, 128, 64, 8, 3), (128, 128, 32, 8, 3), (64, 128, 64, 4, 4), (128, 
 def split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """The grouped matmul on A's rows and B's columns scaled by powers of two and split once into fp16 parts and
     remainders, K-major and padded."""
-    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_MATMUL).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_MATMUL, params, operands, transposed)
     return _head("A's rows and B's columns scaled by powers of two and split once into fp16 parts and "
                  "remainders, three fp16 products a K step added in fp32, GROUP_M program order") + body + _SPLIT_HELPER
 
 
 def bmm_split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """torch.bmm on each batch's A and B scaled and split once into fp16 parts and remainders, K-major, padded."""
-    a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
-    body = Template(_BMM).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_BMM, params, operands, transposed, batched=True)
     return _head("batched (torch.bmm), each batch's A rows and B columns scaled by powers of two and split once "
                  "into fp16 parts and remainders, three fp16 products a K step added in fp32, GROUP_M order per "
                  "batch") + body + _SPLIT_HELPER
@@ -252,11 +248,7 @@ def split_f16_tma(params: tuple[str, ...], operands: tuple[int, ...], transposed
                   batched: bool = False) -> str:
     """`split_f16` (`bmm_split_f16` where `batched`) with its product's tiles loaded through tensor descriptors by
     `programs` persistent programs (the GPU's SM count)."""
-    if batched:
-        a, b = (f"{params[i]}.transpose(1, 2)" if t else params[i] for i, t in zip(operands, transposed, strict=True))
-    else:
-        a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_TMA + (_TMA_BMM if batched else _TMA_MATMUL)).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_TMA + (_TMA_BMM if batched else _TMA_MATMUL), params, operands, transposed, batched)
     head = _head(("batched (torch.bmm), each batch's " if batched else "") + "A's rows and B's columns scaled by "
                  "powers of two and split once into fp16 parts and remainders, three fp16 products a K step added "
                  f"in fp32, their tiles loaded by TMA, persistent over {programs} programs")

@@ -16,7 +16,6 @@ template instead, so the kernel is right for every input the verifier gives it.
 from __future__ import annotations
 
 import textwrap
-from string import Template
 
 from kernelopt.offline.moves import matmul
 
@@ -95,8 +94,7 @@ def tma(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bo
     the grouped template where an operand cannot be described (or the GPU has no TMA)."""
     grouped = matmul.grouped(params, operands, transposed)
     head, _ = grouped.split("\nclass ModelNew", 1)
-    a, b = (matmul.operand(params, i, t) for i, t in zip(operands, transposed, strict=True))
-    body = Template(_TMA).substitute(params=", ".join(params), a=a, b=b)
+    body = matmul.filled(_TMA, params, operands, transposed)
     what = f"TMA tiles, persistent over {programs} programs (grouped where TMA cannot read the operands)"
     head = head.replace("grouped (GROUP_M) program order", what, 1)
     return head.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n", 1).rstrip() + "\n" + body
