@@ -304,6 +304,53 @@ def test_a_matmul_of_a_3d_tensor_and_a_matrix_takes_the_matmul_moves_on_its_rows
 
 
 
+def test_an_einsum_product_takes_the_matmul_moves_read_from_its_operands_memory(tmp_path: Path, settings) -> None:
+    # torch.einsum("bijl,lk->bijk"): unsqueezes, permutes of sizes of 1 and views, then a bmm of one batch. Its
+    # operands are A's memory as rows and B as it lies, the result the product's memory: the 2-D templates on rows
+    moves = structural_moves(MOVES / "einsum4d.py")
+    assert moves.family is not None and moves.family.name == "matmul" and moves.family.rows_flattened
+    assert moves.family.operands == (0, 1) and moves.family.transposed == (False, False)
+    config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
+    for move in [m for m in moves.instances if m.name in ("matmul.grouped", "matmul.grouped_tf32x3")]:
+        assert "return c.view(*A.shape[:-1], -1)" in move.source
+        (tmp_path / move.name).mkdir()
+        accepted, reason = _verify(MOVES / "einsum4d.py", with_config(move.source, config), tmp_path / move.name,
+                                   settings)
+        assert accepted, (move.name, reason)
+
+
+@pytest.mark.parametrize(("forward", "inputs", "expected"), [
+    # products einsum and tensordot reach through views: each operand an input's memory as a matrix or its transpose
+    ('torch.einsum("ik,kj->ij", A, B)', "[torch.randn(M, K), torch.randn(K, L)]", ("matmul", (0, 1), (False, False))),
+    ('torch.einsum("ki,kj->ij", A, B)', "[torch.randn(K, M), torch.randn(K, L)]", ("matmul", (0, 1), (True, False))),
+    ('torch.einsum("ik,jk->ij", A, B)', "[torch.randn(M, K), torch.randn(L, K)]", ("matmul", (0, 1), (False, True))),
+    ('torch.einsum("ij,jk->ki", A, B)', "[torch.randn(M, K), torch.randn(K, L)]", ("matmul", (1, 0), (True, True))),
+    ("torch.tensordot(A, B, dims=([2], [0]))", "[torch.randn(N, M, K), torch.randn(K, L)]",
+     ("matmul", (0, 1), (False, False))),
+    ('torch.einsum("bik,bkj->bij", A, B)', "[torch.randn(N, M, K), torch.randn(N, K, L)]",
+     ("bmm", (0, 1), (False, False))),
+    ('torch.einsum("bik,bjk->bij", A, B)', "[torch.randn(N, M, K), torch.randn(N, L, K)]",
+     ("bmm", (0, 1), (False, True))),
+    # what no template computes: an operand that is part of an input or a permuted copy, the result permuted
+    ('torch.einsum("bij,jk->bik", A.transpose(0, 1), B)', "[torch.randn(M, N, K), torch.randn(K, L)]", None),
+    ('torch.einsum("ik,kj->ij", A[1:], B)', "[torch.randn(M, K), torch.randn(K, L)]", None),
+    ('torch.einsum("bik,kj->bji", A, B)', "[torch.randn(N, M, K), torch.randn(K, L)]", None),
+    ('torch.einsum("ik,kj->ij", A, B).unsqueeze(0)', "[torch.randn(M, K), torch.randn(K, L)]", None),
+    ('torch.einsum("bik,kj->bij", A, B.reshape(K, L))', "[torch.randn(N, M, K), torch.randn(K * L)]", None),
+])
+def test_a_product_is_read_from_where_its_operands_lie_in_memory(forward: str, inputs: str, expected: Any,
+                                                                   tmp_path: Path) -> None:
+    problem = tmp_path / "problem.py"
+    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
+                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    family = structural_moves(problem).family
+    assert family is not None
+    if expected is None:
+        assert family.name == "other", family
+    else:
+        assert (family.name, family.operands, family.transposed) == expected, family
+
+
 @pytest.mark.parametrize(("forward", "inputs"), [
     # mm of A's rows written out and returned 2-D: the templates would give back A's dims
     ("torch.mm(A.reshape(-1, A.shape[-1]), B)", "[torch.randn(N, M, K), torch.randn(K, L)]"),

@@ -20,6 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelopt.offline.moves.elementwise import EXPRESSIONS
+from kernelopt.offline.moves.family_products import layout_product
 
 # Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
 _VIEWS = frozenset({
@@ -133,6 +134,12 @@ def trace_family(problem: ModuleType) -> Family:
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
     }
     family = _classify(recorder, ops, base, len(tensors), outputs)
+    if family.name == "other":  # a product reached through views the recorder does not follow (einsum, tensordot)
+        work = [(c[0], c[1], r) for c, r in zip(recorder.calls, recorder.results, strict=True) if c[0] not in _VIEWS]
+        product = layout_product(work, tensors, outputs)
+        if product is not None:
+            family = Family(**{**family.__dict__, "name": product.family, "operands": product.operands,
+                               "transposed": product.transposed, "rows_flattened": product.rows_flattened})
     if family.name in _READS_ITS_INPUT and not _in_place(recorder, tensors[0], outputs, _READS_ITS_INPUT[family.name]):
         note = (f", read as {family.name} but through a view that moves the input's values or the result's "
                 f"(a transpose, a slice, other sizes): the {family.name} templates read and write them in place")

@@ -1,0 +1,100 @@
+"""A product read from where its operands' values lie in memory, not from the views that led to them.
+
+torch.einsum, torch.tensordot and torch.matmul of batched shapes reach one mm or bmm through chains of
+unsqueezes, permutes of sizes of 1 and reshapes (`einsum("bijl,lk->bijk")`: eleven views, then a bmm of one
+batch). What matters to a template is only this: each operand reads an input's memory as a plain matrix (row
+by row, or its transpose), and the result returned is the product's memory as it lies. Both are read here from
+each tensor's base, sizes, strides and offset; a copy anywhere (a `.contiguous()` of a permuted input, a cast)
+gives a tensor that is no input's view, and the product is left to the launch sweep as before.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass(frozen=True)
+class Product:
+    """What a matmul template needs to compute the reference's one product."""
+
+    family: str  # "matmul" (a 2-D product, or a bmm of one batch) or "bmm"
+    operands: tuple[int, int]  # which inputs are A and B
+    transposed: tuple[bool, bool]  # whether each is its input's matrix transposed
+    rows_flattened: bool  # A is an input of more dims, its leading dims taken as rows
+
+
+def layout_product(work: list[tuple[str, tuple[Any, ...], Any]], inputs: list[torch.Tensor],
+                   outputs: tuple[Any, ...]) -> Product | None:
+    """The product of a reference whose only work (`work`: each operator that is not a view, its arguments and
+    result) is one mm or bmm of two inputs, returned through a view of the same values; else None."""
+    if len(work) != 1 or work[0][0] not in ("mm", "bmm") or len(inputs) != 2 or len(outputs) != 1:
+        return None
+    name, args, product = work[0]
+    if len(args) < 2 or not all(isinstance(t, torch.Tensor) for t in (*args[:2], product, outputs[0])):
+        return None
+    batched = name == "bmm" and all(t.dim() == 3 for t in inputs)
+    if name == "bmm" and not batched and product.shape[0] != 1:
+        return None  # a batch of several matrices over inputs that are not each a batch of them
+    found = [_matrix(t, inputs, batched, may_flatten=(i == 0)) for i, t in enumerate(args[:2])]
+    if None in found or found[0][0] == found[1][0]:  # type: ignore[index]
+        return None
+    (a, flip_a, flat), (b, flip_b, _) = found  # type: ignore[misc]
+    m, n = product.shape[-2], product.shape[-1]
+    if batched:
+        shape: tuple[int, ...] = (product.shape[0], m, n)
+    elif flat:
+        shape = (*inputs[a].shape[:-1], n)
+    else:
+        shape = (m, n)
+    if not _returned(outputs[0], product, shape):
+        return None
+    return Product("bmm" if batched else "matmul", (a, b), (flip_a, flip_b), flat)
+
+
+def _matrix(t: torch.Tensor, inputs: list[torch.Tensor], batched: bool,
+            may_flatten: bool) -> tuple[int, bool, bool] | None:
+    """(input, transposed, rows_flattened) where `t` reads that input's memory as a plain matrix (each batch's,
+    `batched`); None where it reads anything else (another order, an offset, a part, a copy)."""
+    root = t if t._base is None else t._base
+    index = next((i for i, x in enumerate(inputs) if x is root), None)
+    if index is None or not root.is_contiguous() or t.storage_offset() != root.storage_offset() \
+            or t.numel() != root.numel():
+        return None
+    shape, stride = list(t.shape), list(t.stride())
+    if batched:
+        if t.dim() != 3 or shape[0] != root.shape[0] or (shape[0] > 1 and stride[0] != root.stride(0)):
+            return None
+        matrices = tuple(root.shape[1:])
+    else:
+        if t.dim() == 3 and shape[0] == 1:  # a bmm of one batch: its matrix
+            shape, stride = shape[1:], stride[1:]
+        if len(shape) != 2:
+            return None
+        matrices = tuple(root.shape)
+    (rows, cols), (row_step, col_step) = shape[-2:], stride[-2:]
+    if _steps(rows, row_step, cols) and _steps(cols, col_step, 1):  # row by row: the input's memory as it is
+        if matrices == (rows, cols):
+            return index, False, False
+        if may_flatten and not batched and root.dim() >= 3 and root.shape[-1] == cols:
+            return index, False, True  # torch.matmul's A of more dims: its leading dims are the rows
+        return None
+    if _steps(rows, row_step, 1) and _steps(cols, col_step, rows) and matrices == (cols, rows):
+        return index, True, False  # column by column: the input's matrix transposed
+    return None
+
+
+def _steps(size: int, step: int, expected: int) -> bool:
+    """Whether a dim of `size` strides `expected` (a dim of one element strides anything)."""
+    return size == 1 or step == expected
+
+
+def _returned(out: torch.Tensor, product: torch.Tensor, shape: tuple[int, ...]) -> bool:
+    """Whether `out` is the product's memory as it lies, with `shape` (what the templates return)."""
+    if not (out is product or out._base is product) or out.dtype != product.dtype:
+        return False
+    return product.is_contiguous() and out.is_contiguous() and out.storage_offset() == product.storage_offset() \
+        and out.numel() == product.numel() == math.prod(shape) and tuple(out.shape) == shape
