@@ -50,6 +50,7 @@ class Family:
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
     rows_flattened: bool = False  # matmul: A has more than two dims, its leading ones taken as rows (torch.matmul)
+    triangle: tuple[Any, ...] = ()  # matmul, bmm: ("triu" or "tril", diagonal) where that of the product is returned
     note: str = ""  # "other": why a family's template was not taken (", ..." after the operators in the report)
 
 
@@ -135,11 +136,12 @@ def trace_family(problem: ModuleType) -> Family:
     }
     family = _classify(recorder, ops, base, len(tensors), outputs)
     if family.name == "other":  # a product reached through views the recorder does not follow (einsum, tensordot)
-        work = [(c[0], c[1], r) for c, r in zip(recorder.calls, recorder.results, strict=True) if c[0] not in _VIEWS]
+        work = [(*c, r) for c, r in zip(recorder.calls, recorder.results, strict=True) if c[0] not in _VIEWS]
         product = layout_product(work, tensors, outputs)
         if product is not None:
             family = Family(**{**family.__dict__, "name": product.family, "operands": product.operands,
-                               "transposed": product.transposed, "rows_flattened": product.rows_flattened})
+                               "transposed": product.transposed, "rows_flattened": product.rows_flattened,
+                               "triangle": product.triangle})
     if family.name in _READS_ITS_INPUT and not _in_place(recorder, tensors[0], outputs, _READS_ITS_INPUT[family.name]):
         note = (f", read as {family.name} but through a view that moves the input's values or the result's "
                 f"(a transpose, a slice, other sizes): the {family.name} templates read and write them in place")

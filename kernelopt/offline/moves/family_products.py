@@ -25,15 +25,17 @@ class Product:
     operands: tuple[int, int]  # which inputs are A and B
     transposed: tuple[bool, bool]  # whether each is its input's matrix transposed
     rows_flattened: bool  # A is an input of more dims, its leading dims taken as rows
+    triangle: tuple[str, int] | tuple[()] = ()  # ("triu" or "tril", diagonal): the product's triangle returned
 
 
-def layout_product(work: list[tuple[str, tuple[Any, ...], Any]], inputs: list[torch.Tensor],
+def layout_product(work: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]], inputs: list[torch.Tensor],
                    outputs: tuple[Any, ...]) -> Product | None:
-    """The product of a reference whose only work (`work`: each operator that is not a view, its arguments and
-    result) is one mm or bmm of two inputs, returned through a view of the same values; else None."""
-    if len(work) != 1 or work[0][0] not in ("mm", "bmm") or len(inputs) != 2 or len(outputs) != 1:
+    """The product of a reference whose only work (`work`: each operator that is not a view, its arguments,
+    keyword arguments and result) is one mm or bmm of two inputs, returned through a view of the same values, or
+    its torch.triu or torch.tril returned so (of each matrix of a bmm); else None."""
+    if not 1 <= len(work) <= 2 or work[0][0] not in ("mm", "bmm") or len(inputs) != 2 or len(outputs) != 1:
         return None
-    name, args, product = work[0]
+    name, args, _, product = work[0]
     if len(args) < 2 or not all(isinstance(t, torch.Tensor) for t in (*args[:2], product, outputs[0])):
         return None
     batched = name == "bmm" and all(t.dim() == 3 for t in inputs)
@@ -50,9 +52,15 @@ def layout_product(work: list[tuple[str, tuple[Any, ...], Any]], inputs: list[to
         shape = (*inputs[a].shape[:-1], n)
     else:
         shape = (m, n)
-    if not _returned(outputs[0], product, shape):
-        return None
-    return Product("bmm" if batched else "matmul", (a, b), (flip_a, flip_b), flat)
+    family = "bmm" if batched else "matmul"
+    if len(work) == 1:
+        return Product(family, (a, b), (flip_a, flip_b), flat) if _returned(outputs[0], product, shape) else None
+    kind, of, keywords, kept = work[1]
+    if kind not in ("triu", "tril") or flat or not of or not isinstance(of[0], torch.Tensor) \
+            or not _returned(of[0], product, shape) or not _returned(outputs[0], kept, shape):
+        return None  # a triangle of the rows-flattened product would be each of A's leading dims' own
+    diagonal = keywords.get("diagonal", of[1] if len(of) > 1 else 0)
+    return Product(family, (a, b), (flip_a, flip_b), flat, (kind, int(diagonal)))
 
 
 def _matrix(t: torch.Tensor, inputs: list[torch.Tensor], batched: bool,

@@ -19,6 +19,7 @@ from kernelopt.offline.moves import (
     matmul_split,
     matmul_split_f16,
     matmul_tma,
+    matmul_triangle,
 )
 
 if TYPE_CHECKING:
@@ -86,7 +87,26 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
         out, skipped = _f16x3(family, out, skipped, capability, sm_count, "matmul.split_k")
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
-    return out, skipped
+    return _on_triangle(family, out, skipped)
+
+
+def _on_triangle(family: Family, out: list[MoveInstance],
+                 skipped: list[Skipped]) -> tuple[list[MoveInstance], list[Skipped]]:
+    """Where the reference returns torch.triu or torch.tril of the product: each template computing only the
+    tiles the triangle keeps (matmul_triangle.py); one whose kernels the rewrite does not know does not apply."""
+    if not family.triangle:
+        return out, skipped
+    kind, diagonal = family.triangle
+    kept, left = [], []
+    for move in out:
+        source = matmul_triangle.on_triangle(move.source, kind, diagonal)
+        if source is None:
+            left.append(Skipped(move.name, f"the reference returns torch.{kind} of the product, and this template "
+                                "writes its tiles in a way the triangle's rewrite does not know"))
+        else:
+            kept.append(dataclasses.replace(move, source=source, why=f"{move.why}; only the tiles torch.{kind} "
+                                            f"(diagonal {diagonal}) keeps are multiplied, the rest written as zeros"))
+    return kept, [*skipped, *left]
 
 
 def _on_rows(source: str, family: Family) -> str:
@@ -221,7 +241,7 @@ def bmm_moves(family: Family, capability: str = "9.0",
     out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
                         source, tuple(_tiles(family)))]
     if family.dtype != "float32":
-        return out, []
+        return _on_triangle(family, out, [])
     out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
     skipped = []
@@ -233,7 +253,8 @@ def bmm_moves(family: Family, capability: str = "9.0",
         out.append(MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"),
                                 kmajor, tuple(_tiles(family, _deep(family, capability, k_major=True)))))
     out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
-    return _f16x3(family, out, skipped, capability, sm_count, "bmm.batched")
+    out, skipped = _f16x3(family, out, skipped, capability, sm_count, "bmm.batched")
+    return _on_triangle(family, out, skipped)
 
 
 def _f16x3(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str, sm_count: int,

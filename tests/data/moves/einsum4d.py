@@ -4,7 +4,7 @@ tensor-matrix product: eleven views, then a bmm of one batch), small and not a m
 import torch
 import torch.nn as nn
 
-b, i, j, l, k = 2, 3, 5, 20, 9
+BATCH, ROWS, COLS, L, K = 2, 3, 5, 20, 9
 
 
 class Model(nn.Module):
@@ -16,7 +16,7 @@ class Model(nn.Module):
 
 
 def get_inputs():
-    return [torch.randn(b, i, j, l), torch.randn(l, k)]
+    return [torch.randn(BATCH, ROWS, COLS, L), torch.randn(L, K)]
 
 
 def get_init_inputs():
