@@ -344,3 +344,48 @@ def test_the_triangle_of_a_product_is_correct_at_full_size_and_timed_beside_the_
     kept = _time_ms(triangle, with_config(moves["matmul.split_f16"].source, tile), tmp_path, "triangle", measured=True)
     full = _time_ms(square, with_config(whole.source, tile), tmp_path, "whole", measured=True)
     print(f"triu(A @ B) at matmul.split_f16 {kept:.4f} ms; the whole product {full:.4f} ms ({kept / full:.2f}x)")
+
+
+@pytest.mark.parametrize(("pool", "shape"), [
+    ("nn.MaxPool3d(kernel_size=3, stride=2, padding=1, dilation=3)", (16, 32, 128, 128, 128)),
+    ("nn.AvgPool3d(kernel_size=3, stride=2, padding=1)", (16, 32, 128, 128, 256))])
+def test_the_3d_pools_are_correct_at_the_kernelbench_size(pool: str, shape: tuple[int, ...], tmp_path: Path) -> None:
+    # The public KernelBench's 43 and 46 (3 x 3 x 3 windows, 27 values: torch.compile hands them to ATen): both
+    # templates verified at full size at their first two configurations, timed beside eager
+    from kernelopt.offline.moves import structural_moves
+
+    problem = tmp_path / "pool3d.py"
+    problem.write_text(f'''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.pool = {pool}
+
+    def forward(self, x):
+        return self.pool(x)
+
+
+def get_inputs():
+    return [torch.rand{shape}]
+
+
+def get_init_inputs():
+    return []
+''')
+    moves = {m.name: m for m in structural_moves(problem).instances}
+    assert set(moves) == {"pooling.flat", "pooling.tiled"}
+    times = {name: _best_ms(problem, move.source, move.grid[:2], tmp_path, name.split(".")[1])
+             for name, move in moves.items()}
+    x = torch.rand(shape, device="cuda")
+    module = eval(pool, {"nn": torch.nn})  # noqa: S307 - the test's own text
+    eager = _bench_ms(lambda: module(x))
+    print(f"{pool}: flat {times['pooling.flat']:.4f} ms, tiled {times['pooling.tiled']:.4f} ms, eager {eager:.4f} ms")
+
+
+def _bench_ms(fn) -> float:  # noqa: ANN001
+    import triton.testing
+
+    return triton.testing.do_bench(fn, warmup=10, rep=50)

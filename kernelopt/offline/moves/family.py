@@ -300,8 +300,9 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
                 "options": options}
     if n_inputs == 1 and ops in EXPRESSIONS:
         return Family(name="elementwise", **base)
-    if n_inputs == 1 and ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4) \
-            and len(outputs) == 1:  # return_indices: the templates give the values only
+    if n_inputs == 1 and len(outputs) == 1 and (  # return_indices: the templates give the values only
+            (ops in (("max_pool2d_with_indices",), ("avg_pool2d",)) and ndim in (3, 4))
+            or (ops in (("max_pool3d_with_indices",), ("avg_pool3d",)) and ndim in (4, 5))):
         return Family(name="pooling", **base)
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)

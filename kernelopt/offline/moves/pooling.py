@@ -23,7 +23,7 @@ import itertools
 from string import Template
 from typing import TYPE_CHECKING, Any
 
-from kernelopt.offline.moves import pooling_sliding
+from kernelopt.offline.moves import pooling3d, pooling_sliding
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
@@ -304,6 +304,8 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     slides one input row a step; `sliding` where the window moves one column a step."""
     from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
 
+    if family.ops[0] in pooling3d.OPS:
+        return pooling3d.pooling3d_moves(family)
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
     tile, flat_source = tiled(op, args, param), flat(op, args, param)
     if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
