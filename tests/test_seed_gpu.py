@@ -38,6 +38,8 @@ PROBLEMS = {
     "tall_skinny": ROOT / "benchmarks" / "kernelbench" / "problems" / "9_Tall_skinny_matrix_multiplication_.py",
     # sqrt(2 / math.pi): a global's number, lifted into the graph by some torch versions, an fp64 root
     "gelu_tanh": ROOT / "benchmarks" / "kernelbench" / "problems" / "88_MinGPTNewGelu.py",
+    # scaled_dot_product_attention, compiled as its math (its products and softmax), not a fused library kernel
+    "attention": ROOT / "tests" / "data" / "moves" / "attention.py",
 }
 
 
@@ -56,6 +58,8 @@ def test_the_seed_is_made_cached_and_accepted_by_the_verifier(name: str, tmp_pat
         assert {"BLOCK_M", "BLOCK_N", "BLOCK_K", "GROUP_M"} <= set(knobs) and "extern_kernels" not in text
     if name == "softmax":  # a 4,096-wide row: the max and the sum in one loop, as the static compile writes it
         assert "helper_online_softmax_combine(" in text and text.count("tl.range(") == 2
+    if name == "attention":
+        assert "extern_kernels" not in text and "scaled_dot_product" not in text
     if name == "tall_skinny":
         assert "INDEX_DTYPE=index_dtype(" in text
     if name.startswith("conv"):

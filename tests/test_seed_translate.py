@@ -9,6 +9,7 @@ import ast
 import functools
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -653,3 +654,18 @@ def test_a_seed_whose_rewritten_file_fails_its_check_drops_one_rewrite_at_a_time
         assert made.rewrites == () and "ks0: tl.constexpr" not in made.text and "helper_size_value" not in made.text
     err = capsys.readouterr().err
     assert "failed its check (RuntimeError: CUDA error" in err and err.count("failed its check") == failures
+
+
+def test_attention_is_compiled_as_its_math_so_the_seed_can_be_triton() -> None:
+    """Left to choose, scaled_dot_product_attention is traced as one fused library kernel, which the compiler
+    calls as it is (no Triton: no seed). The seed compiles it as its math: products and a softmax it writes."""
+    from kernelopt.seed.generate import math_attention
+
+    def forward(q: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(q, q * 2, q + 1)
+
+    fused = _cpu_code(forward, torch.rand(2, 2, 8, 16))
+    assert "_scaled_dot_product_" in fused
+    math = _cpu_code(forward, torch.rand(2, 2, 8, 16), math_attention())
+    assert "_scaled_dot_product_" not in math
+    assert re.search(r"def triton_\w+_safe_softmax\w*\(", math) and "bmm" in math

@@ -130,6 +130,24 @@ def online_softmax_at_its_size() -> Any:
         lowering.lowerings.update(dict.fromkeys(keys, original))
 
 
+@contextlib.contextmanager
+def math_attention() -> Any:
+    """scaled_dot_product_attention traced as its math: two batched products around a softmax.
+
+    Left to choose, the dispatcher traces attention as one fused library kernel (flash or memory-efficient
+    attention), which Inductor calls as it is: no Triton, so the seed could not be written, and a problem with
+    attention (KernelBench's 97, any transformer block) had no start without a kernel of its own. Its math is
+    the same attention in ops the compiler writes in Triton (its GEMM templates, a softmax kernel), which the
+    offline moves then take (the products' fp16 split, the softmax's structures)."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+    except ImportError:  # a torch without the backend choice: attention as the dispatcher picks it
+        yield
+        return
+    with sdpa_kernel([SDPBackend.MATH]):
+        yield
+
+
 def _compile(model: Any, inputs: list[Any]) -> tuple[list[str], list[Binding]]:
     import torch
     import torch.fx.experimental._config as shape_config
@@ -140,7 +158,7 @@ def _compile(model: Any, inputs: list[Any]) -> tuple[list[str], list[Binding]]:
     recorded: list[list[Binding]] = []
     torch._dynamo.reset()
     with (torch.no_grad(), shape_config.patch(use_duck_shape=False), inductor_config.patch(COMPILER_SETTINGS),
-          online_softmax_at_its_size()):
+          online_softmax_at_its_size(), math_attention()):
         compiled = torch.compile(model, backend=recording_backend(model, inputs, compile_fx, recorded), dynamic=True)
         try:
             _, codes = run_and_get_code(compiled, *inputs)
