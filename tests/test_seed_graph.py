@@ -17,6 +17,7 @@ from helpers import fast_context, run_graph
 from test_seed_translate import seed_text
 
 from kernelopt.nodes import setup as setup_node
+from kernelopt.offline.moves import TEMPLATE_START
 from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.obtain import NO_GPU, CompilerSeed
 
@@ -45,11 +46,30 @@ def _round_zero(final: dict) -> list:
     return [a for a in final["attempts"] if a.round == 0]
 
 
-def test_without_kernel_model_or_gpu_setup_stops_saying_what_to_give(tmp_path, monkeypatch) -> None:
+# a reference no family's template computes (a running product): no template to start from
+SCAN = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, dim=1)
+
+
+def get_inputs():
+    return [torch.rand(4, 37)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_without_kernel_model_gpu_or_template_setup_stops_saying_what_to_give(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
-    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, fast_context(tmp_path))
+    final, _ = run_graph({"problem_source": SCAN}, fast_context(tmp_path))
     reason = final["stop_reason"]
-    assert reason.startswith("bad input: nothing to start from: no kernel, no model")
+    assert reason.startswith("bad input: nothing to start from: no kernel, no model, no template for the problem")
     assert "no CUDA GPU" in reason and "--kernel" in reason and "--model" in reason
     assert Path(final["run_dir"], "report.md").exists()
 
@@ -57,8 +77,24 @@ def test_without_kernel_model_or_gpu_setup_stops_saying_what_to_give(tmp_path, m
 def test_with_the_seed_turned_off_setup_stops_the_same_way(tmp_path, seed_on_this_host) -> None:
     context = fast_context(tmp_path, compiler_seed=False)
     final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, context)
-    assert "the compiler seed is turned off" in final["stop_reason"]
+    # turned off by the person: no template taken in its place either
+    assert final["stop_reason"].startswith("bad input: nothing to start from: no kernel, no model, and the compiler "
+                                           "seed is turned off")
     assert seed_on_this_host == []
+
+
+def test_without_kernel_model_or_seed_a_family_starts_from_its_template(tmp_path, monkeypatch) -> None:
+    # no GPU here, so no compiler seed: swish is the elementwise family, whose template is round 0's kernel, verified
+    # like any start (under the interpreter), and the offline sweep goes on from it
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
+    context = fast_context(tmp_path, max_rounds=1, sweep_configs=3)
+    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, context)
+    (start,) = _round_zero(final)
+    assert start.change.startswith(TEMPLATE_START + " elementwise.streaming at BLOCK=")
+    assert "no CUDA GPU" in start.change and start.outcome == "faster" and start.time_ms
+    source = Path(start.kernel_path).read_text()
+    assert "@triton.jit" in source and "BLOCK = " in source
+    assert final["best"] is not None and final["round"] >= 1, final["stop_reason"]
 
 
 @pytest.mark.slow

@@ -14,7 +14,7 @@ from langgraph.types import Command, Overwrite
 from kernelopt.context import Context
 from kernelopt.events import BaselinesTimed, CompilerSeedMade, ModelDropped, SetupDone
 from kernelopt.hardware.gpus import run_gpus
-from kernelopt.hardware.specs import UnknownGPUError
+from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
@@ -23,6 +23,8 @@ from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifie
 from kernelopt.nodes.profile import prepare_profiles
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
+from kernelopt.offline.moves import TEMPLATE_START, structural_moves
+from kernelopt.offline.tuner import with_config
 from kernelopt.records import Candidate, InputError
 from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir
 from kernelopt.seed import COMPILER_SEED
@@ -152,10 +154,37 @@ def _timed_and_started(
     seed, no_seed = _compiler_seed(update, ctx, len(starts), ahead)
     starts += [seed] if seed else []
     if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
-        return update, f"nothing to start from: no kernel, no model, and {no_seed}"
+        template = _template_start(update, no_seed) if ctx.compiler_seed else None  # off: the person's choice
+        if template is None:
+            none = ", no template for the problem" if ctx.compiler_seed else ""
+            return update, f"nothing to start from: no kernel, no model{none}, and {no_seed}"
+        starts.append(template)
     if starts:
         update["candidates"] = Overwrite(starts)
     return update, None
+
+
+def _template_start(update: dict[str, Any], no_seed: str) -> Candidate | None:
+    """Round 0's kernel where there is no kernel, no model and no compiler seed could be made (no GPU here, or the
+    compiler handing the work to a library): the first structural move of the problem's family at its first
+    configuration, a template kernelopt writes for the family; None where no template applies."""
+    spec = get_gpu_spec(update["gpu_key"])
+    try:
+        moves = structural_moves(update["problem_file"], spec.sm_count, capability=spec.compute_capability,
+                                 l2_mb=spec.l2_cache_mb)
+    except Exception:  # noqa: BLE001 - the reference is the user's code: no template then, and the stop says so
+        return None
+    if not moves.instances:
+        return None
+    move = moves.instances[0]
+    source = with_config(move.source, move.grid[0]) if move.grid else move.source
+    path = kernel_path(update["run_dir"], 0, 0, 0)
+    return written(path, source, f"{TEMPLATE_START} {move.name} at {_knobs(move.grid[0] if move.grid else {})} "
+                   f"({no_seed.removeprefix('no compiler seed: ')})")
+
+
+def _knobs(config: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in config.items()) or "its own launch"
 
 
 def _seed_ahead(update: dict[str, Any], ctx: Context) -> SeedAhead | None:

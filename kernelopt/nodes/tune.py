@@ -22,7 +22,7 @@ from kernelopt.events import CandidateWritten, SweepDone, SweepStarted
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.nodes.common import emit, verifier_for, written
-from kernelopt.offline.moves import Moves, by_diagnosis, structural_moves
+from kernelopt.offline.moves import TEMPLATE_START, Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, limits_for, plan
 from kernelopt.offline.structures import (
     Planned,
@@ -137,7 +137,7 @@ def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> b
     (split-K) passes."""
     if state["round"] or state.get("best") is not None or state.get("uses_llm"):
         return False
-    if not any(a.change.startswith(COMPILER_SEED) and a.time_ms is None for a in attempts):
+    if not any(a.change.startswith((COMPILER_SEED, TEMPLATE_START)) and a.time_ms is None for a in attempts):
         return False
     spec = get_gpu_spec(state["gpu_key"])
     return bool(structural_moves(state["problem_file"], spec.sm_count, capability=spec.compute_capability,

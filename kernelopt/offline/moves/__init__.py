@@ -25,6 +25,9 @@ SM_COUNT = 132  # an H100/H200: "few programs" is judged against it
 L2_MB = 50.0  # MiB: an H100's L2 (an H200 has 60): what the moves assume when told nothing
 
 
+# A run's start where it has no kernel, no model and no compiler seed: a family's template (nodes/setup.py)
+TEMPLATE_START = "a template kernelopt writes for the problem's family, as the start:"
+
 @dataclass(frozen=True)
 class MoveInstance:
     """One structural move, instantiated for the problem: its kernel file and its knob grid."""
