@@ -20,7 +20,7 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from kernelopt.offline.moves.elementwise import EXPRESSIONS
-from kernelopt.offline.moves.family_products import layout_product
+from kernelopt.offline.moves.family_products import layout_product, rows_product
 
 # Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
 _VIEWS = frozenset({
@@ -307,7 +307,8 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     if n_inputs == 1 and ops in (("_softmax",), ("_log_softmax",)):
         return Family(name=ops[0].lstrip("_"), dim=_dim(calls[0][1][1], ndim), **base)
     for name, op, rank in (("matmul", "mm", 2), ("bmm", "bmm", 3)):
-        flat = op == "mm" and n_inputs == 2 and ops == (op,) and _rows_product(recorder, calls[0][1], base, outputs)
+        flat = op == "mm" and n_inputs == 2 and ops == (op,) \
+            and rows_product(recorder.flattened, calls[0][1], base, outputs)
         returned = len(outputs) == 1 and id(outputs[0]) in recorder.products  # the product itself, not a view of it
         if n_inputs == 2 and ops == (op,) and (ndim == rank or flat) and returned:
             known = [recorder.origin.get(id(t)) for t in calls[0][1][:2]]
@@ -331,17 +332,6 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         if norm:
             return Family(name=norm[0], dim=norm[1], eps=norm[2], **base)
     return Family(name="other", **base)
-
-
-def _rows_product(recorder: _Recorder, args: tuple[Any, ...], base: dict[str, Any], outputs: tuple[Any, ...]) -> bool:
-    """torch.matmul of an A with more dims and a 2-D B: mm of A's leading dims viewed as rows, the one output
-    (rows, N) given back A's leading dims. An mm of such a view returned 2-D (written out with torch.mm) is not:
-    the templates give back A's dims."""
-    index = recorder.flattened.get(id(args[0]))
-    if index is None or len(outputs) != 1 or not isinstance(outputs[0], torch.Tensor):
-        return False
-    a = base["shapes"][index]
-    return tuple(outputs[0].shape) == (*a[:-1], args[1].shape[-1])
 
 
 def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, float | None] | None:

@@ -106,3 +106,15 @@ def _returned(out: torch.Tensor, product: torch.Tensor, shape: tuple[int, ...]) 
         return False
     return product.is_contiguous() and out.is_contiguous() and out.storage_offset() == product.storage_offset() \
         and out.numel() == product.numel() == math.prod(shape) and tuple(out.shape) == shape
+
+
+def rows_product(flattened: dict[int, int], args: tuple[Any, ...], base: dict[str, Any],
+                 outputs: tuple[Any, ...]) -> bool:
+    """torch.matmul of an A with more dims and a 2-D B: mm of A's leading dims viewed as rows (`flattened`: the
+    recorder's such views of the inputs, by id), the one output (rows, N) given back A's leading dims. An mm of
+    such a view returned 2-D (written out with torch.mm) is not: the templates give back A's dims."""
+    index = flattened.get(id(args[0]))
+    if index is None or len(outputs) != 1 or not isinstance(outputs[0], torch.Tensor):
+        return False
+    a = base["shapes"][index]
+    return tuple(outputs[0].shape) == (*a[:-1], args[1].shape[-1])
