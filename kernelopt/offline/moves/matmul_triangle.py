@@ -17,6 +17,8 @@ import ast
 import re
 from string import Template
 
+from kernelopt.syntax import parse
+
 _HELPERS = Template('''
 
 @triton.jit
@@ -90,7 +92,7 @@ def _masked_stores(kernel: str) -> tuple[str, int]:
     for line in kernel.splitlines(keepends=True):
         starts.append(starts[-1] + len(line))
     found = []
-    for node in ast.walk(ast.parse(kernel)):
+    for node in ast.walk(parse(kernel)):
         if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.store" and len(node.args) >= 2):
             continue
         value = node.args[1]
