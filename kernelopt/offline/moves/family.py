@@ -49,7 +49,7 @@ class Family:
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
-    rows_flattened: bool = False  # matmul: A has more than two dims, its leading ones taken as rows (torch.matmul)
+    rows_flattened: bool = False  # matmul: A's leading dims are its rows; bmm: the inputs' leading dims the batch
     triangle: tuple[Any, ...] = ()  # matmul, bmm: ("triu" or "tril", diagonal) where that of the product is returned
     note: str = ""  # "other": why a family's template was not taken (", ..." after the operators in the report)
 
@@ -137,7 +137,7 @@ def trace_family(problem: ModuleType) -> Family:
     family = _classify(recorder, ops, base, len(tensors), outputs)
     if family.name == "other":  # a product reached through views the recorder does not follow (einsum, tensordot)
         work = [(*c, r) for c, r in zip(recorder.calls, recorder.results, strict=True) if c[0] not in _VIEWS]
-        product = layout_product(work, tensors, outputs)
+        product = layout_product(work, tensors, outputs, recorder.products)
         if product is not None:
             family = Family(**{**family.__dict__, "name": product.family, "operands": product.operands,
                                "transposed": product.transposed, "rows_flattened": product.rows_flattened,

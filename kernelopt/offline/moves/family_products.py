@@ -24,21 +24,24 @@ class Product:
     family: str  # "matmul" (a 2-D product, or a bmm of one batch) or "bmm"
     operands: tuple[int, int]  # which inputs are A and B
     transposed: tuple[bool, bool]  # whether each is its input's matrix transposed
-    rows_flattened: bool  # A is an input of more dims, its leading dims taken as rows
+    rows_flattened: bool  # matmul: A is an input of more dims, its leading dims its rows; bmm: the inputs' leading
+    # dims are the batch
     triangle: tuple[str, int] | tuple[()] = ()  # ("triu" or "tril", diagonal): the product's triangle returned
 
 
 def layout_product(work: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]], inputs: list[torch.Tensor],
-                   outputs: tuple[Any, ...]) -> Product | None:
+                   outputs: tuple[Any, ...], same: set[int]) -> Product | None:
     """The product of a reference whose only work (`work`: each operator that is not a view, its arguments,
     keyword arguments and result) is one mm or bmm of two inputs, returned through a view of the same values, or
-    its torch.triu or torch.tril returned so (of each matrix of a bmm); else None."""
+    its torch.triu or torch.tril returned so (of each matrix of a bmm); else None. `same`: the ids of the product
+    and of the views the recorder saw keep its values (torch.matmul's `_unsafe_view` has no base)."""
     if not 1 <= len(work) <= 2 or work[0][0] not in ("mm", "bmm") or len(inputs) != 2 or len(outputs) != 1:
         return None
     name, args, _, product = work[0]
     if len(args) < 2 or not all(isinstance(t, torch.Tensor) for t in (*args[:2], product, outputs[0])):
         return None
-    batched = name == "bmm" and all(t.dim() == 3 for t in inputs)
+    # torch.bmm's batches: each input's leading dims (the same for both: no broadcast), one or more of them
+    batched = name == "bmm" and all(t.dim() >= 3 for t in inputs) and inputs[0].shape[:-2] == inputs[1].shape[:-2]
     if name == "bmm" and not batched and product.shape[0] != 1:
         return None  # a batch of several matrices over inputs that are not each a batch of them
     found = [_matrix(t, inputs, batched, may_flatten=(i == 0)) for i, t in enumerate(args[:2])]
@@ -47,17 +50,19 @@ def layout_product(work: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]],
     (a, flip_a, flat), (b, flip_b, _) = found  # type: ignore[misc]
     m, n = product.shape[-2], product.shape[-1]
     if batched:
-        shape: tuple[int, ...] = (product.shape[0], m, n)
+        shape: tuple[int, ...] = (*inputs[a].shape[:-2], m, n)
+        flat = inputs[a].dim() > 3  # the batch is the inputs' leading dims, viewed as one
     elif flat:
         shape = (*inputs[a].shape[:-1], n)
     else:
         shape = (m, n)
     family = "bmm" if batched else "matmul"
     if len(work) == 1:
-        return Product(family, (a, b), (flip_a, flip_b), flat) if _returned(outputs[0], product, shape) else None
+        found_out = _returned(outputs[0], product, shape, same)
+        return Product(family, (a, b), (flip_a, flip_b), flat) if found_out else None
     kind, of, keywords, kept = work[1]
-    if kind not in ("triu", "tril") or flat or not of or not isinstance(of[0], torch.Tensor) \
-            or not _returned(of[0], product, shape) or not _returned(outputs[0], kept, shape):
+    if kind not in ("triu", "tril") or (flat and not batched) or not of or not isinstance(of[0], torch.Tensor) \
+            or not _returned(of[0], product, shape, same) or not _returned(outputs[0], kept, shape, {id(kept)}):
         return None  # a triangle of the rows-flattened product would be each of A's leading dims' own
     diagonal = keywords.get("diagonal", of[1] if len(of) > 1 else 0)
     return Product(family, (a, b), (flip_a, flip_b), flat, (kind, int(diagonal)))
@@ -66,7 +71,8 @@ def layout_product(work: list[tuple[str, tuple[Any, ...], dict[str, Any], Any]],
 def _matrix(t: torch.Tensor, inputs: list[torch.Tensor], batched: bool,
             may_flatten: bool) -> tuple[int, bool, bool] | None:
     """(input, transposed, rows_flattened) where `t` reads that input's memory as a plain matrix (each batch's,
-    `batched`); None where it reads anything else (another order, an offset, a part, a copy)."""
+    `batched`: the input's leading dims as one batch dim); None where it reads anything else (another order, an
+    offset, a part, a copy)."""
     root = t if t._base is None else t._base
     index = next((i for i, x in enumerate(inputs) if x is root), None)
     if index is None or not root.is_contiguous() or t.storage_offset() != root.storage_offset() \
@@ -74,9 +80,10 @@ def _matrix(t: torch.Tensor, inputs: list[torch.Tensor], batched: bool,
         return None
     shape, stride = list(t.shape), list(t.stride())
     if batched:
-        if t.dim() != 3 or shape[0] != root.shape[0] or (shape[0] > 1 and stride[0] != root.stride(0)):
+        batches = math.prod(root.shape[:-2])
+        if t.dim() != 3 or shape[0] != batches or (batches > 1 and stride[0] != math.prod(root.shape[-2:])):
             return None
-        matrices = tuple(root.shape[1:])
+        matrices = tuple(root.shape[-2:])
     else:
         if t.dim() == 3 and shape[0] == 1:  # a bmm of one batch: its matrix
             shape, stride = shape[1:], stride[1:]
@@ -100,9 +107,9 @@ def _steps(size: int, step: int, expected: int) -> bool:
     return size == 1 or step == expected
 
 
-def _returned(out: torch.Tensor, product: torch.Tensor, shape: tuple[int, ...]) -> bool:
+def _returned(out: torch.Tensor, product: torch.Tensor, shape: tuple[int, ...], same: set[int]) -> bool:
     """Whether `out` is the product's memory as it lies, with `shape` (what the templates return)."""
-    if not (out is product or out._base is product) or out.dtype != product.dtype:
+    if not (out is product or out._base is product or id(out) in same) or out.dtype != product.dtype:
         return False
     return product.is_contiguous() and out.is_contiguous() and out.storage_offset() == product.storage_offset() \
         and out.numel() == product.numel() == math.prod(shape) and tuple(out.shape) == shape

@@ -150,8 +150,8 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     is large enough in every dimension to be bound by the tensor cores, not by memory: in fp16 on rows scaled by
     powers of two (matmul_split_f16.py, twice TF32's rate), then in TF32 (matmul_split.py, fp32's range as it is)."""
     (m, k), n = _mk(family), _n(family)
-    tiles = math.ceil(m / 128) * math.ceil(n / 128) * (family.shapes[family.operands[0]][0] if family.name == "bmm"
-                                                        else 1)
+    tiles = math.ceil(m / 128) * math.ceil(n / 128) * (math.prod(family.shapes[family.operands[0]][:-2])
+                                                        if family.name == "bmm" else 1)
     why = ""
     if (capability_major(capability) or 99) < 8:
         why = f"the GPU (compute capability {capability}) has no TF32 tensor cores (sm_80 and later)"
@@ -241,7 +241,7 @@ def bmm_moves(family: Family, capability: str = "9.0",
     out = [MoveInstance("bmm.batched", "a program per batch and output tile, GROUP_M order in each batch",
                         source, tuple(_tiles(family)))]
     if family.dtype != "float32":
-        return _on_triangle(family, out, [])
+        return _on_triangle(family, _on_batches(family, out), [])
     out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
     skipped = []
@@ -254,7 +254,27 @@ def bmm_moves(family: Family, capability: str = "9.0",
                                 kmajor, tuple(_tiles(family, _deep(family, capability, k_major=True)))))
     out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
     out, skipped = _f16x3(family, out, skipped, capability, sm_count, "bmm.batched")
-    return _on_triangle(family, out, skipped)
+    return _on_triangle(family, _on_batches(family, out), skipped)
+
+
+def _on_batches(family: Family, out: list[MoveInstance]) -> list[MoveInstance]:
+    """torch.bmm's templates for inputs of more dims (torch.matmul or einsum of two (..., M, K) and (..., K, N)
+    inputs with the same leading dims): forward views each input's leading dims as the batch and gives the product
+    back their dims."""
+    if not family.rows_flattened:
+        return out
+    names = [family.input_names[i] for i in family.operands]
+    was = [f"{n}.transpose(1, 2)" if t else n for n, t in zip(names, family.transposed, strict=True)]
+    now = [w.replace(n, f"{n}.reshape(-1, *{n}.shape[-2:])", 1) for w, n in zip(was, names, strict=True)]
+    head = f"        a, b = {was[0]}, {was[1]}\n"
+
+    def viewed(source: str) -> str:
+        assert source.count(head) == 1, "not a torch.bmm template"
+        source = source.replace(head, f"        a, b = {now[0]}, {now[1]}\n")
+        return re.sub(r"^( +)return (c|c\.zero_\(\))$", rf"\1return \2.view(*{names[0]}.shape[:-2], *c.shape[-2:])",
+                      source, flags=re.M)
+
+    return [dataclasses.replace(m, source=viewed(m.source)) for m in out]
 
 
 def _f16x3(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str, sm_count: int,
@@ -335,7 +355,7 @@ def _aligned(family: Family, out: list[MoveInstance],
 
 def _mk(family: Family) -> tuple[int, int]:
     shape = family.shapes[family.operands[0]]
-    if family.rows_flattened:  # torch.matmul's A of more dims: its leading dims are the rows
+    if family.rows_flattened and family.name == "matmul":  # torch.matmul's A of more dims: its leading dims, rows
         return math.prod(shape[:-1]), shape[-1]
     rows, cols = shape[-2:]  # a batch's (torch.bmm) or the matrix's
     return (cols, rows) if family.transposed[0] else (rows, cols)
