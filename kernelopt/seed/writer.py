@@ -16,6 +16,7 @@ from kernelopt.seed import helpers
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.errors import SeedError
 from kernelopt.seed.forward_body import ForwardInputs, LaunchConfig, forward_lines
+from kernelopt.seed.init_names import prelude
 from kernelopt.seed.kernel_text import REWRITES, standalone
 from kernelopt.seed.output_code import parse_output
 from kernelopt.syntax import parse
@@ -104,6 +105,19 @@ def _init_source(problem_source: str, model: ast.ClassDef) -> str:
     if init is None:
         return "    def __init__(self):\n        super().__init__()\n"
     text = ast.get_source_segment(problem_source, init, padded=True) or ""
+    needed = prelude(parse(problem_source), problem_source, init, model.name)
+    if needed:  # the module-level names it reads, defined where it runs now (init_names.py)
+        first = init.body[1] if ast.get_docstring(init) is not None and len(init.body) > 1 else init.body[0]
+        lines = text.splitlines()
+        at = first.lineno - init.lineno
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+        lines[at:at] = [f"{indent}# the reference module's own names this __init__ reads",
+                        *(indent + line for line in needed)]
+        text = "\n".join(lines)
+    signature = prelude(parse(problem_source), problem_source, init.args, model.name)  # evaluated by the class body
+    if signature:
+        text = "\n".join(["    # the reference module's own names its signature reads",
+                          *("    " + line for line in signature), text])
     text = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text)
     return "\n".join(line if line.startswith("    ") else "    " + line.lstrip() for line in text.splitlines()) + "\n"
 

@@ -1,0 +1,94 @@
+"""A reference whose __init__ reads its own module's names (sizes, an import, a helper module): the kernel files
+that copy that __init__ (the compiler seed, the convolution template, the affine norms') define them where it runs
+(kernelopt/seed/init_names.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import structural_moves
+from kernelopt.offline.tuner import with_config
+from kernelopt.seed.writer import reference_init
+
+PROBLEM = '''import math
+import torch
+import torch.nn as nn
+
+B, C, L = 2, 4, 37
+KERNEL = 3  # a default of the signature: read where the class body runs the def
+HIDDEN = C + 2
+SCALE = math.sqrt(HIDDEN)  # read through another module-level name
+
+
+class Scaled(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.scale = nn.Parameter(torch.full((n,), SCALE))
+
+
+class Model(nn.Module):
+    def __init__(self, kernel: int = KERNEL):
+        """A convolution sized by the module's names."""
+        super(Model, self).__init__()
+        self.conv = nn.Conv1d(C, HIDDEN, kernel, bias=False)
+        self.extra = Scaled(HIDDEN)
+
+    def forward(self, x):
+        return self.conv(x)
+
+
+def get_inputs():
+    return [torch.randn(B, C, L)]
+
+
+def get_init_inputs():
+    return []
+'''
+
+
+def _model_new(init: str) -> type:
+    scope: dict = {}
+    exec("import torch\nimport torch.nn as nn\n\nclass ModelNew(nn.Module):\n" + init, scope)  # noqa: S102
+    return scope["ModelNew"]
+
+
+def test_the_copied_init_defines_the_module_names_it_reads_and_builds_the_same_parameters(tmp_path: Path) -> None:
+    init = reference_init(PROBLEM)
+    assert "HIDDEN = C + 2" in init and "import math" in init and "class Scaled(nn.Module):" in init
+    assert init.startswith("    # the reference module's own names its signature reads\n    KERNEL = 3\n")
+    assert "get_inputs" not in init and "class Model(" not in init and "def forward" not in init.split("__init__")[0]
+    scope: dict = {}
+    exec(PROBLEM, scope)  # noqa: S102
+    torch.manual_seed(0)
+    reference = scope["Model"]()
+    torch.manual_seed(0)
+    copied = _model_new(init)()
+    assert list(copied.state_dict()) == list(reference.state_dict())
+    assert all(torch.equal(a, b) for a, b in zip(copied.state_dict().values(), reference.state_dict().values(),
+                                                  strict=True))
+
+
+def test_an_init_that_reads_no_module_name_is_copied_as_it_stands() -> None:
+    plain = PROBLEM.replace("nn.Conv1d(C, HIDDEN, kernel, bias=False)", "nn.Conv1d(4, 6, kernel, bias=False)")
+    plain = plain.replace("kernel: int = KERNEL", "kernel: int = 3")
+    plain = plain.replace("        self.extra = Scaled(HIDDEN)\n", "")
+    init = reference_init(plain)
+    assert init == ("    def __init__(self, kernel: int = 3):\n"
+                    '        """A convolution sized by the module\'s names."""\n'
+                    "        super().__init__()\n        self.conv = nn.Conv1d(4, 6, kernel, bias=False)\n")
+
+
+def test_the_convolution_template_of_such_a_reference_passes_the_verifier(tmp_path: Path) -> None:
+    problem = tmp_path / "conv_globals.py"
+    problem.write_text(PROBLEM)
+    moves = structural_moves(problem)
+    assert moves.family is not None and moves.family.name == "conv"
+    move = moves.instances[0]
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(move.source, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}))
+    verdict = Verifier(problem, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
+        kernel, time=False)
+    assert verdict.accepted, verdict.reason
