@@ -46,6 +46,11 @@ def _problem(tmp_path: Path, body: str) -> Path:
     ("torch.relu(x.clone())", "elementwise"),
     ("torch.relu(x.view(4, 6, 5))", "elementwise"),
     ("x * torch.sigmoid(x)", "elementwise"),
+    ("x / (1 + x.abs())", "elementwise"),  # softsign written out
+    # the operators' names of a formula, applied to other values: not the formula the template writes
+    ("torch.sigmoid(x) * 2", "other"),
+    ("torch.sigmoid(x) * torch.sigmoid(x)", "other"),
+    ("x.abs() / (1 + x)", "other"),
     ("torch.softmax(x, dim=-1)", "softmax"),
     ("torch.sum(x, dim=1, keepdim=True)", "reduce"),
     ("torch.nn.functional.layer_norm(x, (5,))", "standardize"),

@@ -10,8 +10,13 @@ not push anything else out of L2.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves.family import Family
 
 _TANH = "(2.0 / (1.0 + tl.exp(-2.0 * ({z}))) - 1.0)"  # tanh(z), exact at both ends (exp overflows to inf: -1)
 _TANH_GELU = "0.5 * x * (1.0 + " + _TANH.format(z="0.7978845608028654 * (x + 0.044715 * x * x * x)") + ")"
@@ -102,3 +107,87 @@ def streaming(
     from string import Template
 
     return Template(_SOURCE).substitute(ops=", ".join(ops), expr=expression(args, options or {}), param=param)
+
+
+class _TorchTl:
+    """The few `tl` functions the expressions above use, on torch tensors: the formula evaluated on the CPU."""
+
+    @staticmethod
+    def exp(x: Any) -> Any:
+        import torch
+
+        return torch.exp(x)
+
+    @staticmethod
+    def log(x: Any) -> Any:
+        import torch
+
+        return torch.log(x)
+
+    @staticmethod
+    def abs(x: Any) -> Any:
+        import torch
+
+        return torch.abs(x)
+
+    @staticmethod
+    def maximum(a: Any, b: Any) -> Any:
+        import torch
+
+        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
+
+    @staticmethod
+    def minimum(a: Any, b: Any) -> Any:
+        import torch
+
+        return torch.minimum(torch.as_tensor(a), torch.as_tensor(b))
+
+    @staticmethod
+    def where(condition: Any, a: Any, b: Any) -> Any:
+        import torch
+
+        return torch.where(condition, torch.as_tensor(a), torch.as_tensor(b))
+
+    class math:  # noqa: N801 - tl.math, as the expressions write it
+        @staticmethod
+        def erf(x: Any) -> Any:
+            import torch
+
+            return torch.erf(x)
+
+
+def formula_differs(ops: tuple[str, ...], args: tuple[Any, ...], options: dict[str, Any], forward: Callable[[Any], Any],
+                    ndim: int) -> str:
+    """Why the template's formula for `ops` is not what `forward` (the reference, built on the CPU) computes, or "":
+    the operators' names alone do not say what they are applied to (`sigmoid(x) * x` is Swish, `sigmoid(x) * 2`
+    is not), so both are evaluated on values across every branch of the activations (-30..30, and zero)."""
+    import torch
+
+    expression = EXPRESSIONS.get(ops)
+    if expression is None:
+        return f"no formula written for {', '.join(ops)}"
+    x = torch.cat([torch.linspace(-30.0, 30.0, 241), torch.tensor([0.0, 1e-3, -1e-3, 2.5, -2.5, 0.5])])
+    x = x.reshape((1,) * (max(ndim, 1) - 1) + (-1,))
+    with torch.no_grad():
+        want = forward(x.clone())
+        got = eval(expression(args, options), {"tl": _TorchTl, "x": x})  # noqa: S307 - the template's own text
+    if not isinstance(want, torch.Tensor) or want.shape != x.shape:
+        return "the reference does not return one value per input value"
+    if not torch.allclose(torch.as_tensor(got).float(), want.float(), rtol=1e-4, atol=1e-5, equal_nan=True):
+        return f"its values are not the template's formula for {', '.join(ops)} (the operators apply to other values)"
+    return ""
+
+
+def checked(problem: ModuleType, family: Family) -> Family:
+    """The elementwise family where its template's formula gives the reference's values (the reference built on
+    the CPU, run on a row of values across every branch); else "other", saying why. A reference that cannot run
+    on such a row (it views its input to its own sizes) keeps the family its operators read."""
+    import torch
+
+    try:
+        torch.manual_seed(0)
+        model = problem.Model(*problem.get_init_inputs())
+        why = formula_differs(family.ops, family.scalars, dict(family.options), model, family.ndim or 1)
+    except Exception:  # noqa: BLE001 - a reference that takes only its own sizes (a view to them): not checked
+        why = ""  # here, the family kept as its operators read (the verifier judges the template's kernel)
+    return dataclasses.replace(family, name="other", note=f", read as elementwise but {why}") if why else family
