@@ -51,6 +51,14 @@ def _problem(tmp_path: Path, body: str) -> Path:
     ("torch.sigmoid(x) * 2", "other"),
     ("torch.sigmoid(x) * torch.sigmoid(x)", "other"),
     ("x.abs() / (1 + x)", "other"),
+    # a row norm is x divided by its row's statistic, kept as a dim: not the statistic divided by x, nor |x| by it
+    ("x / torch.mean(torch.abs(x), dim=2, keepdim=True)", "row_l1_norm"),
+    ("torch.mean(torch.abs(x), dim=2, keepdim=True) / x", "other"),
+    ("(lambda a: a / torch.mean(a, dim=2, keepdim=True))(torch.abs(x))", "other"),
+    ("x / torch.linalg.vector_norm(x, 2, dim=1, keepdim=True)", "row_l2_norm"),
+    ("torch.linalg.vector_norm(x, 2, dim=1, keepdim=True) / x", "other"),
+    # a sum returned in another dtype than the input's: the templates return the input's
+    ("torch.sum(x, dim=1, dtype=torch.float64)", "other"),
     ("torch.softmax(x, dim=-1)", "softmax"),
     ("torch.sum(x, dim=1, keepdim=True)", "reduce"),
     ("torch.nn.functional.layer_norm(x, (5,))", "standardize"),
@@ -89,3 +97,19 @@ def test_the_report_says_why_a_view_left_the_family(tmp_path: Path) -> None:
     assert not moves.instances
     (skipped,) = moves.skipped
     assert "read as softmax but through a view that moves" in skipped.why and "launch is swept" in skipped.why
+
+
+def test_a_norm_without_its_kept_dim_on_a_square_input_is_not_the_row_norm(tmp_path: Path) -> None:
+    # x / mean(|x|, dim=1) on an (N, N) input broadcasts the row statistics along the other dim: the operators and
+    # sizes of an L1 norm, the values of another (the check runs at the problem's own pattern of equal sizes)
+    problem = _problem(tmp_path, "x / torch.mean(torch.abs(x), dim=1)")
+    problem.write_text(problem.read_text().replace("torch.randn(4, 6, 5)", "torch.randn(6, 6)"))
+    family = structural_moves(problem).family
+    assert family is not None and family.name == "other" and "row l1 norm over dim 1" in family.note
+
+
+def test_a_float64_input_takes_no_template(tmp_path: Path) -> None:
+    problem = _problem(tmp_path, "torch.softmax(x, dim=-1)")
+    problem.write_text(problem.read_text().replace("torch.randn(4, 6, 5)", "torch.randn(4, 6, 5, dtype=torch.float64)"))
+    family = structural_moves(problem).family
+    assert family is not None and family.name == "other" and "float64" in family.note

@@ -1147,3 +1147,17 @@ def test_a_2d_pool_of_an_unbatched_plane_gets_no_pooling_template(tmp_path: Path
     assert not [m for m in moves.instances if m.name.startswith("pooling.")]
     assert "without a batch dim" in {s.name: s.why for s in moves.skipped}["pooling.tiled"]
     assert [m.name for m in structural_moves(MOVES / "avg_pool1d.py").instances] == ["pooling.tiled", "pooling.flat"]
+
+
+def test_a_group_norm_of_one_group_keeps_a_weight_per_channel(tmp_path: Path, settings: HarnessSettings) -> None:
+    # GroupNorm(1, C): one row a sample, its weight and bias still one per channel (not one per element of the row:
+    # read so, the template indexed past the weight and wrote NaN)
+    problem = tmp_path / "group_norm_1.py"
+    problem.write_text((MOVES / "group_norm.py").read_text().replace("features, groups, height, width = 2, 6, 3,",
+                                                                   "features, groups, height, width = 2, 6, 1,"))
+    family = _family(problem)
+    assert (family.name, family.groups, family.state) == ("standardize", 1, ("gn.weight", "gn.bias"))
+    (move,) = [m for m in structural_moves(problem).instances if m.name == "standardize.rows_in_registers"]
+    assert "plane = math.prod(x.shape[2:])" in move.source
+    accepted, reason = _verify(problem, with_config(move.source, {"ROWS": 2}), tmp_path, settings)
+    assert accepted, reason

@@ -312,7 +312,8 @@ def _affine(family: Family, problem_path: str | Path) -> standardize.Affine | No
     weight, bias = family.state
     return standardize.Affine(reference_init(Path(problem_path).read_text()),
                               state_expression(weight) if weight else "None",
-                              state_expression(bias) if bias else "None", per_channel=family.groups > 1)
+                              state_expression(bias) if bias else "None",
+                              per_channel="native_group_norm" in family.ops)  # GroupNorm's, of any group count
 
 
 def _reduce_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:

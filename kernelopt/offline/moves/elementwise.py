@@ -10,13 +10,8 @@ not push anything else out of L2.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from types import ModuleType
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from kernelopt.offline.moves.family import Family
+from typing import Any
 
 _TANH = "(2.0 / (1.0 + tl.exp(-2.0 * ({z}))) - 1.0)"  # tanh(z), exact at both ends (exp overflows to inf: -1)
 _TANH_GELU = "0.5 * x * (1.0 + " + _TANH.format(z="0.7978845608028654 * (x + 0.044715 * x * x * x)") + ")"
@@ -177,17 +172,3 @@ def formula_differs(ops: tuple[str, ...], args: tuple[Any, ...], options: dict[s
         return f"its values are not the template's formula for {', '.join(ops)} (the operators apply to other values)"
     return ""
 
-
-def checked(problem: ModuleType, family: Family) -> Family:
-    """The elementwise family where its template's formula gives the reference's values (the reference built on
-    the CPU, run on a row of values across every branch); else "other", saying why. A reference that cannot run
-    on such a row (it views its input to its own sizes) keeps the family its operators read."""
-    import torch
-
-    try:
-        torch.manual_seed(0)
-        model = problem.Model(*problem.get_init_inputs())
-        why = formula_differs(family.ops, family.scalars, dict(family.options), model, family.ndim or 1)
-    except Exception:  # noqa: BLE001 - a reference that takes only its own sizes (a view to them): not checked
-        why = ""  # here, the family kept as its operators read (the verifier judges the template's kernel)
-    return dataclasses.replace(family, name="other", note=f", read as elementwise but {why}") if why else family

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from kernelopt.offline.moves.elementwise import EXPRESSIONS, checked
+from kernelopt.offline.moves.elementwise import EXPRESSIONS
+from kernelopt.offline.moves.family_checks import checked
 from kernelopt.offline.moves.family_products import layout_product, rows_product
 
 # Operators that move no data and do no arithmetic: views, metadata, copies into new storage.
@@ -142,8 +143,7 @@ def trace_family(problem: ModuleType) -> Family:
             family = Family(**{**family.__dict__, "name": product.family, "operands": product.operands,
                                "transposed": product.transposed, "rows_flattened": product.rows_flattened,
                                "triangle": product.triangle})
-    if family.name == "elementwise":
-        family = checked(problem, family)
+    family = checked(problem, family)  # the family's formula against the reference's values (family_checks.py)
     if family.name in _READS_ITS_INPUT and not _in_place(recorder, tensors[0], outputs, _READS_ITS_INPUT[family.name]):
         note = (f", read as {family.name} but through a view that moves the input's values or the result's "
                 f"(a transpose, a slice, other sizes): the {family.name} templates read and write them in place")
