@@ -14,12 +14,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kernelopt.offline.moves.elementwise import formula_differs
 
-if TYPE_CHECKING:
-    from kernelopt.offline.moves.family import Family
+Family = Any  # family.Family, which imports this module: named here only, not imported (no circle)
 
 # The families whose templates handle these input dtypes (a float64 input has none: no template writes it)
 DTYPES = frozenset({"float32", "float16", "bfloat16"})
