@@ -103,9 +103,28 @@ def test_the_moves_of_a_4d_product_view_the_batch_and_count_its_tiles(tmp_path: 
     # batches: 6 x 16 tiles of 128 x 128 at 512^2 fill 132 SMs (the first dim's 2 x 16 would not)
     moves = structural_moves(MOVES / "matmul4d.py")
     assert moves.instances and all("A.reshape(-1, *A.shape[-2:])" in m.source for m in moves.instances)
-    assert all(".view(*A.shape[:-2], *c.shape[-2:])" in m.source for m in moves.instances)
+    assert all(".view(*_lead_dims, *c.shape[-2:])" in m.source for m in moves.instances)
     large = tmp_path / "large.py"
     large.write_text((MOVES / "matmul4d.py").read_text().replace("BATCH, HEADS, M, K, N = 2, 3, 20, 36, 12",
                                                                  "BATCH, HEADS, M, K, N = 2, 3, 512, 256, 512"))
     names = [m.name for m in structural_moves(large).instances]
     assert "bmm.split_f16" in names, names
+
+
+@pytest.mark.parametrize(("forward", "inputs", "move"), [
+    ("torch.matmul(a, b)", "[torch.randn(2, 3, 20, 36), torch.randn(2, 3, 36, 12)]", "bmm.batched"),
+    ('torch.einsum("bil,lk->bik", a, b)', "[torch.randn(2, 20, 36), torch.randn(36, 12)]", "matmul.grouped"),
+])
+def test_inputs_named_as_the_templates_locals_keep_their_leading_dims(
+    forward: str, inputs: str, move: str, tmp_path: Path, settings: HarnessSettings
+) -> None:
+    # forward(self, a, b): the template's `a, b = ...` rebinds them; the leading dims are taken before it
+    problem = tmp_path / "named_ab.py"
+    problem.write_text((MOVES / "matmul3d.py").read_text().replace("A: torch.Tensor, B: torch.Tensor", "a, b")
+                       .replace("torch.matmul(A, B)", forward)
+                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    found = next(m for m in structural_moves(problem).instances if m.name == move)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(found.source, TINY))
+    verdict = Verifier(problem, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason

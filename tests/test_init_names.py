@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
@@ -58,7 +59,9 @@ def _model_new(init: str) -> type:
 def test_the_copied_init_defines_the_module_names_it_reads_and_builds_the_same_parameters(tmp_path: Path) -> None:
     init = reference_init(PROBLEM)
     assert "HIDDEN = C + 2" in init and "import math" in init and "class Scaled(nn.Module):" in init
-    assert init.startswith("    # the reference module's own names its signature reads\n    KERNEL = 3\n")
+    signature = init.split("    def __init__", 1)[0]  # what the class body runs before the def: its default
+    assert signature.startswith("    # the reference module's own names its signature reads\n")
+    assert "        KERNEL = 3" in signature and "    KERNEL, = _reference_module_names()" in signature
     assert "get_inputs" not in init and "class Model(" not in init and "def forward" not in init.split("__init__")[0]
     scope: dict = {}
     exec(PROBLEM, scope)  # noqa: S102
@@ -92,3 +95,37 @@ def test_the_convolution_template_of_such_a_reference_passes_the_verifier(tmp_pa
     verdict = Verifier(problem, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
         kernel, time=False)
     assert verdict.accepted, verdict.reason
+
+
+# module-level names built in several statements, a dependency named as a parameter, a decorated helper
+_CASES = {
+    "rebound": ("C = 4\nC = C * 2\n",
+                "def __init__(self):\n        super().__init__()\n        self.lin = nn.Linear(C, 5)", "[]"),
+    "read_then_rebound": ("N = 4\nD = N * 2\nN = 8\n", "def __init__(self):\n        super().__init__()\n"
+                          "        self.lin = nn.Linear(D, N)", "[]"),
+    "changed_in_place": ("CONFIG = {'d': 4}\nCONFIG['h'] = 6\nSIZES = [4, 8]\nSIZES += [16]\n",
+                         "def __init__(self):\n        super().__init__()\n"
+                         "        self.lin = nn.Linear(CONFIG['d'], CONFIG['h'])\n"
+                         "        self.layers = nn.ModuleList(nn.Linear(a, b) for a, b in zip(SIZES, SIZES[1:]))",
+                         "[]"),
+    "parameter_named_as_a_dependency": ("D = 8\nH = D * 4\n", "def __init__(self, D):\n        super().__init__()\n"
+                                        "        self.up = nn.Linear(D, H)", "[16]"),
+    "decorated": ("import dataclasses\n\n\n@dataclasses.dataclass\nclass Cfg:\n    d: int = 4\n    h: int = 6\n",
+                  "def __init__(self):\n        super().__init__()\n        cfg = Cfg(d=5)\n"
+                  "        self.lin = nn.Linear(cfg.d, cfg.h)", "[]"),
+}
+
+
+@pytest.mark.parametrize("case", list(_CASES))
+def test_module_names_are_built_as_the_module_builds_them(case: str) -> None:
+    names, init, init_inputs = _CASES[case]
+    problem = (f"import torch\nimport torch.nn as nn\n\n{names}\n\nclass Model(nn.Module):\n    {init}\n\n"
+               "    def forward(self, x):\n        return x\n\n\ndef get_inputs():\n    return [torch.randn(2)]\n\n\n"
+               f"def get_init_inputs():\n    return {init_inputs}\n")
+    scope: dict = {}
+    exec(problem, scope)  # noqa: S102
+    arguments = eval(init_inputs)  # noqa: S307 - the test's own text
+    reference = scope["Model"](*arguments)
+    copied = _model_new(reference_init(problem))(*arguments)
+    shapes = [{k: v.shape for k, v in m.state_dict().items()} for m in (copied, reference)]
+    assert shapes[0] == shapes[1]

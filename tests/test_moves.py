@@ -290,7 +290,7 @@ def test_a_matmul_of_a_3d_tensor_and_a_matrix_takes_the_matmul_moves_on_its_rows
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
     for move in moves.instances:
         assert "a, b = A.reshape(-1, A.shape[-1]), " in move.source
-        assert "return c.view(*A.shape[:-1], -1)" in move.source
+        assert "_lead_dims = A.shape[:-1]" in move.source and "return c.view(*_lead_dims, -1)" in move.source
         (tmp_path / move.name).mkdir()
         accepted, reason = _verify(MOVES / "matmul3d.py", with_config(move.source, config), tmp_path / move.name,
                                    settings)
@@ -312,7 +312,7 @@ def test_an_einsum_product_takes_the_matmul_moves_read_from_its_operands_memory(
     assert moves.family.operands == (0, 1) and moves.family.transposed == (False, False)
     config = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
     for move in [m for m in moves.instances if m.name in ("matmul.grouped", "matmul.grouped_tf32x3")]:
-        assert "return c.view(*A.shape[:-1], -1)" in move.source
+        assert "_lead_dims = A.shape[:-1]" in move.source and "return c.view(*_lead_dims, -1)" in move.source
         (tmp_path / move.name).mkdir()
         accepted, reason = _verify(MOVES / "einsum4d.py", with_config(move.source, config), tmp_path / move.name,
                                    settings)

@@ -14,17 +14,24 @@ import ast
 import builtins
 import textwrap
 
-_DEFINES = (ast.Assign, ast.AnnAssign, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef)
+_DEFINES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
+            ast.AsyncFunctionDef)
+FUNCTION = "_reference_module_names"  # the function the copied statements run in (their own namespace)
 
 
 def _bound(stmt: ast.stmt) -> set[str]:
-    """The module-level names a statement binds."""
+    """The module-level names a statement binds or changes (`C = 4`, `C += 1`, `CONFIG["h"] = 6`, `cfg.x = 1`)."""
     if isinstance(stmt, ast.Import | ast.ImportFrom):
         return {(a.asname or a.name).split(".")[0] for a in stmt.names}
-    if isinstance(stmt, ast.ClassDef | ast.FunctionDef):
+    if isinstance(stmt, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
         return {stmt.name}
     targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]  # type: ignore[attr-defined]
-    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    bound = set()
+    for target in targets:
+        while isinstance(target, ast.Subscript | ast.Attribute):  # a change of the value the name holds
+            target = target.value
+        bound |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return bound
 
 
 def _read(node: ast.AST) -> set[str]:
@@ -44,27 +51,45 @@ def _read_signature(arguments: ast.arguments) -> set[str]:
     return set().union(*(_read(p) for p in parts)) if parts else set()
 
 
+def _parameters(arguments: ast.arguments) -> set[str]:
+    return {a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                            *(x for x in (arguments.vararg, arguments.kwarg) if x))}
+
+
 # What every kernel file has already: its imports of torch and nn (a copy would only repeat them)
 KERNEL_FILE_NAMES = frozenset({"torch", "nn"})
 
 
-def prelude(tree: ast.Module, source: str, init: ast.AST, model: str = "Model") -> list[str]:
-    """The problem's module-level statements that `init` (the `model` class's `__init__`, or its signature's
-    arguments alone) needs, in the problem's order, as source lines; the class itself is not one (its
-    `super(Model, self)` becomes `super()`)."""
-    defining = {name: stmt for stmt in tree.body if isinstance(stmt, _DEFINES) for name in _bound(stmt)
-                if name not in KERNEL_FILE_NAMES | {model}}
-    needed: list[ast.stmt] = []
-    pending = sorted(_read(init) if not isinstance(init, ast.arguments) else _read_signature(init))
+def prelude(tree: ast.Module, source: str, init: ast.FunctionDef, model: str = "Model",
+            signature: bool = False) -> list[str]:
+    """Source lines that define, where they run, the module-level names the `model` class's `init` reads (its
+    body's, or with `signature` its defaults' and annotations'); [] where it reads none.
+
+    Every module-level statement that binds or changes such a name (and those that define what it reads) runs,
+    in the problem's order, in a function of its own, so that its own names (a dependency that shares a name with
+    one of the `__init__`'s parameters) touch nothing else; only the names read are bound from its result. The
+    class itself is not one (its `super(Model, self)` becomes `super()`)."""
+    wanted = _read_signature(init.args) if signature else _read(init) - _parameters(init.args)
+    statements = [stmt for stmt in tree.body if isinstance(stmt, _DEFINES)]
+    binding = {stmt: _bound(stmt) - KERNEL_FILE_NAMES - {model} for stmt in statements}
+    needed: set[str] = set()
+    pending = set(wanted)
     while pending:
         name = pending.pop()
-        stmt = defining.get(name)
-        if stmt is None or stmt in needed:
+        if name in needed:
             continue
-        needed.append(stmt)
-        pending.extend(sorted(_read(stmt) - _bound(stmt)))
-    lines: list[str] = []
-    for stmt in sorted(needed, key=lambda s: s.lineno):
-        text = ast.get_source_segment(source, stmt) or ""
-        lines.extend(textwrap.dedent(text).splitlines())
+        needed.add(name)
+        for stmt in (s for s in statements if name in binding[s]):
+            pending |= _read(stmt) - needed
+    chosen = [stmt for stmt in statements if binding[stmt] & needed]
+    read = sorted(wanted & {name for stmt in chosen for name in binding[stmt]})
+    if not read:
+        return []
+    lines = [f"def {FUNCTION}():"]
+    for stmt in chosen:
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+        text = "\n".join(source.splitlines()[first - 1 : stmt.end_lineno])
+        lines.extend("    " + line for line in textwrap.dedent(text).splitlines())
+    lines.append(f"    return {', '.join(read)},")
+    lines.append(f"{', '.join(read)}, = {FUNCTION}()")
     return lines

@@ -114,7 +114,7 @@ def _init_source(problem_source: str, model: ast.ClassDef) -> str:
         lines[at:at] = [f"{indent}# the reference module's own names this __init__ reads",
                         *(indent + line for line in needed)]
         text = "\n".join(lines)
-    signature = prelude(parse(problem_source), problem_source, init.args, model.name)  # evaluated by the class body
+    signature = prelude(parse(problem_source), problem_source, init, model.name, signature=True)  # the class body's
     if signature:
         text = "\n".join(["    # the reference module's own names its signature reads",
                           *("    " + line for line in signature), text])

@@ -96,7 +96,7 @@ def _matrix(t: torch.Tensor, inputs: list[torch.Tensor], batched: bool,
             return index, False, False
         if may_flatten and not batched and root.dim() >= 3 and root.shape[-1] == cols:
             return index, False, True  # torch.matmul's A of more dims: its leading dims are the rows
-        return None
+    # column by column (a dim of 1 reads both ways: the input's own shape says which)
     if _steps(rows, row_step, 1) and _steps(cols, col_step, rows) and matrices == (cols, rows):
         return index, True, False  # column by column: the input's matrix transposed
     return None

@@ -115,8 +115,10 @@ def _on_rows(source: str, family: Family) -> str:
     a = family.input_names[family.operands[0]]
     head = f"        a, b = {a}, "
     assert source.count(head) == 1 and re.search(r"^ +return c$", source, re.M), "not a 2-D matmul template"
-    source = source.replace(head, f"        a, b = {a}.reshape(-1, {a}.shape[-1]), ")
-    return re.sub(r"^( +)return c$", rf"\1return c.view(*{a}.shape[:-1], -1)", source, flags=re.M)
+    # A's leading dims taken before `a, b = ...` rebinds the template's locals (an input named a, b or c)
+    lead = f"        _lead_dims = {a}.shape[:-1]\n"
+    source = source.replace(head, f"{lead}        a, b = {a}.reshape(-1, {a}.shape[-1]), ")
+    return re.sub(r"^( +)return c$", r"\1return c.view(*_lead_dims, -1)", source, flags=re.M)
 
 
 def _k_major(family: Family, out: list[MoveInstance], skipped: list[Skipped], capability: str,
@@ -270,9 +272,11 @@ def _on_batches(family: Family, out: list[MoveInstance]) -> list[MoveInstance]:
 
     def viewed(source: str) -> str:
         assert source.count(head) == 1, "not a torch.bmm template"
-        source = source.replace(head, f"        a, b = {now[0]}, {now[1]}\n")
-        return re.sub(r"^( +)return (c|c\.zero_\(\))$", rf"\1return \2.view(*{names[0]}.shape[:-2], *c.shape[-2:])",
-                      source, flags=re.M)
+        # the leading dims taken before `a, b = ...` rebinds the template's locals (an input named a, b or c)
+        lead = f"        _lead_dims = {names[0]}.shape[:-2]\n"
+        source = source.replace(head, f"{lead}        a, b = {now[0]}, {now[1]}\n")
+        return re.sub(r"^( +)return (c|c\.zero_\(\))$", r"\1return \2.view(*_lead_dims, *c.shape[-2:])", source,
+                      flags=re.M)
 
     return [dataclasses.replace(m, source=viewed(m.source)) for m in out]
 
