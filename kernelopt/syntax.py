@@ -11,6 +11,7 @@ waits long.
 from __future__ import annotations
 
 import ast
+import re
 import threading
 from types import CodeType
 
@@ -33,3 +34,15 @@ def compile_tree(tree: ast.Module, filename: str) -> CodeType:
     """`compile(tree, filename, "exec")`: turning a tree back into C structures counts depth the same way."""
     with _LOCK:
         return compile(tree, filename, "exec")
+
+
+def python_lines(source: str) -> list[str]:
+    """`source`'s lines as Python numbers them, each with its end: "\n", "\r\n" or "\r" ends one (str.splitlines
+    also breaks at form feeds and other separators, and then an ast line number points at the wrong line)."""
+    return re.split(r"(?<=\n)|(?<=\r)(?!\n)", source)
+
+
+def char_offset(lines: list[str], lineno: int, col_offset: int) -> int:
+    """The index in the source (`lines`: python_lines's) of an ast node's (lineno, col_offset), whose column counts
+    UTF-8 bytes."""
+    return sum(map(len, lines[: lineno - 1])) + len(lines[lineno - 1].encode()[:col_offset].decode())

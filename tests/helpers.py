@@ -37,3 +37,13 @@ def run_graph(
         else:
             events.append(chunk)
     return final, events
+
+
+def product_problem(tmp_path: Path, forward: str, inputs: str, name: str = "problem.py") -> Path:
+    """tests/data/moves/matmul3d.py with its forward's `torch.matmul(A, B)` and its inputs replaced: a product
+    problem written for a test (a family's reading of it checked, or a move verified on it)."""
+    text = (Path(__file__).parent / "data" / "moves" / "matmul3d.py").read_text()
+    path = tmp_path / name
+    path.write_text(text.replace("torch.matmul(A, B)", forward)
+                    .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    return path

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import product_problem
 
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
@@ -47,9 +48,7 @@ def settings() -> HarnessSettings:
 ])
 def test_a_product_of_inputs_of_more_dims_is_a_bmm_over_their_leading_dims(forward: str, inputs: str,
                                                                              expected: tuple, tmp_path: Path) -> None:
-    problem = tmp_path / "problem.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs)
     family = structural_moves(problem).family
     assert family is not None
     assert (family.name, family.transposed, family.rows_flattened) == expected, family
@@ -119,10 +118,8 @@ def test_inputs_named_as_the_templates_locals_keep_their_leading_dims(
     forward: str, inputs: str, move: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     # forward(self, a, b): the template's `a, b = ...` rebinds them; the leading dims are taken before it
-    problem = tmp_path / "named_ab.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("A: torch.Tensor, B: torch.Tensor", "a, b")
-                       .replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs, "named_ab.py")
+    problem.write_text(problem.read_text().replace("A: torch.Tensor, B: torch.Tensor", "a, b"))
     found = next(m for m in structural_moves(problem).instances if m.name == move)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(found.source, TINY))

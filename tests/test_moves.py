@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import fast_context, run_graph
+from helpers import fast_context, product_problem, run_graph
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
@@ -340,9 +340,7 @@ def test_an_einsum_product_takes_the_matmul_moves_read_from_its_operands_memory(
 ])
 def test_a_product_is_read_from_where_its_operands_lie_in_memory(forward: str, inputs: str, expected: Any,
                                                                    tmp_path: Path) -> None:
-    problem = tmp_path / "problem.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs)
     family = structural_moves(problem).family
     assert family is not None
     if expected is None:
@@ -361,9 +359,7 @@ def test_a_product_is_read_from_where_its_operands_lie_in_memory(forward: str, i
 ])
 def test_a_view_of_an_input_as_rows_is_taken_only_as_torch_matmuls_own_a(forward: str, inputs: str,
                                                                           tmp_path: Path) -> None:
-    problem = tmp_path / "problem.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs)
     family = structural_moves(problem).family
     assert family is not None and family.name == "other" and not family.rows_flattened, family
 
@@ -379,9 +375,7 @@ def test_a_view_of_an_input_as_rows_is_taken_only_as_torch_matmuls_own_a(forward
     ("(torch.mm(A, B), A)", "[torch.randn(L, K), torch.randn(K, L)]"),
 ])
 def test_only_the_product_itself_returned_is_the_matmul_family(forward: str, inputs: str, tmp_path: Path) -> None:
-    problem = tmp_path / "problem.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs)
     family = structural_moves(problem).family
     assert family is not None and family.name == "other", family
     # the product through a plain view of the same values is

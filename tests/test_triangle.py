@@ -7,6 +7,7 @@ import itertools
 from pathlib import Path
 
 import pytest
+from helpers import product_problem
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import (
@@ -44,9 +45,7 @@ def settings() -> HarnessSettings:
 ])
 def test_the_family_reads_the_triangle_of_the_product(forward: str, inputs: str, expected: tuple,
                                                        tmp_path: Path) -> None:
-    problem = tmp_path / "problem.py"
-    problem.write_text((MOVES / "matmul3d.py").read_text().replace("torch.matmul(A, B)", forward)
-                       .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
+    problem = product_problem(tmp_path, forward, inputs)
     family = structural_moves(problem).family
     assert family is not None and (family.name, family.triangle) == expected, family
 

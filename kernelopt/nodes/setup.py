@@ -177,14 +177,10 @@ def _template_start(update: dict[str, Any], no_seed: str) -> Candidate | None:
     if not moves.instances:
         return None
     move = moves.instances[0]
-    source = with_config(move.source, move.grid[0]) if move.grid else move.source
-    path = kernel_path(update["run_dir"], 0, 0, 0)
-    return written(path, source, f"{TEMPLATE_START} {move.name} at {_knobs(move.grid[0] if move.grid else {})} "
-                   f"({no_seed.removeprefix('no compiler seed: ')})")
-
-
-def _knobs(config: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in config.items()) or "its own launch"
+    config = move.grid[0] if move.grid else {}
+    knobs = ", ".join(f"{k}={v}" for k, v in config.items()) or "its own launch"
+    return written(kernel_path(update["run_dir"], 0, 0, 0), with_config(move.source, config) if config else move.source,
+                   f"{TEMPLATE_START} {move.name} at {knobs} ({no_seed.removeprefix('no compiler seed: ')})")
 
 
 def _seed_ahead(update: dict[str, Any], ctx: Context) -> SeedAhead | None:

@@ -14,6 +14,8 @@ import ast
 import builtins
 import textwrap
 
+from kernelopt.syntax import python_lines
+
 _DEFINES = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
             ast.AsyncFunctionDef)
 FUNCTION = "_reference_module_names"  # the function the copied statements run in (their own namespace)
@@ -88,8 +90,8 @@ def prelude(tree: ast.Module, source: str, init: ast.FunctionDef, model: str = "
     lines = [f"def {FUNCTION}():"]
     for stmt in chosen:
         first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-        text = "\n".join(source.splitlines()[first - 1 : stmt.end_lineno])
-        lines.extend("    " + line for line in textwrap.dedent(text).splitlines())
+        text = "".join(python_lines(source)[first - 1 : stmt.end_lineno])
+        lines.extend("    " + line.rstrip("\r\n") for line in python_lines(textwrap.dedent(text)) if line)
     lines.append(f"    return {', '.join(read)},")
     lines.append(f"{', '.join(read)}, = {FUNCTION}()")
     return lines

@@ -105,7 +105,8 @@ def _init_source(problem_source: str, model: ast.ClassDef) -> str:
     if init is None:
         return "    def __init__(self):\n        super().__init__()\n"
     text = ast.get_source_segment(problem_source, init, padded=True) or ""
-    needed = prelude(parse(problem_source), problem_source, init, model.name)
+    tree = parse(problem_source)
+    needed = prelude(tree, problem_source, init, model.name)
     if needed:  # the module-level names it reads, defined where it runs now (init_names.py)
         first = init.body[1] if ast.get_docstring(init) is not None and len(init.body) > 1 else init.body[0]
         lines = text.splitlines()
@@ -114,7 +115,7 @@ def _init_source(problem_source: str, model: ast.ClassDef) -> str:
         lines[at:at] = [f"{indent}# the reference module's own names this __init__ reads",
                         *(indent + line for line in needed)]
         text = "\n".join(lines)
-    signature = prelude(parse(problem_source), problem_source, init, model.name, signature=True)  # the class body's
+    signature = prelude(tree, problem_source, init, model.name, signature=True)  # what the class body runs
     if signature:
         text = "\n".join(["    # the reference module's own names its signature reads",
                           *("    " + line for line in signature), text])

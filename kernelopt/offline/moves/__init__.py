@@ -28,6 +28,7 @@ L2_MB = 50.0  # MiB: an H100's L2 (an H200 has 60): what the moves assume when t
 # A run's start where it has no kernel, no model and no compiler seed: a family's template (nodes/setup.py)
 TEMPLATE_START = "a template kernelopt writes for the problem's family, as the start:"
 
+
 @dataclass(frozen=True)
 class MoveInstance:
     """One structural move, instantiated for the problem: its kernel file and its knob grid."""

@@ -25,7 +25,7 @@ import re
 
 from kernelopt.offline.moves.matmul_f16x3 import PARTS
 from kernelopt.offline.moves.precision import TF32X3, _false_names, _is_dot, _named, _on_cuda_cores
-from kernelopt.syntax import parse
+from kernelopt.syntax import parse, python_lines
 
 
 def _fp32_product(call: ast.Call, false_names: set[str]) -> bool:
@@ -75,10 +75,7 @@ def to_f16x3(source: str) -> str | None:
         return None
     launched_false = {k.arg for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
                       if k.arg and isinstance(k.value, ast.Constant) and k.value.value is False}
-    # lines as Python numbers them: "\n", "\r\n" or "\r" ends one (str.splitlines also breaks at form feeds and
-    # other separators),
-    # and ast's columns count UTF-8 bytes
-    lines = [line.encode() for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source)]
+    lines = [line.encode() for line in python_lines(source)]  # ast's columns count UTF-8 bytes
     edits: dict[int, tuple[int, str]] = {}  # first line (0-based) -> (lines replaced, text)
     for function in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
         false_names = _false_names(function) | launched_false

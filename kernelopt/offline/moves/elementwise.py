@@ -104,51 +104,18 @@ def streaming(
     return Template(_SOURCE).substitute(ops=", ".join(ops), expr=expression(args, options or {}), param=param)
 
 
-class _TorchTl:
+def _tl_on_torch() -> Any:
     """The few `tl` functions the expressions above use, on torch tensors: the formula evaluated on the CPU."""
+    from types import SimpleNamespace
 
-    @staticmethod
-    def exp(x: Any) -> Any:
-        import torch
+    import torch
 
-        return torch.exp(x)
+    def pair(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+        return lambda a, b: op(torch.as_tensor(a), torch.as_tensor(b))
 
-    @staticmethod
-    def log(x: Any) -> Any:
-        import torch
-
-        return torch.log(x)
-
-    @staticmethod
-    def abs(x: Any) -> Any:
-        import torch
-
-        return torch.abs(x)
-
-    @staticmethod
-    def maximum(a: Any, b: Any) -> Any:
-        import torch
-
-        return torch.maximum(torch.as_tensor(a), torch.as_tensor(b))
-
-    @staticmethod
-    def minimum(a: Any, b: Any) -> Any:
-        import torch
-
-        return torch.minimum(torch.as_tensor(a), torch.as_tensor(b))
-
-    @staticmethod
-    def where(condition: Any, a: Any, b: Any) -> Any:
-        import torch
-
-        return torch.where(condition, torch.as_tensor(a), torch.as_tensor(b))
-
-    class math:  # noqa: N801 - tl.math, as the expressions write it
-        @staticmethod
-        def erf(x: Any) -> Any:
-            import torch
-
-            return torch.erf(x)
+    return SimpleNamespace(exp=torch.exp, log=torch.log, abs=torch.abs, maximum=pair(torch.maximum),
+                           minimum=pair(torch.minimum), math=SimpleNamespace(erf=torch.erf),
+                           where=lambda c, a, b: torch.where(c, torch.as_tensor(a), torch.as_tensor(b)))
 
 
 def formula_differs(ops: tuple[str, ...], args: tuple[Any, ...], options: dict[str, Any], forward: Callable[[Any], Any],
@@ -165,7 +132,7 @@ def formula_differs(ops: tuple[str, ...], args: tuple[Any, ...], options: dict[s
     x = x.reshape((1,) * (max(ndim, 1) - 1) + (-1,))
     with torch.no_grad():
         want = forward(x.clone())
-        got = eval(expression(args, options), {"tl": _TorchTl, "x": x})  # noqa: S307 - the template's own text
+        got = eval(expression(args, options), {"tl": _tl_on_torch(), "x": x})  # noqa: S307 - the template's own text
     if not isinstance(want, torch.Tensor) or want.shape != x.shape:
         return "the reference does not return one value per input value"
     if not torch.allclose(torch.as_tensor(got).float(), want.float(), rtol=1e-4, atol=1e-5, equal_nan=True):

@@ -17,7 +17,7 @@ import ast
 import re
 from string import Template
 
-from kernelopt.syntax import parse
+from kernelopt.syntax import char_offset, parse, python_lines
 
 _HELPERS = Template('''
 
@@ -88,9 +88,7 @@ def _rewritten(kernel: str) -> str | None:
 def _masked_stores(kernel: str) -> tuple[str, int]:
     """Each `tl.store(address, acc...)` of an output tile (rows `r[:, None]`, columns `c[None, :]` in its address)
     storing `_triangle(acc, r, c)...` instead, and how many."""
-    starts = [0]
-    for line in kernel.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    lines = python_lines(kernel)
     found = []
     for node in ast.walk(parse(kernel)):
         if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "tl.store" and len(node.args) >= 2):
@@ -101,7 +99,7 @@ def _masked_stores(kernel: str) -> tuple[str, int]:
         address = ast.unparse(node.args[0])
         rows, columns = _ROWS.search(address), _COLUMNS.search(address)
         if isinstance(value, ast.Name) and value.id == "acc" and rows and columns:
-            found.append((starts[value.lineno - 1] + value.col_offset, rows.group(1), columns.group(1)))
+            found.append((char_offset(lines, value.lineno, value.col_offset), rows.group(1), columns.group(1)))
     for at, rows, columns in sorted(found, reverse=True):
         kernel = kernel[:at] + f"_triangle(acc, {rows}, {columns})" + kernel[at + len("acc"):]
     return kernel, len(found)
