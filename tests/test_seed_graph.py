@@ -74,6 +74,20 @@ def test_without_kernel_model_gpu_or_template_setup_stops_saying_what_to_give(tm
     assert Path(final["run_dir"], "report.md").exists()
 
 
+def test_a_family_reading_that_fails_is_named_in_the_stop(tmp_path, monkeypatch) -> None:
+    # a bug in the family's reading (or a reference it cannot trace) stops the run saying what failed, not silently
+    monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
+
+    def broken(*_args, **_kwargs):
+        raise RuntimeError("cannot trace the reference on meta")
+
+    monkeypatch.setattr(setup_node, "structural_moves", broken)
+    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, fast_context(tmp_path))
+    reason = final["stop_reason"]
+    assert "no template for the problem (reading its family failed: RuntimeError: cannot trace the reference" in reason
+    assert "no CUDA GPU" in reason
+
+
 def test_with_the_seed_turned_off_setup_stops_the_same_way(tmp_path, seed_on_this_host) -> None:
     context = fast_context(tmp_path, compiler_seed=False)
     final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, context)

@@ -154,9 +154,9 @@ def _timed_and_started(
     seed, no_seed = _compiler_seed(update, ctx, len(starts), ahead)
     starts += [seed] if seed else []
     if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
-        template = _template_start(update, no_seed) if ctx.compiler_seed else None  # off: the person's choice
+        template, no_template = _template_start(update, no_seed) if ctx.compiler_seed else (None, "")  # off: asked
         if template is None:
-            none = ", no template for the problem" if ctx.compiler_seed else ""
+            none = f", no template for the problem{no_template}" if ctx.compiler_seed else ""
             return update, f"nothing to start from: no kernel, no model{none}, and {no_seed}"
         starts.append(template)
     if starts:
@@ -164,23 +164,24 @@ def _timed_and_started(
     return update, None
 
 
-def _template_start(update: dict[str, Any], no_seed: str) -> Candidate | None:
+def _template_start(update: dict[str, Any], no_seed: str) -> tuple[Candidate | None, str]:
     """Round 0's kernel where there is no kernel, no model and no compiler seed could be made (no GPU here, or the
     compiler handing the work to a library): the first structural move of the problem's family at its first
-    configuration, a template kernelopt writes for the family; None where no template applies."""
+    configuration, a template kernelopt writes for the family; else None and why not (" (...)", or "" where the
+    problem has no family)."""
     spec = get_gpu_spec(update["gpu_key"])
     try:
         moves = structural_moves(update["problem_file"], spec.sm_count, capability=spec.compute_capability,
                                  l2_mb=spec.l2_cache_mb)
-    except Exception:  # noqa: BLE001 - the reference is the user's code: no template then, and the stop says so
-        return None
+    except Exception as err:  # noqa: BLE001 - the reference is the user's code: no template, and the stop says why
+        return None, f" (reading its family failed: {type(err).__name__}: {err})"
     if not moves.instances:
-        return None
+        return None, ""
     move = moves.instances[0]
     config = move.grid[0] if move.grid else {}
     knobs = ", ".join(f"{k}={v}" for k, v in config.items()) or "its own launch"
     return written(kernel_path(update["run_dir"], 0, 0, 0), with_config(move.source, config) if config else move.source,
-                   f"{TEMPLATE_START} {move.name} at {knobs} ({no_seed.removeprefix('no compiler seed: ')})")
+                   f"{TEMPLATE_START} {move.name} at {knobs} ({no_seed.removeprefix('no compiler seed: ')})"), ""
 
 
 def _seed_ahead(update: dict[str, Any], ctx: Context) -> SeedAhead | None:
