@@ -7,7 +7,9 @@
 A row of 65,535 values starts at row * 65,535: Triton cannot prove a row's first address 16-byte aligned, so every
 load and store of the template is a 4-byte one. Variants (each checked against torch, timed by CUDA events,
 median of 15 after 3 warm-ups):
-- `template`: `offline/moves/rows.one_read` as it is, at N = 65,535 and at 65,536 (aligned rows).
+- `template`: `offline/moves/rows.one_read`'s kernel with VEC=1 (4-byte accesses where rows are off a boundary), at
+  N = 65,535 and at 65,536 (aligned rows).
+- `product`: `rows.one_read`'s own launch (at 65,535 it takes VEC=4: aligned windows, vector stores inside the row).
 - `aligned`: each piece reads an aligned window of whole 4-value vectors (16-byte loads; the values outside the row
   are read and dropped), and stores with a per-value mask (4-byte stores).
 - `aligned_st`: as `aligned`, and the vectors wholly inside the row are stored as vectors; the row's first and last
@@ -107,6 +109,13 @@ def one(variant: str, n: int, chunk: int, warps: int) -> None:
             src[(chunks * ROWS,)](out, x, m, s, count, n, 1, chunks, CHUNK=chunk,
                                   PIECES=triton.next_power_of_2(chunks), num_warps=warps)
             return out
+    elif variant == "product":
+        module = _template(n)
+        module.CHUNK = chunk
+        model = module.ModelNew()
+
+        def run() -> torch.Tensor:
+            return model(x)
     elif variant in ("aligned", "aligned_st"):
         kernel = _kernels()
 
@@ -142,8 +151,8 @@ def one(variant: str, n: int, chunk: int, warps: int) -> None:
 
 
 RUNS = [("clone", 65535, 0, 0), ("torch", 65535, 0, 0)] + [
-    (v, n, c, w) for v, n in (("template", 65535), ("template", 65536), ("aligned", 65535), ("aligned_st", 65535))
-    for c, w in ((4096, 8), (8192, 8))]
+    (v, n, c, w) for v, n in (("template", 65535), ("template", 65536), ("aligned", 65535), ("aligned_st", 65535),
+                              ("product", 65535)) for c, w in ((4096, 8), (8192, 8))]
 
 if __name__ == "__main__":
     if len(sys.argv) == 5:

@@ -31,6 +31,7 @@ All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
 
 from __future__ import annotations
 
+import re
 from string import Template
 
 # Per family: the statistics each pass keeps, how two blocks' statistics merge, and the output.
@@ -281,18 +282,60 @@ WAIT = """    # Publish, then wait for the row's other pieces (one thread polls 
     tl.debug_barrier()"""
 
 
+# Contiguous rows whose length is not a multiple of a 16-byte vector (KernelBench's 65,535) start off a 16-byte
+# boundary, so Triton cannot prove any row's loads aligned and issues a 4-byte load and store a value. With VEC > 1
+# a piece is instead an aligned window of whole VEC-value vectors: the vectors that touch the row are loaded as
+# 16-byte loads (a mask that is one value a vector), the neighbouring rows' values in them dropped (a neighbour's
+# max in a piece's would underflow its sum); the vectors wholly inside the row are stored as vectors, and the row's
+# first and last vectors, which its bounds may cut, value by value by the row's first piece. A row then takes up to
+# one piece more (cdiv(n + VEC - 1, CHUNK)).
+_ALIGNED_READ = """    if VEC > 1:
+        start = (base // VEC) * VEC + piece * CHUNK
+        first = start + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
+        at = first[:, None] + tl.arange(0, VEC)[None, :]
+        mask = (at >= base) & (at < base + n)
+        touch = (first < base + n) & (first + VEC > base)
+        x = tl.where(mask, tl.load(x_ptr + at, mask=touch[:, None], other=OTHER).to(tl.float32), OTHER)
+    else:
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        at = base + offs.to(tl.int64) * inner
+        x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
+_ALIGNED_WRITE = """    if VEC > 1:
+        lo = (base // VEC) * VEC
+        hi = ((base + n - 1) // VEC) * VEC
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=((first > lo) & (first < hi))[:, None])
+        if piece == 0:
+            edge = tl.arange(0, 2 * VEC)
+            e_at = tl.where(edge < VEC, lo + edge, hi + edge - VEC)
+            e_mask = (e_at >= base) & (e_at < base + n)
+            e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
+            tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
+ALIGNED_VECTOR = '''
+
+
+def aligned_vector(x, n, inner):
+    """Values in a 16-byte vector where contiguous rows of n start off a 16-byte boundary (the aligned windows pay
+    then), else 1; whole vectors only where the tensor's last vector is whole too (no load past its end)."""
+    vec = 16 // x.element_size()
+    return vec if inner == 1 and n % vec and x.numel() % vec == 0 and x.is_contiguous() else 1
+'''
+
+
 def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
     stats, out = _STATS[family], _out(family, eps)
     if stats == "online":
-        own = ("m = tl.max(x, axis=0)\n"
-               "    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0), axis=0)")
+        own = ("m = tl.max(x)\n"
+               "    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0))")
         merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
     ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     m = tl.max(pm, axis=0)
     s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"""
     else:
-        own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=0)"
+        own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0))"
         merge = """    m = 0.0
     s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
     # Softmax takes a second exp a value at the write (exp(x - m_row) / s). Keeping exp(x - m_piece) from
@@ -300,19 +343,18 @@ def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None =
     # 4096 x 393,216 on the H200 (fewer programs an SM; benchmarks/h200/softmax_probe.py, `template`).
     loop = looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
+    aligned_write = _ALIGNED_WRITE.replace("OTHER", _other(stats)).replace("E_OUT", re.sub(r"\bx\b", "e_x", out))
     kernel = f'''
 @triton.jit
 def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
-                    CHUNK: tl.constexpr, PIECES: tl.constexpr):
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr, VEC: tl.constexpr = 1):
     # Program row * chunks + piece: CHUNK values of one row held in registers from the read to the
     # write; a row's pieces are consecutive programs, so they are dispatched together.
     pid = tl.program_id(0).to(tl.int64)
     row = pid // chunks
     piece = pid % chunks
     base = (row // inner) * n * inner + row % inner
-    offs = piece * CHUNK + tl.arange(0, CHUNK)
-    mask = offs < n
-    x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other={_other(stats)}).to(tl.float32)
+{_ALIGNED_READ.replace("OTHER", _other(stats))}
     {own}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
@@ -321,22 +363,23 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     live = idx < chunks
 {merge}
     y = {out}
-    tl.store(out_ptr + base + offs.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
+{aligned_write}
 
 
 {loop_kernel}'''
-    launch = """        chunks = triton.cdiv(n, CHUNK)
+    launch = """        vec = aligned_vector(x_in, n, inner)
+        chunks = triton.cdiv(n + vec - 1, CHUNK)
         # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
         if x_in.is_cuda and chunks <= torch.cuda.get_device_properties(x_in.device).multi_processor_count:
             m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             s = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x_in.device, dtype=torch.int32)
             one_read_kernel[(chunks * rows,)](out, x_in, m, s, count, n, inner, chunks, CHUNK=CHUNK,
-                                              PIECES=triton.next_power_of_2(chunks), num_warps=8)
+                                              PIECES=triton.next_power_of_2(chunks), VEC=vec, num_warps=8)
         else:
             row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=CHUNK, num_warps=8)"""
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", kernel, launch, dim, params)
+                 "CHUNK = 4096", kernel + ALIGNED_VECTOR, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
