@@ -969,25 +969,28 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, monkey
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("vec", [1, 4])
 @pytest.mark.parametrize("family", ["softmax", "log_softmax"])
 def test_the_one_read_kernel_keeps_torch_s_answer_for_a_piece_of_minus_infinity(
-    family: str, monkeypatch: pytest.MonkeyPatch
+    family: str, vec: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The GPU's one-read kernel itself (the interpreter's launch takes the looped one): a piece whose values
     # are all -inf (a masked span of logits) has no max of its own; softmax keeps exp(x - that max) and
     # scales it at the write, and must write zeros there, as torch does. A row all -inf is NaN in torch too.
+    # VEC=4: rows of 151 off a 16-byte boundary, in aligned windows; row 3's head (its first value) is its max.
     import torch
 
-    x = torch.randn(3, 150)
+    x = torch.randn(4, 151)
     x[0, 32:64] = float("-inf")  # the second piece of row 0, whole
     x[1, 140:] = float("-inf")  # part of the last piece of row 1
     x[2] = float("-inf")
+    x[3, 0] = 50.0
     module = _jit_module(rows.one_read(family, 1, ("x",)), monkeypatch)
-    out, first, second = torch.empty_like(x), torch.empty(3, 5), torch.empty(3, 5)
+    out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
     for _ in range(2):  # as above: the first run leaves every piece's statistics, the second merges them
-        count = torch.full((3,), 100, dtype=torch.int32)
-        module.one_read_kernel[(15,)](out, x, first, second, count, 150, 1, 5, CHUNK=32, PIECES=8)
-    assert not out[:2].isnan().any()
+        count = torch.full((4,), 100, dtype=torch.int32)
+        module.one_read_kernel[(20,)](out, x, first, second, count, 151, 1, 5, CHUNK=32, PIECES=8, VEC=vec)
+    assert not out[:2].isnan().any() and not out[3].isnan().any()
     expected = torch.softmax(x, 1) if family == "softmax" else torch.log_softmax(x, 1)
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5, equal_nan=True)
 

@@ -284,31 +284,44 @@ WAIT = """    # Publish, then wait for the row's other pieces (one thread polls 
 
 # Contiguous rows whose length is not a multiple of a 16-byte vector (KernelBench's 65,535) start off a 16-byte
 # boundary, so Triton cannot prove any row's loads aligned and issues a 4-byte load and store a value. With VEC > 1
-# a piece is instead an aligned window of whole VEC-value vectors: the vectors that touch the row are loaded as
-# 16-byte loads (a mask that is one value a vector), the neighbouring rows' values in them dropped (a neighbour's
-# max in a piece's would underflow its sum); the vectors wholly inside the row are stored as vectors, and the row's
-# first and last vectors, which its bounds may cut, value by value by the row's first piece. A row then takes up to
-# one piece more (cdiv(n + VEC - 1, CHUNK)).
+# a row's pieces are instead windows of whole VEC-value vectors from the row's first whole vector (`body`): each
+# vector that starts in the row is one 16-byte load (a mask that is one value a vector), the next row's values in
+# the last one dropped; the row's head before its first whole vector (up to VEC - 1 values) joins the first
+# piece's statistics. The vectors wholly inside the row are stored as vectors, the head and the cut last vector
+# value by value by the first piece. A row keeps its cdiv(n, CHUNK) pieces. On the H200 (L1 norm of 32768 x 65,535
+# fp32, benchmarks/h200/rownorm_probe.py): 6.99 ms with 4-byte accesses, 5.02 with aligned windows (an extra piece
+# a row then), 4.83 for rows of 65,536; this layout, in a pass of KernelBench 38: see RESULTS.md (ap)).
 _ALIGNED_READ = """    if VEC > 1:
-        start = (base // VEC) * VEC + piece * CHUNK
-        first = start + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
+        body = ((base + VEC - 1) // VEC) * VEC
+        first = body + piece * CHUNK + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
         at = first[:, None] + tl.arange(0, VEC)[None, :]
-        mask = (at >= base) & (at < base + n)
-        touch = (first < base + n) & (first + VEC > base)
-        x = tl.where(mask, tl.load(x_ptr + at, mask=touch[:, None], other=OTHER).to(tl.float32), OTHER)
+        mask = at < base + n
+        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < base + n)[:, None], other=OTHER).to(tl.float32), OTHER)
+        h_at = base + tl.arange(0, VEC)
+        h_mask = h_at < tl.where(piece == 0, tl.minimum(body, base + n), base)  # the head: the first piece's
+        h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
     else:
         offs = piece * CHUNK + tl.arange(0, CHUNK)
         mask = offs < n
         at = base + offs.to(tl.int64) * inner
         x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
+# The head's values into the piece's own statistics (m, s), per kind of statistic.
+_HEAD_STATS = {
+    "online": """    if VEC > 1:
+        new_m = tl.maximum(m, tl.max(h))
+        safe = tl.where(new_m == float('-inf'), 0.0, new_m)
+        s = s * tl.exp(m - safe) + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0))
+        m = new_m""",
+    "sum": """    if VEC > 1:
+        s += tl.sum(tl.where(h_mask, TERM, 0.0))""",
+}
 _ALIGNED_WRITE = """    if VEC > 1:
-        lo = (base // VEC) * VEC
-        hi = ((base + n - 1) // VEC) * VEC
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=((first > lo) & (first < hi))[:, None])
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= base + n)[:, None])
         if piece == 0:
             edge = tl.arange(0, 2 * VEC)
-            e_at = tl.where(edge < VEC, lo + edge, hi + edge - VEC)
-            e_mask = (e_at >= base) & (e_at < base + n)
+            tail = ((base + n) // VEC) * VEC
+            e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
+            e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < base + n)
             e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
             tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
     else:
@@ -344,6 +357,8 @@ def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None =
     loop = looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
     aligned_write = _ALIGNED_WRITE.replace("OTHER", _other(stats)).replace("E_OUT", re.sub(r"\bx\b", "e_x", out))
+    head = (_HEAD_STATS["online"] if stats == "online"
+            else _HEAD_STATS["sum"].replace("TERM", re.sub(r"\bx\b", "h", _TERM[stats])))
     kernel = f'''
 @triton.jit
 def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
@@ -356,6 +371,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     base = (row // inner) * n * inner + row % inner
 {_ALIGNED_READ.replace("OTHER", _other(stats))}
     {own}
+{head}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
 {WAIT}
@@ -368,7 +384,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
 
 {loop_kernel}'''
     launch = """        vec = aligned_vector(x_in, n, inner)
-        chunks = triton.cdiv(n + vec - 1, CHUNK)
+        chunks = triton.cdiv(n, CHUNK)
         # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
         if x_in.is_cuda and chunks <= torch.cuda.get_device_properties(x_in.device).multi_processor_count:
             m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
