@@ -1020,6 +1020,34 @@ def test_every_row_structure_gives_torch_s_answer_for_masked_logits(
     torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5, equal_nan=True)
 
 
+@pytest.mark.parametrize("rows_per_program", [2, 4, 16])
+@pytest.mark.parametrize("family", ["softmax", "log_softmax", "row_l1_norm", "row_l2_norm", "row_rms_norm"])
+def test_rows_off_a_16_byte_boundary_are_read_in_whole_vectors_and_give_torch_s_answer(
+    family: str, rows_per_program: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Rows of 151 fp32 start 0-3 values past a 16-byte boundary: rows_in_registers takes them in aligned windows of
+    # whole vectors (VEC=4), each row's head value by value. Neighbouring rows lie 100 apart (a neighbour's max in
+    # a row's would underflow its sum); softmax's rows carry -inf over a head, a span, a tail and a whole row; 16
+    # rows a program leave programs with rows past the last.
+    import torch
+
+    x = torch.randn(12, 151)
+    x[::2] += 100
+    if "softmax" in family:
+        x[1, :3] = float("-inf")
+        x[3, 40:90] = float("-inf")
+        x[5, 148:] = float("-inf")
+        x[7] = float("-inf")
+    module = _jit_module(with_config(rows.rows_in_registers(family, 1, ("x",), 1e-5), {"ROWS": rows_per_program}),
+                         monkeypatch)
+    assert module.aligned_vector(x, 151, 1) == 4 and module.aligned_vector(x[:, :148].contiguous(), 148, 1) == 1
+    expected = {"softmax": lambda: torch.softmax(x, 1), "log_softmax": lambda: torch.log_softmax(x, 1),
+                "row_l1_norm": lambda: x / x.abs().mean(1, keepdim=True),
+                "row_l2_norm": lambda: x / x.norm(dim=1, keepdim=True),
+                "row_rms_norm": lambda: x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]()
+    torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5, equal_nan=True)
+
+
 @pytest.mark.parametrize(("structure", "config"), [("rows", {"ROWS": 2, "BLOCK": 32}),
                                                    ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
 def test_logsumexp_over_masked_values_is_torch_s(structure: str, config: dict[str, int],

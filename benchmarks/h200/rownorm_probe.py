@@ -14,6 +14,8 @@ median of 15 after 3 warm-ups):
   are read and dropped), and stores with a per-value mask (4-byte stores).
 - `aligned_st`: as `aligned`, and the vectors wholly inside the row are stored as vectors; the row's first and last
   vectors, which may be partial, are stored value by value by the row's first piece.
+- `registers`, `registers_v1`: `rows.rows_in_registers` (CHUNK read as ROWS, rows a program) at its own launch (VEC=4
+  where rows are off a boundary) and with VEC=1, for rows short enough for registers (N <= 16,384).
 - `clone`: `x.clone()` (the floor's own rate); `torch`: `x / x.abs().mean(1, keepdim=True)`.
 
 Prints one line per variant: ms, TB/s over the floor's bytes, max error.
@@ -72,7 +74,7 @@ def _kernels():
     return aligned
 
 
-def _template(n: int):
+def _template(n: int, structure: str = "one_read"):
     import importlib.util
     import tempfile
     from pathlib import Path
@@ -81,7 +83,7 @@ def _template(n: int):
     from kernelopt.offline.moves import rows
 
     path = Path(tempfile.mkdtemp()) / "one_read.py"
-    path.write_text(rows.one_read("row_l1_norm", 1, ("x",)))
+    path.write_text(getattr(rows, structure)("row_l1_norm", 1, ("x",)))
     spec = importlib.util.spec_from_file_location("one_read", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -112,6 +114,15 @@ def one(variant: str, n: int, chunk: int, warps: int) -> None:
     elif variant == "product":
         module = _template(n)
         module.CHUNK = chunk
+        model = module.ModelNew()
+
+        def run() -> torch.Tensor:
+            return model(x)
+    elif variant.startswith("registers"):
+        module = _template(n, "rows_in_registers")
+        module.ROWS = chunk
+        if variant == "registers_v1":
+            module.aligned_vector = lambda *args: 1
         model = module.ModelNew()
 
         def run() -> torch.Tensor:

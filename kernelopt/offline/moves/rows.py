@@ -115,29 +115,68 @@ def rows_in_registers(family: str, dim: int, params: tuple[str, ...], eps: float
     """ROWS whole rows per program, held in registers: one read, one write."""
     stats, out = _STATS[family], _out(family, eps)
     reduce_ = (
-        "m = tl.max(x, axis=1)[:, None]\n    s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=1)[:, None]"
+        "m = tl.max(x, axis=1)[:, None]\n        s = tl.sum(tl.where(mask, tl.exp(x - m), 0.0), axis=1)[:, None]"
         if stats == "online"
         else "m = tl.zeros((ROWS, 1), tl.float32)\n"
-        f"    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=1)[:, None]"
+        f"        s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=1)[:, None]"
     )
+    # VEC > 1: each row in aligned windows of whole vectors as rows.one_read's pieces (_ALIGNED_READ), the values
+    # a [ROWS, vectors, VEC] block, the head a [ROWS, VEC] one
+    if stats == "online":
+        reduce3 = """m = tl.maximum(tl.max(tl.max(x, axis=2), axis=1)[:, None], tl.max(h, axis=1)[:, None])
+        safe = tl.where(m == float('-inf'), 0.0, m)
+        s = (tl.sum(tl.sum(tl.where(mask, tl.exp(x - safe[:, :, None]), 0.0), axis=2), axis=1)[:, None]
+             + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0), axis=1)[:, None])
+        s = tl.where(m == float('-inf'), float('nan'), s)  # a row all -inf: NaN, as torch and the 2-D kernel"""
+    else:
+        head_term = re.sub(r"\bx\b", "h", _TERM[stats])
+        reduce3 = f"""m = tl.zeros((ROWS, 1), tl.float32)
+        s = (tl.sum(tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=2), axis=1)[:, None]
+             + tl.sum(tl.where(h_mask, {head_term}, 0.0), axis=1)[:, None])"""
+    out3 = re.sub(r"\bs\b", "s[:, :, None]", re.sub(r"\bm\b", "m[:, :, None]", out))
+    edge_out = re.sub(r"\bx\b", "e_x", out)
+    other = _other(stats)
     kernel = f'''
 @triton.jit
-def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: tl.constexpr):
+def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: tl.constexpr, VEC: tl.constexpr = 1):
     # ROWS rows of the (outer, n, inner) view per program, each a whole row of n in registers.
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
-    cols = tl.arange(0, BLOCK_N)[None, :]
-    base = (row // inner) * n * inner + row % inner
-    mask = (row < n_rows) & (cols < n)
-    x = tl.load(x_ptr + base + cols.to(tl.int64) * inner, mask=mask, other={_other(stats)}).to(tl.float32)
-    {reduce_}
-    y = {out}
-    tl.store(out_ptr + base + cols.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
+    if VEC > 1:
+        # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
+        # before it value by value; rows past the last are empty
+        base = row * n
+        end = tl.where(row < n_rows, base + n, base)
+        body = ((base + VEC - 1) // VEC) * VEC
+        first = body + (tl.arange(0, BLOCK_N // VEC).to(tl.int64) * VEC)[None, :]
+        at = first[:, :, None] + tl.arange(0, VEC)[None, None, :]
+        mask = at < end[:, :, None]
+        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, :, None], other={other}).to(tl.float32), {other})
+        h_at = base + tl.arange(0, VEC)[None, :]
+        h_mask = h_at < tl.minimum(body, end)
+        h = tl.load(x_ptr + h_at, mask=h_mask, other={other}).to(tl.float32)
+        {reduce3}
+        y = {out3}
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, :, None])
+        edge = tl.arange(0, 2 * VEC)[None, :]
+        tail = (end // VEC) * VEC
+        e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
+        e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < end)
+        e_x = tl.load(x_ptr + e_at, mask=e_mask, other={other}).to(tl.float32)
+        tl.store(out_ptr + e_at, ({edge_out}).to(out_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        cols = tl.arange(0, BLOCK_N)[None, :]
+        base = (row // inner) * n * inner + row % inner
+        mask = (row < n_rows) & (cols < n)
+        x = tl.load(x_ptr + base + cols.to(tl.int64) * inner, mask=mask, other={other}).to(tl.float32)
+        {reduce_}
+        y = {out}
+        tl.store(out_ptr + base + cols.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
     launch = """        block_n = triton.next_power_of_2(max(n, 1))
         rows_kernel[(triton.cdiv(rows, ROWS),)](out, x_in, rows, n, inner, ROWS=ROWS, BLOCK_N=block_n,
-                                                 num_warps=4)"""
+                                                 VEC=aligned_vector(x_in, n, inner), num_warps=4)"""
     return _file(family, "rows_in_registers: whole rows in registers, ROWS rows per program",
-                 "ROWS = 4", kernel, launch, dim, params)
+                 "ROWS = 4", kernel + ALIGNED_VECTOR, launch, dim, params)
 
 
 def looped_online(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
@@ -333,7 +372,7 @@ def aligned_vector(x, n, inner):
     """Values in a 16-byte vector where contiguous rows of n start off a 16-byte boundary (the aligned windows pay
     then), else 1; whole vectors only where the tensor's last vector is whole too (no load past its end)."""
     vec = 16 // x.element_size()
-    return vec if inner == 1 and n % vec and x.numel() % vec == 0 and x.is_contiguous() else 1
+    return vec if inner == 1 and n % vec and n > vec and x.numel() % vec == 0 and x.is_contiguous() else 1
 '''
 
 
