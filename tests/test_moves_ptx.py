@@ -53,22 +53,27 @@ _PTX = r"""
 import importlib.util, json, sys, warnings
 import triton
 from triton.backends.compiler import GPUTarget
-path, name, signature, fixed, warps = json.load(sys.stdin)
+path, name, signature, fixed, warps, aligned = json.load(sys.stdin)
 spec = importlib.util.spec_from_file_location("kernel_file", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
-    kernel = triton.compile(triton.compiler.ASTSource(getattr(module, name), signature, fixed),
+    # aligned: each pointer 16-byte aligned, as Triton specializes a launch on a tensor's address (torch's are)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind.startswith("*")}
+    kernel = triton.compile(triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None),
                             target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 print(json.dumps(kernel.asm["ptx"]))
 """
 
 
-def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int) -> str:
-    """The sm_90 PTX of one kernel of a file at `warps` warps, compiled in a child without the interpreter."""
+def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int,
+         aligned: bool = False) -> str:
+    """The sm_90 PTX of one kernel of a file at `warps` warps, compiled in a child without the interpreter
+    (`aligned`: with its pointers known 16-byte aligned)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _PTX], input=json.dumps([str(path), name, signature, fixed, warps]),
+    done = subprocess.run([sys.executable, "-c", _PTX],
+                          input=json.dumps([str(path), name, signature, fixed, warps, aligned]),
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(json.loads(done.stdout))
@@ -97,17 +102,20 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
 
     from kernelopt.offline.moves import rows, standardize
 
-    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128}
+    # VEC=4: rows off a 16-byte boundary, read in aligned windows of whole vectors (16-byte loads and stores)
     pointers = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32"}
-    signature = {**pointers, "n": "i32", "inner": "i32", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr"}
+    signature = {**pointers, "n": "i32", "inner": "i32", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr",
+                 "VEC": "constexpr"}
     for family in ("softmax", "log_softmax"):
         kernel = tmp_path / f"{family}.py"
         kernel.write_text(rows.one_read(family, 1, ("x",), 1e-5))
-        ptx = _ptx(kernel, "one_read_kernel", signature, fixed, 8)
-        _waits_then_acquires(ptx)
+        for vec in (1, 4):
+            ptx = _ptx(kernel, "one_read_kernel", signature, {"CHUNK": 4096, "PIECES": 128, "VEC": vec}, 8, True)
+            _waits_then_acquires(ptx)
+            assert ("ld.global.v4" in ptx and "st.global.v4" in ptx) == (vec == 4)
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))
-    fixed = {**fixed, "has_w": False, "has_b": False}
+    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128, "has_w": False, "has_b": False}
     signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
                  "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
                  "chunks": "i32", **{k: "constexpr" for k in fixed}}
@@ -171,3 +179,19 @@ def test_the_segment_maxima_compile_for_the_h200_to_two_loads_an_output(tmp_path
     assert len(re.findall(r"\bld\.global", ptx)) == 16 and len(re.findall(r"\bst\.global", ptx)) == 8
     assert re.search(r"\bshfl\.sync\.(up|down|idx)", ptx) and "ld.shared" not in ptx
     assert re.search(r"\bmax\.NaN\.f32", ptx)  # the NaN-propagating maximum
+
+
+def test_rows_off_a_16_byte_boundary_are_loaded_and_stored_in_16_byte_vectors(tmp_path: Path) -> None:
+    # KernelBench 38's rows of 65,535: with VEC=1 every access is 4 bytes (Triton cannot prove a row's start
+    # aligned); with VEC=4 the aligned windows are 16-byte loads and stores, for each structure that reads so.
+    from kernelopt.offline.moves import rows
+
+    pointers = {"out_ptr": "*fp32", "x_ptr": "*fp32"}
+    kernel = tmp_path / "registers.py"
+    kernel.write_text(rows.rows_in_registers("row_l1_norm", 1, ("x",)))
+    signature = {**pointers, "n_rows": "i32", "n": "i32", "inner": "i32", "ROWS": "constexpr", "BLOCK_N": "constexpr",
+                 "VEC": "constexpr"}
+    for vec in (1, 4):
+        ptx = _ptx(kernel, "rows_kernel", signature, {"ROWS": 2, "BLOCK_N": 4096, "VEC": vec}, 4, True)
+        vectors = len(re.findall(r"\bld\.global\.v4\.b32\b", ptx)), len(re.findall(r"\bst\.global\.v4\.b32\b", ptx))
+        assert (vectors[0] >= 8 and vectors[1] >= 8) if vec == 4 else vectors == (0, 0), (vec, vectors)

@@ -31,8 +31,9 @@ All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
 
 from __future__ import annotations
 
-import re
 from string import Template
+
+from kernelopt.offline.moves import rows_aligned as aligned
 
 # Per family: the statistics each pass keeps, how two blocks' statistics merge, and the output.
 # `a` is the running statistic, `b` the block's; softmax keeps (max, sum of exp(x - max)).
@@ -120,21 +121,6 @@ def rows_in_registers(family: str, dim: int, params: tuple[str, ...], eps: float
         else "m = tl.zeros((ROWS, 1), tl.float32)\n"
         f"        s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=1)[:, None]"
     )
-    # VEC > 1: each row in aligned windows of whole vectors as rows.one_read's pieces (_ALIGNED_READ), the values
-    # a [ROWS, vectors, VEC] block, the head a [ROWS, VEC] one
-    if stats == "online":
-        reduce3 = """m = tl.maximum(tl.max(tl.max(x, axis=2), axis=1)[:, None], tl.max(h, axis=1)[:, None])
-        safe = tl.where(m == float('-inf'), 0.0, m)
-        s = (tl.sum(tl.sum(tl.where(mask, tl.exp(x - safe[:, :, None]), 0.0), axis=2), axis=1)[:, None]
-             + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0), axis=1)[:, None])
-        s = tl.where(m == float('-inf'), float('nan'), s)  # a row all -inf: NaN, as torch and the 2-D kernel"""
-    else:
-        head_term = re.sub(r"\bx\b", "h", _TERM[stats])
-        reduce3 = f"""m = tl.zeros((ROWS, 1), tl.float32)
-        s = (tl.sum(tl.sum(tl.where(mask, {_TERM[stats]}, 0.0), axis=2), axis=1)[:, None]
-             + tl.sum(tl.where(h_mask, {head_term}, 0.0), axis=1)[:, None])"""
-    out3 = re.sub(r"\bs\b", "s[:, :, None]", re.sub(r"\bm\b", "m[:, :, None]", out))
-    edge_out = re.sub(r"\bx\b", "e_x", out)
     other = _other(stats)
     kernel = f'''
 @triton.jit
@@ -142,27 +128,7 @@ def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: t
     # ROWS rows of the (outer, n, inner) view per program, each a whole row of n in registers.
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
     if VEC > 1:
-        # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
-        # before it value by value; rows past the last are empty
-        base = row * n
-        end = tl.where(row < n_rows, base + n, base)
-        body = ((base + VEC - 1) // VEC) * VEC
-        first = body + (tl.arange(0, BLOCK_N // VEC).to(tl.int64) * VEC)[None, :]
-        at = first[:, :, None] + tl.arange(0, VEC)[None, None, :]
-        mask = at < end[:, :, None]
-        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, :, None], other={other}).to(tl.float32), {other})
-        h_at = base + tl.arange(0, VEC)[None, :]
-        h_mask = h_at < tl.minimum(body, end)
-        h = tl.load(x_ptr + h_at, mask=h_mask, other={other}).to(tl.float32)
-        {reduce3}
-        y = {out3}
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, :, None])
-        edge = tl.arange(0, 2 * VEC)[None, :]
-        tail = (end // VEC) * VEC
-        e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
-        e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < end)
-        e_x = tl.load(x_ptr + e_at, mask=e_mask, other={other}).to(tl.float32)
-        tl.store(out_ptr + e_at, ({edge_out}).to(out_ptr.dtype.element_ty), mask=e_mask)
+{aligned.registers_block(stats, out, _TERM.get(stats, ''), other)}
     else:
         cols = tl.arange(0, BLOCK_N)[None, :]
         base = (row // inner) * n * inner + row % inner
@@ -176,7 +142,7 @@ def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: t
         rows_kernel[(triton.cdiv(rows, ROWS),)](out, x_in, rows, n, inner, ROWS=ROWS, BLOCK_N=block_n,
                                                  VEC=aligned_vector(x_in, n, inner), num_warps=4)"""
     return _file(family, "rows_in_registers: whole rows in registers, ROWS rows per program",
-                 "ROWS = 4", kernel + ALIGNED_VECTOR, launch, dim, params)
+                 "ROWS = 4", kernel + aligned.ALIGNED_VECTOR, launch, dim, params)
 
 
 def looped_online(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
@@ -321,61 +287,6 @@ WAIT = """    # Publish, then wait for the row's other pieces (one thread polls 
     tl.debug_barrier()"""
 
 
-# Contiguous rows whose length is not a multiple of a 16-byte vector (KernelBench's 65,535) start off a 16-byte
-# boundary, so Triton cannot prove any row's loads aligned and issues a 4-byte load and store a value. With VEC > 1
-# a row's pieces are instead windows of whole VEC-value vectors from the row's first whole vector (`body`): each
-# vector that starts in the row is one 16-byte load (a mask that is one value a vector), the next row's values in
-# the last one dropped; the row's head before its first whole vector (up to VEC - 1 values) joins the first
-# piece's statistics. The vectors wholly inside the row are stored as vectors, the head and the cut last vector
-# value by value by the first piece. A row keeps its cdiv(n, CHUNK) pieces. On the H200 (L1 norm of 32768 x 65,535
-# fp32, benchmarks/h200/rownorm_probe.py): 6.99 ms with 4-byte accesses, 5.02 with aligned windows (an extra piece
-# a row then), 4.83 for rows of 65,536; this layout, in a pass of KernelBench 38: see RESULTS.md (ap)).
-_ALIGNED_READ = """    if VEC > 1:
-        body = ((base + VEC - 1) // VEC) * VEC
-        first = body + piece * CHUNK + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
-        at = first[:, None] + tl.arange(0, VEC)[None, :]
-        mask = at < base + n
-        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < base + n)[:, None], other=OTHER).to(tl.float32), OTHER)
-        h_at = base + tl.arange(0, VEC)
-        h_mask = h_at < tl.where(piece == 0, tl.minimum(body, base + n), base)  # the head: the first piece's
-        h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
-    else:
-        offs = piece * CHUNK + tl.arange(0, CHUNK)
-        mask = offs < n
-        at = base + offs.to(tl.int64) * inner
-        x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
-# The head's values into the piece's own statistics (m, s), per kind of statistic.
-_HEAD_STATS = {
-    "online": """    if VEC > 1:
-        new_m = tl.maximum(m, tl.max(h))
-        safe = tl.where(new_m == float('-inf'), 0.0, new_m)
-        s = s * tl.exp(m - safe) + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0))
-        m = new_m""",
-    "sum": """    if VEC > 1:
-        s += tl.sum(tl.where(h_mask, TERM, 0.0))""",
-}
-_ALIGNED_WRITE = """    if VEC > 1:
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= base + n)[:, None])
-        if piece == 0:
-            edge = tl.arange(0, 2 * VEC)
-            tail = ((base + n) // VEC) * VEC
-            e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
-            e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < base + n)
-            e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
-            tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
-    else:
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
-ALIGNED_VECTOR = '''
-
-
-def aligned_vector(x, n, inner):
-    """Values in a 16-byte vector where contiguous rows of n start off a 16-byte boundary (the aligned windows pay
-    then), else 1; whole vectors only where the tensor's last vector is whole too (no load past its end)."""
-    vec = 16 // x.element_size()
-    return vec if inner == 1 and n % vec and n > vec and x.numel() % vec == 0 and x.is_contiguous() else 1
-'''
-
-
 def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
     stats, out = _STATS[family], _out(family, eps)
@@ -395,9 +306,6 @@ def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None =
     # 4096 x 393,216 on the H200 (fewer programs an SM; benchmarks/h200/softmax_probe.py, `template`).
     loop = looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
-    aligned_write = _ALIGNED_WRITE.replace("OTHER", _other(stats)).replace("E_OUT", re.sub(r"\bx\b", "e_x", out))
-    head = (_HEAD_STATS["online"] if stats == "online"
-            else _HEAD_STATS["sum"].replace("TERM", re.sub(r"\bx\b", "h", _TERM[stats])))
     kernel = f'''
 @triton.jit
 def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
@@ -408,9 +316,9 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     row = pid // chunks
     piece = pid % chunks
     base = (row // inner) * n * inner + row % inner
-{_ALIGNED_READ.replace("OTHER", _other(stats))}
+{aligned.piece_read(_other(stats))}
     {own}
-{head}
+{aligned.piece_head_stats(stats, _TERM.get(stats, ''))}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
 {WAIT}
@@ -418,7 +326,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     live = idx < chunks
 {merge}
     y = {out}
-{aligned_write}
+{aligned.piece_write(_other(stats), out)}
 
 
 {loop_kernel}'''
@@ -434,7 +342,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
         else:
             row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=CHUNK, num_warps=8)"""
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", kernel + ALIGNED_VECTOR, launch, dim, params)
+                 "CHUNK = 4096", kernel + aligned.ALIGNED_VECTOR, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

@@ -1,0 +1,122 @@
+"""Contiguous rows that start off a 16-byte boundary, read and written in whole vectors (the row templates' VEC > 1).
+
+A row whose length is not a multiple of a 16-byte vector (KernelBench's 65,535) starts off a 16-byte boundary, so
+Triton cannot prove any row's loads aligned and issues a 4-byte load and store a value. With VEC > 1 a row is read
+instead in windows of whole VEC-value vectors from its first whole vector (`body`): each vector that starts in the
+row is one 16-byte load (a mask that is one value a vector), the next row's values in the last one dropped (a
+neighbour's max in a row's would underflow its sum); the row's head before its first whole vector (up to VEC - 1
+values) is read value by value and joins the statistics. The vectors wholly inside the row are stored as vectors,
+the head and the cut last vector value by value. `rows.one_read`'s pieces (a row keeps its cdiv(n, CHUNK) pieces;
+the first takes the head) and `rows.rows_in_registers`'s rows ([ROWS, vectors, VEC] blocks) are read so.
+
+On the H200 (L1 norm of 32768 x 65,535 fp32, benchmarks/h200/rownorm_probe.py): 6.99 ms with 4-byte accesses, 7.29
+with 16-byte loads and 4-byte stores, 5.02 with both in vectors (an extra piece a row then), 4.83 for rows of
+65,536; KernelBench 38 in a pass: RESULTS.md (ap).
+"""
+
+from __future__ import annotations
+
+import re
+
+# The launch's choice of VEC, written into each template that reads rows so.
+ALIGNED_VECTOR = '''
+
+
+def aligned_vector(x, n, inner):
+    """Values in a 16-byte vector where contiguous rows of n start off a 16-byte boundary (the aligned windows pay
+    then), else 1; whole vectors only where the tensor's last vector is whole too (no load past its end)."""
+    vec = 16 // x.element_size()
+    return vec if inner == 1 and n % vec and n > vec and x.numel() % vec == 0 and x.is_contiguous() else 1
+'''
+
+_PIECE_READ = """    if VEC > 1:
+        body = ((base + VEC - 1) // VEC) * VEC
+        first = body + piece * CHUNK + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
+        at = first[:, None] + tl.arange(0, VEC)[None, :]
+        mask = at < base + n
+        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < base + n)[:, None], other=OTHER).to(tl.float32), OTHER)
+        h_at = base + tl.arange(0, VEC)
+        h_mask = h_at < tl.where(piece == 0, tl.minimum(body, base + n), base)  # the head: the first piece's
+        h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
+    else:
+        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        mask = offs < n
+        at = base + offs.to(tl.int64) * inner
+        x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
+# The head's values into the piece's own statistics (m, s), per kind of statistic.
+_HEAD_ONLINE = """    if VEC > 1:
+        new_m = tl.maximum(m, tl.max(h))
+        safe = tl.where(new_m == float('-inf'), 0.0, new_m)
+        s = s * tl.exp(m - safe) + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0))
+        m = new_m"""
+_HEAD_SUM = """    if VEC > 1:
+        s += tl.sum(tl.where(h_mask, TERM, 0.0))"""
+_PIECE_WRITE = """    if VEC > 1:
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= base + n)[:, None])
+        if piece == 0:
+            edge = tl.arange(0, 2 * VEC)
+            tail = ((base + n) // VEC) * VEC
+            e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
+            e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < base + n)
+            e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
+            tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
+    else:
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
+_REGISTERS = """        # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
+        # before it value by value; rows past the last are empty
+        base = row * n
+        end = tl.where(row < n_rows, base + n, base)
+        body = ((base + VEC - 1) // VEC) * VEC
+        first = body + (tl.arange(0, BLOCK_N // VEC).to(tl.int64) * VEC)[None, :]
+        at = first[:, :, None] + tl.arange(0, VEC)[None, None, :]
+        mask = at < end[:, :, None]
+        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, :, None], other=OTHER).to(tl.float32), OTHER)
+        h_at = base + tl.arange(0, VEC)[None, :]
+        h_mask = h_at < tl.minimum(body, end)
+        h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
+        REDUCE
+        y = OUT3
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, :, None])
+        edge = tl.arange(0, 2 * VEC)[None, :]
+        tail = (end // VEC) * VEC
+        e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
+        e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < end)
+        e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
+        tl.store(out_ptr + e_at, (EDGE_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)"""
+
+
+def _as(name: str, formula: str) -> str:
+    """A formula of x written of another name (the head's values, the edges')."""
+    return re.sub(r"\bx\b", name, formula)
+
+
+def piece_read(other: str) -> str:
+    """one_read's piece: x and its mask, aligned windows where VEC > 1 (the head h, h_mask too)."""
+    return _PIECE_READ.replace("OTHER", other)
+
+
+def piece_head_stats(stats: str, term: str) -> str:
+    """The head's values into the first piece's (m, s): an online max and sum for softmax, else a sum of `term`."""
+    return _HEAD_ONLINE if stats == "online" else _HEAD_SUM.replace("TERM", _as("h", term))
+
+
+def piece_write(other: str, out: str) -> str:
+    """one_read's piece written: vectors inside the row, the first piece the head and the cut last vector."""
+    return _PIECE_WRITE.replace("OTHER", other).replace("E_OUT", _as("e_x", out))
+
+
+def registers_block(stats: str, out: str, term: str, other: str) -> str:
+    """rows_in_registers's VEC > 1 branch: ROWS rows as [ROWS, vectors, VEC] blocks, read, reduced and written."""
+    if stats == "online":
+        reduce_ = """m = tl.maximum(tl.max(tl.max(x, axis=2), axis=1)[:, None], tl.max(h, axis=1)[:, None])
+        safe = tl.where(m == float('-inf'), 0.0, m)
+        s = (tl.sum(tl.sum(tl.where(mask, tl.exp(x - safe[:, :, None]), 0.0), axis=2), axis=1)[:, None]
+             + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0), axis=1)[:, None])
+        s = tl.where(m == float('-inf'), float('nan'), s)  # a row all -inf: NaN, as torch and the 2-D kernel"""
+    else:
+        reduce_ = f"""m = tl.zeros((ROWS, 1), tl.float32)
+        s = (tl.sum(tl.sum(tl.where(mask, {term}, 0.0), axis=2), axis=1)[:, None]
+             + tl.sum(tl.where(h_mask, {_as("h", term)}, 0.0), axis=1)[:, None])"""
+    out3 = re.sub(r"\bs\b", "s[:, :, None]", re.sub(r"\bm\b", "m[:, :, None]", out))
+    return (_REGISTERS.replace("OTHER", other).replace("REDUCE", reduce_).replace("OUT3", out3)
+            .replace("EDGE_OUT", _as("e_x", out)))
