@@ -931,21 +931,24 @@ def _jit_module(source: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     return module
 
 
-@pytest.mark.parametrize(("family", "vec"), [("softmax", 1), ("log_softmax", 1), ("row_l1_norm", 1),
-                                            ("row_rms_norm", 1), ("standardize", 1), ("softmax", 4),
-                                            ("log_softmax", 4), ("row_l1_norm", 4), ("row_l2_norm", 4)])
-def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("family", "vec", "n"), [("softmax", 1, 151), ("log_softmax", 1, 151), ("row_l1_norm", 1, 151),
+                                                 ("row_rms_norm", 1, 151), ("standardize", 1, 151),
+                                                 ("softmax", 4, 151), ("log_softmax", 4, 151), ("row_l1_norm", 4, 151),
+                                                 ("row_l2_norm", 4, 151), ("softmax", 4, 129), ("row_l1_norm", 4, 129)])
+def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     # The interpreter runs programs one at a time, so a program cannot wait for its row's later
     # pieces. The counter is set past the wait instead, and the kernel runs twice: the first run
     # leaves every piece's statistics in the buffers, the second merges all five of them.
     # Rows of 151 start 0, 3, 2 and 1 values past a 16-byte boundary: with VEC=4 each piece is an aligned
     # window of whole vectors, and the values of the rows beside it must neither count nor be overwritten
     # (rows 0 and 2 lie 100 above 1 and 3: a neighbour's max taken into a piece's would underflow its sum).
+    # Rows of 129 in five pieces of 32: a row whose first whole vector is 1-3 values in has an empty last piece.
     import torch
 
     from kernelopt.offline.moves import standardize
 
-    x = torch.randn(4, 151) * 4 - 2
+    x = torch.randn(4, n) * 4 - 2
     x[::2] += 100
     if family == "standardize":
         source, extra = standardize.one_read(1, 1e-5, ("x",)), (1e-5,)
@@ -956,16 +959,16 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, monkey
                     "row_l1_norm": x / x.abs().mean(1, keepdim=True),
                     "row_l2_norm": x / x.norm(dim=1, keepdim=True),
                     "row_rms_norm": x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]
-        assert _jit_module(source, monkeypatch).aligned_vector(x, 151, 1) == 4  # the launch's own choice here
+        assert _jit_module(source, monkeypatch).aligned_vector(x, n, 1) == 4  # the launch's own choice here
     module = _jit_module(source, monkeypatch)
     out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
     for _ in range(2):
         count = torch.full((4,), 100, dtype=torch.int32)
         if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
-            module.one_read_kernel[(20,)](out, x, x, x, first, second, count, 151, *extra, 1, 1, 5, CHUNK=32,
+            module.one_read_kernel[(20,)](out, x, x, x, first, second, count, n, *extra, 1, 1, 5, CHUNK=32,
                                           PIECES=8, has_w=False, has_b=False)
         else:
-            module.one_read_kernel[(20,)](out, x, first, second, count, 151, *extra, 5, CHUNK=32, PIECES=8, VEC=vec)
+            module.one_read_kernel[(20,)](out, x, first, second, count, n, *extra, 5, CHUNK=32, PIECES=8, VEC=vec)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 

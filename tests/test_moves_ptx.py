@@ -61,8 +61,8 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     # aligned: each pointer 16-byte aligned, as Triton specializes a launch on a tensor's address (torch's are)
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind.startswith("*")}
-    kernel = triton.compile(triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None),
-                            target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
+    source = triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None)
+    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 print(json.dumps(kernel.asm["ptx"]))
 """
 

@@ -62,7 +62,8 @@ _PIECE_WRITE = """    if VEC > 1:
             tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
     else:
         tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
-_REGISTERS = """        # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
+_REGISTERS = """\
+        # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
         # before it value by value; rows past the last are empty
         base = row * n
         end = tl.where(row < n_rows, base + n, base)
