@@ -31,7 +31,7 @@ def test_the_twins_are_offered_for_a_long_k_and_for_bmm_and_say_why_not_elsewher
     large_k, _ = _moves("6_Matmul_with_large_K_dimension_.py")
     move = large_k["matmul.split_k_f16x3"]
     assert "K=524288 split in SPLIT_K slices" in move.why and "split in registers" in move.why
-    assert "occupancy" in move.cures and "memory" in move.cures
+    assert "occupancy" in move.cures and "memory" not in move.cures  # measured slower than the splits made once
     # each tile's own split counts (4 output tiles of 128 x 128 on 132 SMs: 32 slices first)
     assert move.grid[0] == {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 32, "num_warps": 8, "num_stages": 3,
                             "SPLIT_K": 32}
