@@ -5,8 +5,10 @@
 #
 # Run here, not on the device: reads benchmarks/h200/state/NAME.tgz (the committed state), drops each finished
 # problem whose name starts with a prefix (its problems/*.json: the run is redone; its old run folder is replaced),
-# writes .gpu/NAME.tgz (git-ignored; carry [".whl", ".gpu"]) and prints the device command. Afterwards copy the
-# returned $OUT/NAME.tgz over benchmarks/h200/state/NAME.tgz and commit it.
+# writes .gpu/NAME.tgz (git-ignored; carry [".whl", ".gpu"]) with a marker .gpu/NAME.redo, and prints the device
+# command. While the marker is there, suite_pass.sh resumes .gpu/NAME.tgz (the rows taken out are run again) even where
+# the committed state holds more finished problems; each call's returned $OUT/NAME.tgz goes over .gpu/NAME.tgz. When
+# the pass is whole again, copy it over benchmarks/h200/state/NAME.tgz, commit it, and remove the marker.
 set -euo pipefail
 name=$1
 shift
@@ -26,6 +28,7 @@ for prefix in "$@"; do
 done
 mkdir -p .gpu
 tar czf ".gpu/$name.tgz" -C "$work" "$name"
+touch ".gpu/$name.redo"
 left=$(tar tzf ".gpu/$name.tgz" | grep -c "^$name/problems/.*\.json$" || true)
 echo "$dropped problem(s) taken out, $left kept: .gpu/$name.tgz"
-echo "on the device: REDO=1 KEEP_S=130 bash benchmarks/h200/suite_pass.sh $name SECONDS"
+echo "on the device: KEEP_S=130 bash benchmarks/h200/suite_pass.sh $name SECONDS  (.gpu/$name.redo: resumes .gpu/$name.tgz)"

@@ -4,8 +4,8 @@
 #   [KEEP_S=S] bash benchmarks/h200/suite_pass.sh NAME SECONDS [kernelopt suite arguments, without --out/--resume]
 #
 # KEEP_S: stop when a problem finishes with fewer than S seconds of the box left (set it to a problem's usual wall).
-# REDO=1: resume from .gpu/NAME.tgz even where the committed state holds more finished problems (the rows that
-# benchmarks/h200/redo_rows.sh took out of it are run again).
+# REDO=1, or the marker .gpu/NAME.redo that benchmarks/h200/redo_rows.sh leaves: resume from .gpu/NAME.tgz even where
+# the committed state holds more finished problems (the rows redo_rows.sh took out of it are run again).
 #
 # Run from the repository root on the device with the wheels in .whl (carry [".whl", ".gpu"]).
 # If .gpu/NAME.tgz (what an earlier call sent back, copied into .gpu/ here) or
@@ -25,7 +25,7 @@ mkdir -p /tmp/suites
 # of the two states, the one with more finished problems (a stale .gpu copy is not resumed over a newer one)
 finished() { if [ -f "$1" ]; then tar tzf "$1" | grep -c "^$name/problems/.*\.json$"; else echo -1; fi; }
 state=.gpu/$name.tgz
-[ "${REDO:-0}" = 1 ] || [ "$(finished "$state")" -ge "$(finished benchmarks/h200/state/$name.tgz)" ] \
+[ "${REDO:-0}" = 1 ] || [ -f ".gpu/$name.redo" ] || [ "$(finished "$state")" -ge "$(finished benchmarks/h200/state/$name.tgz)" ] \
   || state=benchmarks/h200/state/$name.tgz
 if [ -f "$state" ]; then
   tar xzf "$state" -C /tmp/suites
