@@ -318,7 +318,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
     base = (row // inner) * n * inner + row % inner
 {aligned.piece_read(_other(stats))}
     {own}
-{aligned.piece_head_stats(stats, _TERM.get(stats, ''))}
+{aligned.piece_head_stats(_stats_loop(stats))}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
 {WAIT}

@@ -30,36 +30,32 @@ def aligned_vector(x, n, inner):
 '''
 
 _PIECE_READ = """    if VEC > 1:
+        end = base + n
         body = ((base + VEC - 1) // VEC) * VEC
         first = body + piece * CHUNK + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
         at = first[:, None] + tl.arange(0, VEC)[None, :]
-        mask = at < base + n
-        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < base + n)[:, None], other=OTHER).to(tl.float32), OTHER)
+        mask = at < end
+        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, None], other=OTHER).to(tl.float32), OTHER)
         h_at = base + tl.arange(0, VEC)
-        h_mask = h_at < tl.where(piece == 0, tl.minimum(body, base + n), base)  # the head: the first piece's
+        h_mask = h_at < tl.where(piece == 0, tl.minimum(body, end), base)  # the head: the first piece's
         h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
     else:
         offs = piece * CHUNK + tl.arange(0, CHUNK)
         mask = offs < n
         at = base + offs.to(tl.int64) * inner
         x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
-# The head's values into the piece's own statistics (m, s), per kind of statistic.
-_HEAD_ONLINE = """    if VEC > 1:
-        new_m = tl.maximum(m, tl.max(h))
-        safe = tl.where(new_m == float('-inf'), 0.0, new_m)
-        s = s * tl.exp(m - safe) + tl.sum(tl.where(h_mask, tl.exp(h - safe), 0.0))
-        m = new_m"""
-_HEAD_SUM = """    if VEC > 1:
-        s += tl.sum(tl.where(h_mask, TERM, 0.0))"""
+# The row's head and its cut last vector, value by value (`edge`'s shape: ROW_AXIS, a row's or a block of rows').
+_EDGES = """\
+edge = tl.arange(0, 2 * VEC)ROW_AXIS
+tail = (end // VEC) * VEC
+e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
+e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < end)
+e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
+tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)"""
 _PIECE_WRITE = """    if VEC > 1:
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= base + n)[:, None])
+        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, None])
         if piece == 0:
-            edge = tl.arange(0, 2 * VEC)
-            tail = ((base + n) // VEC) * VEC
-            e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
-            e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < base + n)
-            e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
-            tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)
+EDGES
     else:
         tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
 _REGISTERS = """\
@@ -78,12 +74,7 @@ _REGISTERS = """\
         REDUCE
         y = OUT3
         tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, :, None])
-        edge = tl.arange(0, 2 * VEC)[None, :]
-        tail = (end // VEC) * VEC
-        e_at = tl.where(edge < VEC, base + edge, tail + edge - VEC)
-        e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_at < end)
-        e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
-        tl.store(out_ptr + e_at, (EDGE_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)"""
+EDGES"""
 
 
 def _as(name: str, formula: str) -> str:
@@ -96,14 +87,20 @@ def piece_read(other: str) -> str:
     return _PIECE_READ.replace("OTHER", other)
 
 
-def piece_head_stats(stats: str, term: str) -> str:
-    """The head's values into the first piece's (m, s): an online max and sum for softmax, else a sum of `term`."""
-    return _HEAD_ONLINE if stats == "online" else _HEAD_SUM.replace("TERM", _as("h", term))
+def piece_head_stats(block: str) -> str:
+    """The head's values into the first piece's (m, s): `block`, the row templates' own merge of a block of x under
+    its mask into (m, s) (8 spaces in), taken over the head h under h_mask."""
+    return "    if VEC > 1:\n" + re.sub(r"\bmask\b", "h_mask", _as("h", block))
+
+
+def _edges(indent: str, row_axis: str, other: str, out: str) -> str:
+    edges = _EDGES.replace("ROW_AXIS", row_axis).replace("OTHER", other).replace("E_OUT", _as("e_x", out))
+    return "\n".join(indent + line for line in edges.splitlines())
 
 
 def piece_write(other: str, out: str) -> str:
     """one_read's piece written: vectors inside the row, the first piece the head and the cut last vector."""
-    return _PIECE_WRITE.replace("OTHER", other).replace("E_OUT", _as("e_x", out))
+    return _PIECE_WRITE.replace("EDGES", _edges(" " * 12, "", other, out)).replace("OTHER", other)
 
 
 def registers_block(stats: str, out: str, term: str, other: str) -> str:
@@ -119,5 +116,5 @@ def registers_block(stats: str, out: str, term: str, other: str) -> str:
         s = (tl.sum(tl.sum(tl.where(mask, {term}, 0.0), axis=2), axis=1)[:, None]
              + tl.sum(tl.where(h_mask, {_as("h", term)}, 0.0), axis=1)[:, None])"""
     out3 = re.sub(r"\bs\b", "s[:, :, None]", re.sub(r"\bm\b", "m[:, :, None]", out))
-    return (_REGISTERS.replace("OTHER", other).replace("REDUCE", reduce_).replace("OUT3", out3)
-            .replace("EDGE_OUT", _as("e_x", out)))
+    return (_REGISTERS.replace("EDGES", _edges(" " * 8, "[None, :]", other, out)).replace("OTHER", other)
+            .replace("REDUCE", reduce_).replace("OUT3", out3))
