@@ -26,6 +26,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from softmax_probe import _time  # the probe beside this one (benchmarks/h200/ is the script's own path)
+
 ROWS = 32768
 
 
@@ -147,16 +149,7 @@ def one(variant: str, n: int, chunk: int, warps: int) -> None:
     got = run()
     torch.cuda.synchronize()
     err = float((got - want).abs().max()) if variant != "clone" else 0.0
-    times = []
-    for i in range(18):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        run()
-        b.record()
-        b.synchronize()
-        if i >= 3:
-            times.append(a.elapsed_time(b))
-    ms = sorted(times)[len(times) // 2]
+    ms = _time(run)  # softmax_probe's: median of 15 after 3 warm-ups
     print(f"{variant:11s} n={n} CHUNK={chunk:5d} warps={warps:2d}: {ms:.3f} ms, "
           f"{2 * ROWS * n * 4 / ms / 1e9:.2f} TB/s, max error {err:.2e}", flush=True)
 
