@@ -1055,6 +1055,46 @@ def test_rows_off_a_16_byte_boundary_are_read_in_whole_vectors_and_give_torch_s_
     torch.testing.assert_close(module.ModelNew()(x), expected, atol=1e-5, rtol=1e-5, equal_nan=True)
 
 
+def test_rows_off_a_16_byte_boundary_are_swept_in_vectors_and_value_by_value(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Neither access wins on every shape (the H200: rows of 4,095 fp32 took 0.403 ms in vectors, 0.325 value by
+    # value), so rows_in_registers's grid pairs each launch with VECTORS 1 and 0 where rows are off a boundary,
+    # VECTORS=0 launches VEC=1, and both give torch's answer.
+    import torch
+
+    from kernelopt.offline.moves.family import Family
+    from kernelopt.offline.moves.rowwise import row_moves
+
+    def grid(n: int, dtype: str = "float32") -> list[dict[str, int]]:
+        family = Family("softmax", ("x",), dim=1, ndim=2, dtype=dtype, shapes=((64, n),))
+        (move,) = [m for m in row_moves(family, 132, 50.0)[0] if m.name == "softmax.rows_in_registers"]
+        return list(move.grid)
+
+    off = grid(4095)
+    assert [c.get("VECTORS") for c in off[:4]] == [1, 0, 1, 0] and off[0] | {"VECTORS": 0} == off[1]
+    assert all("VECTORS" not in c for c in grid(4096)) and "VECTORS" in grid(4092, "float16")[0]
+    x = torch.randn(12, 151)
+    x[::2] += 100
+    x[3, 40:90] = float("-inf")
+    source = rows.rows_in_registers("softmax", 1, ("x",))
+    assert knob_values(source)["VECTORS"] == 1
+    module = _jit_module(with_config(source, {"ROWS": 4, "VECTORS": 0}), monkeypatch)
+    launched: list[int] = []
+    kernel = module.rows_kernel
+
+    class Recorder:
+        def __getitem__(self, grid: Any) -> Any:
+            def launch(*args: Any, **kwargs: Any) -> Any:
+                launched.append(kwargs["VEC"])
+                return kernel[grid](*args, **kwargs)
+            return launch
+
+    module.rows_kernel = Recorder()
+    torch.testing.assert_close(module.ModelNew()(x), torch.softmax(x, 1), atol=1e-5, rtol=1e-5)
+    module.VECTORS = 1
+    module.ModelNew()(x)
+    assert launched == [1, 4]
+
+
 @pytest.mark.parametrize(("structure", "config"), [("rows", {"ROWS": 2, "BLOCK": 32}),
                                                    ("columns", {"BLOCK_N": 16, "BLOCK_I": 4})])
 def test_logsumexp_over_masked_values_is_torch_s(structure: str, config: dict[str, int],

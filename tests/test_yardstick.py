@@ -11,6 +11,7 @@ from kernelopt.harness.measure.yardstick import SLACK_TIMES_MEDIAN, expected_fro
 from kernelopt.harness.verify import HarnessSettings, Verifier
 
 DATA = Path(__file__).parent / "data" / "yardstick"
+MOVES = Path(__file__).parent / "data" / "moves"
 
 
 def _problem() -> tuple[torch.nn.Module, torch.Tensor]:
@@ -124,3 +125,73 @@ def test_a_problem_of_many_gb_gets_no_grown_size_case(tmp_path: Path) -> None:
     small = plan_cases(problem(1000), [1, 2])
     assert [c for c in small if "overrides" in c][1]["overrides"]["N"] > 1000
     assert not [c for c in small if "skip" in c]
+
+
+def _attention(seed: int, scale: float) -> tuple[torch.nn.Module, list[torch.Tensor]]:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("attention_problem", MOVES / "attention.py")
+    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(module)  # type: ignore[union-attr]
+    torch.manual_seed(seed)
+    return module.Model(), [t * scale for t in module.get_inputs()]
+
+
+def _attention_summed_otherwise(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """fp32 attention as a compiler writes it: the logits summed in another order, the softmax in exp2."""
+    logits = torch.einsum("bhqd,bhkd->bhqk", q.flip(-1), k.flip(-1))
+    weights = torch.exp2((logits - logits.amax(-1, keepdim=True)) * (q.shape[-1] ** -0.5 * 1.4426950408889634))
+    return (weights / weights.sum(-1, keepdim=True)) @ v
+
+
+def _attention_tf32(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    def tf32(t: torch.Tensor) -> torch.Tensor:
+        return (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
+    return torch.nn.functional.scaled_dot_product_attention(tf32(q), tf32(k), v)
+
+
+def _attention_bf16_weights(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    weights = torch.softmax(q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5, -1)
+    return weights.bfloat16().float() @ v
+
+
+def test_a_wide_case_allows_a_few_times_pytorch_s_largest_error_and_still_refuses_shortcuts() -> None:
+    """Attention on inputs scaled by 100 is nearly one-hot: PyTorch is exact on most outputs and a near tie of
+    two logits puts a row's error far past the median's floor. An fp32 kernel summing its logits in another order
+    (torch.compile's, refused on the H200 on 38 of 131,072 outputs) errs there too: it passes the wide case's
+    floor (WIDE_TIMES_MAX times PyTorch's largest error), not the given cases' median floor. TF32 logits still
+    fail the wide case, and bf16 weights fail the given inputs."""
+    refused_by_median = 0
+    for seed in range(4):
+        model, inputs = _attention(seed, 100.0)
+        ref32 = model(*inputs)
+        honest = _attention_summed_otherwise(*inputs)
+        atol_scale = float(ref32.abs().max()) / 0.5  # the wide case's atol grows with its outputs (about 0.5 at 1x)
+        narrow = expected_from([ref32], float64_copy(model), inputs)
+        wide = expected_from([ref32], float64_copy(model), inputs, wide=True)
+        refused_by_median += compare_case(narrow.outputs, [honest], atol_scale, narrow.slack) is not None
+        assert compare_case(wide.outputs, [honest], atol_scale, wide.slack) is None, seed
+        assert compare_case(wide.outputs, [_attention_tf32(*inputs)], atol_scale, wide.slack) is not None
+        model, inputs = _attention(seed + 100, 1.0)
+        given = expected_from([model(*inputs)], float64_copy(model), inputs)
+        assert compare_case(given.outputs, [_attention_summed_otherwise(*inputs)], 1.0, given.slack) is None
+        assert compare_case(given.outputs, [_attention_bf16_weights(*inputs)], 1.0, given.slack) is not None
+    assert refused_by_median >= 2
+
+
+def test_the_wide_cases_and_only_they_get_the_wide_floor(monkeypatch) -> None:
+    from kernelopt.harness.measure.cases import case_label
+    from kernelopt.harness.sandbox import reference
+
+    made = []
+
+    def recording(outputs32, model64, inputs, max_bytes=None, wide=False):  # type: ignore[no-untyped-def]
+        made.append(wide)
+        return expected_from(outputs32, model64, inputs, max_bytes, wide)
+
+    monkeypatch.setattr(reference, "expected_from", recording)
+    ref = reference.Reference({"device": "cpu", "problem_path": str(MOVES / "attention.py"), "init_seed": 1,
+                               "seeds": [3, 4]})
+    labels = [case_label(c) for c in ref.cases]
+    assert len(made) == len(labels) and any(made)
+    assert made == [label.startswith(("inputs scaled", "inputs shifted")) for label in labels], labels

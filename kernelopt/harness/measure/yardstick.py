@@ -8,7 +8,9 @@ So a kernel at least as accurate as PyTorch passes (LayerNorm over 4M-element ro
 fp32 result is ~2e-4 from the truth, beyond 1e-4 alone), also where its rounding errors fall on
 other elements than PyTorch's (a GEMM summed in another order: PyTorch's own error at one element
 is one draw, which may happen to be near zero), while a precision shortcut (TF32, fp16
-accumulation, 100x PyTorch's error and more) still fails. Where the
+accumulation, 100x PyTorch's error and more) still fails. In the cases of inputs scaled up or
+shifted, which check a kernel's range, the slack is never below WIDE_TIMES_MAX times PyTorch's
+largest error over the output either (wide values make its errors heavy-tailed). Where the
 float64 run is impossible (a model that keeps fp32 tensors of its own, an op without float64),
 the fp32 result is the yardstick and the slack is zero, as before.
 """
@@ -64,6 +66,14 @@ CHUNK = 1 << 25
 # errs 150-300 times SGEMM's; fp16 or bf16 rounding thousands of times fp32's. Where most
 # elements are exact (a max, a ReLU's zeros) the median is 0 and the slack stays element by element.
 SLACK_TIMES_MEDIAN, MEDIAN_SAMPLE = 32.0, 1 << 20
+# The wide cases' floor (inputs scaled up or shifted: they check a kernel's range, its max subtracted, no
+# overflow; the given cases check its precision): this many times PyTorch's largest error anywhere in the output.
+# Wide values make errors heavy-tailed where the median says nothing: attention on inputs scaled by 100 is nearly
+# one-hot, so PyTorch is exact on most outputs (median 0) and a near tie of two logits puts one row's error at
+# 0.1-0.2. There torch.compile's own kernel (its logits summed in another order) was refused on 38 of 131,072
+# outputs (the H200); on the CPU the same algorithm's worst error is 0.6-2.9 times PyTorch's worst over 40 seeds.
+# A TF32 product still fails there, and a kernel of bf16 weights fails the given cases.
+WIDE_TIMES_MAX = 4.0
 
 
 def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: int | None) -> bool:
@@ -72,8 +82,9 @@ def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: i
     return max_bytes is None or 2 * _nbytes(inputs) + 6 * _nbytes(outputs32) <= max_bytes
 
 
-def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """The truth rounded to `ref`'s dtype, and `ref`'s distance from the truth, slice by slice.
+def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor, wide: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """The truth rounded to `ref`'s dtype, and `ref`'s distance from the truth, slice by slice, never below the
+    floor (SLACK_TIMES_MEDIAN times its median; `wide`: WIDE_TIMES_MAX times its largest too).
 
     Where the problem's own result overflows (or the truth does not fit the dtype), the problem's
     result is what a kernel must match, NaN/Inf in kind, with no slack."""
@@ -90,6 +101,8 @@ def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor) -> tuple[torch.Te
     if flat_allowance.numel():
         sample = flat_allowance[:: max(1, flat_allowance.numel() // MEDIAN_SAMPLE)]
         floor = SLACK_TIMES_MEDIAN * float(sample.median())
+        if wide:
+            floor = max(floor, WIDE_TIMES_MAX * float(flat_allowance.max()))
         for lo in range(0, flat_ref.numel(), CHUNK) if floor > 0 else ():
             part = flat_allowance[lo : lo + CHUNK]
             part.copy_(torch.where(flat_ref[lo : lo + CHUNK].isfinite(), part.clamp(min=floor), part))
@@ -97,9 +110,14 @@ def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor) -> tuple[torch.Te
 
 
 def expected_from(
-    outputs32: list[torch.Tensor], model64: torch.nn.Module | None, inputs: list[Any], max_bytes: int | None = None
+    outputs32: list[torch.Tensor],
+    model64: torch.nn.Module | None,
+    inputs: list[Any],
+    max_bytes: int | None = None,
+    wide: bool = False,
 ) -> Expected:
-    """The yardstick for one case from the problem's own outputs and, where it runs, its float64 twin.
+    """The yardstick for one case from the problem's own outputs and, where it runs, its float64 twin
+    (`wide`: a case of inputs scaled up or shifted, whose slack has WIDE_TIMES_MAX's floor too).
 
     The float64 run needs about twice the case's inputs and outputs again; past `max_bytes` of
     that (a case of many GB), the fp32 result is the yardstick.
@@ -124,7 +142,7 @@ def expected_from(
             wanted.append(ref)
             slack.append(None)
             continue
-        value, allowance = _rounded_and_slack(ref, exact)
+        value, allowance = _rounded_and_slack(ref, exact, wide)
         wanted.append(value)
         slack.append(allowance)
     del truth

@@ -146,7 +146,8 @@ class Reference:
                 sync(self.device)
                 times_ms.append((time.perf_counter() - began) * 1e3)
             outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
-            expected = expected_from([t.detach() for t in outputs], self.model64, inputs, self.float64_room)
+            expected = expected_from([t.detach() for t in outputs], self.model64, inputs, self.float64_room,
+                                     wide="scale" in case or "shift" in case)
         return expected, min(times_ms)
 
     def expected(self, index: int) -> Expected:

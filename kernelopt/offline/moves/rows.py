@@ -138,11 +138,14 @@ def rows_kernel(out_ptr, x_ptr, n_rows, n, inner, ROWS: tl.constexpr, BLOCK_N: t
         y = {out}
         tl.store(out_ptr + base + cols.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
+    # VECTORS: rows off a 16-byte boundary in aligned vectors (1) or value by value (0); neither wins on every shape
+    # (the H200, rows of 4,095 fp32 at ROWS 4: 0.403 ms in vectors, 0.325 value by value), so the sweep measures both.
     launch = """        block_n = triton.next_power_of_2(max(n, 1))
         rows_kernel[(triton.cdiv(rows, ROWS),)](out, x_in, rows, n, inner, ROWS=ROWS, BLOCK_N=block_n,
-                                                 VEC=aligned_vector(x_in, n, inner), num_warps=4)"""
+                                                 VEC=aligned_vector(x_in, n, inner) if VECTORS else 1, num_warps=4)"""
     return _file(family, "rows_in_registers: whole rows in registers, ROWS rows per program",
-                 "ROWS = 4", kernel + aligned.ALIGNED_VECTOR, launch, dim, params)
+                 "ROWS = 4\nVECTORS = 1  # 0: 4-byte accesses on rows off a 16-byte boundary",
+                 kernel + aligned.ALIGNED_VECTOR, launch, dim, params)
 
 
 def looped_online(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

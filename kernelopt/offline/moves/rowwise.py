@@ -40,6 +40,10 @@ def row_moves(family: Family, sm_count: int, l2_mb: float) -> tuple[list[MoveIns
         grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)
                 if 4 <= r * block_n // (32 * w) <= 64]
         grid.sort(key=lambda c: abs(c["ROWS"] * block_n * 4 - 16384) + c["num_warps"])  # 16 KB per program first
+        vec = 16 // DTYPE_BYTES.get(family.dtype, 4)
+        if n % vec and n > vec:
+            # rows off a 16-byte boundary: each launch in aligned vectors and value by value (rows.rows_in_registers)
+            grid = [{**c, "VECTORS": v} for c in grid for v in (1, 0)]
         out.append(MoveInstance(f"{name}.rows_in_registers",
                                 f"ROWS whole rows of {n} per program in registers: one read, one write",
                                 rows.rows_in_registers(name, dim, params, eps), tuple(grid) or ({"num_warps": 4},)))
