@@ -28,7 +28,7 @@ import torch
 from kernelopt.harness.measure.cases import case_choices, case_inputs, case_label, plan_cases
 from kernelopt.harness.measure.correctness import Judging, compare_case, judging_for
 from kernelopt.harness.measure.parameters import perturbed
-from kernelopt.harness.measure.yardstick import Expected, expected_from, float64_copy
+from kernelopt.harness.measure.yardstick import WIDE_OUTLIERS, Expected, expected_from, float64_copy
 from kernelopt.harness.problem import load_problem
 from kernelopt.harness.sandbox import transfer
 from kernelopt.harness.sandbox.reference_baselines import log_stage, time_baselines
@@ -84,7 +84,7 @@ class Reference:
                 continue
             case, expected, ref_ms = made
             finite = all(bool(t.isfinite().all()) for t in expected.outputs if t.is_floating_point())
-            if ("scale" in case or "shift" in case) and not finite:
+            if _wide(case) and not finite:
                 self.dropped.append(f"{case_label(case)}: the reference itself is not finite there")
                 continue
             self.cases.append({**case, "ref_ms": ref_ms})
@@ -92,7 +92,8 @@ class Reference:
             if not case.get("timing"):
                 base = largest[-1] if base is None else base  # the first checked case: the scale of the rest
             scale = max(1.0, largest[-1] / base) if base and not case.get("timing") else 1.0
-            self.judging[len(self.cases) - 1] = judging_for(expected.outputs, scale, expected.slack)
+            self.judging[len(self.cases) - 1] = judging_for(expected.outputs, scale, expected.slack,
+                                                            WIDE_OUTLIERS if _wide(case) else 0.0)
             if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
                 self.kept[len(self.cases) - 1] = expected
             del expected
@@ -147,7 +148,7 @@ class Reference:
                 times_ms.append((time.perf_counter() - began) * 1e3)
             outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
             expected = expected_from([t.detach() for t in outputs], self.model64, inputs, self.float64_room,
-                                     wide="scale" in case or "shift" in case)
+                                     wide=_wide(case))
         return expected, min(times_ms)
 
     def expected(self, index: int) -> Expected:
@@ -248,6 +249,11 @@ def _float64_room(device: torch.device, kept_bytes: int) -> int | None:
         return None
     torch.cuda.empty_cache()
     return max(0, torch.cuda.mem_get_info(device)[0] - kept_bytes) // 2
+
+
+def _wide(case: dict[str, Any]) -> bool:
+    """A case of inputs scaled up or shifted: it checks a kernel's range (yardstick.WIDE_TIMES_MAX)."""
+    return "scale" in case or "shift" in case
 
 
 def _derived(case: dict[str, Any]) -> bool:
