@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -221,3 +222,36 @@ def test_a_wide_case_allows_a_few_in_a_million_elements_beyond_the_allowance_wit
     broken = truth.clone()
     broken[0] = float("inf")
     assert "NaN/Inf" in (compare_case(want, [broken], 1.0, None, wide) or "")
+
+
+def test_an_accepted_verdict_names_the_wide_case_that_passed_on_its_share(monkeypatch) -> None:
+    """The reference judges a kernel's outputs case by case: an element past the allowance passes in a wide case
+    (within its share) and is named in the verdict; the same element fails a given case."""
+    from kernelopt.harness.measure.cases import case_label
+    from kernelopt.harness.sandbox import reference
+    from kernelopt.harness.verify import _correct_reason
+
+    monkeypatch.setattr(reference, "WIDE_OUTLIERS", 1e-4)  # 13 of attention's 131,072 outputs
+    ref = reference.Reference({"device": "cpu", "problem_path": str(MOVES / "attention.py"), "init_seed": 1,
+                               "seeds": [3, 4]})
+    wide = next(i for i in ref.checked if case_label(ref.cases[i]).startswith("inputs scaled"))
+
+    def off_by_one_element(index: int) -> list[torch.Tensor]:
+        out = ref.expected(index).outputs[0].clone()
+        out[0, 0, 0, 0] += 0.5 * float(out.abs().max())
+        return [out]
+
+    ref.judged["kernel"] = reference._Judged()
+    for index in ref.checked:
+        ref.judge("kernel", "checked", index, 0, off_by_one_element(index) if index == wide else
+                  [ref.expected(index).outputs[0].clone()])
+    verdict = ref.verdict("kernel")
+    assert verdict["rule"] is None and len(verdict["outliers"]) == 1
+    assert verdict["outliers"][0].startswith(f"case {ref.checked.index(wide)} (inputs scaled by 100), output 0: 1 of "
+                                             "131072 elements beyond the allowance")
+    client = SimpleNamespace(uninformative=[], own_scale=[], dropped=[], skipped=[])  # what the verifier reads
+    reason = _correct_reason(len(ref.checked), client, (), verdict["outliers"]) or ""
+    assert "a few elements past the allowance where inputs are wide: case" in reason
+    ref.judged["given"] = reference._Judged()
+    ref.judge("given", "checked", ref.checked[0], 0, off_by_one_element(ref.checked[0]))
+    assert ref.verdict("given", partial=True)["rule"] == "incorrect"

@@ -93,10 +93,12 @@ class HarnessSettings:
         return PhaseLimits(import_s=IMPORT_S, compile_s=COMPILE_S, case_s=case_s, timing_s=timing_s)
 
 
-def _correct_reason(ran: int, reference: Any, not_run: list[str] | tuple[str, ...] = ()) -> str | None:
+def _correct_reason(
+    ran: int, reference: Any, not_run: list[str] | tuple[str, ...] = (), outliers: list[str] | tuple[str, ...] = ()
+) -> str | None:
     """The first words of an accepted verdict: how many cases proved it, out of how many the
-    verifier plans; the cases dropped, not run or judged on their own scale, by name. None when no
-    case could have failed a kernel that writes zeros."""
+    verifier plans; the cases dropped, not run, judged on their own scale or passed on a wide case's
+    share of outliers, by name. None when no case could have failed a kernel that writes zeros."""
     counted = ran - len(reference.uninformative)
     if counted <= 0:
         return None
@@ -116,6 +118,8 @@ def _correct_reason(ran: int, reference: Any, not_run: list[str] | tuple[str, ..
         notes.append(f"not run: {'; '.join(reference.skipped)}")
     if not_run:
         notes.append(f"not run for this kernel: {'; '.join(not_run)}")
+    if outliers:
+        notes.append(f"a few elements past the allowance where inputs are wide: {'; '.join(outliers)}")
     return reason + "".join(f" ({note})" for note in notes)
 
 
@@ -367,7 +371,8 @@ class Verifier:
         if too_fast:
             return Verdict(accepted=False, reason=too_fast, rule="impossible-speed", timing=timing, log_path=log)
         reference = self.reference()
-        reason = _correct_reason(int(result["cases"]), reference, judged.get("not_run") or ())
+        reason = _correct_reason(int(result["cases"]), reference, judged.get("not_run") or (),
+                                 judged.get("outliers") or ())
         if reason is None:
             return Verdict(
                 accepted=False,

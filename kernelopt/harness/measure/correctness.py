@@ -97,21 +97,26 @@ def compare_case(
     slack: list[torch.Tensor | None] | None = None,
     judging: Judging | None = None,
     errors: list[tuple[float, float | None]] | None = None,
+    notes: list[str] | None = None,
 ) -> str | None:
     """None when one case's outputs match, else where they do not (", output 1: ..."), to follow
     the case's name. `slack` adds, per element, the reference's own error to the allowance;
-    `judging` (judging_for) sets the tolerance of outputs judged on their own scale. `errors`, where
-    given, gets each fp32 output's worst distance from the yardstick and the problem's own worst
-    (its slack's largest; None where the case has no float64 yardstick)."""
+    `judging` (judging_for) sets the tolerance of outputs judged on their own scale and a wide case's
+    share of outliers. `errors`, where given, gets each fp32 output's worst distance from the yardstick
+    and the problem's own worst (its slack's largest; None where the case has no float64 yardstick);
+    `notes` gets a line for each output that passed on that share ("output 0: 45 of ...")."""
     if len(want_outputs) != len(got_outputs):
         return f": forward returned {len(got_outputs)} outputs, the reference {len(want_outputs)}"
     atols = judging.atols if judging is not None else (None,) * len(want_outputs)
     outliers = judging.outliers if judging is not None else 0.0
     for index, (want, got) in enumerate(zip(want_outputs, got_outputs, strict=True)):
+        passed: list[str] = []
         problem = _compare_tensor(want, got, atol_scale, slack[index] if slack else None, atols[index], errors,
-                                  outliers)
+                                  outliers, passed)
         if problem:
             return f", output {index}: {problem}"
+        if notes is not None:
+            notes += [f"output {index}: {line}" for line in passed]
     return None
 
 
@@ -128,6 +133,7 @@ def _compare_tensor(
     own_scale_atol: float | None = None,
     errors: list[tuple[float, float | None]] | None = None,
     outliers: float = 0.0,
+    passed: list[str] | None = None,
 ) -> str | None:
     if got.shape != want.shape:
         return f"shape {tuple(got.shape)} differs from the reference's {tuple(want.shape)}"
@@ -170,7 +176,10 @@ def _compare_tensor(
     if not counts["off"] or worst is None:
         return None
     if counts["off"] <= outliers * want.numel() and counts["error"] <= _peak(want)[0]:
-        return None  # a wide case's few elements beyond the allowance, each within the output's own scale
+        if passed is not None:  # a wide case's few elements beyond the allowance, each within the output's own scale
+            passed.append(f"{counts['off']} of {want.numel()} elements beyond the allowance, within the wide case's "
+                          f"share ({outliers:g}); worst {counts['error']:.3g} off")
+        return None
     where = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst[1]), want.shape))
     beyond = " plus the reference's own fp32 error" if slack is not None else ""
     if own_scale_atol is not None:

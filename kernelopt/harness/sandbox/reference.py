@@ -45,6 +45,7 @@ class _Judged:
     not_run: list[str] = field(default_factory=list)  # cases this candidate could not take, and why
     # each checked fp32 output's worst distance from its float64 yardstick, and the problem's own (None: no yardstick)
     errors: list[tuple[float, float | None]] = field(default_factory=list)
+    outliers: list[str] = field(default_factory=list)  # the wide cases' outputs that passed on their share, named
 
 
 class Reference:
@@ -183,14 +184,17 @@ class Reference:
             raise transfer.TransferError(f"no checked case {index}")
         judged.received.add(index)
         expected = self.expected(index)
+        notes: list[str] = []
         mismatch = compare_case(expected.outputs, got, self.scales[index], expected.slack, self.judging[index],
-                                judged.errors)
+                                judged.errors, notes)
         del expected
         self._release()
+        label = case_label(self.cases[index])
+        named = f"case {self.checked.index(index)}" + (f" ({label})" if label else "")
         if mismatch:
-            label = case_label(self.cases[index])
-            position = self.checked.index(index)
-            judged.mismatches[(run, position)] = f"case {position}" + (f" ({label})" if label else "") + mismatch
+            judged.mismatches[(run, self.checked.index(index))] = named + mismatch
+        elif run == 0:
+            judged.outliers += [f"{named}, {note}" for note in notes]
 
     def verdict(self, token: str, partial: bool = False) -> dict[str, Any]:
         """The verdict on what arrived under `token`; `partial` (a sweep's quick check): judged on
@@ -214,7 +218,7 @@ class Reference:
                 "reason": "incorrect while timed: a timed call's output differs from the reference "
                 f"({judged.timed_mismatch.lstrip(', ')}); every call must compute the whole result",
             }
-        return {"rule": None, "reason": "correct", "not_run": judged.not_run}
+        return {"rule": None, "reason": "correct", "not_run": judged.not_run, "outliers": judged.outliers}
 
 
 def error_ratio(errors: list[tuple[float, float | None]]) -> float | None:
