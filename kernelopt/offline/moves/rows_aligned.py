@@ -32,10 +32,12 @@ def aligned_vector(x, n, inner):
 _PIECE_READ = """    if VEC > 1:
         end = base + n
         body = ((base + VEC - 1) // VEC) * VEC
-        first = body + piece * CHUNK + tl.arange(0, CHUNK // VEC).to(tl.int64) * VEC
+        # 32-bit offsets from the first whole vector (64-bit ones held 93 registers a thread at CHUNK 8192, 8 warps)
+        lim = (end - body).to(tl.int32)
+        first = (piece * CHUNK).to(tl.int32) + tl.arange(0, CHUNK // VEC) * VEC
         at = first[:, None] + tl.arange(0, VEC)[None, :]
-        mask = at < end
-        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, None], other=OTHER).to(tl.float32), OTHER)
+        mask = at < lim
+        x = tl.where(mask, tl.load(x_ptr + body + at, mask=(first < lim)[:, None], other=OTHER).to(tl.float32), OTHER)
         h_at = base + tl.arange(0, VEC)
         h_mask = h_at < tl.where(piece == 0, tl.minimum(body, end), base)  # the head: the first piece's
         h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
@@ -53,7 +55,7 @@ e_mask = tl.where(edge < VEC, e_at < body, e_at >= body) & (e_at >= base) & (e_a
 e_x = tl.load(x_ptr + e_at, mask=e_mask, other=OTHER).to(tl.float32)
 tl.store(out_ptr + e_at, (E_OUT).to(out_ptr.dtype.element_ty), mask=e_mask)"""
 _PIECE_WRITE = """    if VEC > 1:
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, None])
+        tl.store(out_ptr + body + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= lim)[:, None])
         if piece == 0:
 EDGES
     else:
@@ -64,16 +66,18 @@ _REGISTERS = """\
         base = row * n
         end = tl.where(row < n_rows, base + n, base)
         body = ((base + VEC - 1) // VEC) * VEC
-        first = body + (tl.arange(0, BLOCK_N // VEC).to(tl.int64) * VEC)[None, :]
-        at = first[:, :, None] + tl.arange(0, VEC)[None, None, :]
-        mask = at < end[:, :, None]
-        x = tl.where(mask, tl.load(x_ptr + at, mask=(first < end)[:, :, None], other=OTHER).to(tl.float32), OTHER)
+        lim = (end - body).to(tl.int32)[:, :, None]  # 32-bit offsets from each row's first whole vector
+        first = (tl.arange(0, BLOCK_N // VEC) * VEC)[None, :, None]
+        at = first + tl.arange(0, VEC)[None, None, :]
+        mask = at < lim
+        x = tl.where(mask, tl.load(x_ptr + body[:, :, None] + at, mask=first < lim, other=OTHER).to(tl.float32),
+                     OTHER)
         h_at = base + tl.arange(0, VEC)[None, :]
         h_mask = h_at < tl.minimum(body, end)
         h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
         REDUCE
         y = OUT3
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=(first + VEC <= end)[:, :, None])
+        tl.store(out_ptr + body[:, :, None] + at, y.to(out_ptr.dtype.element_ty), mask=first + VEC <= lim)
 EDGES"""
 
 
