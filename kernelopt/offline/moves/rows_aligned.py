@@ -42,10 +42,10 @@ _PIECE_READ = """    if VEC > 1:
         h_mask = h_at < tl.where(piece == 0, tl.minimum(body, end), base)  # the head: the first piece's
         h = tl.load(x_ptr + h_at, mask=h_mask, other=OTHER).to(tl.float32)
     else:
-        offs = piece * CHUNK + tl.arange(0, CHUNK)
+        offs = (piece * CHUNK).to(tl.int32) + tl.arange(0, CHUNK)
         mask = offs < n
-        at = base + offs.to(tl.int64) * inner
-        x = tl.load(x_ptr + at, mask=mask, other=OTHER).to(tl.float32)"""
+        at = offs.to(tl.int64) * inner
+        x = tl.load(x_ptr + base + at, mask=mask, other=OTHER).to(tl.float32)"""
 # The row's head and its cut last vector, value by value (`edge`'s shape: ROW_AXIS, a row's or a block of rows').
 _EDGES = """\
 edge = tl.arange(0, 2 * VEC)ROW_AXIS
@@ -59,7 +59,7 @@ _PIECE_WRITE = """    if VEC > 1:
         if piece == 0:
 EDGES
     else:
-        tl.store(out_ptr + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
+        tl.store(out_ptr + base + at, y.to(out_ptr.dtype.element_ty), mask=mask)"""
 _REGISTERS = """\
         # contiguous rows off a 16-byte boundary: each from its first whole vector in 16-byte loads, the head
         # before it value by value; rows past the last are empty
