@@ -255,3 +255,26 @@ def test_an_accepted_verdict_names_the_wide_case_that_passed_on_its_share(monkey
     ref.judged["given"] = reference._Judged()
     ref.judge("given", "checked", ref.checked[0], 0, off_by_one_element(ref.checked[0]))
     assert ref.verdict("given", partial=True)["rule"] == "incorrect"
+
+
+def test_a_one_pass_variance_still_fails_the_shifted_case_under_the_wide_floor() -> None:
+    """The shifted case exists for kernels whose arithmetic cancels on wide values: LayerNorm's variance as
+    E[x^2] - E[x]^2 at inputs shifted by -120 errs on a third of the outputs even with the wide case's floor and
+    share of outliers, while a two-pass variance passes."""
+    from kernelopt.harness.measure.cases import SHIFT
+    from kernelopt.harness.measure.correctness import judging_for
+    from kernelopt.harness.measure.yardstick import WIDE_OUTLIERS
+
+    torch.manual_seed(0)
+    model = torch.nn.LayerNorm(4096, eps=1e-5)
+    with torch.no_grad():
+        model.weight.copy_(torch.randn(4096))
+        model.bias.copy_(torch.randn(4096))
+        x = torch.randn(64, 4096) + SHIFT
+        wide = expected_from([model(x)], float64_copy(model), [x], wide=True)
+        judging = judging_for(wide.outputs, 1.0, wide.slack, WIDE_OUTLIERS)
+        mean = x.mean(-1, keepdim=True)
+        for var, fails in (((x * x).mean(-1, keepdim=True) - mean * mean, True),
+                           (((x - mean) ** 2).mean(-1, keepdim=True), False)):
+            y = (x - mean) / torch.sqrt(var + 1e-5) * model.weight + model.bias
+            assert (compare_case(wide.outputs, [y], 1.0, wide.slack, judging) is not None) == fails
