@@ -115,8 +115,8 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
             assert ("ld.global.v4" in ptx and "st.global.v4" in ptx) == (vec == 4)
             # the windows' offsets are 32-bit: 64-bit ones compared each value (33 compares a thread at CHUNK
             # 8192) and held 93 registers a thread at CHUNK 8192, 8 warps, against 48
-            # (at VEC=1 none at all: 64-bit piece offsets held 40 registers a thread at CHUNK 4096, 32-bit ones 32,
-            # in Triton 3.6's cubin for the H200)
+            # (at VEC=1 none at all: with 64-bit piece offsets softmax's rows of 393,216 held 79 registers a thread
+            # at CHUNK 8192, with 32-bit ones 64, in Triton 3.6's cubin for the H200: benchmarks/row_registers.py)
             assert len(re.findall(r"\bsetp\.\w+\.s64\b", ptx)) <= (8 if vec == 4 else 0), (family, vec)
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))

@@ -32,7 +32,8 @@ def aligned_vector(x, n, inner):
 _PIECE_READ = """    if VEC > 1:
         end = base + n
         body = ((base + VEC - 1) // VEC) * VEC
-        # 32-bit offsets from the first whole vector (64-bit ones held 93 registers a thread at CHUNK 8192, 8 warps)
+        # 32-bit offsets from the first whole vector (64-bit ones: 93 registers a thread against 48 at CHUNK 8192,
+        # 8 warps, KernelBench 38's rows; benchmarks/row_registers.py)
         lim = (end - body).to(tl.int32)
         first = (piece * CHUNK).to(tl.int32) + tl.arange(0, CHUNK // VEC) * VEC
         at = first[:, None] + tl.arange(0, VEC)[None, :]
