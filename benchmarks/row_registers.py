@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from sm90_compile import _usage  # noqa: E402  (the registers and stack of a cubin, from cuobjdump)
+from sm90_compile import _usage, cuobjdump  # noqa: E402  (a cubin's registers and stack; cuobjdump's text)
 
 ONE_READ = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32",
             "n": "i32", "inner": "constexpr", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr",
@@ -66,19 +66,7 @@ def _compiled(kernel, signature: dict[str, str], fixed: dict[str, object], warps
 
 
 def _sass_count(cubin: bytes) -> int:
-    import os
-    import subprocess
-
-    import triton
-
-    tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-    with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as out:
-        out.write(cubin)
-    try:
-        text = subprocess.run([str(tool), "-sass", out.name], capture_output=True, text=True, check=False).stdout
-    finally:
-        os.unlink(out.name)
-    return sum(1 for line in text.splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line))
+    return sum(1 for line in cuobjdump(cubin, "-sass").splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line))
 
 
 def main() -> None:

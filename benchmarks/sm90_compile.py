@@ -50,17 +50,22 @@ class _Hopper:
         return torch.device("cpu")
 
 
-def _usage(cubin: bytes) -> tuple[int | None, int | None]:
-    """The registers a thread uses and the bytes of stack (spills) it keeps, from cuobjdump."""
+def cuobjdump(cubin: bytes, option: str) -> str:
+    """What Triton's own cuobjdump prints for a cubin with `option` ("-res-usage", "-sass")."""
     import triton
 
     tool = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
     with tempfile.NamedTemporaryFile(suffix=".cubin", delete=False) as out:
         out.write(cubin)
     try:
-        text = subprocess.run([str(tool), "-res-usage", out.name], capture_output=True, text=True, check=False).stdout
+        return subprocess.run([str(tool), option, out.name], capture_output=True, text=True, check=False).stdout
     finally:
         os.unlink(out.name)
+
+
+def _usage(cubin: bytes) -> tuple[int | None, int | None]:
+    """The registers a thread uses and the bytes of stack (spills) it keeps, from cuobjdump."""
+    text = cuobjdump(cubin, "-res-usage")
     regs, stack = re.search(r"REG:(\d+)", text), re.search(r"STACK:(\d+)", text)
     return (int(regs[1]) if regs else None), (int(stack[1]) if stack else None)
 

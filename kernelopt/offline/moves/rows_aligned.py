@@ -29,6 +29,13 @@ def aligned_vector(x, n, inner):
     return vec if inner == 1 and n % vec and n > vec and x.numel() % vec == 0 and x.is_contiguous() else 1
 '''
 
+def off_boundary(n: int, element_bytes: int) -> bool:
+    """Whether contiguous rows of n values start off a 16-byte boundary with a whole vector in them: where the
+    launch's aligned_vector (above, written into the templates) picks VEC > 1."""
+    vec = 16 // element_bytes
+    return bool(n % vec) and n > vec
+
+
 _PIECE_READ = """    if VEC > 1:
         end = base + n
         body = ((base + VEC - 1) // VEC) * VEC

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, rows, standardize
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, rows, rows_aligned, standardize
 from kernelopt.offline.space import DTYPE_BYTES
 
 if TYPE_CHECKING:
@@ -40,8 +40,7 @@ def row_moves(family: Family, sm_count: int, l2_mb: float) -> tuple[list[MoveIns
         grid = [{"ROWS": r, "num_warps": w} for r in (1, 2, 4, 8, 16) for w in (4, 8, 16)
                 if 4 <= r * block_n // (32 * w) <= 64]
         grid.sort(key=lambda c: abs(c["ROWS"] * block_n * 4 - 16384) + c["num_warps"])  # 16 KB per program first
-        vec = 16 // DTYPE_BYTES.get(family.dtype, 4)
-        if n % vec and n > vec:
+        if rows_aligned.off_boundary(n, DTYPE_BYTES.get(family.dtype, 4)):
             # rows off a 16-byte boundary: each launch in aligned vectors and value by value (rows.rows_in_registers)
             grid = [{**c, "VECTORS": v} for c in grid for v in (1, 0)]
         out.append(MoveInstance(f"{name}.rows_in_registers",
