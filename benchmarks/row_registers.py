@@ -4,8 +4,10 @@ registers (how many programs fit an SM), the SASS instructions, the 16-byte acce
     pip install --no-deps --target /tmp/t36 triton==3.6.0        # once: the H200's own Triton
     PYTHONPATH=/tmp/t36 python benchmarks/row_registers.py [--n N] [FAMILY ...]
 
-For each family (default softmax, log_softmax, row_l1_norm): `rows.one_read`'s kernel at CHUNK 4096 and 8192 with 4
-and 8 warps (PIECES for rows of N values, default 393,216: KernelBench's softmax; 65,535 is its L1 norm's), and
+For each family (default softmax, log_softmax, row_l1_norm; `standardize` is LayerNorm's, InstanceNorm's and
+GroupNorm's one-read kernel, with a weight and a bias): `rows.one_read`'s kernel at each launch the planner offers an
+H200 for rows of N values (`rowwise.one_read_grid`; default 393,216: KernelBench's softmax; 65,535 is its L1 norm's,
+2,097,152 its GroupNorm's, 4,194,304 its LayerNorm's), with the programs an SM holds at those registers, and
 `rows.rows_in_registers`'s at a few rows and warps, each three ways: rows off a 16-byte boundary in aligned windows
 (VEC=4), the same rows value by value (VEC=1, rows_in_registers's VECTORS=0), and rows whose length divides by 16
 (VEC=1; Triton specializes such a length, so its accesses are 16-byte ones too). The pointers are 16-byte aligned,
@@ -32,6 +34,10 @@ ONE_READ = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*f
             "n": "i32", "inner": "constexpr", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr",
             "VEC": "constexpr"}
 WAYS = ((4, False, "rows off a boundary, VEC 4"), (1, False, "rows off a boundary, VEC 1"), (1, True, "aligned rows"))
+STANDARDIZE = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
+               "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
+               "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr", "has_w": "constexpr",
+               "has_b": "constexpr"}
 REGISTERS = {"out_ptr": "*fp32", "x_ptr": "*fp32", "n_rows": "i32", "n": "i32", "inner": "constexpr",
              "ROWS": "constexpr", "BLOCK_N": "constexpr", "VEC": "constexpr"}
 
@@ -65,6 +71,14 @@ def _compiled(kernel, signature: dict[str, str], fixed: dict[str, object], warps
     return f"{regs} registers, {stack} B stack, {sass} SASS, v4 loads/stores {v4[0]}/{v4[1]}, 64-bit compares {s64}"
 
 
+def held(usage: str, warps: int) -> str:
+    """`usage` with the programs an H200 SM holds at its registers (moves/resident.py, as the launch reads them)."""
+    from kernelopt.offline.moves import resident
+
+    registers = int(usage.split(" registers")[0])
+    return f"{usage}; {resident.per_sm(registers, warps)} an SM"
+
+
 def _sass_count(cubin: bytes) -> int:
     return sum(1 for line in cuobjdump(cubin, "-sass").splitlines() if re.match(r"\s+/\*[0-9a-f]{4}\*/", line))
 
@@ -72,7 +86,8 @@ def _sass_count(cubin: bytes) -> int:
 def main() -> None:
     import triton
 
-    from kernelopt.offline.moves import rows
+    from kernelopt.offline.moves import rows, standardize
+    from kernelopt.offline.moves.rowwise import one_read_grid
 
     args = sys.argv[1:]
     n = 393216
@@ -80,14 +95,23 @@ def main() -> None:
         n, args = int(args[1]), args[2:]
     families = args or ["softmax", "log_softmax", "row_l1_norm"]
     print(f"compiled for sm_90 by Triton {triton.__version__}, rows of {n}")
+    launches = [(c["CHUNK"], c["num_warps"]) for c in one_read_grid(n, 132)]  # the planner's, for the H200
     for family in families:
+        if family == "standardize":  # LayerNorm's, InstanceNorm's and GroupNorm's rows (rows of n contiguous)
+            one_read = _kernel(standardize.one_read(1, 1e-5, ("x",)), "one_read_kernel")
+            for chunk, warps in launches:
+                pieces = triton.next_power_of_2(triton.cdiv(n, chunk))
+                fixed = {"CHUNK": chunk, "PIECES": pieces, "has_w": True, "has_b": True}
+                print(f"standardize.one_read CHUNK {chunk}, {warps} warps ({-(-n // chunk)} pieces), "
+                      f"{held(_compiled(one_read, STANDARDIZE, fixed, warps, n % 16 == 0), warps)}")
+            continue
         one_read = _kernel(rows.one_read(family, 1, ("x",), 1e-5), "one_read_kernel")
-        for chunk, warps in ((4096, 4), (4096, 8), (8192, 4), (8192, 8)):
+        for chunk, warps in launches:
             for vec, aligned, rows_are in WAYS:
                 pieces = triton.next_power_of_2(triton.cdiv(n, chunk))
                 fixed = {"inner": 1, "CHUNK": chunk, "PIECES": pieces, "VEC": vec}
                 print(f"{family}.one_read CHUNK {chunk}, {warps} warps, {rows_are}: "
-                      f"{_compiled(one_read, ONE_READ, fixed, warps, aligned)}")
+                      f"{held(_compiled(one_read, ONE_READ, fixed, warps, aligned), warps)}")
         in_registers = _kernel(rows.rows_in_registers(family, 1, ("x",), 1e-5), "rows_kernel")
         for block_n, count, warps in ((4096, 1, 4), (4096, 2, 8), (1024, 8, 4)):
             for vec, aligned, rows_are in WAYS:

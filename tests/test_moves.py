@@ -13,7 +13,7 @@ from helpers import fast_context, product_problem, run_graph
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, rows, structural_moves
+from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, resident, rows, structural_moves
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.structures import alive_plans, dead_moves, measured_moves, move_plans
 from kernelopt.offline.tuner import knob_values, with_config
@@ -75,13 +75,16 @@ def test_a_view_that_is_no_matrix_transpose_leaves_the_operand_unknown(tmp_path:
 def test_moves_that_do_not_apply_say_why() -> None:
     softmax = structural_moves(PROBLEMS / "23_Softmax.py")  # 4096 rows of 393,216
     assert [m.name for m in softmax.instances] == ["softmax.looped_online", "softmax.one_read"]
-    # every piece of a row resident at once: at most one per SM (132 on the default H200)
-    assert all(-(-393216 // c["CHUNK"]) <= 132 for c in softmax.instances[1].grid)
-    assert softmax.instances[1].grid[0]["CHUNK"] == 4096  # 96 pieces: the fastest measured on the H200
-    few_sms = structural_moves(PROBLEMS / "23_Softmax.py", sm_count=60)  # 4096 would take 96 pieces
-    assert {c["CHUNK"] for c in few_sms.instances[1].grid} == {8192, 16384}
-    tiny_gpu = {s.name: s.why for s in structural_moves(PROBLEMS / "23_Softmax.py", sm_count=16).skipped}
-    assert "more pieces of 16384 than the 16 SMs" in tiny_gpu["softmax.one_read"]
+    # every piece of a row resident at once: no more pieces than the SMs are estimated to hold (132 on the H200)
+    assert all(-(-393216 // c["CHUNK"]) <= 132 * resident.per_sm(resident.estimated_registers(
+        c["CHUNK"] // (32 * c["num_warps"])), c["num_warps"]) for c in softmax.instances[1].grid)
+    assert softmax.instances[1].grid[0] == {"CHUNK": 4096, "num_warps": 8}  # 96 pieces: the fastest on the H200
+    # 16 SMs hold 96 pieces of 4096 on 4 warps (7 an SM at an estimated 72 registers), not on 8 (5 an SM)
+    few_sms = {m.name: m.grid for m in structural_moves(PROBLEMS / "23_Softmax.py", sm_count=16).instances}
+    assert few_sms["softmax.one_read"][0] == {"CHUNK": 4096, "num_warps": 4}
+    assert {"CHUNK": 4096, "num_warps": 8} not in few_sms["softmax.one_read"]
+    tiny_gpu = {s.name: s.why for s in structural_moves(PROBLEMS / "23_Softmax.py", sm_count=2).skipped}
+    assert "needs more pieces than the 2 SMs are estimated to hold at once" in tiny_gpu["softmax.one_read"]
     why = {s.name: s.why for s in softmax.skipped}
     assert "393216 values is more than" in why["softmax.rows_in_registers"]
     assert "4096 rows already give" in why["softmax.split_row"]
@@ -970,7 +973,7 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int
         count = torch.full((4,), 100, dtype=torch.int32)
         if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
             module.one_read_kernel[(20,)](out, x, x, x, first, second, count, n, *extra, 1, 1, 5, CHUNK=32,
-                                          PIECES=8, has_w=False, has_b=False)
+                                          PIECES=8, has_w=False, has_b=False, UNIFORM=False)
         else:
             module.one_read_kernel[(20,)](out, x, first, second, count, n, *extra, 5, CHUNK=32, PIECES=8, VEC=vec)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)

@@ -389,3 +389,35 @@ def _bench_ms(fn) -> float:  # noqa: ANN001
     import triton.testing
 
     return triton.testing.do_bench(fn, warmup=10, rep=50)
+
+
+@pytest.mark.parametrize(("stem", "configs"), [
+    # 896 groups of 2,097,152 with a weight and a bias a channel: 512 pieces of 4096 and 256 of 8192 (pass c3: the
+    # compiler seed, 5.121 ms; one_read at a piece an SM, 6.094)
+    ("35_GroupNorm_", ({"CHUNK": 4096, "num_warps": 8}, {"CHUNK": 8192, "num_warps": 16})),
+])
+def test_one_read_rows_of_more_pieces_than_sms_stay_resident_and_pass_at_the_kernelbench_size(
+        stem: str, configs: tuple[dict[str, int], ...], tmp_path: Path) -> None:
+    # A row's pieces wait for each other, so the launch takes the one-read kernel only where the compiled kernel's
+    # registers let every piece of a row be resident at once (moves/resident.py); here each launch is first run
+    # in-process with the looped fallback taken away (it must not be needed), then verified and timed.
+    from kernelopt.offline.moves import structural_moves
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / f"{stem}.py"
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    one_read = {m.name: m for m in structural_moves(problem, sms).instances}["standardize.one_read"]
+    reference = import_file(problem, f"kernelopt_gpu_{stem}")
+    torch.manual_seed(0)
+    with torch.device("cuda"):  # drawn on the GPU: 35's input is 7.5 GB
+        inputs = reference.get_inputs()
+    for n, config in enumerate(configs):
+        assert config in one_read.grid, (config, one_read.grid)
+        path = tmp_path / f"in_process_{n}.py"
+        path.write_text(with_config(one_read.source, config))
+        module = import_file(path, f"kernelopt_gpu_{stem}_{n}")
+        module.row_loop_kernel = None  # a launch that falls back fails here
+        out = module.ModelNew(*reference.get_init_inputs()).cuda()(*inputs)
+        torch.cuda.synchronize()
+        assert torch.isfinite(out).all()
+        del out
+    _best_ms(problem, one_read.source, configs, tmp_path, "one_read")

@@ -120,11 +120,36 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
             assert len(re.findall(r"\bsetp\.\w+\.s64\b", ptx)) <= (8 if vec == 4 else 0), (family, vec)
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))
-    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128, "has_w": False, "has_b": False}
+    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128, "has_w": False, "has_b": False, "UNIFORM": False}
     signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
                  "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
                  "chunks": "i32", **{k: "constexpr" for k in fixed}}
     _waits_then_acquires(_ptx(kernel, "one_read_kernel", signature, fixed, 8))
+
+
+def test_a_group_norm_piece_in_one_channel_takes_one_weight_and_its_offsets_are_32_bit(tmp_path: Path) -> None:
+    # GroupNorm's weight and bias are a channel's: where the launch finds a piece inside one channel (its plane a
+    # multiple of CHUNK: KernelBench 35's 262,144 against 4096) the piece loads one of each; else each value's
+    # channel is divided out, in 32 bits. The offsets within a row are 32-bit: no 64-bit compare a value (there
+    # were 20 a thread, and a 64-bit division of each value's offset by the plane: Triton 3.6 on sm_90 held 58-62
+    # registers a thread at CHUNK 4096, 8 warps, and 48 with a weight a piece; RESULTS.md (ar))
+    from kernelopt.offline.moves import standardize
+
+    kernel = tmp_path / "group_norm.py"
+    kernel.write_text(standardize.one_read(1, 1e-5, ("x",), standardize.Affine("", "self.gn.weight", "self.gn.bias",
+                                                                              per_channel=True), 8))
+    loads = {}
+    for uniform in (True, False):
+        fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 512, "has_w": True, "has_b": True, "UNIFORM": uniform}
+        signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
+                     "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32",
+                     "plane": "i32", "chunks": "i32", **{k: "constexpr" for k in fixed}}
+        ptx = _ptx(kernel, "one_read_kernel", signature, fixed, 8, True)
+        assert not re.findall(r"\bsetp\.\w+\.s64\b", ptx), uniform
+        assert not re.findall(r"\b(?:div|rem)\.\w+\.[su]64\b", ptx), uniform  # no offset divided in 64 bits
+        loads[uniform] = len(re.findall(r"\bld\.global\.(?:v\d\.)?b32\b", ptx))
+    # 16 values a thread: a weight and a bias each (32 loads) against one of each for the piece
+    assert loads[False] - loads[True] == 30, loads
 
 
 @pytest.mark.parametrize("transposed", [(False, False), (False, True), (True, False)])

@@ -20,11 +20,12 @@ structures, each fitting a range of row lengths:
 - `one_read`: on a GPU, a row's pieces run at once, each holding its piece in registers; they
   publish their statistics, wait on a per-row counter until every piece of the row has, merge
   and write from registers: one read and one write, where the others read a long row twice.
-  Pieces of a row are consecutive programs, so with at most one piece per SM in a row (every
-  compiled program fits an SM) every piece a program waits on is resident or done: programs are
-  dispatched in order, and the kernel has the GPU to itself (processes time-slice it; an MPS
-  neighbour that also waits on its own pieces could hold SMs this row needs). Rows
-  with more pieces, and the interpreter (which runs programs one at a time), take `looped_online`.
+  A row's pieces are consecutive programs, and a row has no more pieces than the GPU holds programs
+  at once (read from the compiled kernel at launch: moves/resident.py), so every piece a program
+  waits on is resident, done or next: programs are dispatched in order, and the kernel has the GPU
+  to itself (processes time-slice it; an MPS neighbour that also waits on its own pieces could hold
+  SMs this row needs). Rows with more pieces, and the interpreter (which runs programs one at a
+  time), take `looped_online`.
 
 All offsets are int64: rows of the project's problems reach 8.6 GB inputs.
 """
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 from string import Template
 
+from kernelopt.offline.moves import resident
 from kernelopt.offline.moves import rows_aligned as aligned
 
 # Per family: the statistics each pass keeps, how two blocks' statistics merge, and the output.
@@ -238,6 +240,8 @@ def chunk_stats_kernel(m_ptr, s_ptr, x_ptr, n, inner, chunks, CHUNK: tl.constexp
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
         mask = offs < n
+        if CHUNK % BLOCK != 0:  # the piece's last block stops at its end (the next piece's values are its own)
+            mask = mask & (start + cols < CHUNK)
         x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other={_other(stats)}).to(tl.float32)
 {_stats_loop(stats)}
     tl.store(m_ptr + row * chunks + piece, m)
@@ -259,6 +263,8 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
         mask = offs < n
+        if CHUNK % BLOCK != 0:  # the piece's last block stops at its end (the next piece's values are its own)
+            mask = mask & (start + cols < CHUNK)
         x = tl.load(x_ptr + base + offs.to(tl.int64) * inner, mask=mask, other=0.0).to(tl.float32)
         y = {out}
         tl.store(out_ptr + base + offs.to(tl.int64) * inner, y.to(out_ptr.dtype.element_ty), mask=mask)
@@ -271,23 +277,6 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                                            PIECES=triton.next_power_of_2(chunks), num_warps=8)"""
     return _file(family, "split_row: each row split in CHUNK pieces, statistics then writing in two stages",
                  "CHUNK = 65536\nBLOCK = 4096", kernel, launch, dim, params)
-
-
-# A piece publishes its statistics (the barrier and the release order them first), then waits for the
-# row's other pieces, polling the row's counter with an acquire atomic (the publishing add acquires
-# too: the piece that arrives last polls no more, and must still see the others' statistics); their
-# statistics are then read through L2 (.cg), never a stale L1 line. Triton issues a scalar atomic
-# from one thread and hands its value to the others through shared memory, so a piece sends one
-# request a poll. Polling with volatile loads instead (every thread loads) took softmax at 4096 x
-# 393,216 from 3.77 to 6.04 ms on the H200: the polls of a row's pieces crowd the L2 that the reads
-# need. `standardize.one_read` waits the same way.
-WAIT = """    # Publish, then wait for the row's other pieces (one thread polls the counter with an acquire atomic);
-    # their statistics are read through L2 (.cg).
-    tl.debug_barrier()
-    seen = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
-    while seen < chunks:
-        seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
-    tl.debug_barrier()"""
 
 
 def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
@@ -324,7 +313,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
 {aligned.piece_head_stats(_stats_loop(stats))}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
-{WAIT}
+{resident.WAIT}
     idx = tl.arange(0, PIECES)
     live = idx < chunks
 {merge}
@@ -335,17 +324,20 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
 {loop_kernel}'''
     launch = """        vec = aligned_vector(x_in, n, inner)
         chunks = triton.cdiv(n, CHUNK)
-        # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
-        if x_in.is_cuda and chunks <= torch.cuda.get_device_properties(x_in.device).multi_processor_count:
+        warps = 8
+        if x_in.is_cuda:
             m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             s = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x_in.device, dtype=torch.int32)
-            one_read_kernel[(chunks * rows,)](out, x_in, m, s, count, n, inner, chunks, CHUNK=CHUNK,
-                                              PIECES=triton.next_power_of_2(chunks), VEC=vec, num_warps=8)
+            args = (out, x_in, m, s, count, n, inner, chunks)
+            meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "VEC": vec}
+        # a row's pieces wait for each other: all of them must be resident at once
+        if x_in.is_cuda and chunks <= resident_programs(one_read_kernel, x_in.device, args, meta, warps):
+            one_read_kernel[(chunks * rows,)](*args, **meta, num_warps=warps)
         else:
             row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=CHUNK, num_warps=8)"""
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", kernel + aligned.ALIGNED_VECTOR, launch, dim, params)
+                 "CHUNK = 4096", kernel + aligned.ALIGNED_VECTOR + resident.SOURCE, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, rows, rows_aligned, standardize
+from kernelopt.offline.moves import Config, MoveInstance, Skipped, resident, rows, rows_aligned, standardize
 from kernelopt.offline.space import DTYPE_BYTES
 
 if TYPE_CHECKING:
@@ -104,15 +104,20 @@ def column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance]
                                                         "one_read", "split_row")]
 
 
-def one_read_grid(n: int, sm_count: int) -> list[Config]:
-    """The one-read move's configurations for rows of `n`: pieces of CHUNK values, at most one per
-    SM in a row (the template's own launch bound: a row's pieces must all be resident at once).
+def one_read_grid(n: int, sm_count: int, standardize: bool = False) -> list[Config]:
+    """The one-read move's configurations for rows of `n`: pieces of CHUNK values, no more in a row than the
+    GPU is estimated to hold at once (a row's pieces wait for each other; moves/resident.py: the launch reads the
+    compiled kernel's registers and takes the looped kernel where they hold fewer). `standardize`: that
+    template's kernel, which takes more registers a value.
 
     Smaller pieces first: on the H200's 393,216-wide softmax rows, 4096 values per piece (96 pieces)
-    took 3.74 ms and 8192 (48) 4.33 ms; 2048 (192, over the 132 SMs) was slower again, 4.83 ms.
+    took 3.74 ms and 8192 (48) 4.33 ms; 2048 (192) was slower again, 4.83 ms.
     """
+    def held(chunk: int, warps: int) -> int:  # programs an SM is estimated to hold, one at least
+        return max(1, resident.per_sm(resident.estimated_registers(chunk // (32 * warps), standardize), warps))
+
     return [{"CHUNK": c, "num_warps": w} for c in (4096, 8192, 16384) for w in (8, 4, 16)
-            if 8 <= c // (32 * w) <= 64 and -(-n // c) <= sm_count]
+            if 8 <= c // (32 * w) <= 64 and -(-n // c) <= sm_count * held(c, w)]
 
 
 def _resident(family: Family, n: int, n_rows: int, sm_count: int,
@@ -139,13 +144,14 @@ def _resident(family: Family, n: int, n_rows: int, sm_count: int,
 
 
 def _one_read(family: Family, n: int, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The one-read move for rows too long for registers and short enough for a piece per SM."""
+    """The one-read move for rows too long for registers and short enough for their pieces to be resident at once."""
     name = f"{family.name}.one_read"
     if n <= REGISTER_ROW_MAX:
         return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
     grid = one_read_grid(n, sm_count)
     if not grid:
-        return [], [Skipped(name, f"a row of {n} needs more pieces of {REGISTER_ROW_MAX} than the {sm_count} SMs")]
+        return [], [Skipped(name, f"a row of {n} needs more pieces than the {sm_count} SMs are estimated to hold "
+                                  "at once")]
     assert family.dim is not None
     return [MoveInstance(name, "a row's pieces in registers, statistics merged through a per-row counter: "
                          "one read and one write (a GPU move: the interpreter takes the looped kernel)",
@@ -175,10 +181,11 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
                         "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
                         tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
-    if grid := tuple(one_read_grid(n, sm_count)):
+    if grid := tuple(one_read_grid(n, sm_count, standardize=True)):
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
                                 "per-row counter: one read (a GPU move)",
                                 standardize.one_read(first, eps, params, affine, groups), grid))
     else:
-        skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more pieces than the {sm_count} SMs"))
+        skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more pieces than the {sm_count} SMs are "
+                               "estimated to hold at once"))
     return (out + split, skipped) if split else (out, [*skipped, Skipped("standardize.split_row", not_split)])

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from string import Template
 
-from kernelopt.offline.moves.rows import WAIT
+from kernelopt.offline.moves import resident
 
 
 @dataclass(frozen=True)
@@ -100,21 +100,31 @@ def chan_pieces(counts, means, m2s, live):
 
 _SCALED = '''
 @triton.jit
-def scaled(y, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w: tl.constexpr, has_b: tl.constexpr):
+def scaled(y, w_ptr, b_ptr, row, offs, first, mask, n, groups, plane, has_w: tl.constexpr, has_b: tl.constexpr,
+           UNIFORM: tl.constexpr):
     # the standardised values times the weight plus the bias: one per element of the row (plane 1), or
-    # one per channel of a group's channels (GroupNorm: row % groups is the group)
-    widx = (row % groups) * (n // plane) + offs // plane
-    if has_w:
-        y = y * tl.load(w_ptr + widx, mask=mask, other=0.0).to(tl.float32)
-    if has_b:
-        y = y + tl.load(b_ptr + widx, mask=mask, other=0.0).to(tl.float32)
+    # one per channel of a group's channels (GroupNorm: row % groups is the group). UNIFORM: the block
+    # (from `first` on) lies in one channel, as the launch found (plane a multiple of an aligned block):
+    # one weight and one bias for it. Else each value's channel, divided in 32 bits (offsets within a row).
+    if UNIFORM:
+        widx = (row % groups) * (n // plane) + first // plane
+        if has_w:
+            y = y * tl.load(w_ptr + widx).to(tl.float32)
+        if has_b:
+            y = y + tl.load(b_ptr + widx).to(tl.float32)
+    else:
+        widx = (row % groups) * (n // plane) + offs.to(tl.int32) // plane
+        if has_w:
+            y = y * tl.load(w_ptr + widx, mask=mask, other=0.0).to(tl.float32)
+        if has_b:
+            y = y + tl.load(b_ptr + widx, mask=mask, other=0.0).to(tl.float32)
     return y
 '''
 
 _LOOP = '''
 @triton.jit
 def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: tl.constexpr,
-                    has_w: tl.constexpr, has_b: tl.constexpr):
+                    has_w: tl.constexpr, has_b: tl.constexpr, UNIFORM: tl.constexpr):
     # One row per program: blocks merged by Chan's formula, then the output walking back (L2).
     row = tl.program_id(0).to(tl.int64)
     base = row * n
@@ -134,7 +144,8 @@ def row_loop_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n, eps, groups, plane, BLOCK: 
         offs = last - back + cols
         mask = offs < n
         x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
+        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, last - back, mask, n, groups, plane, has_w,
+                   has_b, UNIFORM)
         tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
@@ -151,24 +162,27 @@ def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, groups, plane, ROW
     mean = tl.sum(x, axis=1)[:, None] / n
     d = tl.where(mask, x - mean, 0.0)
     rstd = 1.0 / tl.sqrt(tl.sum(d * d, axis=1)[:, None] / n + eps)
-    y = scaled(d * rstd, w_ptr, b_ptr, row, cols, mask, n, groups, plane, has_w, has_b)
+    y = scaled(d * rstd, w_ptr, b_ptr, row, cols, 0, mask, n, groups, plane, has_w, has_b, False)  # rows span channels
     tl.store(out_ptr + row * n + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
 _ONE_READ = Template('''
 @triton.jit
 def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, groups, plane, chunks,
-                    CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr):
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr,
+                    UNIFORM: tl.constexpr):
     # Program row * chunks + piece: CHUNK values held in registers from the read to the write; a
-    # row's pieces are consecutive programs, dispatched together.
+    # row's pieces are consecutive programs, dispatched together. Offsets within a row are 32-bit:
+    # no 64-bit compare a value, a third fewer instructions (Triton 3.6, sm_90; RESULTS.md (ar)).
     pid = tl.program_id(0).to(tl.int64)
     row = pid // chunks
-    piece = pid % chunks
-    offs = piece * CHUNK + tl.arange(0, CHUNK)
+    start = (pid % chunks * CHUNK).to(tl.int32)
+    offs = start + tl.arange(0, CHUNK)
     mask = offs < n
-    x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-    x = tl.where(mask, x - tl.load(x_ptr + row * n).to(tl.float32), 0.0)  # less the row's pivot, its first value
-    c = tl.sum(mask.to(tl.float32), axis=0)
+    base = row * n
+    x = tl.load(x_ptr + base + offs, mask=mask, other=0.0).to(tl.float32)
+    x = tl.where(mask, x - tl.load(x_ptr + base).to(tl.float32), 0.0)  # less the row's pivot, its first value
+    c = tl.minimum(n - start, CHUNK).to(tl.float32)
     pm = tl.sum(x, axis=0) / c
     d = tl.where(mask, x - pm, 0.0)
     tl.store(mean_ptr + pid, pm)
@@ -181,9 +195,9 @@ $wait
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     mean, var = chan_pieces(counts, means, m2s, live)
     rstd = 1.0 / tl.sqrt(var + eps)
-    y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
-    tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
-''').substitute(wait=WAIT)  # the row's wait, as rows.one_read's
+    y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, start, mask, n, groups, plane, has_w, has_b, UNIFORM)
+    tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+''').substitute(wait=resident.WAIT)  # the row's wait, as rows.one_read's
 
 
 _SPLIT = '''
@@ -201,6 +215,8 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
         mask = offs < n
+        if CHUNK % BLOCK != 0:  # the piece's last block stops at its end (the next piece's values are its own)
+            mask = mask & (start + cols < CHUNK)
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
         count, mean, m2 = chan_step(tl.where(mask, x - pivot, 0.0), mask, count, mean, m2)
     tl.store(mean_ptr + row * chunks + piece, mean)
@@ -210,7 +226,7 @@ def chunk_stats_kernel(mean_ptr, m2_ptr, x_ptr, n, chunks, CHUNK: tl.constexpr, 
 @triton.jit
 def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, groups, plane, chunks,
                        CHUNK: tl.constexpr, BLOCK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
-                       has_b: tl.constexpr):
+                       has_b: tl.constexpr, UNIFORM: tl.constexpr):
     # Program (row, piece): the row's piece statistics merged, then this piece standardised and written.
     # Taken in the reverse of the statistics kernel's order: the pieces it read last, still in L2, are read first.
     row = (tl.num_programs(0) - 1 - tl.program_id(0)).to(tl.int64)
@@ -227,8 +243,11 @@ def chunk_write_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, n, eps, g
     for start in range(0, CHUNK, BLOCK):
         offs = piece * CHUNK + start + cols
         mask = offs < n
+        if CHUNK % BLOCK != 0:  # the piece's last block stops at its end (the next piece's values are its own)
+            mask = mask & (start + cols < CHUNK)
         x = tl.load(x_ptr + row * n + offs, mask=mask, other=0.0).to(tl.float32)
-        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, mask, n, groups, plane, has_w, has_b)
+        y = scaled((x - pivot - mean) * rstd, w_ptr, b_ptr, row, offs, piece * CHUNK + start, mask, n, groups, plane,
+                   has_w, has_b, UNIFORM)
         tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 '''
 
@@ -254,8 +273,9 @@ def rows_in_registers(first: int, eps: float, params: tuple[str, ...], affine: A
                  first, eps, params, affine, groups)
 
 
+# UNIFORM: each block lies in one channel (GroupNorm's planes, a multiple of the aligned block): a weight a block
 _LOOP_LAUNCH = ("row_loop_kernel[(rows,)](out, x, w_in, b_in, n, eps, groups, plane, BLOCK=BLOCK, has_w=has_w, "
-                "has_b=has_b, num_warps=8)")
+                "has_b=has_b, UNIFORM=plane % BLOCK == 0, num_warps=8)")
 
 
 def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
@@ -267,19 +287,21 @@ def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affin
 def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
              groups: int = 1) -> str:
     launch = """        chunks = triton.cdiv(n, CHUNK)
-        # a row's pieces must all be resident at once: at most one per SM (any compiled program fits one)
-        if x.is_cuda and chunks <= torch.cuda.get_device_properties(x.device).multi_processor_count:
+        warps = 8
+        if x.is_cuda:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
-            one_read_kernel[(chunks * rows,)](out, x, w_in, b_in, mean, m2, count, n, eps, groups, plane, chunks,
-                                              CHUNK=CHUNK,
-                                              PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
-                                              num_warps=8)
+            args = (out, x, w_in, b_in, mean, m2, count, n, eps, groups, plane, chunks)
+            meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "has_w": has_w, "has_b": has_b,
+                    "UNIFORM": plane % CHUNK == 0}
+        # a row's pieces wait for each other: all of them must be resident at once
+        if x.is_cuda and chunks <= resident_programs(one_read_kernel, x.device, args, meta, warps):
+            one_read_kernel[(chunks * rows,)](*args, **meta, num_warps=warps)
         else:  # the looped kernel, stepping by the piece: CHUNK is the file's one size knob
-            """ + _LOOP_LAUNCH.replace("BLOCK=BLOCK", "BLOCK=CHUNK")
+            """ + _LOOP_LAUNCH.replace("BLOCK=BLOCK", "BLOCK=CHUNK").replace("% BLOCK", "% CHUNK")
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", _ONE_READ + _LOOP, launch, first, eps, params, affine, groups)
+                 "CHUNK = 4096", _ONE_READ + _LOOP + resident.SOURCE, launch, first, eps, params, affine, groups)
 
 
 def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
@@ -292,6 +314,7 @@ def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | 
         chunk_write_kernel[(rows, chunks)](out, x, w_in, b_in, mean, m2, n, eps, groups, plane, chunks, CHUNK=CHUNK,
                                            BLOCK=BLOCK,
                                            PIECES=triton.next_power_of_2(chunks), has_w=has_w, has_b=has_b,
+                                           UNIFORM=plane % BLOCK == 0 and CHUNK % BLOCK == 0,
                                            num_warps=8)"""
     return _file("split_row: each row split in CHUNK pieces, statistics then writing in two stages",
                  "CHUNK = 65536\nBLOCK = 4096", _SPLIT, launch, first, eps, params, affine, groups)

@@ -1,0 +1,189 @@
+"""How many programs a GPU holds at once, for the one-read templates whose pieces wait for each other: the launch's
+reading of the compiled kernel, the planner's estimate, and the rows that may now take more pieces than SMs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.offline.moves import resident, rows, standardize, structural_moves
+from kernelopt.offline.moves.rowwise import one_read_grid
+from kernelopt.offline.tuner import knob_values, with_config
+
+PROBLEMS = Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench" / "problems"
+# the H200's SM: 132 of them, 64K registers, 2048 threads and 228 KB of shared memory each
+H200 = SimpleNamespace(multi_processor_count=132, regs_per_multiprocessor=65536, max_threads_per_multi_processor=2048,
+                       shared_memory_per_multiprocessor=233472)
+
+
+@pytest.mark.parametrize(("registers", "warps", "shared", "expected"), [
+    (40, 8, 0, 6),  # softmax's one-read kernel at CHUNK 4096 (Triton 3.6, sm_90): 1280 registers a warp
+    (32, 8, 0, 8),  # the threads bind first: 2048 / 256
+    (64, 8, 0, 4),
+    (76, 8, 0, 3),  # the pipelined softmax probe's 76: 3 programs an SM, 4 groups of 96 pieces on the H200
+    (72, 4, 0, 7),  # 2304 a warp: 7 warps in each quarter of the file, 28 in all
+    (111, 4, 0, 4),
+    (32, 4, 100 * 1024, 2),  # shared memory binds: 101 KB and its 1 KB reserve twice in 228 KB
+    (16, 1, 0, 32),  # the limit of 32 programs an SM
+    (255, 16, 0, 0),  # no program of 512 threads at 255 registers fits (Triton refuses to launch it)
+])
+def test_an_sm_holds_as_many_programs_as_its_threads_registers_and_shared_memory_allow(
+        registers: int, warps: int, shared: int, expected: int) -> None:
+    assert resident.per_sm(registers, warps, shared) == expected
+
+
+class _Compiled:
+    def __init__(self, registers: int, warps: int, shared: int) -> None:
+        self.n_regs = None  # known once the binary is loaded, as Triton's CompiledKernel
+        self.metadata = SimpleNamespace(num_warps=warps, shared=shared)
+        self._registers = registers
+
+    @property
+    def run(self) -> object:
+        self.n_regs = self._registers
+        return object()
+
+
+class _Kernel:
+    """A JITFunction's warmup: what it was asked to compile, and a kernel (or a future of one) of these resources."""
+
+    def __init__(self, compiled: _Compiled | None, future: bool = False) -> None:
+        self.compiled, self.future, self.calls = compiled, future, []
+
+    def warmup(self, *args: Any, grid: tuple[int, ...], **kwargs: Any) -> Any:
+        self.calls.append((args, grid, kwargs))
+        return SimpleNamespace(result=lambda: self.compiled) if self.future else self.compiled
+
+
+def _resident_programs(monkeypatch: pytest.MonkeyPatch) -> Any:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: H200)
+    namespace: dict[str, Any] = {"torch": torch}
+    exec(compile(resident.SOURCE, "resident", "exec"), namespace)  # noqa: S102 - the templates' own helper
+    return namespace["resident_programs"]
+
+
+@pytest.mark.parametrize(("registers", "warps", "shared"), [(40, 8, 0), (64, 8, 0), (111, 4, 0), (32, 4, 102400),
+                                                            (24, 16, 4096)])
+def test_the_launch_reads_the_compiled_kernel_as_the_planner_counts(registers: int, warps: int, shared: int,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    resident_programs = _resident_programs(monkeypatch)
+    kernel = _Kernel(_Compiled(registers, warps, shared))
+    args, meta = ("out", "x", 65535, 8), {"CHUNK": 4096, "PIECES": 16, "VEC": 4}
+    held = resident_programs(kernel, "cuda:0", args, meta, warps)
+    assert held == 132 * max(1, resident.per_sm(registers, warps, shared))
+    # compiled for the launch's very arguments (a specialization can change the registers), never launched
+    assert kernel.calls == [(args, (1,), {**meta, "num_warps": warps})]
+
+
+def test_the_launch_waits_for_an_asynchronous_compile_and_falls_back_to_a_program_an_sm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    resident_programs = _resident_programs(monkeypatch)
+    assert resident_programs(_Kernel(_Compiled(40, 8, 0), future=True), "cuda:0", (), {}, 8) == 132 * 6
+    assert resident_programs(_Kernel(None), "cuda:0", (), {}, 8) == 132  # a compile hook kept the kernel
+
+
+def test_the_estimate_is_above_what_triton_3_6_allocated_for_the_row_templates() -> None:
+    # sm_90 cubins (benchmarks/row_registers.py, RESULTS.md (aq) and (ar)) at 16, 32 and 64 values a thread:
+    # rows.one_read's, and standardize.one_read's for LayerNorm (a weight and a bias a value, its most)
+    for values, rows_took, standardize_took in ((16, 40, 57), (32, 64, 120), (64, 111, 191)):
+        assert resident.estimated_registers(values) >= rows_took
+        assert resident.estimated_registers(values, standardize=True) >= standardize_took
+    assert resident.estimated_registers(1024) == 255
+
+
+def test_rows_of_millions_of_values_take_more_pieces_than_sms() -> None:
+    # 35_GroupNorm_'s groups of 2,097,152 values: 512 pieces of 4096 on 8 warps (4 an SM at an estimated 64
+    # registers hold 528; Triton 3.6 took 48), where a piece an SM took 16384 a piece at least
+    group = one_read_grid(2097152, 132, standardize=True)
+    assert group[0] == {"CHUNK": 4096, "num_warps": 8}
+    assert {"CHUNK": 4096, "num_warps": 16} not in group  # 3 an SM (by an estimated 36 registers) hold 396
+    for config in group:
+        pieces = -(-2097152 // config["CHUNK"])
+        values = config["CHUNK"] // (32 * config["num_warps"])
+        estimate = resident.per_sm(resident.estimated_registers(values, standardize=True), config["num_warps"])
+        assert pieces <= 132 * estimate
+    # rows of 4,194,304: a softmax's pieces could be resident at 4 or 2 an SM; a LayerNorm's (57 registers at 16
+    # values a thread, 120 at 32) never are
+    assert one_read_grid(4194304, 132) == [{"CHUNK": 8192, "num_warps": 4}, {"CHUNK": 16384, "num_warps": 8}]
+    assert one_read_grid(4194304, 132, standardize=True) == []
+    assert one_read_grid(16 * 2**20, 132) == []
+
+
+def test_the_group_norm_is_offered_one_read_and_its_files_pass_the_guards() -> None:
+    moves = structural_moves(PROBLEMS / "35_GroupNorm_.py")
+    one_read = {m.name: m for m in moves.instances}["standardize.one_read"]
+    assert one_read.grid[0] == {"CHUNK": 4096, "num_warps": 8}
+    assert check_kernel_source(one_read.source) == []
+    why = {s.name: s.why for s in structural_moves(PROBLEMS / "40_LayerNorm.py").skipped}
+    assert why["standardize.one_read"] == ("a row of 4194304 needs more pieces than the 132 SMs are estimated to "
+                                           "hold at once")
+
+
+@pytest.mark.parametrize("source", [rows.one_read("softmax", 1, ("x",)), standardize.one_read(1, 1e-5, ("x",))],
+                         ids=["rows", "standardize"])
+def test_the_sweep_sets_the_one_read_launch_s_warps_and_its_residency_reads_them(source: str) -> None:
+    assert check_kernel_source(source) == []
+    assert knob_values(source) == {"CHUNK": 4096, "num_warps": 8}
+    swept = with_config(source, {"CHUNK": 8192, "num_warps": 4})
+    assert "        warps = 4\n" in swept and "CHUNK = 8192\n" in swept
+    # the residency is read at the launch's own warps, and the launch takes them
+    assert "resident_programs(one_read_kernel, x.device, args, meta, warps)" in swept
+    assert "one_read_kernel[(chunks * rows,)](*args, **meta, num_warps=warps)" in swept
+
+
+MOVES = Path(__file__).parent / "data" / "moves"
+
+
+@pytest.mark.parametrize(("template", "config"), [("looped_online", {"BLOCK": 4}), ("one_read", {"CHUNK": 4}),
+                                                  ("split_row", {"CHUNK": 8, "BLOCK": 4}),
+                                                  ("split_row", {"CHUNK": 10, "BLOCK": 4})])
+def test_a_group_norm_s_blocks_inside_one_channel_take_its_weight_and_pass_the_verifier(
+        template: str, config: dict[str, int], tmp_path: Path) -> None:
+    # group_norm.py: planes of 4 x 5 = 20 values, so blocks of 4 lie in one channel each and the launch takes one
+    # weight and one bias a block (UNIFORM); pieces of 10 (not a multiple of the block: a block can straddle two
+    # channels) keep a weight a value, and a piece's last block stops at its end.
+    # The interpreter runs one_read's looped kernel, stepping by the piece.
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+    from kernelopt.offline.moves import _affine
+    from tests.test_moves import _family
+
+    family = _family(MOVES / "group_norm.py")
+    source = getattr(standardize, template)(family.dim, family.eps, family.input_names,
+                                            _affine(family, MOVES / "group_norm.py"), family.groups)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(source, config))
+    verdict = Verifier(MOVES / "group_norm.py", tmp_path / "harness",
+                       HarnessSettings.detect(seeds=1, time_compile=False)).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+
+
+@pytest.mark.parametrize("uniform", [True, False])
+def test_the_one_read_kernel_of_a_group_norm_is_exact_with_a_weight_a_piece_or_a_value(
+        uniform: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The GPU's one-read kernel itself (the interpreter's launch takes the looped one): 2 samples of 6 channels in
+    # 3 groups, planes of 8 values, so rows (groups) of 16 in 4 pieces of 4, each inside one channel. The
+    # interpreter runs programs one at a time, so the counter is set past the wait and the kernel runs twice: the
+    # first run leaves every piece's statistics, the second merges them (as test_moves' one-read tests).
+    import types
+
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module = types.ModuleType("kernelopt_test_group_norm")
+    source = standardize.one_read(1, 1e-5, ("x",), standardize.Affine("", "None", "None", per_channel=True), 3)
+    exec(compile(source, "template.py", "exec"), module.__dict__)  # noqa: S102 - our own template
+    x = torch.randn(2, 6, 2, 4) * 3 + 50
+    w, b = torch.randn(6), torch.randn(6)
+    out, first, second = torch.full_like(x, float("nan")), torch.empty(6, 4), torch.empty(6, 4)
+    for _ in range(2):
+        count = torch.full((6,), 100, dtype=torch.int32)
+        module.one_read_kernel[(24,)](out, x, w, b, first, second, count, 16, 1e-5, 3, 8, 4, CHUNK=4, PIECES=4,
+                                      has_w=True, has_b=True, UNIFORM=uniform)
+    expected = torch.nn.functional.group_norm(x, 3, w, b, 1e-5)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
