@@ -1,0 +1,40 @@
+#!/bin/bash
+# The next planned H200 call, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
+# each call, and quote it in RESULTS.md with what it returned. Now (written in session 34, no GPU lent): what
+# sessions 33 and 34 changed and nothing has timed, in one call of 600 s.
+#
+#   here, first:   bash benchmarks/h200/redo_rows.sh c3 35_        # .gpu/c3.tgz without 35, and .gpu/c3.redo
+#   device:        run(command="bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
+#
+# 1. 682815c's and 8eefbbd's 32-bit offsets in the row templates (registers from Triton 3.6's cubins, RESULTS.md
+#    (aq)): the one-read L1 norm on rows off a boundary and aligned, the in-register rows both ways, softmax's one
+#    read at CHUNK 4096 and 8192 (its best, 3.74 ms at 4096 / 8 warps, kept its 40 registers).
+# 2. The one-read GroupNorm with more pieces than SMs (moves/resident.py, session 34): 35 at full size, its launch
+#    checked to take the one-read kernel, verified and timed (tests/test_moves_gpu.py).
+# 3. c3's 35_GroupNorm_ again (redo_rows.sh above): the planner now offers one_read at 512 pieces of 4096, and every
+#    standardize template takes a weight a block on GroupNorm's planes.
+# 4. 97_ScaledDotProductAttention from nothing (85bd817's share of outliers in the wide cases, never run on a GPU).
+set -u
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
+export PYTHONPATH=/tmp/site:$PWD
+began=$(date +%s)
+{
+  for a in "product 65535 8192 8" "product 65535 4096 8" "template 65536 4096 8" "template 65536 8192 8" \
+           "registers 4095 4 0" "registers_v1 4095 4 0" "registers 1023 8 0" "registers_v1 1023 8 0"; do
+    timeout 60 python3 benchmarks/h200/rownorm_probe.py $a
+  done
+  for a in "template 4096 8" "template 8192 8" "template 4096 4"; do
+    timeout 60 python3 benchmarks/h200/softmax_probe.py $a
+  done
+} > "$OUT/probes.log" 2>&1
+echo "[probes: $(( $(date +%s) - began )) s]" | tee -a "$OUT/probes.log"
+bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:more_pieces_than_sms"
+left=$(( 560 - ($(date +%s) - began) ))
+# 35 in c3 (about 150 s), then 97 from nothing in what is left
+KEEP_S=60 bash benchmarks/h200/suite_pass.sh c3 $(( left * 55 / 100 ))
+mkdir -p /tmp/f97 && cp benchmarks/kernelbench/families/97_ScaledDotProductAttention.py /tmp/f97/
+left=$(( 580 - ($(date +%s) - began) ))
+[ "$left" -gt 90 ] && bash benchmarks/h200/suite_pass.sh f97 "$left" /tmp/f97 --optimize --max-rounds 3 \
+  --no-max-autotune --max-wall-s 150
+echo "[next_call: $(( $(date +%s) - began )) s]"
