@@ -8,7 +8,8 @@
 #
 # 1. 682815c's and 8eefbbd's 32-bit offsets in the row templates (registers from Triton 3.6's cubins, RESULTS.md
 #    (aq)): the one-read L1 norm on rows off a boundary and aligned, the in-register rows both ways, softmax's one
-#    read at CHUNK 4096 and 8192 (its best, 3.74 ms at 4096 / 8 warps, kept its 40 registers).
+#    read at CHUNK 4096 and 8192 (its best, 3.74 ms at 4096 / 8 warps, kept its 40 registers), and with its
+#    reductions of (max, sum) pairs fused (softmax_probe.py `fused`, `fused_merge`: 15 -> 9 barriers a program).
 # 2. The one-read GroupNorm with more pieces than SMs (moves/resident.py, session 34): 35 at full size, its launch
 #    checked to take the one-read kernel, verified and timed (tests/test_moves_gpu.py).
 # 3. c3's 35_GroupNorm_ again (redo_rows.sh above): the planner now offers one_read at 512 pieces of 4096, and every
@@ -24,7 +25,7 @@ began=$(date +%s)
            "registers 4095 4 0" "registers_v1 4095 4 0" "registers 1023 8 0" "registers_v1 1023 8 0"; do
     timeout 60 python3 benchmarks/h200/rownorm_probe.py $a
   done
-  for a in "template 4096 8" "template 8192 8" "template 4096 4"; do
+  for a in "template 4096 8" "template 8192 8" "template 4096 4" "fused 4096 8" "fused_merge 4096 8" "fused 8192 8"; do
     timeout 60 python3 benchmarks/h200/softmax_probe.py $a
   done
 } > "$OUT/probes.log" 2>&1

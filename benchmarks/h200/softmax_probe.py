@@ -17,6 +17,8 @@ Variants (each checked against torch.softmax, timed by CUDA events, median of 15
 - `pipelined`: persistent groups of a row's pieces, all resident; each program reads and publishes its
   piece of the group's next row before it waits for the current one, so the reads never stop for a
   wait (two pieces held at once). Not yet run on a GPU (session 22 wrote it after its device time).
+- `fused`, `fused_merge`: `template` with a piece's (max, sum) and the row's merge (or the merge alone) each one
+  reduction of pairs (`fused_statistics`): fewer barriers, more exps. Not yet run on a GPU (session 34).
 - `clone`, `torch`: `x.clone()` (the floor's own rate) and `torch.softmax`.
 
 Each variant runs in a child with a time limit: a wait that never ends (pieces not all resident)
@@ -194,7 +196,7 @@ def _kernels():
             row = nxt
 
     return {"regs": regs, "reread": reread, "reread_last": reread_last, "copy": copy, "template": _template(),
-            "pipelined": pipelined}
+            "pipelined": pipelined, "fused": _template(("own", "merge")), "fused_merge": _template(("merge",))}
 
 
 def _resident_groups(compiled, warps: int, chunks: int, sms: int) -> int:
@@ -206,9 +208,45 @@ def _resident_groups(compiled, warps: int, chunks: int, sms: int) -> int:
     return max(1, per_sm * sms // chunks)
 
 
-def _template():
+# Each block reduction of the one-read kernel is a pass through shared memory with its barriers (Triton 3.6's sm_90
+# SASS: 15 BAR a program, 9 for the L1 norm's one statistic). A piece's (max, sum of exps) and the merge of the
+# row's pieces can each be one reduction of pairs, merged as online softmax merges two blocks: 9 BAR, the same 40
+# registers at CHUNK 4096 / 8 warps (64 -> 52 at 8192), but the pairs' merges take more exps (35 -> 78 MUFU).
+ONLINE_MERGE = '''
+
+@triton.jit
+def online_merge(m1, s1, m2, s2):
+    # two (max, sum of exp(x - max)) pairs as one; a side all -inf adds nothing
+    m = tl.maximum(m1, m2)
+    safe = tl.where(m == float('-inf'), 0.0, m)
+    return m, s1 * tl.exp(m1 - safe) + s2 * tl.exp(m2 - safe)
+
+
+'''
+
+
+def fused_statistics(source: str, which: tuple[str, ...]) -> str:
+    """`rows.one_read`'s softmax with its piece's statistics ("own") and the row's merge ("merge") each one
+    reduction of (max, sum) pairs."""
+    if "own" in which:
+        own = "m = tl.max(x)\n    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0))"
+        assert own in source
+        source = source.replace(own, "if VEC > 1:  # x is (vectors, VEC)\n"
+                                "        m, s = tl.reduce((x, tl.where(mask, 1.0, 0.0)), 1, online_merge)\n"
+                                "        m, s = tl.reduce((m, s), 0, online_merge)\n"
+                                "    else:\n"
+                                "        m, s = tl.reduce((x, tl.where(mask, 1.0, 0.0)), 0, online_merge)")
+    if "merge" in which:
+        merge = "    m = tl.max(pm, axis=0)\n    s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"
+        assert merge in source
+        source = source.replace(merge, "    m, s = tl.reduce((pm, tl.where(live, ps, 0.0)), 0, online_merge)")
+    at = source.index("@triton.jit\ndef one_read_kernel")
+    return source[:at] + ONLINE_MERGE.lstrip("\n") + source[at:]
+
+
+def _template(fused: tuple[str, ...] = ()):
     """`rows.one_read`'s kernel as kernelopt writes it now (one exp a value, the wait polling with plain
-    loads, then one acquire), taking the probe's arguments."""
+    loads, then one acquire), taking the probe's arguments; `fused`: its reductions fused (fused_statistics)."""
     import importlib.util
     import tempfile
     from pathlib import Path
@@ -216,7 +254,8 @@ def _template():
     from kernelopt.offline.moves import rows
 
     path = Path(tempfile.mkdtemp()) / "one_read_template.py"
-    path.write_text(rows.one_read("softmax", 1, ("x",)))
+    path.write_text(fused_statistics(rows.one_read("softmax", 1, ("x",)), fused) if fused
+                    else rows.one_read("softmax", 1, ("x",)))
     spec = importlib.util.spec_from_file_location("one_read_template", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -309,7 +348,8 @@ PLAN = [("clone", 0, 0), ("torch", 0, 0), ("copy", 4096, 8), ("copy", 2048, 4), 
         ("regs", 4096, 8), ("regs", 2048, 4), ("regs", 1024, 2), ("reread", 4096, 8), ("reread", 2048, 4),
         ("reread", 8192, 8), ("reread_last", 4096, 8), ("reread_last", 2048, 4), ("reread_last", 1024, 4),
         ("template", 4096, 8), ("template", 8192, 8), ("template", 4096, 4),
-        ("pipelined", 4096, 8), ("pipelined", 2048, 4), ("pipelined", 4096, 4), ("pipelined", 8192, 8)]
+        ("pipelined", 4096, 8), ("pipelined", 2048, 4), ("pipelined", 4096, 4), ("pipelined", 8192, 8),
+        ("fused", 4096, 8), ("fused", 8192, 8), ("fused_merge", 4096, 8)]
 
 
 def main(argv: list[str]) -> int:
