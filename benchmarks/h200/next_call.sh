@@ -10,8 +10,9 @@
 #    (aq)): the one-read L1 norm on rows off a boundary and aligned, the in-register rows both ways, softmax's one
 #    read at CHUNK 4096 and 8192 (its best, 3.74 ms at 4096 / 8 warps, kept its 40 registers), and with its
 #    reductions of (max, sum) pairs fused (softmax_probe.py `fused`, `fused_merge`: 15 -> 9 barriers a program).
-# 2. The one-read GroupNorm with more pieces than SMs (moves/resident.py, session 34): 35 at full size, its launch
-#    checked to take the one-read kernel, verified and timed (tests/test_moves_gpu.py).
+# 2. The one-read launch reading its compiled kernel (moves/resident.py, session 34; every one-read row takes it):
+#    the long-row softmax through the verifier, and 35 at full size with more pieces than SMs, its launch checked
+#    to take the one-read kernel, verified and timed (tests/test_moves_gpu.py).
 # 3. c3's 35_GroupNorm_ again (redo_rows.sh above): the planner now offers one_read at 512 pieces of 4096, and every
 #    standardize template takes a weight a block on GroupNorm's planes.
 # 4. 97_ScaledDotProductAttention from nothing (85bd817's share of outliers in the wide cases, never run on a GPU).
@@ -30,7 +31,7 @@ began=$(date +%s)
   done
 } > "$OUT/probes.log" 2>&1
 echo "[probes: $(( $(date +%s) - began )) s]" | tee -a "$OUT/probes.log"
-bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:more_pieces_than_sms"
+bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:more_pieces_than_sms or one_read_and_looped"
 left=$(( 560 - ($(date +%s) - began) ))
 # 35 in c3 (about 150 s), then 97 from nothing in what is left
 KEEP_S=60 bash benchmarks/h200/suite_pass.sh c3 $(( left * 55 / 100 ))
