@@ -35,9 +35,10 @@ ONE_READ = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*f
             "VEC": "constexpr"}
 WAYS = ((4, False, "rows off a boundary, VEC 4"), (1, False, "rows off a boundary, VEC 1"), (1, True, "aligned rows"))
 STANDARDIZE = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
-               "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
-               "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr", "has_w": "constexpr",
-               "has_b": "constexpr"}
+               "m2_ptr": "*fp32", "count_ptr": "*i32", "flag_ptr": "*i32", "row_ptr": "*fp32", "n": "i32",
+               "eps": "fp32", "groups": "i32", "plane": "i32", "chunks": "i32", "CHUNK": "constexpr",
+               "PIECES": "constexpr", "has_w": "constexpr", "has_b": "constexpr", "UNIFORM": "constexpr",
+               "LAST": "constexpr"}
 REGISTERS = {"out_ptr": "*fp32", "x_ptr": "*fp32", "n_rows": "i32", "n": "i32", "inner": "constexpr",
              "ROWS": "constexpr", "BLOCK_N": "constexpr", "VEC": "constexpr"}
 
@@ -101,9 +102,16 @@ def main() -> None:
             one_read = _kernel(standardize.one_read(1, 1e-5, ("x",)), "one_read_kernel")
             for chunk, warps in launches:
                 pieces = triton.next_power_of_2(triton.cdiv(n, chunk))
-                fixed = {"CHUNK": chunk, "PIECES": pieces, "has_w": True, "has_b": True}
-                print(f"standardize.one_read CHUNK {chunk}, {warps} warps ({-(-n // chunk)} pieces), "
-                      f"{held(_compiled(one_read, STANDARDIZE, fixed, warps, n % 16 == 0), warps)}")
+                for norm, uniform, last in (("LayerNorm", False, False), ("GroupNorm", True, False),
+                                            ("GroupNorm, LAST_MERGES 1", True, True)):
+                    fixed = {"CHUNK": chunk, "PIECES": pieces, "has_w": True, "has_b": True, "UNIFORM": uniform,
+                             "LAST": last}
+                    signature = STANDARDIZE
+                    if not uniform:  # LayerNorm's plane (a weight a value) and groups are 1, made constants by Triton
+                        signature = {**STANDARDIZE, "plane": "constexpr", "groups": "constexpr"}
+                        fixed |= {"plane": 1, "groups": 1}
+                    print(f"standardize.one_read CHUNK {chunk}, {warps} warps ({-(-n // chunk)} pieces), {norm}: "
+                          f"{held(_compiled(one_read, signature, fixed, warps, n % 16 == 0), warps)}")
             continue
         one_read = _kernel(rows.one_read(family, 1, ("x",), 1e-5), "one_read_kernel")
         for chunk, warps in launches:

@@ -972,8 +972,9 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int
     for _ in range(2):
         count = torch.full((4,), 100, dtype=torch.int32)
         if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
-            module.one_read_kernel[(20,)](out, x, x, x, first, second, count, n, *extra, 1, 1, 5, CHUNK=32,
-                                          PIECES=8, has_w=False, has_b=False, UNIFORM=False)
+            flag, row_stats = torch.zeros(4, dtype=torch.int32), torch.empty(4, 2)
+            module.one_read_kernel[(20,)](out, x, x, x, first, second, count, flag, row_stats, n, *extra, 1, 1, 5,
+                                          CHUNK=32, PIECES=8, has_w=False, has_b=False, UNIFORM=False, LAST=False)
         else:
             module.one_read_kernel[(20,)](out, x, first, second, count, n, *extra, 5, CHUNK=32, PIECES=8, VEC=vec)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)

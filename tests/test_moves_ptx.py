@@ -79,6 +79,12 @@ def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, obje
     return str(json.loads(done.stdout))
 
 
+# standardize.one_read_kernel's run-time arguments
+STANDARDIZE = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
+               "m2_ptr": "*fp32", "count_ptr": "*i32", "flag_ptr": "*i32", "row_ptr": "*fp32", "n": "i32",
+               "eps": "fp32", "groups": "i32", "plane": "i32", "chunks": "i32"}
+
+
 def _waits_then_acquires(ptx: str) -> None:
     """One acquire-release add; the polls are acquires that one thread issues (no volatile load: every
     thread would poll), then the pieces' statistics are read (.cg), in that order."""
@@ -120,11 +126,17 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
             assert len(re.findall(r"\bsetp\.\w+\.s64\b", ptx)) <= (8 if vec == 4 else 0), (family, vec)
     kernel = tmp_path / "standardize.py"
     kernel.write_text(standardize.one_read(1, 1e-5, ("x",)))
-    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128, "has_w": False, "has_b": False, "UNIFORM": False}
-    signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
-                 "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32", "plane": "i32",
-                 "chunks": "i32", **{k: "constexpr" for k in fixed}}
+    fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 128, "has_w": False, "has_b": False, "UNIFORM": False,
+                                "LAST": False}
+    signature = {**STANDARDIZE, **{k: "constexpr" for k in fixed}}
     _waits_then_acquires(_ptx(kernel, "one_read_kernel", signature, fixed, 8))
+    # LAST_MERGES: the row's last piece publishes the row's statistics with one release exchange of its flag; the
+    # others poll the flag with one thread's acquire, then read the row's two values (.cg)
+    ptx = _ptx(kernel, "one_read_kernel", signature, {**fixed, "LAST": True}, 8)
+    assert len(re.findall(r"\batom\.global\.gpu\.acq_rel\.add\b", ptx)) == 1
+    assert len(re.findall(r"\batom\.global\.gpu\.release\.exch\b", ptx)) == 1, re.findall(r"atom[.\w]*", ptx)
+    assert "ld.volatile.global" not in ptx
+    assert re.findall(r"@%p\d+ (?:ld|atom)\.global\.gpu\.acquire", ptx)
 
 
 def test_a_group_norm_piece_in_one_channel_takes_one_weight_and_its_offsets_are_32_bit(tmp_path: Path) -> None:
@@ -140,10 +152,9 @@ def test_a_group_norm_piece_in_one_channel_takes_one_weight_and_its_offsets_are_
                                                                               per_channel=True), 8))
     loads = {}
     for uniform in (True, False):
-        fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 512, "has_w": True, "has_b": True, "UNIFORM": uniform}
-        signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
-                     "m2_ptr": "*fp32", "count_ptr": "*i32", "n": "i32", "eps": "fp32", "groups": "i32",
-                     "plane": "i32", "chunks": "i32", **{k: "constexpr" for k in fixed}}
+        fixed: dict[str, object] = {"CHUNK": 4096, "PIECES": 512, "has_w": True, "has_b": True, "UNIFORM": uniform,
+                                    "LAST": False}
+        signature = {**STANDARDIZE, **{k: "constexpr" for k in fixed}}
         ptx = _ptx(kernel, "one_read_kernel", signature, fixed, 8, True)
         assert not re.findall(r"\bsetp\.\w+\.s64\b", ptx), uniform
         assert not re.findall(r"\b(?:div|rem)\.\w+\.[su]64\b", ptx), uniform  # no offset divided in 64 bits

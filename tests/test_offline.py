@@ -287,10 +287,12 @@ def test_a_one_read_piece_is_held_in_registers_and_a_small_chunk_is_just_a_block
     from kernelopt.offline.moves import standardize
 
     # one_read's file has CHUNK as its one size knob (its looped fallback steps by it): the values a
-    # program holds, judged per thread (a 131072-value piece at 2 warps was planned while it had a BLOCK)
-    assert set(knob_values(standardize.one_read(1, 1e-5, ("x",)))) == {"CHUNK", "num_warps"}
-    around = plan({"CHUNK": 8192, "num_warps": 8}, Direction(), [], 48)
+    # program holds, judged per thread (a 131072-value piece at 2 warps was planned while it had a BLOCK);
+    # LAST_MERGES is a switch (who merges a row's statistics) the launch sweep leaves where the move put it
+    assert set(knob_values(standardize.one_read(1, 1e-5, ("x",)))) == {"CHUNK", "num_warps", "LAST_MERGES"}
+    around = plan({"CHUNK": 8192, "num_warps": 8, "LAST_MERGES": 1}, Direction(), [], 48)
     assert len(around) > 4 and all(c["CHUNK"] / (32 * c["num_warps"]) <= 64 for c in around[1:])
+    assert {c["LAST_MERGES"] for c in around} == {1}
     # a kernel's own CHUNK below a span's size (a count of something) is a block size like any other
     assert len(plan({"CHUNK": 4, "num_warps": 4}, Direction(), [], 8)) > 1
     assert len(plan({"CHUNK": 8, "BLOCK_SIZE": 1024, "num_warps": 4}, Direction(), [], 16)) > 1

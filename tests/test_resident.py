@@ -129,7 +129,8 @@ def test_the_group_norm_is_offered_one_read_and_its_files_pass_the_guards() -> N
                          ids=["rows", "standardize"])
 def test_the_sweep_sets_the_one_read_launch_s_warps_and_its_residency_reads_them(source: str) -> None:
     assert check_kernel_source(source) == []
-    assert knob_values(source) == {"CHUNK": 4096, "num_warps": 8}
+    knobs = {"CHUNK": 4096, "num_warps": 8}
+    assert knob_values(source) == (knobs if "LAST_MERGES" not in source else {**knobs, "LAST_MERGES": 0})
     swept = with_config(source, {"CHUNK": 8192, "num_warps": 4})
     assert "        warps = 4\n" in swept and "CHUNK = 8192\n" in swept
     # the residency is read at the launch's own warps, and the launch takes them
@@ -163,13 +164,16 @@ def test_a_group_norm_s_blocks_inside_one_channel_take_its_weight_and_pass_the_v
     assert verdict.accepted, verdict.reason
 
 
+@pytest.mark.parametrize("last", [False, True])
 @pytest.mark.parametrize("uniform", [True, False])
 def test_the_one_read_kernel_of_a_group_norm_is_exact_with_a_weight_a_piece_or_a_value(
-        uniform: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+        uniform: bool, last: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     # The GPU's one-read kernel itself (the interpreter's launch takes the looped one): 2 samples of 6 channels in
     # 3 groups, planes of 8 values, so rows (groups) of 16 in 4 pieces of 4, each inside one channel. The
-    # interpreter runs programs one at a time, so the counter is set past the wait and the kernel runs twice: the
-    # first run leaves every piece's statistics, the second merges them (as test_moves' one-read tests).
+    # interpreter runs programs one at a time, so the kernel runs twice: the first run leaves every piece's
+    # statistics, the second merges them (as test_moves' one-read tests). Each piece merging: the counter is set
+    # past the wait. The last piece merging (LAST_MERGES): the counter is set so that a row's first piece arrives
+    # last; it merges, raises the row's flag, and the row's other pieces read what it wrote.
     import types
 
     import torch
@@ -181,9 +185,13 @@ def test_the_one_read_kernel_of_a_group_norm_is_exact_with_a_weight_a_piece_or_a
     x = torch.randn(2, 6, 2, 4) * 3 + 50
     w, b = torch.randn(6), torch.randn(6)
     out, first, second = torch.full_like(x, float("nan")), torch.empty(6, 4), torch.empty(6, 4)
+    row_stats = torch.full((6, 2), float("nan"))
     for _ in range(2):
-        count = torch.full((6,), 100, dtype=torch.int32)
-        module.one_read_kernel[(24,)](out, x, w, b, first, second, count, 16, 1e-5, 3, 8, 4, CHUNK=4, PIECES=4,
-                                      has_w=True, has_b=True, UNIFORM=uniform)
+        count = torch.full((6,), 3 if last else 100, dtype=torch.int32)
+        flag = torch.zeros(6, dtype=torch.int32)
+        module.one_read_kernel[(24,)](out, x, w, b, first, second, count, flag, row_stats, 16, 1e-5, 3, 8, 4,
+                                      CHUNK=4, PIECES=4, has_w=True, has_b=True, UNIFORM=uniform, LAST=last)
+    assert flag.tolist() == [int(last)] * 6
+    assert row_stats.isnan().all() != last  # the last piece wrote each row's mean and rstd
     expected = torch.nn.functional.group_norm(x, 3, w, b, 1e-5)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)

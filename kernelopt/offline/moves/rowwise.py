@@ -181,7 +181,10 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
                         "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
                         tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
-    if grid := tuple(one_read_grid(n, sm_count, standardize=True)):
+    # a row of more than two pieces an SM also has its last piece merge the row's statistics (LAST_MERGES), measured
+    # beside every piece merging every piece's (pieces^2 values read a row)
+    if grid := tuple(d for c in one_read_grid(n, sm_count, standardize=True)
+                     for d in ((c, {**c, "LAST_MERGES": 1}) if -(-n // c["CHUNK"]) > 2 * sm_count else (c,))):
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
                                 "per-row counter: one read (a GPU move)",
                                 standardize.one_read(first, eps, params, affine, groups), grid))

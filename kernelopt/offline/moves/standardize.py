@@ -20,6 +20,7 @@ row's and writes in a second).
 
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass
 from string import Template
 
@@ -168,9 +169,9 @@ def rows_kernel(out_ptr, x_ptr, w_ptr, b_ptr, n_rows, n, eps, groups, plane, ROW
 
 _ONE_READ = Template('''
 @triton.jit
-def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n, eps, groups, plane, chunks,
-                    CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr, has_b: tl.constexpr,
-                    UNIFORM: tl.constexpr):
+def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, flag_ptr, row_ptr, n, eps, groups,
+                    plane, chunks, CHUNK: tl.constexpr, PIECES: tl.constexpr, has_w: tl.constexpr,
+                    has_b: tl.constexpr, UNIFORM: tl.constexpr, LAST: tl.constexpr):
     # Program row * chunks + piece: CHUNK values held in registers from the read to the write; a
     # row's pieces are consecutive programs, dispatched together. Offsets within a row are 32-bit:
     # no 64-bit compare a value, a third fewer instructions (Triton 3.6, sm_90; RESULTS.md (ar)).
@@ -187,17 +188,42 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, n
     d = tl.where(mask, x - pm, 0.0)
     tl.store(mean_ptr + pid, pm)
     tl.store(m2_ptr + pid, tl.sum(d * d, axis=0))
+    if LAST:
+        # The row's last piece to arrive merges its pieces' statistics and raises the row's flag; the others
+        # wait on the flag and read the row's mean and rstd: two values a piece, not every piece's statistics
+        tl.debug_barrier()
+        seen = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
+        if seen == chunks:
+            mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)
+            tl.store(row_ptr + 2 * row, mean)
+            tl.store(row_ptr + 2 * row + 1, rstd)
+            tl.debug_barrier()
+            tl.atomic_xchg(flag_ptr + row, 1, sem="release")
+        else:
+            done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+            while done == 0:
+                done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+            tl.debug_barrier()
+            mean = tl.load(row_ptr + 2 * row, cache_modifier=".cg")
+            rstd = tl.load(row_ptr + 2 * row + 1, cache_modifier=".cg")
+    else:
 $wait
+        mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)
+    y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, start, mask, n, groups, plane, has_w, has_b, UNIFORM)
+    tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK: tl.constexpr, PIECES: tl.constexpr):
+    # the row's pieces' statistics (read through L2) merged by Chan's formula: its mean and 1 / sqrt(var + eps)
     idx = tl.arange(0, PIECES)
     live = idx < chunks
     counts = tl.where(live, tl.minimum(CHUNK, n - idx * CHUNK), 0).to(tl.float32)
     means = tl.load(mean_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     mean, var = chan_pieces(counts, means, m2s, live)
-    rstd = 1.0 / tl.sqrt(var + eps)
-    y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, start, mask, n, groups, plane, has_w, has_b, UNIFORM)
-    tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
-''').substitute(wait=resident.WAIT)  # the row's wait, as rows.one_read's
+    return mean, 1.0 / tl.sqrt(var + eps)
+''').substitute(wait=textwrap.indent(resident.WAIT, "    "))  # the row's wait, as rows.one_read's, in the else
 
 
 _SPLIT = '''
@@ -292,16 +318,21 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
-            args = (out, x, w_in, b_in, mean, m2, count, n, eps, groups, plane, chunks)
+            flag = torch.zeros((rows,), device=x.device, dtype=torch.int32)  # LAST_MERGES: a row's merge is done
+            row_stats = torch.empty((rows, 2), device=x.device, dtype=torch.float32)
+            args = (out, x, w_in, b_in, mean, m2, count, flag, row_stats, n, eps, groups, plane, chunks)
             meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "has_w": has_w, "has_b": has_b,
-                    "UNIFORM": plane % CHUNK == 0}
+                    "UNIFORM": plane % CHUNK == 0, "LAST": LAST_MERGES == 1}
         # a row's pieces wait for each other: all of them must be resident at once
         if x.is_cuda and chunks <= resident_programs(one_read_kernel, x.device, args, meta, warps):
             one_read_kernel[(chunks * rows,)](*args, **meta, num_warps=warps)
         else:  # the looped kernel, stepping by the piece: CHUNK is the file's one size knob
             """ + _LOOP_LAUNCH.replace("BLOCK=BLOCK", "BLOCK=CHUNK").replace("% BLOCK", "% CHUNK")
+    # LAST_MERGES = 1: a row's last piece merges its pieces' statistics and the others read two values, where each
+    # piece merging every piece's (0) reads pieces^2 values a row (a row of many pieces)
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", _ONE_READ + _LOOP + resident.SOURCE, launch, first, eps, params, affine, groups)
+                 "CHUNK = 4096\nLAST_MERGES = 0", _ONE_READ + _LOOP + resident.SOURCE, launch, first, eps, params,
+                 affine, groups)
 
 
 def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
