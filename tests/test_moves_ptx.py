@@ -134,7 +134,11 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
     # others poll the flag with one thread's acquire, then read the row's two values (.cg)
     ptx = _ptx(kernel, "one_read_kernel", signature, {**fixed, "LAST": True}, 8)
     assert len(re.findall(r"\batom\.global\.gpu\.acq_rel\.add\b", ptx)) == 1
-    assert len(re.findall(r"\batom\.global\.gpu\.release\.exch\b", ptx)) == 1, re.findall(r"atom[.\w]*", ptx)
+    exchanges = [m.start() for m in re.finditer(r"\batom\.global\.gpu\.release\.exch\b", ptx)]
+    assert len(exchanges) == 1, re.findall(r"atom[.\w]*", ptx)
+    # the row's mean and rstd are stored, then the program's barrier, then the flag is raised
+    stored = ptx.rfind("st.global", 0, exchanges[0])
+    assert -1 < stored < ptx.rfind("bar.sync", 0, exchanges[0]), (stored, exchanges)
     assert "ld.volatile.global" not in ptx
     assert re.findall(r"@%p\d+ (?:ld|atom)\.global\.gpu\.acquire", ptx)
 

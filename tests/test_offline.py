@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.offline.judge import diagnose
 from kernelopt.offline.space import SpaceLimits, feasible, plan
@@ -290,12 +292,29 @@ def test_a_one_read_piece_is_held_in_registers_and_a_small_chunk_is_just_a_block
     # program holds, judged per thread (a 131072-value piece at 2 warps was planned while it had a BLOCK);
     # LAST_MERGES is a switch (who merges a row's statistics) the launch sweep leaves where the move put it
     assert set(knob_values(standardize.one_read(1, 1e-5, ("x",)))) == {"CHUNK", "num_warps", "LAST_MERGES"}
-    around = plan({"CHUNK": 8192, "num_warps": 8, "LAST_MERGES": 1}, Direction(), [], 48)
+    around = plan({"CHUNK": 8192, "num_warps": 8, "LAST_MERGES": 0}, Direction(), [], 48)
     assert len(around) > 4 and all(c["CHUNK"] / (32 * c["num_warps"]) <= 64 for c in around[1:])
-    assert {c["LAST_MERGES"] for c in around} == {1}
+    assert {c["LAST_MERGES"] for c in around} == {0}
     # a kernel's own CHUNK below a span's size (a count of something) is a block size like any other
     assert len(plan({"CHUNK": 4, "num_warps": 4}, Direction(), [], 8)) > 1
     assert len(plan({"CHUNK": 8, "BLOCK_SIZE": 1024, "num_warps": 4}, Direction(), [], 16)) > 1
+
+
+@pytest.mark.parametrize("switch", [0, 1])
+def test_a_move_s_switch_is_never_swept_and_a_switch_at_zero_plans(switch: int) -> None:
+    # VECTORS (rows_in_registers: 16-byte accesses or 4-byte ones) and LAST_MERGES (standardize.one_read: who
+    # merges a row's statistics) are a move's structural choices: a sweep around a kernel keeps them, and one at
+    # 0 is no size (planning around VECTORS = 0 divided by it)
+    from kernelopt.offline.facts import ProgramFacts
+    from kernelopt.offline.moves import rows, standardize
+
+    for source in (with_config(rows.rows_in_registers("row_l1_norm", 1, ("x",)), {"VECTORS": switch}),
+                   with_config(standardize.one_read(1, 1e-5, ("x",)), {"LAST_MERGES": switch})):
+        centre = knob_values(source)
+        around = plan(centre, Direction(), [], 16)
+        name = "VECTORS" if "VECTORS" in centre else "LAST_MERGES"
+        assert len(around) > 1 and {c[name] for c in around} == {switch}, around
+        assert ProgramFacts(threads_per_program=256, knobs=centre).elements_per_thread is not None
 
 
 def test_a_sweep_after_a_slow_one_plans_what_its_pace_fits_in_the_target() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from kernelopt.hardware import ncu
 from kernelopt.hardware.specs import GPUSpec
 from kernelopt.offline.moves.precision import fma_dots
+from kernelopt.offline.tuner import kind_of
 from kernelopt.syntax import parse
 
 
@@ -68,7 +69,7 @@ class ProgramFacts:
     @property
     def elements_per_thread(self) -> float | None:
         """Elements one thread handles per step: the 1-D block size over the program's threads."""
-        sizes = [v for k, v in (self.knobs or {}).items() if k not in ("num_warps", "num_stages")]
+        sizes = [v for k, v in (self.knobs or {}).items() if kind_of(k) not in ("warps", "stages", "switch")]
         if len(sizes) != 1 or not self.threads_per_program:
             return None
         return sizes[0] / self.threads_per_program

@@ -62,6 +62,8 @@ def _size_values(centre: int, direction: int, several: bool, low: int = SIZE_MIN
 def values_of(name: str, centre: int, direction: int, several_sizes: bool) -> list[int]:
     """The values a knob may take this round."""
     kind = kind_of(name)
+    if kind == "switch":  # the move's grid set it; a 0 would also be no size to step from
+        return [centre]
     if kind == "warps":
         return sorted({*WARPS, centre})
     if kind == "stages":
@@ -194,7 +196,7 @@ def _cost(config: Mapping[str, int], centre: Mapping[str, int], direction: Direc
     total = 0.0
     for name, c in centre.items():
         v = config[name]
-        step = v - c if kind_of(name) == "stages" else math.log2(v / c)
+        step = v - c if kind_of(name) in ("stages", "switch") else math.log2(v / c)
         if step == 0:
             continue
         wanted = direction.of(name)

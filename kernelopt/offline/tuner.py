@@ -38,6 +38,9 @@ SPAN_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"CHUNK": (1024, 1 
 # A persistent kernel's program count (matmul.persistent, matmul.tma, looped_resident): a multiple of the SM
 # count, never a side of a program's tile, so no per-program estimate counts it.
 PROGRAM_KNOBS = frozenset({"PROGRAMS"})
+# A structural choice a move's grid makes, 0 or 1 (rows_in_registers's VECTORS: 16-byte accesses or 4-byte ones;
+# standardize.one_read's LAST_MERGES: who merges a row's statistics): no size, so the launch sweep leaves it.
+SWITCH_KNOBS = frozenset({"VECTORS", "LAST_MERGES"})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
 FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"
@@ -60,7 +63,9 @@ class LaunchParam:
 
 def kind_of(name: str) -> str:
     """"warps", "stages", "group" (programs grouped along M for L2 reuse), "programs" (a persistent kernel's
-    program count) or "size": how a knob's values step."""
+    program count), "switch" (a structural choice, never swept) or "size": how a knob's values step."""
+    if name in SWITCH_KNOBS:
+        return "switch"
     if name in GROUP_KNOBS:
         return "group"
     if name in PROGRAM_KNOBS:

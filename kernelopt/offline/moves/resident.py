@@ -35,12 +35,13 @@ def per_sm(registers: int, warps: int, shared: int = 0, sm_shared: int = 233472,
     return min(by_registers, sm_threads // (32 * warps), sm_shared // (shared + 1024), SM_PROGRAMS)
 
 
-def estimated_registers(values_per_thread: int, standardize: bool = False) -> int:
-    """Registers a thread of a one-read kernel holding this many values is likely to take: above Triton 3.6's
-    sm_90 allocations, so that a planned launch rarely falls back. rows.one_read took 40, 64 and 111 for 16, 32 and
-    64 values; standardize.one_read (its mean and spread, a weight and a bias) 57, 120 and 191 (LayerNorm's)."""
-    base, per_value = (8, 7) if standardize else (24, 3)
-    return min(255, base + per_value * values_per_thread // 2)
+def estimated_registers(values_per_thread: int) -> int:
+    """Registers a thread of a one-read kernel holding this many values is likely to take: at or above Triton 3.6's
+    sm_90 allocations for every one-read kernel (benchmarks/row_registers.py), so that a planned launch rarely
+    falls back. For 16, 32 and 64 values a thread: rows.one_read on aligned rows 40, 64 and 111, on rows off a
+    16-byte boundary (aligned windows) 40, 93 and 184; standardize.one_read for LayerNorm (a weight and a bias a
+    value) 57, 120 and 191."""
+    return min(255, 8 + 7 * values_per_thread // 2)
 
 
 # A piece publishes its statistics (the barrier and the release order them first), then waits for the

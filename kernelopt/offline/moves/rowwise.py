@@ -104,17 +104,16 @@ def column_moves(family: Family, n: int, inner: int) -> tuple[list[MoveInstance]
                                                         "one_read", "split_row")]
 
 
-def one_read_grid(n: int, sm_count: int, standardize: bool = False) -> list[Config]:
+def one_read_grid(n: int, sm_count: int) -> list[Config]:
     """The one-read move's configurations for rows of `n`: pieces of CHUNK values, no more in a row than the
     GPU is estimated to hold at once (a row's pieces wait for each other; moves/resident.py: the launch reads the
-    compiled kernel's registers and takes the looped kernel where they hold fewer). `standardize`: that
-    template's kernel, which takes more registers a value.
+    compiled kernel's registers and takes the looped kernel where they hold fewer).
 
     Smaller pieces first: on the H200's 393,216-wide softmax rows, 4096 values per piece (96 pieces)
     took 3.74 ms and 8192 (48) 4.33 ms; 2048 (192) was slower again, 4.83 ms.
     """
     def held(chunk: int, warps: int) -> int:  # programs an SM is estimated to hold, one at least
-        return max(1, resident.per_sm(resident.estimated_registers(chunk // (32 * warps), standardize), warps))
+        return max(1, resident.per_sm(resident.estimated_registers(chunk // (32 * warps)), warps))
 
     return [{"CHUNK": c, "num_warps": w} for c in (4096, 8192, 16384) for w in (8, 4, 16)
             if 8 <= c // (32 * w) <= 64 and -(-n // c) <= sm_count * held(c, w)]
@@ -183,8 +182,8 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
     # a row of more than two pieces an SM also has its last piece merge the row's statistics (LAST_MERGES), measured
     # beside every piece merging every piece's (pieces^2 values read a row)
-    if grid := tuple(d for c in one_read_grid(n, sm_count, standardize=True)
-                     for d in ((c, {**c, "LAST_MERGES": 1}) if -(-n // c["CHUNK"]) > 2 * sm_count else (c,))):
+    if grid := tuple({**c, "LAST_MERGES": last} for c in one_read_grid(n, sm_count)
+                     for last in ((0, 1) if -(-n // c["CHUNK"]) > 2 * sm_count else (0,))):
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
                                 "per-row counter: one read (a GPU move)",
                                 standardize.one_read(first, eps, params, affine, groups), grid))

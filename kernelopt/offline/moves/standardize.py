@@ -317,8 +317,7 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
         if x.is_cuda:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
             m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
-            count = torch.zeros((rows,), device=x.device, dtype=torch.int32)
-            flag = torch.zeros((rows,), device=x.device, dtype=torch.int32)  # LAST_MERGES: a row's merge is done
+            count, flag = torch.zeros((2, rows), device=x.device, dtype=torch.int32)  # flag: LAST_MERGES's
             row_stats = torch.empty((rows, 2), device=x.device, dtype=torch.float32)
             args = (out, x, w_in, b_in, mean, m2, count, flag, row_stats, n, eps, groups, plane, chunks)
             meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "has_w": has_w, "has_b": has_b,
