@@ -31,8 +31,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from sm90_compile import _usage, cuobjdump  # noqa: E402  (a cubin's registers and stack; cuobjdump's text)
 
 ONE_READ = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32",
-            "n": "i32", "inner": "constexpr", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr",
-            "VEC": "constexpr"}
+            "flag_ptr": "*i32", "row_ptr": "*fp32", "n": "i32", "inner": "constexpr", "chunks": "i32",
+            "CHUNK": "constexpr", "PIECES": "constexpr", "VEC": "constexpr", "LAST": "constexpr"}
 WAYS = ((4, False, "rows off a boundary, VEC 4"), (1, False, "rows off a boundary, VEC 1"), (1, True, "aligned rows"))
 STANDARDIZE = {"out_ptr": "*fp32", "x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "mean_ptr": "*fp32",
                "m2_ptr": "*fp32", "count_ptr": "*i32", "flag_ptr": "*i32", "row_ptr": "*fp32", "n": "i32",
@@ -117,7 +117,7 @@ def main() -> None:
         for chunk, warps in launches:
             for vec, aligned, rows_are in WAYS:
                 pieces = triton.next_power_of_2(triton.cdiv(n, chunk))
-                fixed = {"inner": 1, "CHUNK": chunk, "PIECES": pieces, "VEC": vec}
+                fixed = {"inner": 1, "CHUNK": chunk, "PIECES": pieces, "VEC": vec, "LAST": False}
                 print(f"{family}.one_read CHUNK {chunk}, {warps} warps, {rows_are}: "
                       f"{held(_compiled(one_read, ONE_READ, fixed, warps, aligned), warps)}")
         in_registers = _kernel(rows.rows_in_registers(family, 1, ("x",), 1e-5), "rows_kernel")

@@ -78,10 +78,13 @@ def test_moves_that_do_not_apply_say_why() -> None:
     # every piece of a row resident at once: no more pieces than the SMs are estimated to hold (132 on the H200)
     assert all(-(-393216 // c["CHUNK"]) <= 132 * resident.per_sm(resident.estimated_registers(
         c["CHUNK"] // (32 * c["num_warps"])), c["num_warps"]) for c in softmax.instances[1].grid)
-    assert softmax.instances[1].grid[0] == {"CHUNK": 4096, "num_warps": 8}  # 96 pieces: the fastest on the H200
+    # 96 pieces: the fastest on the H200; each piece merges (LAST_MERGES 0: fewer than two pieces an SM)
+    assert softmax.instances[1].grid[0] == {"CHUNK": 4096, "num_warps": 8, "LAST_MERGES": 0}
+    assert {c["LAST_MERGES"] for c in softmax.instances[1].grid} == {0}
     # 24 SMs hold 96 pieces of 4096 (4 an SM at an estimated 64 registers a thread); 23 hold no launch's pieces
     few_sms = {m.name: m.grid for m in structural_moves(PROBLEMS / "23_Softmax.py", sm_count=24).instances}
-    assert few_sms["softmax.one_read"][0] == {"CHUNK": 4096, "num_warps": 8}
+    assert few_sms["softmax.one_read"][:2] == ({"CHUNK": 4096, "num_warps": 8, "LAST_MERGES": 0},
+                                               {"CHUNK": 4096, "num_warps": 8, "LAST_MERGES": 1})  # 4 pieces an SM
     tiny_gpu = {s.name: s.why for s in structural_moves(PROBLEMS / "23_Softmax.py", sm_count=23).skipped}
     assert "needs more pieces than the 23 SMs are estimated to hold at once" in tiny_gpu["softmax.one_read"]
     why = {s.name: s.why for s in softmax.skipped}
@@ -970,12 +973,13 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int
     out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
     for _ in range(2):
         count = torch.full((4,), 100, dtype=torch.int32)
+        flag, row_stats = torch.zeros(4, dtype=torch.int32), torch.empty(4, 2)  # LAST_MERGES's: not read here
         if family == "standardize":  # no weight or bias: x stands in for their pointers, never read
-            flag, row_stats = torch.zeros(4, dtype=torch.int32), torch.empty(4, 2)
             module.one_read_kernel[(20,)](out, x, x, x, first, second, count, flag, row_stats, n, *extra, 1, 1, 5,
                                           CHUNK=32, PIECES=8, has_w=False, has_b=False, UNIFORM=False, LAST=False)
         else:
-            module.one_read_kernel[(20,)](out, x, first, second, count, n, *extra, 5, CHUNK=32, PIECES=8, VEC=vec)
+            module.one_read_kernel[(20,)](out, x, first, second, count, flag, row_stats, n, *extra, 5, CHUNK=32,
+                                          PIECES=8, VEC=vec, LAST=False)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
@@ -999,7 +1003,9 @@ def test_the_one_read_kernel_keeps_torch_s_answer_for_a_piece_of_minus_infinity(
     out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
     for _ in range(2):  # as above: the first run leaves every piece's statistics, the second merges them
         count = torch.full((4,), 100, dtype=torch.int32)
-        module.one_read_kernel[(20,)](out, x, first, second, count, 151, 1, 5, CHUNK=32, PIECES=8, VEC=vec)
+        flag, row_stats = torch.zeros(4, dtype=torch.int32), torch.empty(4, 2)
+        module.one_read_kernel[(20,)](out, x, first, second, count, flag, row_stats, 151, 1, 5, CHUNK=32, PIECES=8,
+                                      VEC=vec, LAST=False)
     assert not out[:2].isnan().any() and not out[3].isnan().any()
     expected = torch.softmax(x, 1) if family == "softmax" else torch.log_softmax(x, 1)
     torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5, equal_nan=True)

@@ -109,14 +109,16 @@ def test_the_one_read_wait_polls_with_one_thread_s_acquire_and_reads_the_statist
     from kernelopt.offline.moves import rows, standardize
 
     # VEC=4: rows off a 16-byte boundary, read in aligned windows of whole vectors (16-byte loads and stores)
-    pointers = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32"}
+    pointers = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32",
+                "flag_ptr": "*i32", "row_ptr": "*fp32"}
     signature = {**pointers, "n": "i32", "inner": "i32", "chunks": "i32", "CHUNK": "constexpr", "PIECES": "constexpr",
-                 "VEC": "constexpr"}
+                 "VEC": "constexpr", "LAST": "constexpr"}
     for family in ("softmax", "log_softmax"):
         kernel = tmp_path / f"{family}.py"
         kernel.write_text(rows.one_read(family, 1, ("x",), 1e-5))
         for vec in (1, 4):
-            ptx = _ptx(kernel, "one_read_kernel", signature, {"CHUNK": 4096, "PIECES": 128, "VEC": vec}, 8, True)
+            ptx = _ptx(kernel, "one_read_kernel", signature, {"CHUNK": 4096, "PIECES": 128, "VEC": vec, "LAST": False},
+                       8, True)
             _waits_then_acquires(ptx)
             assert ("ld.global.v4" in ptx and "st.global.v4" in ptx) == (vec == 4)
             # the windows' offsets are 32-bit: 64-bit ones compared each value (33 compares a thread at CHUNK

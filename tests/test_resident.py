@@ -202,3 +202,37 @@ def test_the_one_read_kernel_of_a_group_norm_is_exact_with_a_weight_a_piece_or_a
         assert row_stats.isnan().all()
     expected = torch.nn.functional.group_norm(x, 3, w, b, 1e-5)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize(("family", "vec"), [("softmax", 1), ("log_softmax", 4), ("row_l1_norm", 4),
+                                             ("row_rms_norm", 1)])
+def test_the_row_templates_last_piece_merges_the_row_for_the_others(family: str, vec: int,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # rows.one_read with LAST_MERGES: 4 rows of 151 in 5 pieces of 32 (with VEC=4 rows start off a 16-byte
+    # boundary). The counter is set so that each row's first piece arrives last (the interpreter runs programs one
+    # at a time): it merges the row's statistics, stores them and raises the flag; the others read them. The kernel
+    # runs twice: the first run leaves every piece's statistics, the second merges them.
+    import types
+
+    import torch
+
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    module = types.ModuleType("kernelopt_test_rows_last")
+    exec(compile(rows.one_read(family, 1, ("x",), 1e-5), "template.py", "exec"), module.__dict__)  # noqa: S102
+    x = torch.randn(4, 151) * 4 - 2
+    x[::2] += 100
+    out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
+    row_stats = torch.full((4, 2), float("nan"))
+    for _ in range(2):
+        count, flag = torch.full((4,), 4, dtype=torch.int32), torch.zeros(4, dtype=torch.int32)
+        module.one_read_kernel[(20,)](out, x, first, second, count, flag, row_stats, 151, 1, 5, CHUNK=32, PIECES=8,
+                                      VEC=vec, LAST=True)
+    expected = {"softmax": torch.softmax(x, 1), "log_softmax": torch.log_softmax(x, 1),
+                "row_l1_norm": x / x.abs().mean(1, keepdim=True),
+                "row_rms_norm": x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+    assert flag.tolist() == [1] * 4
+    total = {"softmax": torch.exp(x - x.max(1).values[:, None]).sum(1), "row_l1_norm": x.abs().sum(1),
+             "row_rms_norm": (x**2).sum(1)}
+    if family in total:  # the row's (max, sum) or sum, as the last piece stored it for the others
+        torch.testing.assert_close(row_stats[:, 1], total[family], rtol=1e-5, atol=1e-5)

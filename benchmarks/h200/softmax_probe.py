@@ -27,6 +27,7 @@ costs that limit, not the call. Prints one line per variant: ms, TB/s, registers
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -236,10 +237,11 @@ def fused_statistics(source: str, which: tuple[str, ...]) -> str:
                                 "        m, s = tl.reduce((m, s), 0, online_merge)\n"
                                 "    else:\n"
                                 "        m, s = tl.reduce((x, tl.where(mask, 1.0, 0.0)), 0, online_merge)")
-    if "merge" in which:
-        merge = "    m = tl.max(pm, axis=0)\n    s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"
-        assert merge in source
-        source = source.replace(merge, "    m, s = tl.reduce((pm, tl.where(live, ps, 0.0)), 0, online_merge)")
+    if "merge" in which:  # in both of the template's merges (LAST_MERGES 0 and 1), at their indentation
+        merge = re.compile(r"^( +)m = tl\.max\(pm, axis=0\)\n +s = tl\.sum\(tl\.where\(live, ps \* tl\.exp\(pm - m\), "
+                           r"0\.0\), axis=0\)$", re.M)
+        source, found = merge.subn(r"\1m, s = tl.reduce((pm, tl.where(live, ps, 0.0)), 0, online_merge)", source)
+        assert found == 2, found
     at = source.index("@triton.jit\ndef one_read_kernel")
     return source[:at] + ONLINE_MERGE.lstrip("\n") + source[at:]
 
@@ -264,7 +266,9 @@ def _template(fused: tuple[str, ...] = ()):
     class Launch:
         def __getitem__(self, grid):
             def launch(out, x, m, s, count, flag, row_stats, n, inner, chunks, **knobs):
-                return kernel[grid](out, x, m, s, count, n, inner, chunks, **knobs)
+                # `flag` and `row_stats` stand in for LAST_MERGES's flag and row statistics (not read: LAST=False)
+                return kernel[grid](out, x, m, s, count, flag, row_stats, n, inner, chunks, **knobs, VEC=1,
+                                    LAST=False)
             return launch
 
     return Launch()

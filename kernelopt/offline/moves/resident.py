@@ -19,6 +19,8 @@ the launch takes the looped kernel.
 
 from __future__ import annotations
 
+import textwrap
+
 # An SM of compute capability 9.0 (the H100 and H200): threads, registers and programs an SM holds.
 SM_THREADS = 2048
 SM_REGISTERS = 65536
@@ -59,6 +61,35 @@ WAIT = """    # Publish, then wait for the row's other pieces (one thread polls 
     while seen < chunks:
         seen = tl.atomic_add(count_ptr + row, 0, sem="acquire")
     tl.debug_barrier()"""
+
+
+def merged(merge: str, first: str, second: str) -> str:
+    """A one-read kernel's wait and merge (its LAST constexpr choosing, its `row_ptr` and `flag_ptr` arguments): `merge`
+    (4 spaces in) sets the row's two statistics `first` and `second` from every piece's. Each piece merging: `WAIT`,
+    then `merge`. LAST: the piece whose arrival fills the row's counter merges, stores the two values and raises the
+    row's flag with a release exchange; the others poll the flag (one thread's acquire) and read the two values. A
+    row's pieces then read 2 values each, not every piece's statistics (pieces^2 values a row)."""
+    publish = f"""tl.store(row_ptr + 2 * row, {first})
+tl.store(row_ptr + 2 * row + 1, {second})
+tl.debug_barrier()
+tl.atomic_xchg(flag_ptr + row, 1, sem="release")"""
+    return f"""    if LAST:
+        # the row's last piece to arrive merges the row's statistics; the others wait on the row's flag
+        tl.debug_barrier()
+        seen = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
+        if seen == chunks:
+{textwrap.indent(textwrap.dedent(merge), " " * 12)}
+{textwrap.indent(publish, " " * 12)}
+        else:
+            done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+            while done == 0:
+                done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
+            tl.debug_barrier()
+            {first} = tl.load(row_ptr + 2 * row, cache_modifier=".cg")
+            {second} = tl.load(row_ptr + 2 * row + 1, cache_modifier=".cg")
+    else:
+{textwrap.indent(WAIT, "    ")}
+{textwrap.indent(textwrap.dedent(merge), " " * 8)}"""
 
 
 SOURCE = '''

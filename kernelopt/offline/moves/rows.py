@@ -279,6 +279,11 @@ def chunk_write_kernel(out_ptr, x_ptr, m_ptr, s_ptr, n, inner, chunks,
                  "CHUNK = 65536\nBLOCK = 4096", kernel, launch, dim, params)
 
 
+_PIECES = """    idx = tl.arange(0, PIECES)
+    live = idx < chunks
+"""
+
+
 def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
     stats, out = _STATS[family], _out(family, eps)
@@ -300,8 +305,8 @@ def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None =
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
     kernel = f'''
 @triton.jit
-def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
-                    CHUNK: tl.constexpr, PIECES: tl.constexpr, VEC: tl.constexpr = 1):
+def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, flag_ptr, row_ptr, n, inner, chunks,
+                    CHUNK: tl.constexpr, PIECES: tl.constexpr, VEC: tl.constexpr, LAST: tl.constexpr):
     # Program row * chunks + piece: CHUNK values of one row held in registers from the read to the
     # write; a row's pieces are consecutive programs, so they are dispatched together.
     pid = tl.program_id(0).to(tl.int64)
@@ -313,10 +318,7 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
 {aligned.piece_head_stats(_stats_loop(stats))}
     tl.store(m_ptr + row * chunks + piece, m)
     tl.store(s_ptr + row * chunks + piece, s)
-{resident.WAIT}
-    idx = tl.arange(0, PIECES)
-    live = idx < chunks
-{merge}
+{resident.merged(_PIECES + merge, "m", "s")}
     y = {out}
 {aligned.piece_write(_other(stats), out)}
 
@@ -328,16 +330,18 @@ def one_read_kernel(out_ptr, x_ptr, m_ptr, s_ptr, count_ptr, n, inner, chunks,
         if x_in.is_cuda:
             m = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
             s = torch.empty((rows, chunks), device=x_in.device, dtype=torch.float32)
-            count = torch.zeros((rows,), device=x_in.device, dtype=torch.int32)
-            args = (out, x_in, m, s, count, n, inner, chunks)
-            meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "VEC": vec}
+            count, flag = torch.zeros((2, rows), device=x_in.device, dtype=torch.int32)  # flag: LAST_MERGES's
+            row_stats = torch.empty((rows, 2), device=x_in.device, dtype=torch.float32)
+            args = (out, x_in, m, s, count, flag, row_stats, n, inner, chunks)
+            meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "VEC": vec, "LAST": LAST_MERGES == 1}
         # a row's pieces wait for each other: all of them must be resident at once
         if x_in.is_cuda and chunks <= resident_programs(one_read_kernel, x_in.device, args, meta, warps):
             one_read_kernel[(chunks * rows,)](*args, **meta, num_warps=warps)
         else:
             row_loop_kernel[(rows,)](out, x_in, n, inner, BLOCK=CHUNK, num_warps=8)"""
     return _file(family, "one_read: a row's pieces held in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096", kernel + aligned.ALIGNED_VECTOR + resident.SOURCE, launch, dim, params)
+                 "CHUNK = 4096\nLAST_MERGES = 0  # 1: a row's last piece merges its statistics (moves/resident.py)",
+                 kernel + aligned.ALIGNED_VECTOR + resident.SOURCE, launch, dim, params)
 
 
 def columns(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:

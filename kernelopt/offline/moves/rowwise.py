@@ -119,6 +119,14 @@ def one_read_grid(n: int, sm_count: int) -> list[Config]:
             if 8 <= c // (32 * w) <= 64 and -(-n // c) <= sm_count * held(c, w)]
 
 
+def last_merges(grid: list[Config], n: int, sm_count: int) -> list[Config]:
+    """One-read configurations with their LAST_MERGES switch: a row of more than two pieces an SM also has its last
+    piece merge the row's statistics for the others, measured beside every piece merging every piece's (pieces^2
+    values read a row); fewer pieces, each merges."""
+    return [{**c, "LAST_MERGES": last} for c in grid
+            for last in ((0, 1) if -(-n // c["CHUNK"]) > 2 * sm_count else (0,))]
+
+
 def _resident(family: Family, n: int, n_rows: int, sm_count: int,
               l2_mb: float) -> tuple[list[MoveInstance], list[Skipped]]:
     """The persistent looped move, where a row per SM (or two) fit L2's share for the rows in flight."""
@@ -147,7 +155,7 @@ def _one_read(family: Family, n: int, sm_count: int) -> tuple[list[MoveInstance]
     name = f"{family.name}.one_read"
     if n <= REGISTER_ROW_MAX:
         return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
-    grid = one_read_grid(n, sm_count)
+    grid = last_merges(one_read_grid(n, sm_count), n, sm_count)
     if not grid:
         return [], [Skipped(name, f"a row of {n} needs more pieces than the {sm_count} SMs are estimated to hold "
                                   "at once")]
@@ -180,10 +188,7 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
                         "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
                         tuple({"BLOCK": b, "num_warps": w} for b in (4096, 2048, 8192) for w in (8, 4)))]
     skipped = [Skipped("standardize.rows_in_registers", f"a row of {n} values is more than {REGISTER_ROW_MAX}")]
-    # a row of more than two pieces an SM also has its last piece merge the row's statistics (LAST_MERGES), measured
-    # beside every piece merging every piece's (pieces^2 values read a row)
-    if grid := tuple({**c, "LAST_MERGES": last} for c in one_read_grid(n, sm_count)
-                     for last in ((0, 1) if -(-n // c["CHUNK"]) > 2 * sm_count else (0,))):
+    if grid := tuple(last_merges(one_read_grid(n, sm_count), n, sm_count)):
         out.append(MoveInstance("standardize.one_read", "a row's pieces in registers, statistics merged through a "
                                 "per-row counter: one read (a GPU move)",
                                 standardize.one_read(first, eps, params, affine, groups), grid))

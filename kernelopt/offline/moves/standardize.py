@@ -20,7 +20,6 @@ row's and writes in a second).
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import dataclass
 from string import Template
 
@@ -188,27 +187,7 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, f
     d = tl.where(mask, x - pm, 0.0)
     tl.store(mean_ptr + pid, pm)
     tl.store(m2_ptr + pid, tl.sum(d * d, axis=0))
-    if LAST:
-        # The row's last piece to arrive merges its pieces' statistics and raises the row's flag; the others
-        # wait on the flag and read the row's mean and rstd: two values a piece, not every piece's statistics
-        tl.debug_barrier()
-        seen = tl.atomic_add(count_ptr + row, 1, sem="acq_rel") + 1
-        if seen == chunks:
-            mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)
-            tl.store(row_ptr + 2 * row, mean)
-            tl.store(row_ptr + 2 * row + 1, rstd)
-            tl.debug_barrier()
-            tl.atomic_xchg(flag_ptr + row, 1, sem="release")
-        else:
-            done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
-            while done == 0:
-                done = tl.atomic_add(flag_ptr + row, 0, sem="acquire")
-            tl.debug_barrier()
-            mean = tl.load(row_ptr + 2 * row, cache_modifier=".cg")
-            rstd = tl.load(row_ptr + 2 * row + 1, cache_modifier=".cg")
-    else:
-$wait
-        mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)
+$merged
     y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, start, mask, n, groups, plane, has_w, has_b, UNIFORM)
     tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
 
@@ -223,7 +202,8 @@ def row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK: tl.constexpr, P
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     mean, var = chan_pieces(counts, means, m2s, live)
     return mean, 1.0 / tl.sqrt(var + eps)
-''').substitute(wait=textwrap.indent(resident.WAIT, "    "))  # the row's wait, as rows.one_read's, in the else
+''').substitute(merged=resident.merged(  # the row's wait and merge, as rows.one_read's
+    "    mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)", "mean", "rstd"))
 
 
 _SPLIT = '''
