@@ -88,6 +88,19 @@ def test_the_launch_waits_for_an_asynchronous_compile_and_falls_back_to_a_progra
     assert resident_programs(_Kernel(None), "cuda:0", (), {}, 8) == 132  # a compile hook kept the kernel
 
 
+def test_a_triton_or_torch_that_names_the_resources_otherwise_gets_a_program_an_sm(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    resident_programs = _resident_programs(monkeypatch)
+    nameless = SimpleNamespace(run=object(), metadata=SimpleNamespace(shared=0))  # no n_regs once loaded
+    assert resident_programs(_Kernel(nameless), "cuda:0", (), {}, 8) == 132
+    assert resident_programs(_Kernel(_Compiled(40, 8, 0)), "cuda:0", (), {}, 8) == 132 * 6
+    # a torch whose device properties have no register file: the bound that needs no reading
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: SimpleNamespace(multi_processor_count=132))
+    assert resident_programs(_Kernel(_Compiled(40, 8, 0)), "cuda:0", (), {}, 8) == 132
+
+
 def test_the_estimate_is_above_what_triton_3_6_allocated_for_the_row_templates() -> None:
     # sm_90 cubins (benchmarks/row_registers.py, RESULTS.md (aq) and (ar)) at 16, 32 and 64 values a thread, the
     # most any launch took: rows.one_read's on aligned rows and on rows off a 16-byte boundary (softmax's aligned

@@ -102,16 +102,23 @@ def resident_programs(kernel, device, args, meta, warps):
     each other, so a row may have no more pieces than this. Read from the kernel compiled for these very arguments
     (a size or an alignment Triton specializes on can change its registers); Triton's cache makes a call after the
     first a lookup."""
+    props = torch.cuda.get_device_properties(device)
     compiled = kernel.warmup(*args, grid=(1,), **meta, num_warps=warps)
     compiled = compiled.result() if hasattr(compiled, "result") else compiled
-    props = torch.cuda.get_device_properties(device)
-    if compiled is None:  # a compile hook took the compile over: a program an SM, which any compiled program fits
+    # a kernel a compile hook kept, or a Triton or torch that names these otherwise: a program an SM, which any
+    # program that launches at all fits. `run` is the launcher: loading it loads the binary, whose registers are
+    # known then
+    if compiled is None or not (hasattr(compiled, "run") and hasattr(compiled, "n_regs")
+                                and hasattr(props, "regs_per_multiprocessor")
+                                and hasattr(props, "max_threads_per_multi_processor")
+                                and hasattr(props, "shared_memory_per_multiprocessor")):
         return props.multi_processor_count
-    if compiled.run is None:  # its launcher: loading that loads the binary, whose registers are known then
-        raise RuntimeError("the kernel did not load")
-    per_warp = -(-compiled.n_regs * 32 // 256) * 256
-    by_registers = (props.regs_per_multiprocessor // 4 // per_warp) * 4 // warps
-    by_threads = props.max_threads_per_multi_processor // (32 * warps)
-    by_shared = props.shared_memory_per_multiprocessor // (compiled.metadata.shared + 1024)
+    registers, shared = compiled.n_regs, compiled.metadata.shared
+    sm_registers, sm_threads = props.regs_per_multiprocessor, props.max_threads_per_multi_processor
+    sm_shared = props.shared_memory_per_multiprocessor
+    per_warp = -(-registers * 32 // 256) * 256
+    by_registers = (sm_registers // 4 // per_warp) * 4 // warps
+    by_threads = sm_threads // (32 * warps)
+    by_shared = sm_shared // (shared + 1024)
     return props.multi_processor_count * max(1, min(by_registers, by_threads, by_shared, 32))
 '''
