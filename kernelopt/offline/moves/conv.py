@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kernelopt.offline.moves import conv_split
 from kernelopt.offline.moves.precision import TF32X3_TILES
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.writer import reference_init, state_expression
@@ -34,8 +35,9 @@ _KEYS = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stage
 _IEEE = 'input_precision="ieee"'
 
 
-def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
-    """The kernel file: the helper, then ModelNew with the reference's constructor calling it."""
+def source(family: Family, problem_source: str, precision: str = "ieee", split: bool = False) -> str:
+    """The kernel file: the helper, then ModelNew with the reference's constructor calling it (`split`: the helper
+    on fp16 parts split once, conv_split.py)."""
     _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
     weight, bias = family.state
     x = family.input_names[0]
@@ -44,13 +46,15 @@ def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
     call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, "
             f"None, {settings})")
     helper = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
-    name = "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else "")
-    return (_HEADER.replace("$name", name) + helper + "\n\nclass ModelNew(nn.Module):\n"
+    head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
+    if split:
+        head, helper = conv_split.header(), conv_split.helper()
+    return (head + helper + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
 
 def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The implicit GEMM, and for fp32 its 3xTF32 and split-fp16 twins."""
+    """The implicit GEMM, and for fp32 its twins: on fp16 parts split once, at 3xTF32, split in registers."""
     from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3, matmul_f16x3
 
     why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
@@ -58,9 +62,15 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
     out = [MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
                         tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))]
     if family.dtype != "float32":
-        return out, [Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32"),
+        return out, [Skipped("conv.split_f16", f"the problem's dtype is {family.dtype}: its products are the tensor "
+                             "cores' own"),
+                     Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32"),
                      Skipped("conv.implicit_gemm_f16x3", f"the problem's dtype is {family.dtype}: its products are "
                              "the tensor cores' own")]
+    out.append(MoveInstance("conv.split_f16", f"{why}; fp32 products as three fp16 products of the input's "
+                            "samples and the weight's output channels scaled by powers of two and split once before "
+                            "it", source(family, problem_source, split=True),
+                            tuple(dict(zip(_KEYS, t, strict=True)) for t in conv_split.TILES)))
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
                             source(family, problem_source, "tf32x3"),
                             tuple(dict(zip(_KEYS, t, strict=True)) for t in TF32X3_TILES)))

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kernelopt.offline.moves import matmul, matmul_split
 
-_KERNELS = '''
+SPLIT_KERNELS = '''
 
 @triton.jit
 def row_max_kernel(src_ptr, big_ptr, rows, cols, s_b, s_r, s_c, rows_p, row_blocks,
@@ -59,20 +59,30 @@ def split_kernel(src_ptr, hi_ptr, lo_ptr, big_ptr, inv_ptr, rows, cols, s_b, s_r
     tl.store(lo_ptr + dst, lo, mask=inside)
     if tl.program_id(1) == 0:
         tl.store(inv_ptr + batch * rows_p + r, 1.0 / scale, mask=r < rows_p)
-''' + matmul_split.PRODUCT.replace(', input_precision="tf32"', '') + '''
+'''
+
+UNSCALE = '''
 
 @triton.jit
-def _unscaled(acc, inv_a_ptr, inv_b_ptr, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
-    # the scales are powers of two (2^-126..2^126, the inverses cover the padded rows too): undoing them is exact.
-    # Their product 2^E is applied as two halves, 2^(E // 2) then 2^(E - E // 2), each a normal number: no step
-    # overflows or underflows where the output itself does not (a row of 2^110 against a column of 2^-110, or two
-    # of 2^-61, whose inverses' product alone is past fp32's range)
-    ia = tl.load(inv_a_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
-    ib = tl.load(inv_b_ptr + pid_n * BLOCK_N + tl.arange(0, BLOCK_N))
+def _unscale(acc, ia, ib):
+    # acc * ia[:, None] * ib[None, :] where ia and ib are powers of two (2^-126..2^126): exact. Their product 2^E
+    # is applied as two halves, 2^(E // 2) then 2^(E - E // 2), each a normal number: no step overflows or
+    # underflows where the output itself does not (a row of 2^110 against a column of 2^-110, or two of 2^-61,
+    # whose inverses' product alone is past fp32's range)
     e = ((ia.to(tl.int32, bitcast=True) >> 23) - 127)[:, None] + ((ib.to(tl.int32, bitcast=True) >> 23) - 127)[None, :]
     half = e >> 1
     first = ((half + 127) << 23).to(tl.float32, bitcast=True)
     return acc * first * ((e - half + 127) << 23).to(tl.float32, bitcast=True)
+'''
+
+_KERNELS = SPLIT_KERNELS + matmul_split.PRODUCT.replace(', input_precision="tf32"', '') + UNSCALE + '''
+
+@triton.jit
+def _unscaled(acc, inv_a_ptr, inv_b_ptr, pid_m, pid_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # the scales' inverses cover the padded rows too
+    ia = tl.load(inv_a_ptr + pid_m * BLOCK_M + tl.arange(0, BLOCK_M))
+    ib = tl.load(inv_b_ptr + pid_n * BLOCK_N + tl.arange(0, BLOCK_N))
+    return _unscale(acc, ia, ib)
 '''
 
 _MATMUL = '''
@@ -200,18 +210,17 @@ _TMA_BMM = matmul.BMM_FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * B
         c_b = c.stride(0)
 ''' + _TMA_LAUNCH
 
-_SPLIT_HELPER = '''
+SPLIT_HELPER = '''
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
-def _split(x, rows, ld):
+def _split(x, rows, ld, block_r=32, block_c=128):
     # x (batches x R x C, any strides), each row scaled by a power of two, as fp16 parts and remainders, each
-    # batches x rows x ld, zero-padded; and the scales' inverses, batches x rows
+    # batches x rows x ld, zero-padded; and the scales' inverses, batches x rows. Programs of block_r x block_c
     batches = x.shape[0]
     big = torch.zeros((batches, rows), device=x.device, dtype=torch.int32)
     hi = torch.empty((batches, rows, ld), device=x.device, dtype=torch.float16)
     lo = torch.empty((batches, rows, ld), device=x.device, dtype=torch.float16)
     inv = torch.ones((batches, rows), device=x.device, dtype=torch.float32)  # K = 0: no split program writes it
-    block_r, block_c = 32, 128
     row_blocks = triton.cdiv(rows, block_r)
     row_max_kernel[(batches * row_blocks, triton.cdiv(x.shape[2], block_c))](
         x, big, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), rows, row_blocks,
@@ -233,7 +242,7 @@ def split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed: tu
     remainders, K-major and padded."""
     body = matmul.filled(_MATMUL, params, operands, transposed)
     return _head("A's rows and B's columns scaled by powers of two and split once into fp16 parts and "
-                 "remainders, three fp16 products a K step added in fp32, GROUP_M program order") + body + _SPLIT_HELPER
+                 "remainders, three fp16 products a K step added in fp32, GROUP_M program order") + body + SPLIT_HELPER
 
 
 def bmm_split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
@@ -241,7 +250,7 @@ def bmm_split_f16(params: tuple[str, ...], operands: tuple[int, ...], transposed
     body = matmul.filled(_BMM, params, operands, transposed, batched=True)
     return _head("batched (torch.bmm), each batch's A rows and B columns scaled by powers of two and split once "
                  "into fp16 parts and remainders, three fp16 products a K step added in fp32, GROUP_M order per "
-                 "batch") + body + _SPLIT_HELPER
+                 "batch") + body + SPLIT_HELPER
 
 
 def split_f16_tma(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...], programs: int,
@@ -252,7 +261,7 @@ def split_f16_tma(params: tuple[str, ...], operands: tuple[int, ...], transposed
     head = _head(("batched (torch.bmm), each batch's " if batched else "") + "A's rows and B's columns scaled by "
                  "powers of two and split once into fp16 parts and remainders, three fp16 products a K step added "
                  f"in fp32, their tiles loaded by TMA, persistent over {programs} programs")
-    return head.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n", 1) + body + _SPLIT_HELPER
+    return head.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n", 1) + body + SPLIT_HELPER
 
 
 def _head(what: str) -> str:

@@ -33,7 +33,8 @@ _HELPERS = '''
 # dot.split_f16: the GEMM templates' operands scaled by rows into fp16's range and split once (forward)
 ''' + (matmul_split_f16._KERNELS.replace("def row_max_kernel(", "def split16_row_max(")
        .replace("def split_kernel(", "def split16_parts(").replace("def _split_product(", "def _split16_loop(")
-       .replace("def _unscaled(", "def _split16_unscaled(")) + '''
+       .replace("def _unscaled(", "def _split16_unscaled(").replace("def _unscale(", "def _split16_unscale(")
+       .replace("return _unscale(", "return _split16_unscale(")) + '''
 
 @triton.jit
 def split16_product(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, Kp, pid_m, pid_n,

@@ -1,0 +1,98 @@
+"""The convolution family's split-once fp16 template (`conv.split_f16`): fp32 products at fp32's accuracy as three
+fp16 products, the operands scaled and split once before the implicit GEMM instead of in registers every K step.
+
+The matmul family's splits made once ran 2.7x faster than the same products split in registers each step (bmm:
+`bmm.split_f16` 2.69 ms against `bmm.batched_f16x3` 7.30, RESULTS.md (ap)): the split's conversions and
+subtractions leave the loop, and the tiles reach the tensor cores from the pipelined loads. A convolution gathers
+A's tile from its input, so no pass can lay A out as a matrix; but a scale may be any power of two that is one
+number across a row of the implicit GEMM's A (one output position, so one sample of the batch) and across a column
+of B (one output channel). So:
+
+- the input is split as it lies (NCHW, contiguous), each sample scaled by the power of two that puts its largest
+  magnitude in [2^14, 2^15) (matmul_split_f16.py: a remainder's rounding is then 2^-38 of the sample's largest, far
+  under fp32's 2^-24 of an output's terms); the gather reads the fp16 parts at the fp32 input's offsets;
+- the weight, laid out per call as the template does (group, kernel offset, input channel, output channel), is
+  split per output channel into K-major parts padded to whole column tiles;
+- each K step multiplies `lo*hi + hi*lo + hi*hi` from zero and adds the step's sum in fp32 (the split's chain, which
+  the verifier measures against float64), and the epilogue undoes both scales exactly before the bias.
+
+The gather, its masks, the transposed, strided, dilated and grouped cases are the template's own (seed/conv.py):
+this file's helper is that helper with its loads, its product and its launch replaced.
+"""
+
+from __future__ import annotations
+
+from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
+from kernelopt.seed.conv import CONV_HELPER
+
+
+def _replaced(text: str, edits: tuple[tuple[str, str], ...]) -> str:
+    for old, new in edits:
+        assert text.count(old) == 1, f"the convolution helper changed: {old.strip()[:60]!r} is not there once"
+        text = text.replace(old, new)
+    return text
+
+
+_LOAD_A = "        a = tl.load(x_ptr + x_off, mask=ok[:, None] & c_ok[None, :], other=0.0)\n"
+_LOAD_B = "        b = tl.load(wg_ptr + w_off, mask=c_ok[:, None] & n_ok[None, :], other=0.0)\n"
+_PRODUCT = '''        if IS_FP32:
+            acc = tl.dot(a, b, acc, input_precision="ieee")
+        else:
+            acc = tl.dot(a, b, acc)
+'''
+_LAUNCH = '''    conv_igemm_kernel[grid](
+        x, wg, bias if bias is not None else x, out,
+'''
+
+SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (
+    ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
+     "    x_ptr, xl_ptr, wg_ptr, wl_ptr, ix_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
+    (_LOAD_A, _LOAD_A + _LOAD_A.replace("a = tl.load(x_ptr", "a_lo = tl.load(xl_ptr")),
+    # the weight's parts: K-major (kernel offset, input channel), a column per output channel of the padded group
+    ("        w_off = ((g * KD * KH * KW + kk) * CG + c)[:, None] * OCG + rn[None, :]\n",
+     "        w_off = (kk * CG + c)[:, None] + (g * OCGP + rn)[None, :] * KKCG\n"),
+    (_LOAD_B, _LOAD_B + _LOAD_B.replace("b = tl.load(wg_ptr", "b_lo = tl.load(wl_ptr")),
+    (_PRODUCT, '''        # the split's three fp16 products from zero, the step's sum added in fp32
+        step = tl.dot(a_lo, b)
+        step = tl.dot(a, b_lo, step)
+        acc += tl.dot(a, b, step)
+'''),
+    ("    oc = g * OCG + rn\n", '''    # both scales undone (exact): the sample's of each row, the output channel's of each column
+    acc = _unscale(acc, tl.load(ix_ptr + nb, mask=m_ok, other=1.0), tl.load(iw_ptr + g * OCGP + rn))
+    oc = g * OCG + rn
+'''),
+    ("    spatial = x.dim() - 2\n", "    x = x.contiguous()  # its parts are laid out as it is\n    spatial = x.dim() - 2\n"),
+    (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split into fp16 parts
+    kkcg = wg[0].numel() // max(ocg, 1)
+    ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
+    x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, 4096)
+    w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg)
+    conv_igemm_kernel[grid](
+        x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
+'''),
+))
+
+_HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's template):
+each sample of the input and each output channel of the weight scaled by a power of two and split into an fp16
+part and remainder before the product, three fp16 products a K step added in fp32."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+
+def helper() -> str:
+    """The kernels and host functions a split convolution's file holds before its ModelNew."""
+    return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER
+
+
+def header() -> str:
+    return _HEADER
+
+
+# (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K, num_warps, num_stages): fp16 tiles of BLOCK_K 64 are the bytes of fp32's
+# at 32 (four operand tiles a stage); shallower and narrower ones for a group's few channels. Not yet timed.
+TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 32, 8, 3), (64, 64, 32, 4, 3),
+         (128, 64, 16, 4, 4))
