@@ -57,12 +57,12 @@ SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (
         step = tl.dot(a, b_lo, step)
         acc += tl.dot(a, b, step)
 '''),
-    ("    oc = g * OCG + rn\n", '''    # both scales undone (exact): the sample's of each row, the output channel's of each column
+    ("    oc = g * OCG + rn\n", '''    # both scales undone (exact): each row's sample's, each column's output channel's
     acc = _unscale(acc, tl.load(ix_ptr + nb, mask=m_ok, other=1.0), tl.load(iw_ptr + g * OCGP + rn))
     oc = g * OCG + rn
 '''),
-    ("    spatial = x.dim() - 2\n", "    x = x.contiguous()  # its parts are laid out as it is\n    spatial = x.dim() - 2\n"),
-    (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split into fp16 parts
+    ("    spatial = x.dim() - 2\n", "    x = x.contiguous()  # the parts' layout\n    spatial = x.dim() - 2\n"),
+    (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
     x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, 4096)
@@ -72,9 +72,9 @@ SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (
 '''),
 ))
 
-_HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's template):
-each sample of the input and each output channel of the weight scaled by a power of two and split into an fp16
-part and remainder before the product, three fp16 products a K step added in fp32."""
+_HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's
+template): each sample of the input and each output channel of the weight scaled by a power of two and split into an
+fp16 part and remainder before the product, three fp16 products a K step added in fp32."""
 
 import torch
 import torch.nn as nn

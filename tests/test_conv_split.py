@@ -1,0 +1,100 @@
+"""The convolution on fp16 parts split once (`conv.split_f16`, offline/moves/conv_split.py): every kind of
+convolution the template takes, as accurate as fp32 against float64 where one sample and one output channel lie
+far from the others in magnitude, the move's file through the verifier with its products measured, offered for
+fp32 only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import conv_split, structural_moves
+from kernelopt.offline.tuner import knob_values, with_config
+from tests.test_conv import CASES, CONV2D, _case, _helper
+
+SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}
+
+
+def _split_conv(small: bool = True) -> object:
+    source = conv_split.helper()
+    return _helper(with_config(source, SMALL) if small else source)["conv_triton"]
+
+
+def _error(got: torch.Tensor, args: list[object]) -> float:
+    x, weight, bias = (a.double() if isinstance(a, torch.Tensor) else a for a in args[:3])
+    exact = torch.ops.aten.convolution(x, weight, bias, *(list(a) if isinstance(a, tuple) else a for a in args[3:]))
+    return float((got.double() - exact).abs().max())
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name: str) -> None:
+    args, want = _case(name)
+    got = _split_conv()(*args[:3], None, *args[3:])
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    # within a few times PyTorch's own fp32 error from float64 (one fp16 product of the same tiles: ~1e-3 off)
+    assert _error(got, args) <= 4 * _error(want, args) + 1e-6
+
+
+def test_each_sample_and_output_channel_keeps_its_own_scale() -> None:
+    # a sample 2^40 larger than the other, an output channel 2^-30 smaller and one 2^30 larger than the rest: one
+    # scale for the whole input or weight would leave the small ones' parts below fp16's smallest normal (lost)
+    # and a product of the two inverses alone would overflow fp32
+    args, _ = _case("conv2d grouped")
+    x, weight = args[0].clone(), args[1].clone()
+    x[1] *= 2.0 ** 40
+    weight[0] *= 2.0 ** -30
+    weight[3] *= 2.0 ** 30
+    args = [x, weight, *args[2:]]
+    want = torch.ops.aten.convolution(x, weight, None, *(list(a) if isinstance(a, tuple) else a for a in args[3:]))
+    got = _split_conv()(x, weight, None, None, *args[3:])
+    assert torch.isfinite(got).all()
+    for sample in range(2):
+        for channel in range(weight.shape[0]):
+            part, exact = got[sample, channel], want[sample, channel]
+            assert float((part - exact).abs().max()) <= 1e-5 * float(exact.abs().max()), (sample, channel)
+
+
+def test_the_move_passes_the_verifier_with_its_products_measured(tmp_path: Path) -> None:
+    instance = {m.name: m for m in structural_moves(CONV2D).instances}["conv.split_f16"]
+    assert "def __init__(self, in_channels, out_channels, kernel_size, groups=1, bias=False):" in instance.source
+    assert [tuple(c.values()) for c in instance.grid] == list(conv_split.TILES)
+    # its knobs are the product's tile and launch: the split passes' blocks are no knob
+    plain = {m.name: m for m in structural_moves(CONV2D).instances}["conv.implicit_gemm"]
+    assert knob_values(instance.source) == knob_values(plain.source)
+    assert check_kernel_source(instance.source) == []
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(instance.source, {**instance.grid[0], **SMALL}))
+    verdict = Verifier(CONV2D, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
+        kernel, time=False)
+    assert verdict.accepted, verdict.reason
+    assert "low-precision products on fp32, their outputs measured at" in verdict.reason
+
+
+def test_a_dropped_remainder_is_refused_by_the_verifier(tmp_path: Path) -> None:
+    # the same file with one of the three products left out (hi*hi and hi*lo only): TF32's accuracy, no chain
+    instance = {m.name: m for m in structural_moves(CONV2D).instances}["conv.split_f16"]
+    broken = instance.source.replace("        step = tl.dot(a_lo, b)\n        step = tl.dot(a, b_lo, step)\n",
+                                     "        step = tl.dot(a, b_lo)\n", 1)
+    assert broken != instance.source
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(broken, {**instance.grid[0], **SMALL}))
+    verdict = Verifier(CONV2D, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
+        kernel, time=False)
+    assert not verdict.accepted and "outside a chain of 3" in verdict.reason
+
+
+def test_only_fp32_takes_it_and_the_helper_it_edits_is_checked(tmp_path: Path) -> None:
+    problem = tmp_path / "conv_half.py"
+    problem.write_text(CONV2D.read_text().replace("torch.rand(batch_size, in_channels, height, width)",
+                                                  "torch.rand(batch_size, in_channels, height, width).half()")
+                       .replace("groups=groups, bias=bias)", "groups=groups, bias=bias).half()"))
+    moves = structural_moves(problem)
+    assert "conv.split_f16" not in [m.name for m in moves.instances]
+    assert "float16" in {s.name: s.why for s in moves.skipped}["conv.split_f16"]
+    with pytest.raises(AssertionError, match="the convolution helper changed"):
+        conv_split._replaced("no such text", (("a = tl.load(x_ptr", "b"),))
