@@ -12,7 +12,7 @@ from test_seed_translate import _run_both, problem_path, seed_text, shrunk_probl
 from test_split_tf32 import _load
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul_f16x3, structural_moves
+from kernelopt.offline.moves import _f16x3_rewrite, matmul_f16x3, structural_moves
 from kernelopt.offline.moves.dot_f16x3 import to_f16x3
 from kernelopt.offline.tuner import knob_values, with_config
 
@@ -130,9 +130,9 @@ def test_the_rewrite_is_a_move_of_the_best_kernel_with_its_own_tiles() -> None:
     assert rewrite.grid[0] == {} and [tuple(c.values()) for c in rewrite.grid[1:]] == list(matmul_f16x3.TILES)
     assert "1 fp32 product(s) as three fp16 products" in rewrite.why
     conv = seed_text("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")  # the seed's own implicit-GEMM convolution
-    conv_moves = {m.name: m for m in structural_moves(problem_path("1_Conv2D_ReLU_BiasAdd"), 132, conv).instances}
-    assert conv_moves["dot.f16x3"].grid[1] == {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 128, "CONV_BLOCK_K": 32,
-                                               "num_warps": 8, "num_stages": 3}
+    # (as a move it gives way to dot.conv_split_f16, the convolution's operands split once: test_conv_split.py)
+    assert _f16x3_rewrite(conv, "9.0")[0][0].grid[1] == {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 128,
+                                                         "CONV_BLOCK_K": 32, "num_warps": 8, "num_stages": 3}
     done = structural_moves(problem_path(BMM), 132, source=rewrite.source)
     assert "multiplying fp32 at fp32's accuracy" in {s.name: s.why for s in done.skipped}["dot.f16x3"]
     old = structural_moves(problem_path(BMM), 132, source=seed, capability="7.5")

@@ -90,6 +90,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "implicit_gemm": ("memory", "latency", "other"),
     "implicit_gemm_tf32x3": ("compute", "memory", "other"),
     "implicit_gemm_f16x3": ("compute", "memory", "other"),
+    "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }
@@ -141,10 +142,12 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
         return moves
     instances, skipped = _rewrites(moves.family, source, capability)
     split, why = _seed_split(moves.family, source, capability)
-    if split:  # the compiler's GEMM templates split once before their launch: no split of each K step's tiles too
+    conv, not_conv = _conv_split(moves.family, source, capability)
+    split, why = split + conv, why + not_conv
+    if split:  # the products' operands split once before their launch: no split of each K step's tiles too
         instances = tuple(m for m in instances if m.name != "dot.f16x3")
-        skipped += (Skipped("dot.f16x3", "dot.split_f16 applies: the GEMM templates' operands are split once before "
-                            "the launch, not every K step in every program"),)
+        skipped += (Skipped("dot.f16x3", f"{' and '.join(m.name for m in split)} applies: the operands are split "
+                            "once before the product, not every K step in every program"),)
     return Moves(moves.family, moves.instances + instances + split, moves.skipped + skipped + why)
 
 
@@ -220,6 +223,29 @@ def _seed_split(family: Family | None, source: str,
                          "two into fp16's range and split once into fp16 parts and remainders before the launch, "
                          "three fp16 products a K step added in fp32; their program order and fused epilogues "
                          "kept", precision.one_tile(rewritten), grid),), ()
+
+
+def _conv_split(family: Family | None, source: str,
+                capability: str = "9.0") -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+    """The best kernel's convolution helper (a compiler seed's `conv_triton`) on fp16 parts split once
+    (conv_split.py): for an fp32 problem outside the conv family (that has the split as a template move)."""
+    name = "dot.conv_split_f16"
+    if family is None or family.dtype != "float32" or family.name == "conv" or "def conv_triton(" not in source:
+        return (), ()
+    if (capability_major(capability) or 99) < 8:
+        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
+                            "Triton (sm_80 and later)"),)
+    from kernelopt.offline.moves import conv_split
+
+    rewritten = conv_split.rewrite(source)
+    if rewritten is None:
+        return (), (Skipped(name, "the best kernel's convolution helper is not the seed's as written (its product "
+                            "rewritten otherwise), or the split's names are taken"),)
+    grid = _tf32x3_tiles(rewritten, capability, (conv_split.TILES, conv_split.TILES))
+    return (MoveInstance(name, "the best kernel's convolution on the input's samples and the weight's output "
+                         "channels scaled by powers of two into fp16's range and split once before the product, "
+                         "three fp16 products a K step added in fp32; the seed's other kernels kept", rewritten,
+                         tuple(grid)),), ()
 
 
 Tiles = tuple[tuple[int, ...], ...]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) rows

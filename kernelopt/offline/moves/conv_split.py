@@ -22,6 +22,9 @@ this file's helper is that helper with its loads, its product and its launch rep
 
 from __future__ import annotations
 
+import ast
+import re
+
 from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
 from kernelopt.seed.conv import CONV_HELPER
 
@@ -44,7 +47,7 @@ _LAUNCH = '''    conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
 '''
 
-SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (
+_EDITS = (
     ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
      "    x_ptr, xl_ptr, wg_ptr, wl_ptr, ix_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
     (_LOAD_A, _LOAD_A + _LOAD_A.replace("a = tl.load(x_ptr", "a_lo = tl.load(xl_ptr")),
@@ -70,7 +73,8 @@ SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (
     conv_igemm_kernel[grid](
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
 '''),
-))
+)
+SPLIT_CONV_HELPER = _replaced(CONV_HELPER, _EDITS)
 
 _HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's
 template): each sample of the input and each output channel of the weight scaled by a power of two and split into an
@@ -96,3 +100,33 @@ def header() -> str:
 # at 32 (four operand tiles a stage); shallower and narrower ones for a group's few channels. Not yet timed.
 TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 32, 8, 3), (64, 64, 32, 4, 3),
          (128, 64, 16, 4, 4))
+
+
+_NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split")
+
+
+def rewrite(source: str) -> str | None:
+    """A kernel file holding the seed's convolution helper (a compiler seed's `conv_triton`, as a sweep or the
+    `dot.tf32x3` rewrite left it) with the helper on fp16 parts split once; None where the helper is not there as
+    written (its product rewritten in registers, say) or the split's names are taken."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return None
+    found = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if not {"conv_igemm_kernel", "conv_triton"} <= found.keys() or set(_NAMES) & found.keys():
+        return None
+    kernel, host = found["conv_igemm_kernel"], found["conv_triton"]
+    start = min(n.lineno for n in (kernel, *kernel.decorator_list)) - 1
+    if host.lineno < start or host.end_lineno is None:
+        return None
+    lines = source.splitlines(keepends=True)
+    # the product as the helper writes it, whatever precision a rewrite gave it: all three become fp16 products
+    region = "".join(lines[start:host.end_lineno])
+    region = re.sub(r'input_precision=(["\'])(ieee|tf32x3)\1', 'input_precision="ieee"', region)
+    try:
+        split = _replaced(region, _EDITS)
+    except AssertionError:
+        return None
+    return "".join(lines[:start]) + SPLIT_KERNELS.lstrip("\n") + UNSCALE + "\n\n" + split + SPLIT_HELPER + "".join(
+        lines[host.end_lineno:])
