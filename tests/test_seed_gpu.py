@@ -161,3 +161,34 @@ def test_the_seeds_products_split_in_registers_are_accepted_and_timed_at_full_si
     finally:
         verifier.close()
     print(f"{name}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in times.items()))
+
+
+def test_the_seeds_convolution_on_split_parts_is_accepted_and_timed_at_full_size(tmp_path: Path) -> None:
+    # dot.conv_split_f16 (conv_split.rewrite) on the compiler's seed of level 2's convolution: the input's samples
+    # and the weight's output channels split once into fp16 parts before the implicit GEMM. Verified at full size
+    # with every derived case, its fp16 products measured against float64, timed at the split's first two tiles
+    # beside the seed at 3xTF32 (pass c3l2's best, 6.77 ms) and the products split in registers (dot.f16x3).
+    from kernelopt.offline.moves import conv_split
+    from kernelopt.offline.moves.dot_f16x3 import to_f16x3
+    from kernelopt.offline.moves.precision import to_tf32x3
+    from kernelopt.offline.tuner import with_config
+
+    problem = ROOT / "benchmarks" / "kernelbench" / "level2" / "1_Conv2D_ReLU_BiasAdd.py"
+    seed = Path(compiler_seed(problem, tmp_path / "cache").path).read_text()
+    split = conv_split.rewrite(seed)
+    assert split is not None
+    keys = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stages")
+    tiles = [dict(zip(keys, tile, strict=True)) for tile in conv_split.TILES[:2]]
+    verifier = Verifier(problem, tmp_path / "verify", HarnessSettings.detect(seeds=1))
+    try:
+        for label, source in (("split 0", with_config(split, tiles[0])), ("split 1", with_config(split, tiles[1])),
+                              ("tf32x3", to_tf32x3(seed) or seed), ("f16x3", to_f16x3(seed) or seed)):
+            kernel = tmp_path / f"{label.replace(' ', '_')}.py"
+            kernel.write_text(source)
+            verdict = verifier.verify(kernel)
+            assert verdict.accepted and verdict.timing is not None, f"{label}: {verdict.reason}"
+            if label.startswith("split"):
+                assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
+            print(f"1_Conv2D_ReLU_BiasAdd {label}: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
+    finally:
+        verifier.close()
