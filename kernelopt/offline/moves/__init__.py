@@ -91,6 +91,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "implicit_gemm_tf32x3": ("compute", "memory", "other"),
     "implicit_gemm_f16x3": ("compute", "memory", "other"),
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
+    "depthwise": ("memory", "latency", "occupancy", "compute", "other"),  # a stencil, not a GEMM of one column
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import conv_split
+from kernelopt.offline.moves import conv_depthwise, conv_split
 from kernelopt.offline.moves.precision import TF32X3_TILES
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.writer import reference_init, state_expression
@@ -35,9 +35,9 @@ _KEYS = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stage
 _IEEE = 'input_precision="ieee"'
 
 
-def source(family: Family, problem_source: str, precision: str = "ieee", split: bool = False) -> str:
-    """The kernel file: the helper, then ModelNew with the reference's constructor calling it (`split`: the helper
-    on fp16 parts split once, conv_split.py)."""
+def source(family: Family, problem_source: str, precision: str = "ieee", helper: str = "") -> str:
+    """The kernel file: the helper, then ModelNew with the reference's constructor calling it. `helper`: "split"
+    (on fp16 parts split once, conv_split.py) or "depthwise" (the direct stencil, conv_depthwise.py)."""
     _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
     weight, bias = family.state
     x = family.input_names[0]
@@ -45,11 +45,13 @@ def source(family: Family, problem_source: str, precision: str = "ieee", split: 
                          for v in (stride, padding, dilation, bool(transposed), output_padding, groups))
     call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, "
             f"None, {settings})")
-    helper = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
     head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
-    if split:
-        head, helper = conv_split.header(), conv_split.helper()
-    return (head + helper + "\n\nclass ModelNew(nn.Module):\n"
+    text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
+    if helper == "split":
+        head, text = conv_split.header(), conv_split.helper()
+    elif helper == "depthwise":
+        head, text = conv_depthwise.HEADER, conv_depthwise.HELPER
+    return (head + text + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
 
@@ -59,25 +61,34 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
 
     why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
            "(channel, kernel offset) on tl.dot")
-    out = [MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
-                        tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))]
+    gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
+                        tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))
+    out, skipped = [gemm], []
+    not_depthwise = conv_depthwise.applies(family.scalars, family.shapes[0] if family.shapes else ())
+    if not_depthwise is None:  # first: the implicit GEMM's tiles hold one useful column and channel a step here
+        out.insert(0, MoveInstance("conv.depthwise", "each output channel reads one input channel: a direct stencil, "
+                                   "a BLOCK_H x BLOCK_W tile of an output plane a program, a tap at a time",
+                                   source(family, problem_source, helper="depthwise"),
+                                   tuple(dict(zip(conv_depthwise.KEYS, t, strict=True))
+                                         for t in conv_depthwise.TILES)))
+    else:
+        skipped.append(Skipped("conv.depthwise", not_depthwise))
     if family.dtype != "float32":
-        return out, [Skipped("conv.split_f16", f"the problem's dtype is {family.dtype}: its products are the tensor "
-                             "cores' own"),
+        own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
+        return out, [*skipped, Skipped("conv.split_f16", own),
                      Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32"),
-                     Skipped("conv.implicit_gemm_f16x3", f"the problem's dtype is {family.dtype}: its products are "
-                             "the tensor cores' own")]
+                     Skipped("conv.implicit_gemm_f16x3", own)]
     out.append(MoveInstance("conv.split_f16", f"{why}; fp32 products as three fp16 products of the input's "
                             "samples and the weight's output channels scaled by powers of two and split once before "
-                            "it", source(family, problem_source, split=True),
+                            "it", source(family, problem_source, helper="split"),
                             tuple(dict(zip(_KEYS, t, strict=True)) for t in conv_split.TILES)))
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
                             source(family, problem_source, "tf32x3"),
                             tuple(dict(zip(_KEYS, t, strict=True)) for t in TF32X3_TILES)))
-    split = dot_f16x3.to_f16x3(out[0].source)
+    split = dot_f16x3.to_f16x3(gemm.source)
     assert split is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc, ...)`"
     out.append(MoveInstance("conv.implicit_gemm_f16x3", f"{why}; fp32 products as three fp16 products of the "
                             "gathered tiles, scaled by powers of two and split in registers each K step",
                             split.replace("conv.implicit_gemm:", "conv.implicit_gemm_f16x3:", 1),
                             tuple(dict(zip(_KEYS, t, strict=True)) for t in matmul_f16x3.TILES)))
-    return out, []
+    return out, skipped
