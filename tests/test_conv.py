@@ -49,10 +49,14 @@ def _case(name: str) -> tuple[list[Any], torch.Tensor]:
     return [x, weight, bias, stride, padding, dilation, transposed, output_padding, groups], want
 
 
+@pytest.mark.parametrize("block_k", [32, 1])
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_triton_convolution_computes_atens_convolution(name: str) -> None:
+def test_the_triton_convolution_computes_atens_convolution(name: str, block_k: int) -> None:
+    # every case's groups have 1-4 channels: at a K step of 32 several kernel offsets share a step (CG_POW), at 1
+    # a step is one channel of one offset (the path of groups of BLOCK_K channels or more)
     args, want = _case(name)
-    got = _helper()["conv_triton"](*args[:3], None, *args[3:])
+    helper = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": block_k}))
+    got = helper["conv_triton"](*args[:3], None, *args[3:])
     assert got.shape == want.shape and got.dtype == want.dtype
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 

@@ -15,7 +15,9 @@ BLOCK_K steps. A step works out each row's input position once (zero outside the
 transposed convolution, only the positions the stride lands on), gathers a [BLOCK_M, BLOCK_K]
 tile of the input at one add per element, and multiplies it on `tl.dot` by a [BLOCK_K, BLOCK_N]
 tile of the weight, which a first small kernel lays out per call as (group, kernel offset, input
-channel, output channel) so that tile is whole lines. (The first version flattened (channel,
+channel, output channel) so that tile is whole lines. A group of fewer channels than a K step (3 in
+a first layer's RGB, 1 in a depthwise one) packs several kernel offsets into a step instead, each
+element's input position worked out on its own: a step of BLOCK_K was otherwise 3/BLOCK_K used. (The first version flattened (channel,
 kernel offset) into K and did int64 index arithmetic per element and step: 3.2 TFLOP/s on the
 H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
@@ -72,11 +74,13 @@ def conv_igemm_kernel(
     sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
     std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IS_FP32: tl.constexpr, WIDE: tl.constexpr,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, CG_POW: tl.constexpr,
 ):
     # Rows: (batch, output position); columns: the output channels of group g. The reduction runs
     # over the kernel offsets and, within each, the group's input channels in BLOCK_K steps, as one
-    # loop: a row's input position is worked out once per offset, not once per element.
+    # loop: a row's input position is worked out once per offset, not once per element. A group of
+    # fewer channels than BLOCK_K (CG_POW: their count's power of two, else 0) takes BLOCK_K // CG_POW
+    # offsets a step, each element's input position its own: a step of a 3-channel group is not 1/16 used.
     g = tl.program_id(2)
     rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -89,28 +93,56 @@ def conv_igemm_kernel(
     nb, od, oh, ow = conv_unflatten(rm, OD, OH, OW)
     x_row = nb * sxn + (g * CG) * sxc
     c_steps = tl.cdiv(CG, BLOCK_K)
+    if CG_POW:
+        steps = tl.cdiv(KD * KH * KW, BLOCK_K // CG_POW)
+    else:
+        steps = KD * KH * KW * c_steps
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for step in range(0, KD * KH * KW * c_steps):
-        kk = step // c_steps
-        c = (step % c_steps) * BLOCK_K + ck  # the input channel within the group
-        kw = kk % KW
-        kh = (kk // KW) % KH
-        kd = kk // (KW * KH)
-        if TRANSPOSED:  # out[o] gathers in[i] where o = i * stride - pad + k * dilation
-            td = od + pdd - kd * dld
-            th = oh + pdh - kh * dlh
-            tw = ow + pdw - kw * dlw
-            ok = m_ok & (td >= 0) & (th >= 0) & (tw >= 0) & (td % std == 0) & (th % sth == 0) & (tw % stw == 0)
-            i_d, i_h, i_w = td // std, th // sth, tw // stw
-            ok = ok & (i_d < D) & (i_h < H) & (i_w < W)
-        else:
-            i_d = od * std - pdd + kd * dld
-            i_h = oh * sth - pdh + kh * dlh
-            i_w = ow * stw - pdw + kw * dlw
-            ok = m_ok & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
-        c_ok = c < CG
-        x_off = (x_row + i_d * sxd + i_h * sxh + i_w * sxw)[:, None] + c[None, :] * sxc
-        a = tl.load(x_ptr + x_off, mask=ok[:, None] & c_ok[None, :], other=0.0)
+    for step in range(0, steps):
+        if CG_POW:  # offsets kk, channels c: a column each
+            kk = step * (BLOCK_K // CG_POW) + ck // CG_POW
+            c = ck % CG_POW
+            kw = kk % KW
+            kh = (kk // KW) % KH
+            kd = kk // (KW * KH)
+            if TRANSPOSED:
+                td = od[:, None] + pdd - (kd * dld)[None, :]
+                th = oh[:, None] + pdh - (kh * dlh)[None, :]
+                tw = ow[:, None] + pdw - (kw * dlw)[None, :]
+                ok = m_ok[:, None] & (td >= 0) & (th >= 0) & (tw >= 0)
+                ok = ok & (td % std == 0) & (th % sth == 0) & (tw % stw == 0)
+                i_d, i_h, i_w = td // std, th // sth, tw // stw
+                ok = ok & (i_d < D) & (i_h < H) & (i_w < W)
+            else:
+                i_d = (od * std - pdd)[:, None] + (kd * dld)[None, :]
+                i_h = (oh * sth - pdh)[:, None] + (kh * dlh)[None, :]
+                i_w = (ow * stw - pdw)[:, None] + (kw * dlw)[None, :]
+                ok = m_ok[:, None] & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
+            c_ok = (c < CG) & (kk < KD * KH * KW)
+            x_off = x_row[:, None] + i_d * sxd + i_h * sxh + i_w * sxw + (c * sxc)[None, :]
+            a_ok = ok & c_ok[None, :]
+        else:  # one offset a step, BLOCK_K of its channels
+            kk = step // c_steps
+            c = (step % c_steps) * BLOCK_K + ck  # the input channel within the group
+            kw = kk % KW
+            kh = (kk // KW) % KH
+            kd = kk // (KW * KH)
+            if TRANSPOSED:  # out[o] gathers in[i] where o = i * stride - pad + k * dilation
+                td = od + pdd - kd * dld
+                th = oh + pdh - kh * dlh
+                tw = ow + pdw - kw * dlw
+                ok = m_ok & (td >= 0) & (th >= 0) & (tw >= 0) & (td % std == 0) & (th % sth == 0) & (tw % stw == 0)
+                i_d, i_h, i_w = td // std, th // sth, tw // stw
+                ok = ok & (i_d < D) & (i_h < H) & (i_w < W)
+            else:
+                i_d = od * std - pdd + kd * dld
+                i_h = oh * sth - pdh + kh * dlh
+                i_w = ow * stw - pdw + kw * dlw
+                ok = m_ok & (i_d >= 0) & (i_d < D) & (i_h >= 0) & (i_h < H) & (i_w >= 0) & (i_w < W)
+            c_ok = c < CG
+            x_off = (x_row + i_d * sxd + i_h * sxh + i_w * sxw)[:, None] + c[None, :] * sxc
+            a_ok = ok[:, None] & c_ok[None, :]
+        a = tl.load(x_ptr + x_off, mask=a_ok, other=0.0)
         w_off = ((g * KD * KH * KW + kk) * CG + c)[:, None] * OCG + rn[None, :]
         b = tl.load(wg_ptr + w_off, mask=c_ok[:, None] & n_ok[None, :], other=0.0)
         if IS_FP32:
@@ -156,6 +188,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         weight.stride(0), weight.stride(1), *_three(weight.stride()[2:], 0),
         TRANSPOSED=bool(transposed), BLOCK=lanes,
     )
+    cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
     grid = (triton.cdiv(M, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
     conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
@@ -165,7 +198,8 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
         WIDE=max(x.numel(), out.numel()) >= 2**31,
-        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K, num_warps=4, num_stages=3,
+        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K, CG_POW=cg_pow if cg_pow < CONV_BLOCK_K else 0,
+        num_warps=4, num_stages=3,
     )
     return out
 '''

@@ -36,7 +36,7 @@ def _replaced(text: str, edits: tuple[tuple[str, str], ...]) -> str:
     return text
 
 
-_LOAD_A = "        a = tl.load(x_ptr + x_off, mask=ok[:, None] & c_ok[None, :], other=0.0)\n"
+_LOAD_A = "        a = tl.load(x_ptr + x_off, mask=a_ok, other=0.0)\n"
 _LOAD_B = "        b = tl.load(wg_ptr + w_off, mask=c_ok[:, None] & n_ok[None, :], other=0.0)\n"
 _PRODUCT = '''        if IS_FP32:
             acc = tl.dot(a, b, acc, input_precision="ieee")
