@@ -17,9 +17,9 @@ tile of the input at one add per element, and multiplies it on `tl.dot` by a [BL
 tile of the weight, which a first small kernel lays out per call as (group, kernel offset, input
 channel, output channel) so that tile is whole lines. A group of fewer channels than a K step (3 in
 a first layer's RGB, 1 in a depthwise one) packs several kernel offsets into a step instead, each
-element's input position worked out on its own: a step of BLOCK_K was otherwise 3/BLOCK_K used. (The first version flattened (channel,
-kernel offset) into K and did int64 index arithmetic per element and step: 3.2 TFLOP/s on the
-H200 at level 2's size.) fp32 multiplies at
+element's input position worked out on its own: a step of BLOCK_K was otherwise 3/BLOCK_K used.
+(The first version flattened (channel, kernel offset) into K for every group and did int64 index
+arithmetic per element and step: 3.2 TFLOP/s on the H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
 cores. A 1- or 2-D convolution is a 3-D one with leading sizes of 1: one kernel for all.
 """
