@@ -61,6 +61,21 @@ def test_the_triton_convolution_computes_atens_convolution(name: str, block_k: i
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize(("name", "stencil"), [("conv2d depthwise", True), ("conv2d grouped", False),
+                                               ("transposed 2d", False)])
+def test_a_depthwise_convolution_takes_the_stencil_and_the_others_the_implicit_gemm(name: str, stencil: bool) -> None:
+    # one input channel and fewer than 16 output channels a group: the implicit GEMM's tile would hold that many
+    # useful columns of its BLOCK_N, so the helper hands the convolution to conv_depthwise (conv_dw_kernel)
+    space = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}))
+    calls = []
+    stencil_fn = space["conv_depthwise"]
+    space["conv_depthwise"] = lambda *a: calls.append(a) or stencil_fn(*a)
+    args, want = _case(name)
+    got = space["conv_triton"](*args[:3], None, *args[3:])
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert bool(calls) == stencil
+
+
 def test_it_writes_the_layout_it_is_given_and_its_tile_is_the_sweeps_to_turn() -> None:
     knobs = knob_values(CONV_HELPER)
     assert {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32}.items() <= knobs.items()

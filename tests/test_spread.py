@@ -8,6 +8,7 @@ across GPUs would take a slower kernel for a faster one.
 
 from __future__ import annotations
 
+import itertools
 import threading
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,6 +19,8 @@ import pytest
 from kernelopt.context import Context
 from kernelopt.nodes import verifier as verifier_node
 from kernelopt.records import Candidate, HarnessError, KernelRecord, Timing, Verdict
+
+_ROOTS = itertools.count()
 
 
 def timing(ms: float) -> Timing:
@@ -30,7 +33,9 @@ class FakeGPU:
     def __init__(self, where: str, times: dict[str, float | None], started: threading.Event,
                  wait_for: threading.Event | None = None) -> None:
         self.settings = SimpleNamespace(where=where, gpu=where or None)
-        self.root = Path(f"/harness-{id(self)}")
+        # a root of its own: spread.BEST_THERE caches the best's time by root for the process, and an id() is
+        # reused once an earlier test's fake is gone (a cached time kept this one's "boom" from ever running)
+        self.root = Path(f"/harness-{next(_ROOTS)}")
         self.times, self.calls = times, []  # type: ignore[var-annotated]
         self.started, self.wait_for = started, wait_for
 

@@ -27,6 +27,7 @@ import re
 
 from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
 from kernelopt.seed.conv import CONV_HELPER
+from kernelopt.syntax import parse
 
 
 def _replaced(text: str, edits: tuple[tuple[str, str], ...]) -> str:
@@ -42,6 +43,8 @@ _PRODUCT = '''        if IS_FP32:
             acc = tl.dot(a, b, acc, input_precision="ieee")
         else:
             acc = tl.dot(a, b, acc)
+'''
+_HOST = '''    """torch's convolution on `conv_igemm_kernel`, into `out` (allocated here when None)."""
 '''
 _LAUNCH = '''    conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
@@ -64,7 +67,7 @@ _EDITS = (
     acc = _unscale(acc, tl.load(ix_ptr + nb, mask=m_ok, other=1.0), tl.load(iw_ptr + g * OCGP + rn))
     oc = g * OCG + rn
 '''),
-    ("    spatial = x.dim() - 2\n", "    x = x.contiguous()  # the parts' layout\n    spatial = x.dim() - 2\n"),
+    (_HOST, _HOST + "    x = x.contiguous()  # the parts' layout\n"),
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
@@ -110,7 +113,7 @@ def rewrite(source: str) -> str | None:
     `dot.tf32x3` rewrite left it) with the helper on fp16 parts split once; None where the helper is not there as
     written (its product rewritten in registers, say) or the split's names are taken."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except SyntaxError:
         return None
     found = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
