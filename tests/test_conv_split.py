@@ -13,6 +13,7 @@ import torch
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import conv_split, structural_moves
+from kernelopt.offline.moves.conv import tiles
 from kernelopt.offline.tuner import knob_values, with_config
 from tests.test_conv import CASES, CONV2D, _case, _helper
 
@@ -62,7 +63,8 @@ def test_each_sample_and_output_channel_keeps_its_own_scale() -> None:
 def test_the_move_passes_the_verifier_with_its_products_measured(tmp_path: Path) -> None:
     instance = {m.name: m for m in structural_moves(CONV2D).instances}["conv.split_f16"]
     assert "def __init__(self, in_channels, out_channels, kernel_size, groups=1, bias=False):" in instance.source
-    assert [tuple(c.values()) for c in instance.grid] == list(conv_split.TILES)
+    family = structural_moves(CONV2D).family
+    assert family is not None and instance.grid == tiles(conv_split.TILES, family)
     # its knobs are the product's tile and launch: the split passes' blocks are no knob
     plain = {m.name: m for m in structural_moves(CONV2D).instances}["conv.implicit_gemm"]
     assert knob_values(instance.source) == knob_values(plain.source)

@@ -13,6 +13,7 @@ from test_split_tf32 import _load
 
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import _f16x3_rewrite, matmul_f16x3, structural_moves
+from kernelopt.offline.moves.conv import tiles
 from kernelopt.offline.moves.dot_f16x3 import to_f16x3
 from kernelopt.offline.tuner import knob_values, with_config
 
@@ -152,7 +153,8 @@ def test_the_rewritten_convolution_passes_the_verifier_with_its_products_measure
     conv = moves["conv.implicit_gemm_f16x3"].source
     assert conv == to_f16x3(moves["conv.implicit_gemm"].source).replace("conv.implicit_gemm:",  # type: ignore[union-attr]
                                                                         "conv.implicit_gemm_f16x3:", 1)
-    assert [tuple(c.values()) for c in moves["conv.implicit_gemm_f16x3"].grid] == list(matmul_f16x3.TILES)
+    family = structural_moves(problem).family
+    assert family is not None and moves["conv.implicit_gemm_f16x3"].grid == tiles(matmul_f16x3.TILES, family)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(conv, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}))
     settings = HarnessSettings.detect(seeds=1, time_compile=False)

@@ -55,14 +55,29 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
 
+def tiles(table: tuple[tuple[int, ...], ...], family: Family) -> tuple[dict[str, int], ...]:
+    """A tile table's configurations for this convolution, BLOCK_N cut to its group's output channels (at least 16,
+    a tensor-core product's least): a group of 8 spread over 64 columns multiplies 8 times the work. In order,
+    without repeats."""
+    weight, groups, transposed = family.weight_shape, family.scalars[8], family.scalars[6]
+    outputs = (weight[1] if transposed else weight[0] // max(groups, 1)) if len(weight) > 1 else 1 << 30
+    most = max(16, 1 << max(outputs - 1, 0).bit_length())
+    out: list[dict[str, int]] = []
+    for tile in table:
+        config = dict(zip(_KEYS, tile, strict=True))
+        config["CONV_BLOCK_N"] = min(config["CONV_BLOCK_N"], most)
+        if config not in out:
+            out.append(config)
+    return tuple(out)
+
+
 def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
     """The implicit GEMM, and for fp32 its twins: on fp16 parts split once, at 3xTF32, split in registers."""
     from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3, matmul_f16x3
 
     why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
            "(channel, kernel offset) on tl.dot")
-    gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source),
-                        tuple(dict(zip(_KEYS, t, strict=True)) for t in _TILES))
+    gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source), tiles(_TILES, family))
     out, skipped = [gemm], []
     not_depthwise = conv_depthwise.applies(family.scalars, family.shapes[0] if family.shapes else ())
     if not_depthwise is None:  # first: the implicit GEMM's tiles hold one useful column and channel a step here
@@ -80,15 +95,13 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
                      Skipped("conv.implicit_gemm_f16x3", own)]
     out.append(MoveInstance("conv.split_f16", f"{why}; fp32 products as three fp16 products of the input's "
                             "samples and the weight's output channels scaled by powers of two and split once before "
-                            "it", source(family, problem_source, helper="split"),
-                            tuple(dict(zip(_KEYS, t, strict=True)) for t in conv_split.TILES)))
+                            "it", source(family, problem_source, helper="split"), tiles(conv_split.TILES, family)))
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
-                            source(family, problem_source, "tf32x3"),
-                            tuple(dict(zip(_KEYS, t, strict=True)) for t in TF32X3_TILES)))
+                            source(family, problem_source, "tf32x3"), tiles(TF32X3_TILES, family)))
     split = dot_f16x3.to_f16x3(gemm.source)
     assert split is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc, ...)`"
     out.append(MoveInstance("conv.implicit_gemm_f16x3", f"{why}; fp32 products as three fp16 products of the "
                             "gathered tiles, scaled by powers of two and split in registers each K step",
                             split.replace("conv.implicit_gemm:", "conv.implicit_gemm_f16x3:", 1),
-                            tuple(dict(zip(_KEYS, t, strict=True)) for t in matmul_f16x3.TILES)))
+                            tiles(matmul_f16x3.TILES, family)))
     return out, skipped

@@ -71,7 +71,8 @@ _EDITS = (
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
-    x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, 4096)
+    block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
+    x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, block)
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg)
     conv_igemm_kernel[grid](
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,

@@ -48,6 +48,7 @@ class Family:
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
+    weight_shape: tuple[int, ...] = ()  # conv: its weight's
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
     rows_flattened: bool = False  # matmul: A's leading dims are its rows; bmm: the inputs' leading dims the batch
@@ -284,7 +285,7 @@ def _convolution(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     state = _state_names(model, args[1], args[2])
     if state is None or not state[0]:
         return family
-    return Family(**{**family.__dict__, "name": "conv", "state": state})
+    return Family(**{**family.__dict__, "name": "conv", "state": state, "weight_shape": tuple(args[1].shape)})
 
 
 def _dim(value: int, ndim: int | None) -> int:
