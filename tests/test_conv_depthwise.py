@@ -5,6 +5,7 @@ offered first where it applies and skipped with why where not; a move file throu
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -46,16 +47,41 @@ def test_the_stencil_computes_atens_convolution(name: str, tile: tuple[int, int,
         torch.testing.assert_close(out, want, rtol=1e-5, atol=1e-5)
 
 
-def test_it_is_offered_first_where_each_output_reads_one_channel_and_skipped_with_why_elsewhere() -> None:
+def test_it_alone_is_offered_where_the_helper_hands_the_convolution_to_it_and_skipped_with_why_elsewhere(
+        tmp_path: Path) -> None:
+    # 2 outputs a group of one input channel: the implicit GEMM's helper itself runs the stencil (at its own tile),
+    # so its four templates would time the same kernel again; each says so
     moves = structural_moves(PROBLEM)
-    assert [m.name for m in moves.instances][:2] == ["conv.depthwise", "conv.implicit_gemm"]
+    assert [m.name for m in moves.instances] == ["conv.depthwise"]
     depthwise = moves.instances[0]
     assert [tuple(c.values()) for c in depthwise.grid] == list(conv_depthwise.TILES)
     assert set(depthwise.cures) >= {"memory", "compute"} and check_kernel_source(depthwise.source) == []
+    assert "hands this convolution to the depthwise stencil" in {s.name: s.why for s in moves.skipped}["conv.split_f16"]
+    # 16 outputs a group: the implicit GEMM fills its least tile, so its templates are measured beside the stencil
+    wide = tmp_path / "conv_depthwise_16.py"
+    wide.write_text(PROBLEM.read_text().replace("2 * channels", "16 * channels"))
+    assert [m.name for m in structural_moves(wide).instances][:3] == ["conv.depthwise", "conv.implicit_gemm",
+                                                                      "conv.split_f16"]
     grouped = structural_moves(CONV2D)  # 4 input channels in 2 groups
     assert "conv.depthwise" not in [m.name for m in grouped.instances]
     assert "4 input channels in 2 group(s)" in {s.name: s.why for s in grouped.skipped}["conv.depthwise"]
-    assert "transposed" in conv_depthwise.applies((None,) * 6 + (True, None, 3), (1, 3, 5))
+    family = grouped.family
+    assert family is not None
+    transposed = replace(family, scalars=(*family.scalars[:6], True, *family.scalars[7:]))
+    assert "transposed" in (conv_depthwise.applies(transposed) or "")
+
+
+def test_the_stencil_takes_64_bit_offsets_where_a_sample_is_wide() -> None:
+    # WIDE (an offset within a sample past 2**31, as a channels-last sample of 2**31 values has) on a small case
+    shape, weight_shape, has_bias, stride, padding, dilation, groups = CASES["3d strided"]
+    torch.manual_seed(3)
+    x, weight, bias = torch.randn(shape), torch.randn(weight_shape), torch.randn(weight_shape[0])
+    want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False,
+                                      [0, 0, 0], groups)
+    assert "WIDE=max(x.numel(), out.numel()) >= 2**31" in conv_depthwise.HELPER
+    conv = _helper(conv_depthwise.HELPER.replace("WIDE=max(x.numel(), out.numel()) >= 2**31", "WIDE=True"))
+    got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0, 0, 0), groups)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 
 
 def test_the_move_passes_the_verifier(tmp_path: Path) -> None:

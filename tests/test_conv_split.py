@@ -141,3 +141,34 @@ def test_a_convolution_split_in_registers_or_a_family_template_takes_no_seed_rew
     family = {m.name: m for m in structural_moves(CONV2D).instances}
     assert "dot.conv_split_f16" not in [m.name for m in structural_moves(
         CONV2D, 132, family["conv.implicit_gemm"].source).instances]  # the conv family's own move does it
+
+
+def test_an_infinity_in_a_sample_leaves_its_other_outputs_exact_and_a_spike_costs_what_the_scale_says() -> None:
+    # the sample's scale is taken over its finite values: an inf lies whole in its remainder and reaches only the
+    # outputs whose window holds it (an inf in the scale made the sample's finite values zeros)
+    torch.manual_seed(5)
+    x, weight = torch.randn(1, 2, 8, 8), torch.randn(3, 2, 3, 3)
+    settings = ((1, 1), (1, 1), (1, 1), False, (0, 0), 1)
+    x[0, 0, 0, 0] = float("inf")
+    want = torch.ops.aten.convolution(x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    got = _split_conv()(x, weight, None, None, *settings)
+    finite = torch.isfinite(want)
+    assert bool((torch.isfinite(got) == finite).all()) and int((~finite).sum()) > 0
+    torch.testing.assert_close(got[finite], want[finite], rtol=1e-5, atol=1e-5)
+    # one value 2^20 above the rest: the sample's scale puts it in fp16's range, so an output whose window misses it
+    # keeps the parts' rounding of 2^-38 of it (about 2^-18 here), not of its own window (the split's limit: a
+    # spread past 2^14 in one sample errs more than fp32 on the outputs far from its largest value)
+    x[0, 0, 0, 0] = 2.0 ** 20
+    exact = torch.ops.aten.convolution(x.double(), weight.double(), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
+    far = torch.zeros_like(want, dtype=torch.bool)
+    far[..., 3:, 3:] = True
+    error = float((_split_conv()(x, weight, None, None, *settings).double() - exact)[far].abs().max())
+    assert 0 < error <= 2.0 ** 20 * 2.0 ** -38 * float(weight.abs().sum(dim=(1, 2, 3)).max())
+
+
+def test_the_in_register_split_stays_for_products_beside_the_convolution() -> None:
+    from test_seed_translate import seed_text
+
+    conv = seed_text("max_autotune_triton", LEVEL2_CONV)
+    bmm = seed_text("max_autotune_triton", "3_Batched_matrix_multiplication")
+    assert not conv_split.products_beside(conv) and conv_split.products_beside(bmm)

@@ -35,7 +35,7 @@ def conv_dw_kernel(
     x_ptr, w_ptr, b_ptr, out_ptr, TILES_W, TILES, C_OUT, OD, OH, OW, D, H, W, KD, KH, KW, OCG,
     sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
     std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
-    HAS_BIAS: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+    HAS_BIAS: tl.constexpr, WIDE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
 ):
     # Program: a BLOCK_H x BLOCK_W tile of one (sample, output channel, output depth) plane; output channel oc
     # reads input channel oc // OCG (OCG output channels a group, one input channel each)
@@ -48,6 +48,8 @@ def conv_dw_kernel(
     n = (t // C_OUT).to(tl.int64)
     oh = (tile // TILES_W) * BLOCK_H + tl.arange(0, BLOCK_H)
     ow = (tile % TILES_W) * BLOCK_W + tl.arange(0, BLOCK_W)
+    if WIDE:  # an offset within a sample may pass 2**31 (a channels-last layout spans the sample)
+        od, oh, ow = od.to(tl.int64), oh.to(tl.int64), ow.to(tl.int64)
     out_ok = (oh[:, None] < OH) & (ow[None, :] < OW)
     x_plane = x_ptr + n * sxn + (oc // OCG).to(tl.int64) * sxc
     w_taps = w_ptr + oc * (KD * KH * KW)
@@ -99,11 +101,15 @@ def conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, bloc
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
-        HAS_BIAS=bias is not None, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=4,
+        HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31, BLOCK_H=block_h, BLOCK_W=block_w,
+        num_warps=4,
     )
     return out
 '''
 
+# A group of one input channel and fewer outputs than this goes to the stencil (conv_depthwise), in the helper and in
+# the moves' plans alike: the implicit GEMM's tile would hold that many useful columns of its BLOCK_N (16 at least).
+DEPTHWISE_OUTPUTS = 16
 CONV_HELPER = '''
 
 # conv_igemm_kernel's tile: the offline sweep's knobs (CONV_ names: the seed's GEMM tiles are others)
@@ -251,7 +257,8 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
             channels = weight.shape[0]
         out = torch.empty((x.shape[0], channels, *sizes), dtype=x.dtype, device=x.device)
     cg, ocg = x.shape[1] // groups, out.shape[1] // groups
-    if not transposed and cg == 1 and ocg < 16:  # a GEMM of ocg useful columns a tile: a stencil instead
+    # a group of one input channel and few outputs: the implicit GEMM's tile would hold ocg useful columns
+    if not transposed and cg == 1 and ocg < ''' + str(DEPTHWISE_OUTPUTS) + ''':
         return conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, 8, 64)
     OD, OH, OW = _three(out.shape[2:], 1)
     KD, KH, KW = _three(weight.shape[2:], 1)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
-from kernelopt.offline.moves import conv, elementwise, pooling, precision, reduce, rows, standardize
+from kernelopt.offline.moves import conv, conv_split, elementwise, pooling, precision, reduce, rows, standardize
 from kernelopt.seed.errors import SeedError
 
 if TYPE_CHECKING:
@@ -144,8 +144,9 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
     instances, skipped = _rewrites(moves.family, source, capability)
     split, why = _seed_split(moves.family, source, capability)
     conv, not_conv = _conv_split(moves.family, source, capability)
+    covered = bool(split) or bool(conv) and not conv_split.products_beside(source)
     split, why = split + conv, why + not_conv
-    if split:  # the products' operands split once before their launch: no split of each K step's tiles too
+    if covered:  # the products' operands split once before their launch: no split of each K step's tiles too
         instances = tuple(m for m in instances if m.name != "dot.f16x3")
         skipped += (Skipped("dot.f16x3", f"{' and '.join(m.name for m in split)} applies: the operands are split "
                             "once before the product, not every K step in every program"),)

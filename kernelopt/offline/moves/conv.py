@@ -59,8 +59,7 @@ def tiles(table: tuple[tuple[int, ...], ...], family: Family) -> tuple[dict[str,
     """A tile table's configurations for this convolution, BLOCK_N cut to its group's output channels (at least 16,
     a tensor-core product's least): a group of 8 spread over 64 columns multiplies 8 times the work. In order,
     without repeats."""
-    weight, groups, transposed = family.weight_shape, family.scalars[8], family.scalars[6]
-    outputs = (weight[1] if transposed else weight[0] // max(groups, 1)) if len(weight) > 1 else 1 << 30
+    outputs = conv_depthwise.outputs_a_group(family) or 1 << 30
     most = max(16, 1 << max(outputs - 1, 0).bit_length())
     out: list[dict[str, int]] = []
     for tile in table:
@@ -79,7 +78,7 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
            "(channel, kernel offset) on tl.dot")
     gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source), tiles(_TILES, family))
     out, skipped = [gemm], []
-    not_depthwise = conv_depthwise.applies(family.scalars, family.shapes[0] if family.shapes else ())
+    not_depthwise = conv_depthwise.applies(family)
     if not_depthwise is None:  # first: the implicit GEMM's tiles hold one useful column and channel a step here
         out.insert(0, MoveInstance("conv.depthwise", "each output channel reads one input channel: a direct stencil, "
                                    "a BLOCK_H x BLOCK_W tile of an output plane a program, a tap at a time",
@@ -88,6 +87,11 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
                                          for t in conv_depthwise.TILES)))
     else:
         skipped.append(Skipped("conv.depthwise", not_depthwise))
+    if conv_depthwise.dispatched(family):  # the GEMM templates' helper would run the stencil at its own tile
+        why_not = (f"{conv_depthwise.outputs_a_group(family)} output channel(s) of one input channel a group: the "
+                   "helper hands this convolution to the depthwise stencil, which conv.depthwise sweeps")
+        return out[:1], [Skipped(name, why_not) for name in ("conv.implicit_gemm", "conv.split_f16",
+                                                              "conv.implicit_gemm_tf32x3", "conv.implicit_gemm_f16x3")]
     if family.dtype != "float32":
         own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
         return out, [*skipped, Skipped("conv.split_f16", own),

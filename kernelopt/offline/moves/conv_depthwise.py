@@ -12,7 +12,12 @@ neighbours read them (from L1 or L2 after the first). fp32 FMAs in fp32, the sam
 
 from __future__ import annotations
 
-from kernelopt.seed.conv import DEPTHWISE
+from typing import TYPE_CHECKING
+
+from kernelopt.seed.conv import DEPTHWISE, DEPTHWISE_OUTPUTS
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves.family import Family
 
 HELPER = """
 
@@ -40,12 +45,28 @@ TILES = ((8, 64, 4), (4, 128, 4), (16, 64, 8), (8, 128, 8), (2, 256, 4), (32, 32
 KEYS = ("DW_BLOCK_H", "DW_BLOCK_W", "num_warps")
 
 
-def applies(family_scalars: tuple[object, ...], input_shape: tuple[int, ...]) -> str | None:
+def outputs_a_group(family: Family) -> int | None:
+    """A group's output channels, from the traced weight (None where it was not read)."""
+    weight, groups, transposed = family.weight_shape, family.scalars[8], family.scalars[6]
+    if len(weight) < 2:
+        return None
+    return weight[1] if transposed else weight[0] // max(groups, 1)
+
+
+def applies(family: Family) -> str | None:
     """None where the convolution's output channels each read one input channel (not transposed), else why not."""
-    transposed, groups = family_scalars[6], family_scalars[8]
+    transposed, groups = family.scalars[6], family.scalars[8]
+    shape = family.shapes[0] if family.shapes else ()
     if transposed:
         return "a transposed convolution: each output gathers from several input positions a tap"
-    if len(input_shape) < 3 or input_shape[1] != groups:
-        channels = input_shape[1] if len(input_shape) > 1 else "?"
+    if len(shape) < 3 or shape[1] != groups:
+        channels = shape[1] if len(shape) > 1 else "?"
         return f"{channels} input channels in {groups} group(s): each output reads several channels"
     return None
+
+
+def dispatched(family: Family) -> bool:
+    """Whether the seed's helper hands this convolution to the stencil itself (seed/conv.py DEPTHWISE_OUTPUTS): then
+    every implicit-GEMM template of it runs the stencil at the helper's own tile."""
+    outputs = outputs_a_group(family)
+    return applies(family) is None and outputs is not None and outputs < DEPTHWISE_OUTPUTS

@@ -134,3 +134,21 @@ def rewrite(source: str) -> str | None:
         return None
     return "".join(lines[:start]) + SPLIT_KERNELS.lstrip("\n") + UNSCALE + "\n\n" + split + SPLIT_HELPER + "".join(
         lines[host.end_lineno:])
+
+
+def products_beside(source: str) -> bool:
+    """Whether a kernel file has fp32 products the in-register split (`dot.f16x3`) would take outside the seed's
+    convolution kernel (a GEMM template beside it): the convolution's split leaves those as they are."""
+    from kernelopt.offline.moves.dot_f16x3 import to_f16x3
+
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return False
+    lines = source.splitlines(keepends=True)
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == "conv_igemm_kernel" and node.end_lineno is not None:
+            start = min(n.lineno for n in (node, *node.decorator_list)) - 1
+            lines[start:node.end_lineno] = []
+            break
+    return to_f16x3("".join(lines)) is not None

@@ -26,13 +26,14 @@ SPLIT_KERNELS = '''
 @triton.jit
 def row_max_kernel(src_ptr, big_ptr, rows, cols, s_b, s_r, s_c, rows_p, row_blocks,
                    block_r: tl.constexpr, block_c: tl.constexpr):
-    # big[i, r] = the bits of max |src[i, r, :]| (an int32 max orders non-negative floats as floats do)
+    # big[i, r] = the bits of max |src[i, r, :]| over its finite values (an int32 max orders non-negative floats as
+    # floats do): an inf would scale the row's finite values to zeros; it lies whole in its remainder (split_kernel)
     batch = (tl.program_id(0) // row_blocks).to(tl.int64)
     r = (tl.program_id(0) % row_blocks) * block_r + tl.arange(0, block_r)
     c = tl.program_id(1) * block_c + tl.arange(0, block_c)
     src = src_ptr + batch * s_b + r[:, None].to(tl.int64) * s_r + c[None, :].to(tl.int64) * s_c
-    x = tl.load(src, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0)
-    big = tl.max(tl.abs(x), axis=1).to(tl.int32, bitcast=True)
+    x = tl.abs(tl.load(src, mask=(r[:, None] < rows) & (c[None, :] < cols), other=0.0))
+    big = tl.max(tl.where(x < float("inf"), x, 0.0), axis=1).to(tl.int32, bitcast=True)
     tl.atomic_max(big_ptr + batch * rows_p + r, big, mask=r < rows)
 
 
