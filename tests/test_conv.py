@@ -159,3 +159,14 @@ def test_a_groups_few_output_channels_cut_the_tiles_columns() -> None:
     # a transposed convolution's weight is (in, out / groups, ...): its second size is a group's outputs
     transposed = replace(family, weight_shape=(64, 8, 3, 3), scalars=(*family.scalars[:6], True, *family.scalars[7:]))
     assert {c["CONV_BLOCK_N"] for c in tiles(_TILES, transposed)} == {16}
+
+
+def test_a_strided_transposed_convolutions_phases_gather_from_their_own_kernel_offsets() -> None:
+    # stride 2 x 2, a 3 x 3 kernel, padding 1: an output o takes offsets k with o + 1 - k even, so the even phase
+    # of a dim takes k = 1 and the odd one k = 0 and 2; each offset lands on one phase a dim, so the rows' counts
+    # add up to the kernel's 9. With a dilation of 2 every offset lands on the same phase.
+    taps = _helper()["_phase_taps"]((2, 2), (1, 1), (1, 1), (3, 3), "cpu")
+    assert taps[:, 0].tolist() == [1, 2, 2, 4] and int(taps[:, 0].sum()) == 9
+    assert taps[0, 1:2].tolist() == [4] and taps[3, 1:5].tolist() == [0, 2, 6, 8]
+    dilated = _helper()["_phase_taps"]((2,), (1,), (2,), (3,), "cpu")
+    assert dilated[:, 0].tolist() == [0, 3]  # even outputs gather nothing (the bias alone), odd ones every offset

@@ -18,6 +18,9 @@ tile of the weight, which a first small kernel lays out per call as (group, kern
 channel, output channel) so that tile is whole lines. A group of fewer channels than a K step (3 in
 a first layer's RGB, 1 in a depthwise one) packs several kernel offsets into a step instead, each
 element's input position worked out on its own: a step of BLOCK_K was otherwise 3/BLOCK_K used.
+A transposed convolution of stride s takes its rows a phase at a time (outputs o = q * s + phase):
+a phase's outputs gather from the same kernel offsets, listed per call, so a step visits only those
+(at stride 2 in 3-D, 1/8 of the offsets land on an output; the others were steps masked whole).
 (The first version flattened (channel, kernel offset) into K for every group and did int64 index
 arithmetic per element and step: 3.2 TFLOP/s on the H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
@@ -155,28 +158,46 @@ def conv_igemm_kernel(
     OD, OH, OW, D, H, W, KD, KH, KW, M, CG, OCG,
     sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
     std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
+    taps_ptr, MQ, QD, QH, QW,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IS_FP32: tl.constexpr, WIDE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, CG_POW: tl.constexpr,
+    PHASED: tl.constexpr,
 ):
     # Rows: (batch, output position); columns: the output channels of group g. The reduction runs
     # over the kernel offsets and, within each, the group's input channels in BLOCK_K steps, as one
     # loop: a row's input position is worked out once per offset, not once per element. A group of
     # fewer channels than BLOCK_K (CG_POW: their count's power of two, else 0) takes BLOCK_K // CG_POW
     # offsets a step, each element's input position its own: a step of a 3-channel group is not 1/16 used.
+    # A strided transposed convolution (PHASED) takes its rows a phase at a time (o = q * stride + phase): a
+    # phase's outputs gather from the same kernel offsets (taps_ptr's row: their count, then them), so its steps
+    # visit those alone, not every offset to mask all but 1/stride of them.
     g = tl.program_id(2)
-    rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    if PHASED:
+        phase = tl.program_id(0) // tl.cdiv(MQ, BLOCK_M)
+        rm = (tl.program_id(0) % tl.cdiv(MQ, BLOCK_M)) * BLOCK_M + tl.arange(0, BLOCK_M)
+    else:
+        rm = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     ck = tl.arange(0, BLOCK_K)
     if WIDE:  # an offset may pass 2**31
         rm = rm.to(tl.int64)
         ck = ck.to(tl.int64)
-    m_ok = rm < M
     n_ok = rn < OCG
-    nb, od, oh, ow = conv_unflatten(rm, OD, OH, OW)
+    if PHASED:
+        nb, od, oh, ow = conv_unflatten(rm, QD, QH, QW)
+        od = od * std + phase // (sth * stw)
+        oh = oh * sth + (phase // stw) % sth
+        ow = ow * stw + phase % stw
+        m_ok = (rm < MQ) & (od < OD) & (oh < OH) & (ow < OW)
+    else:
+        m_ok = rm < M
+        nb, od, oh, ow = conv_unflatten(rm, OD, OH, OW)
     x_row = nb * sxn + (g * CG) * sxc
     c_steps = tl.cdiv(CG, BLOCK_K)
     if CG_POW:
         steps = tl.cdiv(KD * KH * KW, BLOCK_K // CG_POW)
+    elif PHASED:
+        steps = tl.load(taps_ptr + phase * (KD * KH * KW + 1)) * c_steps
     else:
         steps = KD * KH * KW * c_steps
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -204,7 +225,10 @@ def conv_igemm_kernel(
             x_off = x_row[:, None] + i_d * sxd + i_h * sxh + i_w * sxw + (c * sxc)[None, :]
             a_ok = ok & c_ok[None, :]
         else:  # one offset a step, BLOCK_K of its channels
-            kk = step // c_steps
+            if PHASED:
+                kk = tl.load(taps_ptr + phase * (KD * KH * KW + 1) + 1 + step // c_steps)
+            else:
+                kk = step // c_steps
             c = (step % c_steps) * BLOCK_K + ck  # the input channel within the group
             kw = kk % KW
             kh = (kk // KW) % KH
@@ -241,6 +265,23 @@ def conv_igemm_kernel(
 ''' + DEPTHWISE + '''
 
 
+def _phase_taps(stride, padding, dilation, kernel, device):
+    """A strided transposed convolution's phases (an output's position modulo the stride, row-major) and the
+    kernel offsets each one's outputs gather from (o + padding - k * dilation a multiple of the stride), a row a
+    phase: the count, then the offsets, then zeros to the kernel's size (int32, on `device`)."""
+    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), (kd, kh, kw) = (
+        _three(stride, 1), _three(padding, 0), _three(dilation, 1), _three(kernel, 1))
+    rows = []
+    for a in range(sd):
+        for b in range(sh):
+            for c in range(sw):
+                taps = [(i * kh + j) * kw + k for i in range(kd) if (a + pd - i * dd) % sd == 0
+                        for j in range(kh) if (b + ph - j * dh) % sh == 0
+                        for k in range(kw) if (c + pw - k * dw) % sw == 0]
+                rows.append([len(taps), *taps, *[0] * (kd * kh * kw - len(taps))])
+    return torch.tensor(rows, dtype=torch.int32, device=device)
+
+
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
     """torch's convolution on `conv_igemm_kernel`, into `out` (allocated here when None)."""
     spatial = x.dim() - 2
@@ -271,17 +312,23 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         TRANSPOSED=bool(transposed), BLOCK=lanes,
     )
     cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
-    grid = (triton.cdiv(M, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
+    strides = _three(stride, 1)
+    phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases
+    q = [triton.cdiv(o, s) for o, s in zip((OD, OH, OW), strides, strict=True)] if phases > 1 else [OD, OH, OW]
+    taps = _phase_taps(stride, padding, dilation, weight.shape[2:], x.device) if phases > 1 else wg
+    mq = x.shape[0] * q[0] * q[1] * q[2]
+    grid = (phases * triton.cdiv(mq, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
     conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
         OD, OH, OW, *_three(x.shape[2:], 1), KD, KH, KW, M, cg, ocg,
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
+        taps, mq, *q,
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
         WIDE=max(x.numel(), out.numel()) >= 2**31,
-        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K, CG_POW=cg_pow if cg_pow < CONV_BLOCK_K else 0,
-        num_warps=4, num_stages=3,
+        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K,
+        CG_POW=cg_pow if cg_pow < CONV_BLOCK_K and phases == 1 else 0, PHASED=phases > 1, num_warps=4, num_stages=3,
     )
     return out
 '''
