@@ -162,11 +162,23 @@ def test_a_groups_few_output_channels_cut_the_tiles_columns() -> None:
 
 
 def test_a_strided_transposed_convolutions_phases_gather_from_their_own_kernel_offsets() -> None:
-    # stride 2 x 2, a 3 x 3 kernel, padding 1: an output o takes offsets k with o + 1 - k even, so the even phase
-    # of a dim takes k = 1 and the odd one k = 0 and 2; each offset lands on one phase a dim, so the rows' counts
-    # add up to the kernel's 9. With a dilation of 2 every offset lands on the same phase.
-    taps = _helper()["_phase_taps"]((2, 2), (1, 1), (1, 1), (3, 3), "cpu")
-    assert taps[:, 0].tolist() == [1, 2, 2, 4] and int(taps[:, 0].sum()) == 9
-    assert taps[0, 1:2].tolist() == [4] and taps[3, 1:5].tolist() == [0, 2, 6, 8]
-    dilated = _helper()["_phase_taps"]((2,), (1,), (2,), (3,), "cpu")
-    assert dilated[:, 0].tolist() == [0, 3]  # even outputs gather nothing (the bias alone), odd ones every offset
+    # conv_phase_taps(phase, stride, padding, dilation, K) -> (first offset, step, count) of the offsets k with
+    # phase + padding - k * dilation a multiple of the stride, checked against every such case by brute force
+    probe = _helper(CONV_HELPER + """
+
+@triton.jit
+def phase_probe(out_ptr, p, s, pad, dil, K):
+    first, step, count = conv_phase_taps(p, s, pad, dil, K)
+    tl.store(out_ptr, first)
+    tl.store(out_ptr + 1, step)
+    tl.store(out_ptr + 2, count)
+""")["phase_probe"]
+
+    for s, pad, dil, k in ((2, 1, 1, 3), (2, 1, 2, 3), (3, 2, 2, 7), (4, 0, 2, 5), (2, 0, 1, 1), (3, 1, 3, 4)):
+        for p in range(s):
+            want = [t for t in range(k) if (p + pad - t * dil) % s == 0]
+            out = torch.zeros(3, dtype=torch.int32)
+            probe[(1,)](out, p, s, pad, dil, k)
+            first, step, count = out.tolist()
+            assert count == len(want), (s, pad, dil, k, p)
+            assert [first + i * step for i in range(count)] == want, (s, pad, dil, k, p)

@@ -153,12 +153,27 @@ def conv_weight_kernel(
 
 
 @triton.jit
+def conv_phase_taps(p, s, pad, dil, K):
+    # the kernel offsets k < K one dim's outputs of phase p gather from (p + pad - k * dil a multiple of the stride
+    # s): the first, the step between them (s / gcd(dil, s)) and their count
+    first = K
+    for t in range(s):
+        if (first == K) & (t < K) & ((p + pad - t * dil) % s == 0):
+            first = t
+    step = s
+    for u in range(s, 0, -1):
+        if (u * dil) % s == 0:
+            step = u
+    return first, step, tl.where(first < K, (K - first + step - 1) // step, 0)
+
+
+@triton.jit
 def conv_igemm_kernel(
     x_ptr, wg_ptr, b_ptr, out_ptr,
     OD, OH, OW, D, H, W, KD, KH, KW, M, CG, OCG,
     sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
     std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
-    taps_ptr, MQ, QD, QH, QW,
+    MQ, QD, QH, QW,
     TRANSPOSED: tl.constexpr, HAS_BIAS: tl.constexpr, IS_FP32: tl.constexpr, WIDE: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, CG_POW: tl.constexpr,
     PHASED: tl.constexpr,
@@ -169,8 +184,8 @@ def conv_igemm_kernel(
     # fewer channels than BLOCK_K (CG_POW: their count's power of two, else 0) takes BLOCK_K // CG_POW
     # offsets a step, each element's input position its own: a step of a 3-channel group is not 1/16 used.
     # A strided transposed convolution (PHASED) takes its rows a phase at a time (o = q * stride + phase): a
-    # phase's outputs gather from the same kernel offsets (taps_ptr's row: their count, then them), so its steps
-    # visit those alone, not every offset to mask all but 1/stride of them.
+    # phase's outputs gather from the same kernel offsets (conv_phase_taps, a dim at a time), so its steps visit
+    # those alone, not every offset to mask all but 1/stride of them.
     g = tl.program_id(2)
     if PHASED:
         phase = tl.program_id(0) // tl.cdiv(MQ, BLOCK_M)
@@ -197,7 +212,10 @@ def conv_igemm_kernel(
     if CG_POW:
         steps = tl.cdiv(KD * KH * KW, BLOCK_K // CG_POW)
     elif PHASED:
-        steps = tl.load(taps_ptr + phase * (KD * KH * KW + 1)) * c_steps
+        fd, sd, nd = conv_phase_taps(phase // (sth * stw), std, pdd, dld, KD)
+        fh, sh, nh = conv_phase_taps((phase // stw) % sth, sth, pdh, dlh, KH)
+        fw, sw, nw = conv_phase_taps(phase % stw, stw, pdw, dlw, KW)
+        steps = nd * nh * nw * c_steps
     else:
         steps = KD * KH * KW * c_steps
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -226,7 +244,8 @@ def conv_igemm_kernel(
             a_ok = ok & c_ok[None, :]
         else:  # one offset a step, BLOCK_K of its channels
             if PHASED:
-                kk = tl.load(taps_ptr + phase * (KD * KH * KW + 1) + 1 + step // c_steps)
+                j = step // c_steps
+                kk = ((fd + (j // (nw * nh)) * sd) * KH + fh + (j // nw) % nh * sh) * KW + fw + j % nw * sw
             else:
                 kk = step // c_steps
             c = (step % c_steps) * BLOCK_K + ck  # the input channel within the group
@@ -265,23 +284,6 @@ def conv_igemm_kernel(
 ''' + DEPTHWISE + '''
 
 
-def _phase_taps(stride, padding, dilation, kernel, device):
-    """A strided transposed convolution's phases (an output's position modulo the stride, row-major) and the
-    kernel offsets each one's outputs gather from (o + padding - k * dilation a multiple of the stride), a row a
-    phase: the count, then the offsets, then zeros to the kernel's size (int32, on `device`)."""
-    (sd, sh, sw), (pd, ph, pw), (dd, dh, dw), (kd, kh, kw) = (
-        _three(stride, 1), _three(padding, 0), _three(dilation, 1), _three(kernel, 1))
-    rows = []
-    for a in range(sd):
-        for b in range(sh):
-            for c in range(sw):
-                taps = [(i * kh + j) * kw + k for i in range(kd) if (a + pd - i * dd) % sd == 0
-                        for j in range(kh) if (b + ph - j * dh) % sh == 0
-                        for k in range(kw) if (c + pw - k * dw) % sw == 0]
-                rows.append([len(taps), *taps, *[0] * (kd * kh * kw - len(taps))])
-    return torch.tensor(rows, dtype=torch.int32, device=device)
-
-
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
     """torch's convolution on `conv_igemm_kernel`, into `out` (allocated here when None)."""
     spatial = x.dim() - 2
@@ -315,7 +317,6 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     strides = _three(stride, 1)
     phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases
     q = [triton.cdiv(o, s) for o, s in zip((OD, OH, OW), strides, strict=True)] if phases > 1 else [OD, OH, OW]
-    taps = _phase_taps(stride, padding, dilation, weight.shape[2:], x.device) if phases > 1 else wg
     mq = x.shape[0] * q[0] * q[1] * q[2]
     grid = (phases * triton.cdiv(mq, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
     conv_igemm_kernel[grid](
@@ -324,7 +325,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
-        taps, mq, *q,
+        mq, *q,
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
         WIDE=max(x.numel(), out.numel()) >= 2**31,
         BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K,
