@@ -31,6 +31,8 @@ CASES = {
     "transposed 2d": ((2, 4, 5, 6), (4, 3, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 2),
     "transposed 1d dilated": ((2, 3, 8), (3, 2, 3), False, (2,), (1,), (2,), True, (0,), 1),
     "transposed 3d": ((1, 2, 3, 4, 5), (2, 2, 2, 3, 2), True, (2, 1, 2), (0, 1, 1), (1, 1, 1), True, (1, 0, 0), 1),
+    # a stride over the kernel's size: a phase of the three gathers nothing (its outputs are the bias)
+    "transposed 1d stride 3": ((2, 2, 6), (2, 3, 2), True, (3,), (1,), (1,), True, (2,), 1),
 }
 
 

@@ -19,8 +19,9 @@ channel, output channel) so that tile is whole lines. A group of fewer channels 
 a first layer's RGB, 1 in a depthwise one) packs several kernel offsets into a step instead, each
 element's input position worked out on its own: a step of BLOCK_K was otherwise 3/BLOCK_K used.
 A transposed convolution of stride s takes its rows a phase at a time (outputs o = q * s + phase):
-a phase's outputs gather from the same kernel offsets, listed per call, so a step visits only those
-(at stride 2 in 3-D, 1/8 of the offsets land on an output; the others were steps masked whole).
+a phase's outputs gather from the same kernel offsets, worked out in the kernel, so a step visits only
+those (at stride 2 in 3-D, 1/8 of the offsets land on an output; the others were steps masked whole),
+where that takes fewer steps than packing them (a group of few channels and a small stride).
 (The first version flattened (channel, kernel offset) into K for every group and did int64 index
 arithmetic per element and step: 3.2 TFLOP/s on the H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
@@ -316,6 +317,8 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
     strides = _three(stride, 1)
     phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases
+    # by phases a step visits 1/phases of the offsets; packed, a step takes BLOCK_K / cg_pow of them: the fewer steps
+    phases = phases if cg_pow * phases >= CONV_BLOCK_K else 1
     q = [triton.cdiv(o, s) for o, s in zip((OD, OH, OW), strides, strict=True)] if phases > 1 else [OD, OH, OW]
     mq = x.shape[0] * q[0] * q[1] * q[2]
     grid = (phases * triton.cdiv(mq, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
