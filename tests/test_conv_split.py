@@ -138,6 +138,8 @@ def test_a_convolution_split_in_registers_or_a_family_template_takes_no_seed_rew
     moves = structural_moves(problem_path(LEVEL2_CONV), 132, in_registers)
     assert "not the seed's as written" in {s.name: s.why for s in moves.skipped}["dot.conv_split_f16"]
     assert conv_split.rewrite(conv_split.rewrite(seed) or "") is None  # its names are taken: split once only
+    old = structural_moves(problem_path(LEVEL2_CONV), 132, seed, capability="7.5")
+    assert "no tensor-core products" in {s.name: s.why for s in old.skipped}["dot.conv_split_f16"]
     family = {m.name: m for m in structural_moves(CONV2D).instances}
     assert "dot.conv_split_f16" not in [m.name for m in structural_moves(
         CONV2D, 132, family["conv.implicit_gemm"].source).instances]  # the conv family's own move does it

@@ -176,14 +176,21 @@ def _rewrites(family: Family | None, source: str,
             *f16x3[0]), f16x3[1]
 
 
+def _no_tensor_cores(name: str, capability: str) -> tuple[Skipped, ...]:
+    """Why a move of fp16 or TF32 products does not apply on a GPU older than sm_80 (none where it does)."""
+    if (capability_major(capability) or 99) >= 8:
+        return ()
+    return (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in Triton (sm_80 "
+                    "and later)"),)
+
+
 def _f16x3_rewrite(source: str, capability: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
     """The best kernel's fp32 products (FMAs or 3xTF32) as three fp16 products of its tiles scaled and split in
     registers each K step (dot_f16x3.py), wherever they stand: a convolution's gathered tiles, a batched or
     fixed-K template, a kernel someone wrote."""
     name = "dot.f16x3"
-    if (capability_major(capability) or 99) < 8:
-        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
-                            "Triton (sm_80 and later)"),)
+    if old := _no_tensor_cores(name, capability):
+        return (), old
     from kernelopt.offline.moves import dot_f16x3, matmul_f16x3
 
     rewritten = dot_f16x3.to_f16x3(source)
@@ -209,9 +216,8 @@ def _seed_split(family: Family | None, source: str,
     name = "dot.split_f16"
     if family is None or family.dtype != "float32" or family.name in ("matmul", "bmm"):
         return (), ()
-    if (capability_major(capability) or 99) < 8:
-        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
-                            "Triton (sm_80 and later)"),)
+    if old := _no_tensor_cores(name, capability):
+        return (), old
     from kernelopt.offline.moves import matmul_split_f16, seed_split
 
     rewritten = seed_split.to_split_f16(source)
@@ -234,9 +240,8 @@ def _conv_split(family: Family | None, source: str,
     name = "dot.conv_split_f16"
     if family is None or family.dtype != "float32" or family.name == "conv" or "def conv_triton(" not in source:
         return (), ()
-    if (capability_major(capability) or 99) < 8:
-        return (), (Skipped(name, f"the GPU (compute capability {capability}) has no tensor-core products in "
-                            "Triton (sm_80 and later)"),)
+    if old := _no_tensor_cores(name, capability):
+        return (), old
     from kernelopt.offline.moves import conv_split
 
     rewritten = conv_split.rewrite(source)
