@@ -16,6 +16,11 @@ of B (one output channel). So:
 - each K step multiplies `lo*hi + hi*lo + hi*hi` from zero and adds the step's sum in fp32 (the split's chain, which
   the verifier measures against float64), and the epilogue undoes both scales exactly before the bias.
 
+Its limit: the scale is the sample's, so an output whose window misses the sample's largest finite value keeps a
+rounding of 2^-38 of that value, not of its own window's (a value 2^20 above the rest costs such outputs about 2^-18
+of it; tests/test_conv_split.py checks the bound). No finer scale factors out of a convolution's sum: a row of the
+implicit GEMM reads every channel of its sample. An inf or NaN lies whole in its remainder, as in the matmul splits.
+
 The gather, its masks, the transposed, strided, dilated and grouped cases are the template's own (seed/conv.py):
 this file's helper is that helper with its loads, its product and its launch replaced.
 """
