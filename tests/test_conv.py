@@ -82,6 +82,7 @@ def test_a_depthwise_convolution_takes_the_stencil_and_the_others_the_implicit_g
 def test_it_writes_the_layout_it_is_given_and_its_tile_is_the_sweeps_to_turn() -> None:
     knobs = knob_values(CONV_HELPER)
     assert {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32}.items() <= knobs.items()
+    assert "BLOCK" not in knobs  # the weight layout's programs: a sweep of a convolution seed spends nothing there
     small = with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16})
     args, want = _case("conv2d grouped")
     out = torch.empty_like(want, memory_format=torch.channels_last)  # strides of another layout

@@ -308,7 +308,9 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     KD, KH, KW = _three(weight.shape[2:], 1)
     M = x.shape[0] * OD * OH * OW
     wg = torch.empty((groups, KD * KH * KW, cg, ocg), dtype=weight.dtype, device=weight.device)
-    lanes = 1024  # the layout's elements per program; no knob (a literal here would be one, and the grid reads it)
+    # the layout's elements per program, no knob: a literal bound to a name a launch passes is one (the sweeps of
+    # every convolution seed spent configurations on this trivial kernel's BLOCK)
+    lanes = min(1024, triton.next_power_of_2(wg.numel()))
     conv_weight_kernel[(triton.cdiv(wg.numel(), lanes),)](
         weight, wg, wg.numel(), KD * KH * KW, KH, KW, cg, ocg,
         weight.stride(0), weight.stride(1), *_three(weight.stride()[2:], 0),
