@@ -1,6 +1,6 @@
 """The depthwise convolution's direct stencil (`conv.depthwise`, offline/moves/conv_depthwise.py): every
-convolution whose output channels each read one input channel (1-, 2- and 3-D, strided, padded, dilated, two
-output channels an input channel, an input of another layout), at tiles cut to the plane, as aten.convolution;
+convolution whose output channels each read one input channel (1-, 2- and 3-D, strided, padded or not, dilated,
+two output channels an input channel, an input of another layout), at tiles cut to the plane, as aten.convolution;
 offered first where it applies and skipped with why where not; a move file through the verifier."""
 
 from __future__ import annotations
@@ -24,6 +24,9 @@ CASES = {
     "2d asymmetric kernel": ((2, 4, 9, 13), (4, 1, 3, 5), False, (1, 1), (0, 2), (1, 1), 4),
     "2d two outputs a channel": ((1, 3, 7, 10), (6, 1, 3, 3), True, (2, 1), (1, 1), (1, 2), 3),
     "3d strided": ((1, 2, 5, 6, 7), (2, 1, 3, 3, 3), True, (2, 1, 2), (1, 1, 0), (1, 1, 1), 2),
+    # no padding (KernelBench's 82-85): the loads are masked by the tile's edge alone
+    "2d unpadded strided dilated": ((2, 3, 11, 14), (3, 1, 3, 3), False, (1, 2), (0, 0), (2, 1), 3),
+    "1d unpadded long kernel": ((1, 2, 40), (4, 1, 9), True, (1,), (0,), (1,), 2),
 }
 
 

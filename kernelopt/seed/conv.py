@@ -35,10 +35,39 @@ import ast
 DEPTHWISE = '''
 
 @triton.jit
+def conv_dw_taps(
+    x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, MASKED: tl.constexpr,
+    BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
+):
+    # A tile's sum over its taps, unrolled (KD, KH, KW are the kernel's own sizes): a kernel row's taps lie at
+    # scalar steps from the row's first (constant steps at unit dilation and stride along W). MASKED: a tap may
+    # fall in the padding; else only the tile's edge is masked (every output's window lies inside the input).
+    lo = od * 0  # a scalar zero of the offsets' width (int64 where WIDE)
+    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)
+    for kd in tl.static_range(KD):
+        i_d = od * std - pdd + kd * dld
+        d_ok = (oh * 0 + i_d >= 0) & (oh * 0 + i_d < D)  # a vector: the interpreter takes no scalar in a mask
+        for kh in tl.static_range(KH):
+            i_h = oh * sth - pdh + kh * dlh
+            h_ok = d_ok & (i_h >= 0) & (i_h < H)
+            x_row = x_tile + ((lo + kd * dld) * sxd + (lo + kh * dlh) * sxh)
+            for kw in tl.static_range(KW):
+                ok = out_ok
+                if MASKED:
+                    i_w = ow * stw - pdw + kw * dlw
+                    ok = out_ok & h_ok[:, None] & ((i_w >= 0) & (i_w < W))[None, :]
+                x = tl.load(x_row + (lo + kw * dlw) * sxw, mask=ok, other=0.0)
+                acc += x.to(tl.float32) * tl.load(w_taps + (kd * KH + kh) * KW + kw).to(tl.float32)
+    return acc
+
+
+@triton.jit
 def conv_dw_kernel(
-    x_ptr, w_ptr, b_ptr, out_ptr, TILES_W, TILES, C_OUT, OD, OH, OW, D, H, W, KD, KH, KW, OCG,
+    x_ptr, w_ptr, b_ptr, out_ptr, TILES_W, TILES, C_OUT, OD, OH, OW, D, H, W, OCG,
     sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
     std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
+    KD: tl.constexpr, KH: tl.constexpr, KW: tl.constexpr, PADDED: tl.constexpr,
     HAS_BIAS: tl.constexpr, WIDE: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr,
 ):
     # Program: a BLOCK_H x BLOCK_W tile of one (sample, output channel, output depth) plane; output channel oc
@@ -50,25 +79,31 @@ def conv_dw_kernel(
     t = row // OD
     oc = t % C_OUT
     n = (t // C_OUT).to(tl.int64)
-    oh = (tile // TILES_W) * BLOCK_H + tl.arange(0, BLOCK_H)
-    ow = (tile % TILES_W) * BLOCK_W + tl.arange(0, BLOCK_W)
+    oh0 = (tile // TILES_W) * BLOCK_H
+    ow0 = (tile % TILES_W) * BLOCK_W
+    oh = oh0 + tl.arange(0, BLOCK_H)
+    ow = ow0 + tl.arange(0, BLOCK_W)
     if WIDE:  # an offset within a sample may pass 2**31 (a channels-last layout spans the sample)
         od, oh, ow = od.to(tl.int64), oh.to(tl.int64), ow.to(tl.int64)
     out_ok = (oh[:, None] < OH) & (ow[None, :] < OW)
-    x_plane = x_ptr + n * sxn + (oc // OCG).to(tl.int64) * sxc
+    # the tile's first tap, an address an output
+    x_tile = (x_ptr + n * sxn + (oc // OCG).to(tl.int64) * sxc + (od * std - pdd) * sxd
+              + (oh * sth - pdh)[:, None] * sxh + (ow * stw - pdw)[None, :] * sxw)
     w_taps = w_ptr + oc * (KD * KH * KW)
-    acc = tl.zeros((BLOCK_H, BLOCK_W), dtype=tl.float32)
-    for kd in range(KD):
-        i_d = od * std - pdd + kd * dld
-        d_ok = (oh * 0 + i_d >= 0) & (oh * 0 + i_d < D)  # a vector: the interpreter takes no scalar in a mask
-        for kh in range(KH):
-            i_h = oh * sth - pdh + kh * dlh
-            h_ok = d_ok & (i_h >= 0) & (i_h < H)
-            for kw in range(KW):
-                i_w = ow * stw - pdw + kw * dlw
-                ok = out_ok & h_ok[:, None] & ((i_w >= 0) & (i_w < W))[None, :]
-                x = tl.load(x_plane + i_d * sxd + i_h[:, None] * sxh + i_w[None, :] * sxw, mask=ok, other=0.0)
-                acc += x.to(tl.float32) * tl.load(w_taps + (kd * KH + kh) * KW + kw).to(tl.float32)
+    if PADDED:
+        # a tile whose whole window lies inside the input (most of a large plane's) takes no per-tap masks
+        inside = ((od * std - pdd >= 0) & (od * std - pdd + (KD - 1) * dld < D)
+                  & (oh0 * sth - pdh >= 0) & ((tl.minimum(oh0 + BLOCK_H, OH) - 1) * sth - pdh + (KH - 1) * dlh < H)
+                  & (ow0 * stw - pdw >= 0) & ((tl.minimum(ow0 + BLOCK_W, OW) - 1) * stw - pdw + (KW - 1) * dlw < W))
+        if inside:
+            acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
+                               pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, False, BLOCK_H, BLOCK_W)
+        else:
+            acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
+                               pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, True, BLOCK_H, BLOCK_W)
+    else:
+        acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
+                           pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, False, BLOCK_H, BLOCK_W)
     if HAS_BIAS:
         acc += tl.load(b_ptr + oc).to(tl.float32)
     o = out_ptr + n * son + oc.to(tl.int64) * soc + od * sod + oh[:, None] * soh + ow[None, :] * sow
@@ -101,12 +136,12 @@ def conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, bloc
     tiles = triton.cdiv(OH, block_h) * tiles_w
     conv_dw_kernel[(x.shape[0] * out.shape[1] * OD * tiles,)](
         x, taps, bias if bias is not None else taps, out, tiles_w, tiles, out.shape[1], OD, OH, OW,
-        *_three(x.shape[2:], 1), KD, KH, KW, out.shape[1] // groups,
+        *_three(x.shape[2:], 1), out.shape[1] // groups,
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
-        HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31, BLOCK_H=block_h, BLOCK_W=block_w,
-        num_warps=4,
+        KD=KD, KH=KH, KW=KW, PADDED=any(padding), HAS_BIAS=bias is not None,
+        WIDE=max(x.numel(), out.numel()) >= 2**31, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=4,
     )
     return out
 '''

@@ -7,7 +7,9 @@ BLOCK_N columns holds one useful column, and its K steps of BLOCK_K one useful c
 times the work, on the CUDA cores at fp32. Such a convolution is a stencil: each output is the weighted sum of its
 window's KD x KH x KW inputs, a few FLOPs a byte, bound by memory. Here one program computes a BLOCK_H x BLOCK_W tile
 of one (sample, output channel, output depth) plane, a tap at a time, its window's rows read where the tile's
-neighbours read them (from L1 or L2 after the first). fp32 FMAs in fp32, the same few terms as the reference.
+neighbours read them (from L1 or L2 after the first). The taps are unrolled (the kernel sizes are constexprs), a kernel
+row's taps at constant steps from its first; without padding, or in a tile whose window lies inside the input, only the
+tile's edge is masked. fp32 FMAs in fp32, the same few terms as the reference.
 """
 
 from __future__ import annotations
