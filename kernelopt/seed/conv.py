@@ -336,9 +336,10 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
             channels = weight.shape[0]
         out = torch.empty((x.shape[0], channels, *sizes), dtype=x.dtype, device=x.device)
     cg, ocg = x.shape[1] // groups, out.shape[1] // groups
-    # a group of one input channel and few outputs: the implicit GEMM's tile would hold ocg useful columns
+    # a group of one input channel and few outputs: the implicit GEMM's tile would hold ocg useful columns (the
+    # stencil at 32 x 32: 82's best tile on the H200, RESULTS (at))
     if not transposed and cg == 1 and ocg < ''' + str(DEPTHWISE_OUTPUTS) + ''':
-        return conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, 8, 64)
+        return conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, 32, 32)
     OD, OH, OW = _three(out.shape[2:], 1)
     KD, KH, KW = _three(weight.shape[2:], 1)
     M = x.shape[0] * OD * OH * OW
