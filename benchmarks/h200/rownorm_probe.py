@@ -109,9 +109,10 @@ def one(variant: str, n: int, chunk: int, warps: int) -> None:
             chunks = triton.cdiv(n, chunk)
             m = torch.empty((ROWS, chunks), device="cuda")
             s = torch.empty((ROWS, chunks), device="cuda")
-            count = torch.zeros((ROWS,), device="cuda", dtype=torch.int32)
-            src[(chunks * ROWS,)](out, x, m, s, count, n, 1, chunks, CHUNK=chunk,
-                                  PIECES=triton.next_power_of_2(chunks), num_warps=warps)
+            count, flag = torch.zeros((2, ROWS), device="cuda", dtype=torch.int32)
+            row_stats = torch.empty((ROWS, 2), device="cuda")
+            src[(chunks * ROWS,)](out, x, m, s, count, flag, row_stats, n, 1, chunks, CHUNK=chunk,
+                                  PIECES=triton.next_power_of_2(chunks), VEC=1, LAST=False, num_warps=warps)
             return out
     elif variant == "product":
         module = _template(n)
