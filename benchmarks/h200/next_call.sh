@@ -1,8 +1,8 @@
 #!/bin/bash
 # The next planned H200 call, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
-# each call, and quote it in RESULTS.md with what it returned. Now (session 36, 780 s of device time left): the
-# depthwise stencil with its taps unrolled, c3's one-read row norms again, and public depthwise problems from nothing,
-# in a box of 550 s.
+# each call, and quote it in RESULTS.md with what it returned. Now (session 36): the depthwise stencil with its
+# taps unrolled, public depthwise problems from nothing, and c3's one-read row norms again, in a box of 480 s (690 s
+# of device time left after two failed starts).
 #
 #   here, first:
 #     bash benchmarks/h200/redo_rows.sh c3 38_ 39_      # .gpu/c3.tgz without 38 and 39, and .gpu/c3.redo
@@ -13,10 +13,10 @@
 #
 # 1. benchmarks/h200/depthwise_probe.py: 82's shape unpadded and padded, 85's 3 x 7 kernel; the stencil as written,
 #    every tap masked, and the looped stencil before; at four tiles; against cuDNN fp32 and the floor.
-# 2. c3's 38_L1Norm_ and 39_L2Norm_ again: last run in session 33, before session 34's one-read launch; this session's
-#    first call timed that launch at 38's shape at 4.479 ms (CHUNK 8192, 8 warps) where the row holds 4.740 ms.
-# 3. 82 and 86 (benchmarks/kernelbench/families) from nothing, offline, three rounds: the stencil alone, and beside a
+# 2. 82 and 86 (benchmarks/kernelbench/families) from nothing, offline, three rounds: the stencil alone, and beside a
 #    1 x 1 convolution (86's seed: the helper's stencil, then the implicit GEMM and its split).
+# 3. In what is left, c3's 38_L1Norm_ and 39_L2Norm_ again: last run in session 33, before session 34's one-read
+#    launch; this session's first call timed that launch at 38's shape at 4.479 ms (CHUNK 8192, 8 warps) where the row holds 4.740 ms.
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
@@ -27,9 +27,9 @@ old=()
 [ -f .gpu/dw_old.txt ] && old=(.gpu/dw_old.txt)
 timeout 100 python3 benchmarks/h200/depthwise_probe.py "${old[@]}" > "$OUT/depthwise_probe.log" 2>&1
 echo "[depthwise probe: rc $? at $(elapsed) s]" | tee -a "$OUT/depthwise_probe.log"
-KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3 240
 mkdir -p /tmp/fdw && cp benchmarks/kernelbench/families/{82,86}_conv_*.py /tmp/fdw/
-left=$(( 545 - $(elapsed) ))
-[ "$left" -gt 100 ] && KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw "$left" /tmp/fdw --optimize --max-rounds 3 \
-  --no-max-autotune --max-wall-s 120
+KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw 250 /tmp/fdw --optimize --max-rounds 3 --no-max-autotune \
+  --max-wall-s 120
+left=$(( 470 - $(elapsed) ))
+[ "$left" -gt 115 ] && KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3 "$left"
 echo "[next_call: $(elapsed) s]"
