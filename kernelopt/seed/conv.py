@@ -117,16 +117,20 @@ def _three(values, fill):
     return (fill,) * (3 - len(values)) + values
 
 
+def _conv_out(x, weight, stride, padding, dilation):
+    """A convolution's output (not a transposed one's), allocated."""
+    sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
+             zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
+    return torch.empty((x.shape[0], weight.shape[0], *sizes), dtype=x.dtype, device=x.device)
+
+
 def conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, block_h, block_w):
     """torch's convolution where each output channel reads one input channel (groups = input channels; not a
     transposed one) on `conv_dw_kernel`, tiles of block_h x block_w (each cut to the plane), into `out`
     (allocated here when None)."""
     spatial = x.dim() - 2
     stride, padding, dilation = (tuple(v) * (spatial if len(v) == 1 else 1) for v in (stride, padding, dilation))
-    if out is None:
-        sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
-                 zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
-        out = torch.empty((x.shape[0], weight.shape[0], *sizes), dtype=x.dtype, device=x.device)
+    out = _conv_out(x, weight, stride, padding, dilation) if out is None else out
     OD, OH, OW = _three(out.shape[2:], 1)
     KD, KH, KW = _three(weight.shape[2:], 1)
     taps = weight.reshape(weight.shape[0], -1).contiguous()
@@ -325,16 +329,12 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     spatial = x.dim() - 2
     stride, padding, dilation, output_padding = (
         tuple(v) * (spatial if len(v) == 1 else 1) for v in (stride, padding, dilation, output_padding))
-    if out is None:
-        if transposed:
-            sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
-                     zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding, strict=True)]
-            channels = weight.shape[1] * groups
-        else:
-            sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
-                     zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
-            channels = weight.shape[0]
-        out = torch.empty((x.shape[0], channels, *sizes), dtype=x.dtype, device=x.device)
+    if out is None and transposed:
+        sizes = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in
+                 zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], output_padding, strict=True)]
+        out = torch.empty((x.shape[0], weight.shape[1] * groups, *sizes), dtype=x.dtype, device=x.device)
+    elif out is None:
+        out = _conv_out(x, weight, stride, padding, dilation)
     cg, ocg = x.shape[1] // groups, out.shape[1] // groups
     # a group of one input channel and few outputs: the implicit GEMM's tile would hold ocg useful columns (the
     # stencil at 32 x 32: 82's best tile on the H200, RESULTS (at))

@@ -45,12 +45,13 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
                          for v in (stride, padding, dilation, bool(transposed), output_padding, groups))
     call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, "
             f"None, {settings})")
-    head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
-    text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
     if helper == "split":
         head, text = conv_split.header(), conv_split.helper()
     elif helper == "depthwise":
         head, text = conv_depthwise.HEADER, conv_depthwise.HELPER
+    else:
+        head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
+        text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
     return (head + text + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
