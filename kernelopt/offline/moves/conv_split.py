@@ -78,7 +78,8 @@ _EDITS = (
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
     block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
     x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, block)
-    w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg)
+    w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
+                               max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
     conv_igemm_kernel[grid](
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
 '''),
