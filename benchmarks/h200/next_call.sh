@@ -27,8 +27,9 @@ old=()
 [ -f .gpu/dw_old.txt ] && old=(.gpu/dw_old.txt)
 timeout 100 python3 benchmarks/h200/depthwise_probe.py "${old[@]}" > "$OUT/depthwise_probe.log" 2>&1
 echo "[depthwise probe: rc $? at $(elapsed) s]" | tee -a "$OUT/depthwise_probe.log"
-mkdir -p /tmp/fdw && cp benchmarks/kernelbench/families/{82,86}_conv_*.py /tmp/fdw/
-KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw 250 /tmp/fdw --optimize --max-rounds 3 --no-max-autotune \
+# FDW="82" FDW_S=130: a shorter call (the problems' numbers in benchmarks/kernelbench/families, the seconds they get)
+mkdir -p /tmp/fdw && for n in ${FDW:-82 86}; do cp benchmarks/kernelbench/families/${n}_conv_*.py /tmp/fdw/; done
+KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw "${FDW_S:-250}" /tmp/fdw --optimize --max-rounds 3 --no-max-autotune \
   --max-wall-s 120
 left=$(( 470 - $(elapsed) ))
 # SKIP_C3=1 on another card than the H200 (c3's rows are the H200's)
