@@ -1,4 +1,4 @@
-"""The depthwise stencil (seed/conv.py DEPTHWISE) on a GPU: its taps unrolled against the loop it replaced, and
+"""The depthwise stencil (seed/stencil.py DEPTHWISE) on a GPU: its taps unrolled against the loop it replaced, and
 what the per-tap padding masks cost.
 
     python3 benchmarks/h200/depthwise_probe.py [OLD_DEPTHWISE_TEXT]      # e.g. .gpu/dw_old.txt
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from kernelopt.seed.conv import DEPTHWISE
+from kernelopt.seed.stencil import DEPTHWISE
 
 SHAPES = {  # x shape, weight shape, padding
     "82": ((16, 64, 512, 512), (64, 1, 3, 3), (0, 0)),

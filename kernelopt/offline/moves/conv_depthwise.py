@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelopt.seed.conv import DEPTHWISE, DEPTHWISE_OUTPUTS
+from kernelopt.seed.stencil import DEPTHWISE, DEPTHWISE_OUTPUTS
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -34,7 +34,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
 """
 
 HEADER = '''"""conv.depthwise: the reference's convolution, each output channel reading one input channel, as a direct
-stencil (kernelopt's template): a tile of an output plane a program, a tap at a time."""
+stencil (kernelopt's template): a tile of an output plane a program, its taps unrolled."""
 
 import torch
 import torch.nn as nn
@@ -68,7 +68,7 @@ def applies(family: Family) -> str | None:
 
 
 def dispatched(family: Family) -> bool:
-    """Whether the seed's helper hands this convolution to the stencil itself (seed/conv.py DEPTHWISE_OUTPUTS): then
+    """Whether the seed's helper hands this convolution to the stencil itself (seed/stencil.py DEPTHWISE_OUTPUTS): then
     every implicit-GEMM template of it runs the stencil at the helper's own tile."""
     outputs = outputs_a_group(family)
     return applies(family) is None and outputs is not None and outputs < DEPTHWISE_OUTPUTS
