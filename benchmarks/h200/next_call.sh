@@ -25,12 +25,15 @@ began=$(date +%s)
 elapsed() { echo $(( $(date +%s) - began )); }
 old=()
 [ -f .gpu/dw_old.txt ] && old=(.gpu/dw_old.txt)
-timeout 100 python3 benchmarks/h200/depthwise_probe.py "${old[@]}" > "$OUT/depthwise_probe.log" 2>&1
-echo "[depthwise probe: rc $? at $(elapsed) s]" | tee -a "$OUT/depthwise_probe.log"
-# FDW="82" FDW_S=130: a shorter call (the problems' numbers in benchmarks/kernelbench/families, the seconds they get)
+# PROBE_S, FDW="82", FDW_S: a shorter call (the probe's seconds, 0 for none; the problems' numbers in
+# benchmarks/kernelbench/families and the seconds they get, 0 for none)
+if [ "${PROBE_S:-100}" -gt 0 ]; then
+  timeout "${PROBE_S:-100}" python3 benchmarks/h200/depthwise_probe.py "${old[@]}" > "$OUT/depthwise_probe.log" 2>&1
+  echo "[depthwise probe: rc $? at $(elapsed) s]" | tee -a "$OUT/depthwise_probe.log"
+fi
 mkdir -p /tmp/fdw && for n in ${FDW:-82 86}; do cp benchmarks/kernelbench/families/${n}_conv_*.py /tmp/fdw/; done
-KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw "${FDW_S:-250}" /tmp/fdw --optimize --max-rounds 3 --no-max-autotune \
-  --max-wall-s 120
+[ "${FDW_S:-250}" -gt 0 ] && KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw "${FDW_S:-250}" /tmp/fdw --optimize \
+  --max-rounds 3 --no-max-autotune --max-wall-s 120
 left=$(( 470 - $(elapsed) ))
 # SKIP_C3=1 on another card than the H200 (c3's rows are the H200's)
 [ "${SKIP_C3:-0}" = 1 ] || { [ "$left" -gt 115 ] && KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3 "$left"; }
