@@ -315,15 +315,18 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0 or window["sh"] != 1):  # one unbatched plane
         why = "a 2-D window over an input without a batch dim (C, H, W): the templates read a 3-D input as 1-D rows"
         return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
-    if family.ndim == 3:  # one row: a block is a stretch of the row, 2-16 outputs per thread as a pointwise kernel's
+    # One output a thread too: Triton lays several outputs a thread as a vector along the row (its store can write
+    # one), so a tap off a 16-byte boundary loads a thread's values one by one and a warp's load spans 2-4x the
+    # bytes it uses (41: 2 a thread, 2.37 ms; 4 a thread, 3.46-3.57 ms); one a thread, a warp's load is 128 bytes.
+    if family.ndim == 3:  # one row: a block is a stretch of the row, 1-16 outputs per thread
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
-                     if 2 <= w // (32 * n) <= 16)
+                     if 1 <= w // (32 * n) <= 16)
     else:
         grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
                      for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
-    # 2-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
-    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256) for n in (4, 8)
-                      if 2 <= b // (32 * n) <= 16)
+    # 1-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
+    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256, 128) for n in (4, 8)
+                      if 1 <= b // (32 * n) <= 16)
     out = [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
                         "window loads are contiguous and overlap in L1", tile, grid),
            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
