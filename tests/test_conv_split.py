@@ -14,14 +14,14 @@ from kernelopt.harness.guards import check_kernel_source
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import conv_split, structural_moves
 from kernelopt.offline.moves.conv import tiles
-from kernelopt.offline.tuner import knob_values, with_config
+from kernelopt.offline.tuner import kind_of, knob_values, with_config
 from tests.test_conv import CASES, CONV2D, _case, _helper
 
 SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}
 
 
-def _split_conv(small: bool = True) -> object:
-    source = conv_split.helper()
+def _split_conv(small: bool = True, channels_last: int = 1) -> object:
+    source = with_config(conv_split.helper(), {"CONV_CHANNELS_LAST": channels_last})
     return _helper(with_config(source, SMALL) if small else source)["conv_triton"]
 
 
@@ -31,10 +31,12 @@ def _error(got: torch.Tensor, args: list[object]) -> float:
     return float((got.double() - exact).abs().max())
 
 
+@pytest.mark.parametrize("channels_last", [1, 0])
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name: str) -> None:
+def test_the_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name: str, channels_last: int) -> None:
+    # the input's parts channels last (each position's channels contiguous) or as the input lies
     args, want = _case(name)
-    got = _split_conv()(*args[:3], None, *args[3:])
+    got = _split_conv(channels_last=channels_last)(*args[:3], None, *args[3:])
     assert got.shape == want.shape and got.dtype == want.dtype
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
     # within a few times PyTorch's own fp32 error from float64 (one fp16 product of the same tiles: ~1e-3 off)
@@ -64,10 +66,14 @@ def test_the_move_passes_the_verifier_with_its_products_measured(tmp_path: Path)
     instance = {m.name: m for m in structural_moves(CONV2D).instances}["conv.split_f16"]
     assert "def __init__(self, in_channels, out_channels, kernel_size, groups=1, bias=False):" in instance.source
     family = structural_moves(CONV2D).family
-    assert family is not None and instance.grid == tiles(conv_split.TILES, family)
-    # its knobs are the product's tile and launch: the split passes' blocks are no knob
+    cut = tiles(conv_split.TILES, family)
+    assert family is not None and instance.grid == (*({**t, "CONV_CHANNELS_LAST": 1} for t in cut),
+                                                    *({**t, "CONV_CHANNELS_LAST": 0} for t in cut[:2]))
+    # its knobs are the product's tile and launch and the parts' layout (a switch no sweep varies): the split
+    # passes' blocks are no knob
     plain = {m.name: m for m in structural_moves(CONV2D).instances}["conv.implicit_gemm"]
-    assert knob_values(instance.source) == knob_values(plain.source)
+    assert knob_values(instance.source) == {**knob_values(plain.source), "CONV_CHANNELS_LAST": 1}
+    assert kind_of("CONV_CHANNELS_LAST") == "switch"
     assert check_kernel_source(instance.source) == []
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(instance.source, {**instance.grid[0], **SMALL}))
@@ -112,7 +118,8 @@ def test_a_seeds_convolution_is_rewritten_on_split_parts_and_still_computes_the_
     moves = structural_moves(problem_path(LEVEL2_CONV), 132, seed)
     rewrite = {m.name: m for m in moves.instances}["dot.conv_split_f16"]
     assert rewrite.source == conv_split.rewrite(seed) and rewrite.cures == ("compute", "memory", "other")
-    assert rewrite.grid[0] == {} and [tuple(c.values()) for c in rewrite.grid[1:]] == list(conv_split.TILES)
+    assert rewrite.grid[:2] == ({}, {"CONV_CHANNELS_LAST": 0})
+    assert [tuple(c.values()) for c in rewrite.grid[2:]] == list(conv_split.TILES)
     assert "dot.conv_split_f16 applies" in {s.name: s.why for s in moves.skipped}["dot.f16x3"]
     assert check_kernel_source(rewrite.source) == []
     problem = shrunk_problem(problem_path(LEVEL2_CONV), tmp_path / f"{LEVEL2_CONV}.py")
@@ -120,9 +127,10 @@ def test_a_seeds_convolution_is_rewritten_on_split_parts_and_still_computes_the_
     tf32x3 = {m.name: m for m in moves.instances}["dot.tf32x3"].source
     assert "input_precision='tf32x3'" in tf32x3 and conv_split.rewrite(tf32x3) == rewrite.source
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(with_config(rewrite.source, SMALL))
-    expected, got = _run_both(problem, kernel)
-    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    for layout in rewrite.grid[:2]:  # the input's parts channels last, then as the input lies
+        kernel.write_text(with_config(rewrite.source, {**SMALL, **layout}))
+        expected, got = _run_both(problem, kernel)
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
     # (not through the verifier: the recorded seed reads one size for the equal height and width, which the
     # verifier's derived cases set apart; the family's template above goes through it)
 

@@ -25,6 +25,12 @@ began=$(date +%s)
 elapsed() { echo $(( $(date +%s) - began )); }
 old=()
 [ -f .gpu/dw_old.txt ] && old=(.gpu/dw_old.txt)
+# TEST_K="EXPR": tests/test_moves_gpu.py's tests matching EXPR first (none by default)
+if [ -n "${TEST_K:-}" ]; then
+  timeout 120 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 100 tests/test_moves_gpu.py -k "$TEST_K" \
+    > "$OUT/test_moves_gpu.log" 2>&1
+  echo "[test_moves_gpu: rc $? at $(elapsed) s]" | tee -a "$OUT/test_moves_gpu.log"
+fi
 # PROBE_S, FDW="82", FDW_S: a shorter call (the probe's seconds, 0 for none; the problems' numbers in
 # benchmarks/kernelbench/families and the seconds they get, 0 for none)
 if [ "${PROBE_S:-100}" -gt 0 ]; then

@@ -249,6 +249,7 @@ def _conv_split(family: Family | None, source: str,
         return (), (Skipped(name, "the best kernel's convolution helper is not the seed's as written (its product "
                             "rewritten otherwise), or the split's names are taken"),)
     grid = _tf32x3_tiles(rewritten, capability, (conv_split.TILES, conv_split.TILES))
+    grid.insert(1, {"CONV_CHANNELS_LAST": 0})  # its own launch as the input lies too
     return (MoveInstance(name, "the best kernel's convolution on the input's samples and the weight's output "
                          "channels scaled by powers of two into fp16's range and split once before the product, "
                          "three fp16 products a K step added in fp32; the seed's other kernels kept", rewritten,

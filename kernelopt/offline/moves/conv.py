@@ -100,7 +100,8 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
                      Skipped("conv.implicit_gemm_f16x3", own)]
     out.append(MoveInstance("conv.split_f16", f"{why}; fp32 products as three fp16 products of the input's "
                             "samples and the weight's output channels scaled by powers of two and split once before "
-                            "it", source(family, problem_source, helper="split"), tiles(conv_split.TILES, family)))
+                            "it", source(family, problem_source, helper="split"),
+                            conv_split.grid(tiles(conv_split.TILES, family))))
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
                             source(family, problem_source, "tf32x3"), tiles(TF32X3_TILES, family)))
     split = dot_f16x3.to_f16x3(gemm.source)

@@ -55,6 +55,10 @@ _LAUNCH = '''    conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
 '''
 
+_CHANNELS_LAST = """# 1: the input's parts channels last (each position's channels contiguous); 0: as the input lies
+CONV_CHANNELS_LAST = 1
+"""
+
 _EDITS = (
     ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
      "    x_ptr, xl_ptr, wg_ptr, wl_ptr, ix_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
@@ -72,19 +76,22 @@ _EDITS = (
     acc = _unscale(acc, tl.load(ix_ptr + nb, mask=m_ok, other=1.0), tl.load(iw_ptr + g * OCGP + rn))
     oc = g * OCG + rn
 '''),
-    (_HOST, _HOST + "    x = x.contiguous()  # the parts' layout\n"),
+    # channels last: a K step's input channels contiguous, so its input tile is copied 16 bytes at a time and
+    # pipelined (sm_90 TTGIR: asynchronous copies; as the input lies, one fp16 a load, synchronous)
+    (_HOST, _HOST + "    x = x.movedim(1, -1).contiguous().movedim(-1, 1) if CONV_CHANNELS_LAST else x.contiguous()\n"),
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
     block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
-    x_hi, x_lo, x_inv = _split(x.reshape(x.shape[0], 1, -1), 1, x[0].numel(), 1, block)
+    flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # the input as it lies
+    x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
                                max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
     conv_igemm_kernel[grid](
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
 '''),
 )
-SPLIT_CONV_HELPER = _replaced(CONV_HELPER, _EDITS)
+SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_BLOCK_K = 32\n", "CONV_BLOCK_K = 32\n" + _CHANNELS_LAST), *_EDITS))
 
 _HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's
 template): each sample of the input and each output channel of the weight scaled by a power of two and split into an
@@ -138,8 +145,8 @@ def rewrite(source: str) -> str | None:
         split = _replaced(region, _EDITS)
     except AssertionError:
         return None
-    return "".join(lines[:start]) + SPLIT_KERNELS.lstrip("\n") + UNSCALE + "\n\n" + split + SPLIT_HELPER + "".join(
-        lines[host.end_lineno:])
+    return ("".join(lines[:start]) + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER
+            + "".join(lines[host.end_lineno:]))
 
 
 def products_beside(source: str) -> bool:
@@ -158,3 +165,10 @@ def products_beside(source: str) -> bool:
             lines[start:node.end_lineno] = []
             break
     return to_f16x3("".join(lines)) is not None
+
+
+def grid(tiles: tuple[dict[str, int], ...]) -> tuple[dict[str, int], ...]:
+    """The split's configurations: each tile with the input's parts channels last, then the first two as the input
+    lies (CONV_CHANNELS_LAST 0: an input whose channels are few may load no faster channels last, and skips a copy)."""
+    return (*({**t, "CONV_CHANNELS_LAST": 1} for t in tiles), *({**t, "CONV_CHANNELS_LAST": 0} for t in tiles[:2]))
+
