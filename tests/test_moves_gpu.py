@@ -337,8 +337,9 @@ def test_the_split_convolution_is_measured_and_timed_at_a_kernelbench_size(tmp_p
     moves = {m.name: m for m in structural_moves(path).instances}
     first = moves["conv.split_f16"].grid[0]
     assert first["CONV_CHANNELS_LAST"] == 1
-    split = {layout: _time_ms(path, with_config(moves["conv.split_f16"].source, {**first, "CONV_CHANNELS_LAST": layout}),
-                              tmp_path, f"conv_split_channels_last_{layout}", measured=True) for layout in (1, 0)}
+    source = moves["conv.split_f16"].source
+    split = {layout: _time_ms(path, with_config(source, {**first, "CONV_CHANNELS_LAST": layout}), tmp_path,
+                              f"conv_split_channels_last_{layout}", measured=True) for layout in (1, 0)}
     rival = moves["conv.implicit_gemm_tf32x3"]
     rival_ms = _time_ms(path, with_config(rival.source, rival.grid[0]), tmp_path, "conv_tf32x3")
     print(f"conv.split_f16 channels last {split[1]:.4f} ms, as the input lies {split[0]:.4f} ms; "
