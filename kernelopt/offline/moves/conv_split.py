@@ -114,7 +114,8 @@ def header() -> str:
 
 
 # (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K, num_warps, num_stages): fp16 tiles of BLOCK_K 64 are the bytes of fp32's
-# at 32 (four operand tiles a stage); shallower and narrower ones for a group's few channels. Not yet timed.
+# at 32 (four operand tiles a stage); shallower and narrower ones for a group's few channels. 55 on the H200 (parts as
+# the input lies): 7.447 ms at the first, 8.980 at the second.
 TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 128, 32, 8, 3), (64, 64, 32, 4, 3),
          (128, 64, 16, 4, 4))
 
