@@ -83,7 +83,7 @@ _EDITS = (
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N
     block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
-    flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # the input as it lies
+    flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # in its memory order
     x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
                                max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
