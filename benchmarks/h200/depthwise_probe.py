@@ -10,12 +10,11 @@ KW). Each is checked against cuDNN in fp32 (worst error relative to the largest 
 triton.testing.do_bench (L2 cleared between runs), beside cuDNN itself and the floor at 4.8 TB/s.
 """
 
-import importlib.util
 import sys
-import tempfile
 from pathlib import Path
 
 import torch
+from conv_probe import _module  # the probe beside this one (benchmarks/h200/ is the script's own path)
 
 from kernelopt.seed.stencil import DEPTHWISE
 
@@ -27,15 +26,6 @@ SHAPES = {  # x shape, weight shape, padding
 # 4x the bytes a warp uses; the last three hold one output a thread (lanes along W, one value each)
 TILES = ((32, 32, 4), (8, 64, 4), (1, 512, 4), (4, 32, 4), (8, 32, 8), (1, 128, 4))
 COMPARED = ((32, 32, 4), (4, 32, 4))  # the tiles the masked and old stencils are timed at too
-
-
-def _module(source: str, name: str):
-    path = Path(tempfile.mkdtemp()) / f"{name}.py"
-    path.write_text("import torch\nimport triton\nimport triton.language as tl\n" + source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _launch(source: str, warps: int) -> str:
