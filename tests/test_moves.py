@@ -13,7 +13,7 @@ from helpers import fast_context, product_problem, run_graph
 
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, resident, rows, structural_moves
+from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_tma, pooling3d, resident, rows, structural_moves
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.structures import alive_plans, dead_moves, measured_moves, move_plans
 from kernelopt.offline.tuner import knob_values, with_config
@@ -515,6 +515,8 @@ def test_each_pooling_template_passes_the_verifier(
             assert all(c["BLOCK_H"] == 1 and 1 <= c["BLOCK_W"] // (32 * c["num_warps"]) <= 16 for c in move.grid)
             assert {"BLOCK_H": 1, "BLOCK_W": 1024, "num_warps": 4} in move.grid
             assert {"BLOCK_H": 1, "BLOCK_W": 256, "num_warps": 8} in move.grid
+        else:  # and two tiles of one output a thread, rows of 128
+            assert all(c in move.grid for c in pooling3d.ONE_A_THREAD)
         source = with_config(move.source, {"BLOCK_H": 2, "BLOCK_W": 4})  # masked tiles on both axes
     else:  # one flat range: a block of 64 crosses rows (and planes) and ends past the output
         assert set(knob_values(move.source)) == {"BLOCK", "num_warps"}

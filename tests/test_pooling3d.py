@@ -42,6 +42,9 @@ def test_each_3d_pooling_template_passes_the_verifier(problem: str, kind: str, t
     assert {s.name for s in moves.skipped} == {"pooling.rolling", "pooling.sliding"}
     move = next(m for m in moves.instances if m.name == f"pooling.{kind}")
     assert set(knob_values(move.source)) == set(SMALL[kind]) | {"num_warps"}
+    # tiles of one output a thread among them (lanes one value apart along the row)
+    one = pooling3d.ONE_A_THREAD if kind == "tiled" else ({"BLOCK": 128, "num_warps": 4},)
+    assert all(c in move.grid for c in one)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(move.source, SMALL[kind]))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)

@@ -321,9 +321,9 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     if family.ndim == 3:  # one row: a block is a stretch of the row, 1-16 outputs per thread
         grid = tuple({"BLOCK_H": 1, "BLOCK_W": w, "num_warps": n} for w in (512, 1024, 256, 2048) for n in (4, 8)
                      if 1 <= w // (32 * n) <= 16)
-    else:
+    else:  # and two tiles of one output a thread, whole rows of 128
         grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 256, 64)
-                     for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
+                     for n in (4, 8) if 2 <= h * w // (32 * n) <= 32) + pooling3d.ONE_A_THREAD
     # 1-16 outputs a thread (torch.compile's own pick for the 1-D pools: 512 or 1024 a program)
     flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256, 128) for n in (4, 8)
                       if 1 <= b // (32 * n) <= 16)

@@ -25,6 +25,9 @@ if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
 
 OPS = ("max_pool3d_with_indices", "avg_pool3d")
+# Tiles of one output a thread (lanes one value apart along the row: Triton lays several outputs a thread as a vector,
+# and a tap off a 16-byte boundary then loads a thread's values one by one), for the 2-D and 3-D tiled templates
+ONE_A_THREAD = ({"BLOCK_H": 1, "BLOCK_W": 128, "num_warps": 4}, {"BLOCK_H": 2, "BLOCK_W": 128, "num_warps": 8})
 
 # The window's loop over a block of outputs (`$tile` its shape); od, oh, ow, live and src are the template's.
 _WINDOW_LOOP = '''    if IS_MAX:
@@ -182,11 +185,11 @@ def pooling3d_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     if flat is None or tiled is None:
         why = "ceil_mode or a divisor override: not written in the templates"
         return [], [Skipped(f"pooling.{name}", why) for name in ("flat", "tiled")]
-    # 2-16 outputs a thread, as the 2-D pools' grids
-    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256) for n in (4, 8)
-                      if 2 <= b // (32 * n) <= 16)
+    # 1-16 outputs a thread, as the 2-D pools' grids (one a thread: lanes one value apart, pooling.py)
+    flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256, 128) for n in (4, 8)
+                      if 1 <= b // (32 * n) <= 16)
     tiled_grid = tuple({"BLOCK_H": h, "BLOCK_W": w, "num_warps": n} for h in (4, 2, 8, 1) for w in (128, 64, 256)
-                       for n in (4, 8) if 2 <= h * w // (32 * n) <= 32)
+                       for n in (4, 8) if 2 <= h * w // (32 * n) <= 32) + ONE_A_THREAD
     window = window_of(op, args)[0]  # type: ignore[index]  # understood: both were written
     taps = window[0] * window[1] * window[2]
     return [MoveInstance("pooling.flat", f"the output as one flat range, BLOCK outputs a program, sizes constant at "
