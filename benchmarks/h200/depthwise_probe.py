@@ -40,8 +40,8 @@ def main() -> None:
     for warps in sorted({t[2] for t in TILES}):
         variants[("new", warps)] = _module(_launch(DEPTHWISE, warps), f"dw_new_{warps}")
         # every tap masked, interior tiles too (od < 0 never holds)
-        masked = DEPTHWISE.replace("PADDED=any(padding)", "PADDED=True").replace("        if inside:\n",
-                                                                                  "        if od < 0:\n")
+        masked = DEPTHWISE.replace("PADDED=any(padding)", "PADDED=True").replace("    if inside:\n",
+                                                                                  "    if od < 0:\n")
         assert masked.count("PADDED=True") == 1 and masked.count("if od < 0:") == 1
         variants[("masked", warps)] = _module(_launch(masked, warps), f"dw_masked_{warps}")
         if len(sys.argv) > 1:

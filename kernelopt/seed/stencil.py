@@ -63,20 +63,19 @@ def conv_dw_kernel(
     x_tile = (x_ptr + n * sxn + (oc // OCG).to(tl.int64) * sxc + (od * std - pdd) * sxd
               + (oh * sth - pdh)[:, None] * sxh + (ow * stw - pdw)[None, :] * sxw)
     w_taps = w_ptr + oc * (KD * KH * KW)
+    # a tile whose whole window lies inside the input (every tile without padding; most of a large plane's with it)
+    # takes no per-tap masks
+    inside = True
     if PADDED:
-        # a tile whose whole window lies inside the input (most of a large plane's) takes no per-tap masks
         inside = ((od * std - pdd >= 0) & (od * std - pdd + (KD - 1) * dld < D)
                   & (oh0 * sth - pdh >= 0) & ((tl.minimum(oh0 + BLOCK_H, OH) - 1) * sth - pdh + (KH - 1) * dlh < H)
                   & (ow0 * stw - pdw >= 0) & ((tl.minimum(ow0 + BLOCK_W, OW) - 1) * stw - pdw + (KW - 1) * dlw < W))
-        if inside:
-            acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
-                               pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, False, BLOCK_H, BLOCK_W)
-        else:
-            acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
-                               pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, True, BLOCK_H, BLOCK_W)
-    else:
+    if inside:
         acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
                            pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, False, BLOCK_H, BLOCK_W)
+    else:
+        acc = conv_dw_taps(x_tile, w_taps, out_ok, od, oh, ow, D, H, W, sxd, sxh, sxw, std, sth, stw,
+                           pdd, pdh, pdw, dld, dlh, dlw, KD, KH, KW, True, BLOCK_H, BLOCK_W)
     if HAS_BIAS:
         acc += tl.load(b_ptr + oc).to(tl.float32)
     o = out_ptr + n * son + oc.to(tl.int64) * soc + od * sod + oh[:, None] * soh + ow[None, :] * sow

@@ -82,7 +82,7 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
     not_depthwise = conv_depthwise.applies(family)
     if not_depthwise is None:  # first: the implicit GEMM's tiles hold one useful column and channel a step here
         out.insert(0, MoveInstance("conv.depthwise", "each output channel reads one input channel: a direct stencil, "
-                                   "a BLOCK_H x BLOCK_W tile of an output plane a program, a tap at a time",
+                                   "a BLOCK_H x BLOCK_W tile of an output plane a program, its taps unrolled",
                                    source(family, problem_source, helper="depthwise"),
                                    tuple(dict(zip(conv_depthwise.KEYS, t, strict=True))
                                          for t in conv_depthwise.TILES)))

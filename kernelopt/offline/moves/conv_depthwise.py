@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 HELPER = """
 
 # conv_dw_kernel's tile of an output plane: the offline sweep's knobs (each cut to the plane's own size at launch)
-DW_BLOCK_H = 8
-DW_BLOCK_W = 64
+DW_BLOCK_H = 32
+DW_BLOCK_W = 32
 """ + DEPTHWISE + """
 
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
