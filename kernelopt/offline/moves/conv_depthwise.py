@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 HELPER = """
 
 # conv_dw_kernel's tile of an output plane: the offline sweep's knobs (each cut to the plane's own size at launch)
-DW_BLOCK_H = 32
-DW_BLOCK_W = 32
+DW_BLOCK_H = 1
+DW_BLOCK_W = 512
 """ + DEPTHWISE + """
 
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
@@ -42,11 +42,10 @@ import triton
 import triton.language as tl
 '''
 
-# (DW_BLOCK_H, DW_BLOCK_W, num_warps): 82's best on the H200 first (the looped stencil: 32 x 32 at 1.449 ms, 1 x 512
-# 1.468, 8 x 64 1.793), then tiles of one output a thread. Triton lays a tile of several outputs a thread out 4 values
-# a thread along W (an aligned tap could load them as one vector), so an unaligned tap's scalar loads span 4x the
-# bytes a warp uses; at one output a thread the lanes take one value each, 128 contiguous bytes a load.
-TILES = ((32, 32, 4), (8, 32, 8), (4, 32, 4), (1, 128, 4), (1, 512, 4), (8, 64, 4), (16, 64, 8))
+# (DW_BLOCK_H, DW_BLOCK_W, num_warps): two outputs a thread first, 82's best on the H200 (1 x 512 at 8 warps 1.06 ms,
+# against 1.43 at four a thread, 32 x 32 / 4 or 1 x 512 / 4, and 1.82-1.88 at one: 1 x 128 / 4, 4 x 32 / 4, 8 x 32 / 8;
+# RESULTS (au)), 2-D tiles of two a thread next (a window's rows shared in L1), then four and eight a thread.
+TILES = ((1, 512, 8), (2, 256, 8), (4, 128, 8), (8, 64, 8), (1, 256, 4), (32, 32, 4), (1, 512, 4), (8, 64, 4))
 KEYS = ("DW_BLOCK_H", "DW_BLOCK_W", "num_warps")
 
 
