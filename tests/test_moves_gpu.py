@@ -123,7 +123,7 @@ def test_the_aligned_matmul_is_correct_at_the_irregular_kernelbench_size(tmp_pat
 
 
 # batch_norm.py's planes of 35 are too short for the split move (see the full-size test below); attention.py has no
-# template of its own (its seed's batched GEMMs take the dot moves: test_seed_gpu.py and test_moves.py run them)
+# template of its own (its seed's batched GEMMs take the dot moves: test_seed_gpu.py and test_seed_split.py)
 SMALL = sorted(p.name for p in MOVES.glob("*.py")
                if p.name not in ("log_softmax_kernel.py", "softmax_long.py", "batch_norm.py", "attention.py"))
 

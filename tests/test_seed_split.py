@@ -16,6 +16,8 @@ from kernelopt.offline.tuner import with_config
 ROOT = Path(__file__).resolve().parents[1]
 LEVEL2 = ROOT / "benchmarks" / "kernelbench" / "level2"
 PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
+ATTENTION = ROOT / "tests" / "data" / "moves" / "attention.py"
+ATTENTION_SEED = ROOT / "tests" / "data" / "seeds" / "97_ScaledDotProductAttention.py"
 
 
 def test_the_gemm_templates_loop_runs_on_split_operands_made_before_its_launch() -> None:
@@ -33,9 +35,43 @@ def test_the_gemm_templates_loop_runs_on_split_operands_made_before_its_launch()
     forward = rewritten[rewritten.index("def forward"):]
     assert forward.index("_split16_operands(") < forward.index("triton_tem_fused_addmm_t_0[")
     assert "split_kp=split_kp)" in forward
-    # a batched template (its batch stride is not read) and a file without a template are left as they are
-    assert to_split_f16(seed_text("max_autotune_triton", "3_Batched_matrix_multiplication")) is None
+    # a file without a template is left as it is
     assert to_split_f16(seed_text("default", "19_ReLU")) is None
+
+
+def test_a_batched_templates_parts_are_split_a_batch_at_a_time_and_read_at_its_batch() -> None:
+    # 97's seed on the H200 (torch 2.11): Q K^T and the softmax's P V as the compiler's batched template, the batch
+    # the launch's second grid axis (program_id(1)), A and B a stride apart a batch
+    rewritten = to_split_f16(ATTENTION_SEED.read_text())
+    assert rewritten is not None
+    assert rewritten.count("acc = split16_batch_product(") == 2 and "tl.dot(a, b" not in rewritten
+    forward = rewritten[rewritten.index("def forward"):]
+    # the batch count from the grid; A as (batches, M, K) and B's transpose as (batches, N, K) by the strides
+    assert "torch.as_strided(buf0, (s24 * s33, (s46), (s40)), ((s46)*(s40), (s40), 1))" in forward
+    assert "torch.as_strided(V, (s24 * s33, (s48), (s60)), ((s48)*(s60), 1, (s48)))" in forward
+    assert forward.count("split_ra=split_ra, split_rb=split_rb)") == 2
+    # the recorded batched matmul (3) reads the same way; a batch axis that needs the launch's meta is not read
+    bmm = seed_text("max_autotune_triton", "3_Batched_matrix_multiplication")
+    assert "split16_batch_product(" in (to_split_f16(bmm) or "")
+    assert to_split_f16(bmm.replace(", s85, 1)](A, B", ", meta['BLOCK_M'], 1)](A, B")) is None
+
+
+def test_the_batched_split_is_offered_to_attention_and_its_seed_passes_the_verifier(tmp_path: Path) -> None:
+    moves = structural_moves(ATTENTION, source=ATTENTION_SEED.read_text())
+    assert "dot.split_f16" in {m.name for m in moves.instances}
+    # 3 heads of 40 x 24 (odd sizes: every tile masked or padded); the interpreter has no libdevice.pow (the seed's
+    # softmax scale): exp(log(x) y) in its place
+    seed = to_split_f16(ATTENTION_SEED.read_text())
+    assert seed is not None
+    seed = seed.replace("libdevice.pow(", "_pow(").replace(
+        "\n\n@triton.jit\n", "\n\n@triton.jit\ndef _pow(x, y):\n    return tl.exp(tl.log(x) * y)\n\n\n@triton.jit\n", 1)
+    (tmp_path / "kernel.py").write_text(with_config(seed, {"BLOCK_M": 16, "BLOCK_N": 32, "BLOCK_K": 16, "GROUP_M": 2}))
+    (tmp_path / "problem.py").write_text(ATTENTION.read_text().replace("2, 4, 256, 64", "1, 3, 40, 24"))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verdict = Verifier(tmp_path / "problem.py", tmp_path / "harness", settings).verify(tmp_path / "kernel.py",
+                                                                                      time=False)
+    assert verdict.accepted, verdict.reason
+    assert "products on fp32, their outputs measured at" in verdict.reason
 
 
 def test_the_rewrite_is_offered_for_fp32_seeds_outside_the_matmul_families() -> None:

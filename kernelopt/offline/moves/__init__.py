@@ -223,7 +223,7 @@ def _seed_split(family: Family | None, source: str,
     rewritten = seed_split.to_split_f16(source)
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no GEMM template of the compiler's whose loop, sizes and "
-                            "launch the rewrite reads (a batched one, a K under 128, or none)"),)
+                            "launch the rewrite reads (a batch off its grid's second axis, a K under 128, or none)"),)
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     grid = tuple({} if t is None else dict(zip(keys, t, strict=True))
                  for t in (None, *matmul_split_f16.TILES))
