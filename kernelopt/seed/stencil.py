@@ -5,6 +5,15 @@ channel, an implicit GEMM's tile holds one useful column, so a program computes 
 (no import): the kernels and `conv_depthwise`, its host function.
 """
 
+CONV_OUT = '''
+
+def _conv_out(x, weight, stride, padding, dilation):
+    """A convolution's output (not a transposed one's), allocated."""
+    sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
+             zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
+    return torch.empty((x.shape[0], weight.shape[0], *sizes), dtype=x.dtype, device=x.device)
+'''
+
 DEPTHWISE = '''
 
 @triton.jit
@@ -88,13 +97,7 @@ def _three(values, fill):
     values = tuple(values)
     return (fill,) * (3 - len(values)) + values
 
-
-def _conv_out(x, weight, stride, padding, dilation):
-    """A convolution's output (not a transposed one's), allocated."""
-    sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
-             zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
-    return torch.empty((x.shape[0], weight.shape[0], *sizes), dtype=x.dtype, device=x.device)
-
+''' + CONV_OUT + '''
 
 def conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, block_h, block_w):
     """torch's convolution where each output channel reads one input channel (groups = input channels; not a

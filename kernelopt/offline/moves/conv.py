@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import conv_depthwise, conv_split
+from kernelopt.offline.moves import conv_depthwise, conv_rows, conv_split
 from kernelopt.offline.moves.precision import TF32X3_TILES
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.writer import reference_init, state_expression
@@ -37,7 +37,8 @@ _IEEE = 'input_precision="ieee"'
 
 def source(family: Family, problem_source: str, precision: str = "ieee", helper: str = "") -> str:
     """The kernel file: the helper, then ModelNew with the reference's constructor calling it. `helper`: "split"
-    (on fp16 parts split once, conv_split.py) or "depthwise" (the direct stencil, conv_depthwise.py)."""
+    (on fp16 parts split once, conv_split.py), "depthwise" (the direct stencil, conv_depthwise.py) or "rows"
+    (the rolling-rows stencil, conv_rows.py)."""
     _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
     weight, bias = family.state
     x = family.input_names[0]
@@ -49,6 +50,8 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
         head, text = conv_split.header(), conv_split.helper()
     elif helper == "depthwise":
         head, text = conv_depthwise.HEADER, conv_depthwise.HELPER
+    elif helper == "rows":
+        head, text = conv_rows.HEADER, conv_rows.helper(family)
     else:
         head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
         text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
@@ -86,13 +89,22 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
                                    source(family, problem_source, helper="depthwise"),
                                    tuple(dict(zip(conv_depthwise.KEYS, t, strict=True))
                                          for t in conv_depthwise.TILES)))
+        not_rows = conv_rows.rows_applies(family)
+        if not_rows is None:  # each input row loaded once a strip: KW loads an output, not KH x KW
+            out.insert(1, MoveInstance("conv.depthwise_rows", "each output channel reads one input channel: a stencil "
+                                       "walking strips of output rows, each input row loaded once and added to the "
+                                       "running sums of the KH output rows whose windows hold it",
+                                       source(family, problem_source, helper="rows"),
+                                       tuple(dict(zip(conv_rows.KEYS, t, strict=True)) for t in conv_rows.TILES)))
+        else:
+            skipped.append(Skipped("conv.depthwise_rows", not_rows))
     else:
         skipped.append(Skipped("conv.depthwise", not_depthwise))
     if conv_depthwise.dispatched(family):  # the GEMM templates' helper would run the stencil at its own tile
         why_not = (f"{conv_depthwise.outputs_a_group(family)} output channel(s) of one input channel a group: the "
                    "helper hands this convolution to the depthwise stencil, which conv.depthwise sweeps")
-        return out[:1], [Skipped(name, why_not) for name in ("conv.implicit_gemm", "conv.split_f16",
-                                                              "conv.implicit_gemm_tf32x3", "conv.implicit_gemm_f16x3")]
+        return out[:-1], [*skipped, *(Skipped(name, why_not) for name in (
+            "conv.implicit_gemm", "conv.split_f16", "conv.implicit_gemm_tf32x3", "conv.implicit_gemm_f16x3"))]
     if family.dtype != "float32":
         own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
         return out, [*skipped, Skipped("conv.split_f16", own),
