@@ -445,3 +445,17 @@ def test_one_read_rows_of_more_pieces_than_sms_stay_resident_and_pass_at_the_ker
         assert torch.isfinite(out).all()
         del out
     _best_ms(problem, one_read.source, configs, tmp_path, "one_read")
+
+
+def test_the_depthwise_rows_stencil_is_correct_and_timed_beside_the_tile_stencil_at_82s_size(tmp_path: Path) -> None:
+    # 82 (16 x 64 x 512 x 512 fp32, 3 x 3, no padding): conv.depthwise_rows (conv_rows.py: each input row loaded once
+    # a strip, KW loads an output) at its first three strips, beside conv.depthwise's first tile (1 x 512 / 8 warps,
+    # 1.06 ms in session 37's sweep), each verified at full size: which is faster is the sweep's to find.
+    from kernelopt.offline.moves import structural_moves
+
+    path = ROOT / "benchmarks" / "kernelbench" / "families" / "82_conv_depthwise_2D_square_input_square_kernel.py"
+    moves = {m.name: m for m in structural_moves(path).instances}
+    walk = _best_ms(path, moves["conv.depthwise_rows"].source, moves["conv.depthwise_rows"].grid[:3], tmp_path, "rows")
+    tile = _time_ms(path, with_config(moves["conv.depthwise"].source, moves["conv.depthwise"].grid[0]), tmp_path,
+                    "tile")
+    print(f"conv.depthwise_rows {walk:.4f} ms, conv.depthwise {tile:.4f} ms: {tile / walk:.2f}x")

@@ -96,16 +96,19 @@ def test_optimize_with_neither_kernel_nor_model_starts_from_the_seed(tmp_path: P
           f"torch.compile {summary.get('compile_ms')} ms")
 
 
-@pytest.mark.parametrize("name", ["76_Gemm_Add_ReLU", "99_Matmul_GELU_Softmax"])
-def test_the_seeds_gemm_on_split_fp16_operands_is_accepted_and_timed_at_full_size(name: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("folder", "name"), [("level2", "76_Gemm_Add_ReLU"), ("level2", "99_Matmul_GELU_Softmax"),
+                                              ("families", "97_ScaledDotProductAttention")])
+def test_the_seeds_gemm_on_split_fp16_operands_is_accepted_and_timed_at_full_size(folder: str, name: str,
+                                                                                  tmp_path: Path) -> None:
     # dot.split_f16 on the compiler's seed of a level-2 Linear with its epilogue (76: the bias and ReLU fused
-    # into the GEMM template's suffix; 99: the bias fused, GELU and softmax in a kernel after): verified at full
-    # size with every derived case, its fp16 products measured against float64, and timed beside the seed.
+    # into the GEMM template's suffix; 99: the bias fused, GELU and softmax in a kernel after) and on attention's
+    # two batched templates (97: 1,024 batches of 512 x 512 x 1024, then 512 x 1024 x 512): verified at full size
+    # with every derived case, its fp16 products measured against float64, and timed beside the seed.
     from kernelopt.offline.moves import matmul_split_f16
     from kernelopt.offline.moves.seed_split import to_split_f16
     from kernelopt.offline.tuner import with_config
 
-    problem = ROOT / "benchmarks" / "kernelbench" / "level2" / f"{name}.py"
+    problem = ROOT / "benchmarks" / "kernelbench" / folder / f"{name}.py"
     seed = compiler_seed(problem, tmp_path / "cache")
     rewritten = to_split_f16(Path(seed.path).read_text())
     assert rewritten is not None

@@ -1,45 +1,42 @@
 #!/bin/bash
 # The next planned H200 call, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
-# each call, and quote it in RESULTS.md with what it returned. Now (written in session 36, whose GPU time ran out in
-# failed starts): this session's convolution and stencil work, none of it yet run on a GPU, in one call of 600 s.
+# each call, and quote it in RESULTS.md with what it returned. Now (written in session 37, after its four calls):
+# session 37's CPU-built work, none of it yet run on a GPU, in one call of 600 s.
 #
-#   here, first (the probe's "old" rows: the stencil before its taps were unrolled, git-ignored .gpu/dw_old.txt):
-#     git show 10701fd~1:kernelopt/seed/conv.py > /tmp/old_conv.py && python -c "import runpy; \
-#       open('.gpu/dw_old.txt', 'w').write(runpy.run_path('/tmp/old_conv.py')['DEPTHWISE'])"
 #   device:
 #     run(command="bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
-#   then, a second call (c3's rows the one-read launch and one output a thread may raise):
-#     bash benchmarks/h200/redo_rows.sh c3 38_ 39_ 41_      # here: .gpu/c3.tgz and .gpu/c3.redo
-#     run(command="KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3 560", carry=[".whl", ".gpu"], timeout_s=600)
+#   then, a second call (test_moves_gpu whole: session 37's fourth call cut it at its 8th test of 41):
+#     run(command="bash benchmarks/h200/gpu_tests.sh test_moves_gpu", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# 1. tests/test_moves_gpu.py -k "split_convolution or (every_move and conv)": the split convolution at 55's size with
-#    its fp16 parts channels last and as the input lies (7.45 ms in session 36: in sm_90 TTGIR the channels-last
-#    input tile loads as pipelined 16-byte copies); every conv move of the two small problems (the unrolled stencil).
-# 2. benchmarks/h200/depthwise_probe.py: 82's shape unpadded and padded; the stencil as written at six tiles (three of
-#    one output a thread), every tap masked and the looped stencil at two; against cuDNN fp32 and the floor.
-# 3. 82, 86 and 55 (benchmarks/kernelbench/families) from nothing, offline, three rounds (82 held 1.449 ms, 55
-#    7.451 ms in session 36's first pass).
-# Switches: TEST_K (the test expression; "" for none), PROBE_S (0: no probe), FDW ("82 86 55"), FDW_S (0: none).
+# 1. tests/test_seed_gpu.py -k 97_Scaled: dot.split_f16 on attention's two batched templates at 97's full size
+#    (1,024 batches; the seed ran 27.06 ms, its 3xTF32 rewrite 26.26, torch.compile 24.99).
+# 2. tests/test_moves_gpu.py -k depthwise_rows: the rolling-rows stencil at 82's size, its first three strips, beside
+#    the tile stencil's 1 x 512 / 8 warps (1.06 ms in session 37's sweep).
+# 3. 97, 82 and 85 from nothing (suite fdw2: fdw's state is committed, and a pass of that name would resume it), offline,
+#    three rounds, 150 s each at most: the batched split and the rows stencil as the sweep finds them.
+# Switches: TEST_SEED (the test_seed_gpu expression; "" for none), TEST_MOVES (test_moves_gpu's), FDW ("97 82 85"),
+# FDW_S (0: none).
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
 export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns
 began=$(date +%s)
 elapsed() { echo $(( $(date +%s) - began )); }
-test_k=${TEST_K-split_convolution or (every_move and conv)}
-if [ -n "$test_k" ]; then
-  timeout 150 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 120 tests/test_moves_gpu.py -k "$test_k" \
-    > "$OUT/test_moves_gpu.log" 2>&1
+test_seed=${TEST_SEED-97_Scaled}
+if [ -n "$test_seed" ]; then
+  timeout 200 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 180 tests/test_seed_gpu.py -k "$test_seed" \
+    > "$OUT/test_seed_gpu.log" 2>&1
+  echo "[test_seed_gpu: rc $? at $(elapsed) s]" | tee -a "$OUT/test_seed_gpu.log"
+fi
+test_moves=${TEST_MOVES-depthwise_rows}
+if [ -n "$test_moves" ]; then
+  timeout 120 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 110 tests/test_moves_gpu.py \
+    -k "$test_moves" > "$OUT/test_moves_gpu.log" 2>&1
   echo "[test_moves_gpu: rc $? at $(elapsed) s]" | tee -a "$OUT/test_moves_gpu.log"
 fi
-old=()
-[ -f .gpu/dw_old.txt ] && old=(.gpu/dw_old.txt)
-if [ "${PROBE_S:-90}" -gt 0 ]; then
-  timeout "${PROBE_S:-90}" python3 benchmarks/h200/depthwise_probe.py "${old[@]}" > "$OUT/depthwise_probe.log" 2>&1
-  echo "[depthwise probe: rc $? at $(elapsed) s]" | tee -a "$OUT/depthwise_probe.log"
-fi
-mkdir -p /tmp/fdw && for n in ${FDW:-82 86 55}; do cp benchmarks/kernelbench/families/${n}_conv_*.py /tmp/fdw/; done
+mkdir -p /tmp/fdw2
+for n in ${FDW:-97 82 85}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/fdw2/; done
 fdw_s=${FDW_S:-$(( 585 - $(elapsed) ))}
-[ "$fdw_s" -gt 100 ] && KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw "$fdw_s" /tmp/fdw --optimize --max-rounds 3 \
-  --no-max-autotune --max-wall-s 150
+[ "$fdw_s" -gt 100 ] && KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw2 "$fdw_s" /tmp/fdw2 --optimize \
+  --max-rounds 3 --no-max-autotune --max-wall-s 150
 echo "[next_call: $(elapsed) s]"
