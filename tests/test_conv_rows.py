@@ -71,6 +71,7 @@ def test_it_is_offered_beside_the_tile_stencil_where_rows_feed_consecutive_outpu
     rows = moves.instances[1]
     assert [tuple(c.values()) for c in rows.grid] == list(conv_rows.TILES)
     assert check_kernel_source(rows.source) == [] and "s2 = tl.zeros([BLOCK_W], tl.float32)" in rows.source
+    assert {"memory", "compute"} <= set(rows.cures)  # the judger's diagnosis of the tile stencil puts it first
     # dilation 2 along H (the data problem), a stride along H, a kernel of one row, a 3-D or a wide kernel: why not
     assert "dilation 2 along H" in {s.name: s.why for s in structural_moves(DEPTHWISE).skipped}["conv.depthwise_rows"]
     family = moves.family

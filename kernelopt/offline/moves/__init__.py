@@ -92,6 +92,11 @@ CURES: dict[str, tuple[str, ...]] = {
     "implicit_gemm_f16x3": ("compute", "memory", "other"),
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
     "depthwise": ("memory", "latency", "occupancy", "compute", "other"),  # a stencil, not a GEMM of one column
+    # each input row loaded once a strip, into the running sums of the KH output rows it feeds: KW loads an output
+    "depthwise_rows": ("memory", "latency", "compute", "other"),
+    # a depthwise convolution and the 1 x 1 convolution of its output in one kernel: the intermediate never written
+    "fused": ("memory", "latency", "compute", "other"),
+    "fused_f16x3": ("compute", "memory", "latency", "other"),
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }
@@ -318,6 +323,13 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
         from kernelopt.offline.moves import batchnorm  # it builds MoveInstance, defined above
 
         instances, skipped = batchnorm.batch_norm_moves(family, Path(problem_path).read_text(), sm_count)
+    elif family.name == "separable":
+        from kernelopt.offline.moves import separable  # it builds MoveInstance, defined above
+
+        try:  # the template takes the reference's own constructor, which must be found in its text
+            instances, skipped = separable.separable_moves(family, Path(problem_path).read_text())
+        except SeedError as err:
+            return Moves(family, (), (Skipped("separable.*", f"the template does not apply: {err}"),))
     elif family.name == "conv":
         try:  # the template takes the reference's own constructor, which must be found in its text
             instances, skipped = conv.conv_moves(family, Path(problem_path).read_text())

@@ -48,7 +48,8 @@ class Family:
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
-    weight_shape: tuple[int, ...] = ()  # conv: its weight's
+    weight_shape: tuple[int, ...] = ()  # conv: its weight's; separable: the depthwise convolution's
+    pointwise_shape: tuple[int, ...] = ()  # separable: the 1 x 1 convolution's weight's (state: both weights, biases)
     groups: int = 1  # standardize: rows per sample (GroupNorm's groups)
     momentum: float | None = None  # batch_norm: the call's momentum (None: the module's cumulative average)
     rows_flattened: bool = False  # matmul: A's leading dims are its rows; bmm: the inputs' leading dims the batch
@@ -154,6 +155,9 @@ def trace_family(problem: ModuleType) -> Family:
         and recorder.origin.get(id(calls[0][1][0])) == (0, False)  # one operator, on the input itself
     if alone and calls[0][0] == "convolution":
         return _convolution(calls[0][1], model, family)
+    if family.name == "other" and len(tensors) == 1 and [c[0] for c in calls] == ["convolution", "convolution"] \
+            and recorder.origin.get(id(calls[0][1][0])) == (0, False) and calls[1][1][0] is recorder.results[0]:
+        return _separable(calls[0][1], calls[1][1], model, family)
     if alone and calls[0][0] == "native_layer_norm":
         return _affine_layer_norm(calls[0][1], model, family)
     if alone and calls[0][0] == "native_group_norm":
@@ -286,6 +290,24 @@ def _convolution(args: tuple[Any, ...], model: Any, family: Family) -> Family:
     if state is None or not state[0]:
         return family
     return Family(**{**family.__dict__, "name": "conv", "state": state, "weight_shape": tuple(args[1].shape)})
+
+
+def _separable(depthwise: tuple[Any, ...], pointwise: tuple[Any, ...], model: Any, family: Family) -> Family:
+    """A depthwise convolution, then a 1 x 1 convolution of its output (a depthwise-separable pair: both weights and
+    biases the model's own), as family "separable"; else the family as it was."""
+    first, second = tuple(depthwise[1].shape), tuple(pointwise[1].shape)
+    channels, groups = family.shapes[0][1] if len(family.shapes[0]) > 1 else 0, depthwise[8]
+    stride, padding, dilation, transposed, _, groups_1x1 = pointwise[3:9]
+    if len(first) != 4 or depthwise[6] or groups != channels or first[1] != 1 or len(second) != 4 \
+            or second[2:] != (1, 1) or second[1] != first[0] or transposed or groups_1x1 != 1 \
+            or any(v != 1 for v in (*stride, *dilation)) or any(padding):
+        return family
+    state = _state_names(model, depthwise[1], depthwise[2])
+    state_1x1 = _state_names(model, pointwise[1], pointwise[2])
+    if state is None or state_1x1 is None or not state[0] or not state_1x1[0]:
+        return family
+    return Family(**{**family.__dict__, "name": "separable", "state": state + state_1x1, "weight_shape": first,
+                     "pointwise_shape": second})
 
 
 def _dim(value: int, ndim: int | None) -> int:

@@ -1,0 +1,155 @@
+"""The depthwise-separable family's template (`separable.fused`): a depthwise convolution and the 1 x 1 convolution
+of its output (MobileNet's block; KernelBench's 86) in one kernel, the intermediate never written.
+
+Run as two convolutions, the pair writes the depthwise output (as large as the input) and reads it back for the
+1 x 1 product: at 86's size (16 x 64 x 512 x 512 fp32 to 128 channels) that is 2.1 GB of its 5.4 GB of traffic, and
+the seed ran at 22% of the floor on the H200 (3.05 ms). Here a program takes BLOCK_M outputs along one output row of
+one sample and computes the 1 x 1 product for them, BLOCK_N output channels at a time, on `tl.dot`: its K loop runs
+over the middle channels BLOCK_K at a time, and each K step's A tile is made in registers, the depthwise sums of those
+channels a tap at a time as the stencil does (seed/stencil.py), with their bias. The second bias is the epilogue's.
+The input is read once from memory (a window's rows from L1 and L2; again for each further BLOCK_N of output
+channels), the output written once.
+
+fp32 takes the product at "ieee" (`separable.fused`) and as three fp16 products of the tiles scaled and split in
+registers (`separable.fused_f16x3`, the dot.f16x3 rewrite of it: dot_f16x3.py); 16-bit inputs multiply their own
+dtype on the tensor cores.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kernelopt.seed.writer import reference_init, state_expression
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves import MoveInstance, Skipped
+    from kernelopt.offline.moves.family import Family
+
+# (SEP_BLOCK_M, SEP_BLOCK_N, SEP_BLOCK_K, num_warps), the template's own first. sm_90 (Triton 3.6) at 86's size, the
+# fp16-split product: 204, 236, 244, 255, 240 and 255 registers a thread, none spilled (4 warps at 64 x 128 x 32
+# spilled 128 B; software-pipelined loads asked 207 KB of shared memory: the launch takes one stage)
+TILES = ((64, 128, 16, 8), (64, 128, 32, 8), (128, 128, 16, 8), (64, 64, 32, 4), (64, 128, 16, 4), (32, 128, 32, 4))
+KEYS = ("SEP_BLOCK_M", "SEP_BLOCK_N", "SEP_BLOCK_K", "num_warps")
+
+KERNEL = '''
+
+# separable_kernel's tile: the offline sweep's knobs (outputs along a row, output channels a product, middle channels
+# a K step)
+SEP_BLOCK_M = 64
+SEP_BLOCK_N = 128
+SEP_BLOCK_K = 16
+
+
+@triton.jit
+def separable_kernel(
+    x_ptr, wd_ptr, bd_ptr, wp_ptr, bp_ptr, out_ptr, C_MID, C_OUT, OH, OW, H, W, MULT, TILES_W,
+    sxn, sxc, sxh, sxw, son, soc, soh, sow, sth, stw, pdh, pdw, dlh, dlw,
+    KH: tl.constexpr, KW: tl.constexpr, BIAS_D: tl.constexpr, BIAS_P: tl.constexpr, LOW: tl.constexpr,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+):
+    # Program: BLOCK_M outputs along one output row of one sample, every output channel, BLOCK_N a step. The 1 x 1
+    # product's K loop runs over the middle channels BLOCK_K at a time, each step's A tile the depthwise sums of those
+    # channels (channel c reads input channel c // MULT) made in registers: the intermediate is never written.
+    pid = tl.program_id(0)
+    row = pid // TILES_W
+    oh = row % OH
+    n = (row // OH).to(tl.int64)
+    ow = (pid % TILES_W) * BLOCK_M + tl.arange(0, BLOCK_M)
+    m_ok = ow < OW
+    x_row = x_ptr + n * sxn
+    o_rows = out_ptr + n * son + oh.to(tl.int64) * soh + ow.to(tl.int64) * sow
+    for n0 in range(0, C_OUT, BLOCK_N):
+        oc = n0 + tl.arange(0, BLOCK_N)
+        oc_ok = oc < C_OUT
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for c0 in range(0, C_MID, BLOCK_K):
+            c = c0 + tl.arange(0, BLOCK_K)
+            c_ok = c < C_MID
+            x_cols = x_row + (c // MULT).to(tl.int64)[None, :] * sxc
+            dw = tl.zeros((BLOCK_M, BLOCK_K), dtype=tl.float32)
+            for kh in tl.static_range(KH):
+                ih = ow * 0 + oh * sth - pdh + kh * dlh  # a vector: the interpreter takes no scalar in a mask
+                for kw in tl.static_range(KW):
+                    iw = ow * stw - pdw + kw * dlw
+                    ok = (m_ok & (iw >= 0) & (iw < W) & (ih >= 0) & (ih < H))[:, None] & c_ok[None, :]
+                    x = tl.load(x_cols + (ih.to(tl.int64) * sxh + iw.to(tl.int64) * sxw)[:, None], mask=ok,
+                                other=0.0)
+                    w = tl.load(wd_ptr + c * (KH * KW) + (kh * KW + kw), mask=c_ok, other=0.0)
+                    dw += x.to(tl.float32) * w.to(tl.float32)[None, :]
+            if BIAS_D:
+                dw += tl.load(bd_ptr + c, mask=c_ok, other=0.0).to(tl.float32)[None, :]
+            b = tl.load(wp_ptr + oc[None, :] * C_MID + c[:, None], mask=c_ok[:, None] & oc_ok[None, :], other=0.0)
+            if LOW:
+                acc += tl.dot(dw.to(b.dtype), b)
+            else:
+                a = dw
+                acc += tl.dot(a, b, input_precision="ieee")
+        if BIAS_P:
+            acc += tl.load(bp_ptr + oc, mask=oc_ok, other=0.0).to(tl.float32)[None, :]
+        tl.store(o_rows[:, None] + oc.to(tl.int64)[None, :] * soc, acc.to(out_ptr.dtype.element_ty),
+                 mask=m_ok[:, None] & oc_ok[None, :])
+
+
+def separable_triton(x, w_dw, b_dw, w_pw, b_pw, stride, padding, dilation, groups, block_m, block_n, block_k):
+    """torch's depthwise convolution of x (groups = its channels) then the 1 x 1 convolution of that, on
+    `separable_kernel`: BLOCK_M outputs of a row (cut to the row) a program, BLOCK_N output channels a product,
+    BLOCK_K middle channels a K step (each cut to the channels, 16 at least: a tensor-core product's least)."""
+    stride, padding, dilation = (tuple(v) * (2 if len(v) == 1 else 1) for v in (stride, padding, dilation))
+    c_mid, c_out = w_dw.shape[0], w_pw.shape[0]
+    kh, kw = w_dw.shape[2:]
+    oh, ow = [(i + 2 * p - d * (k - 1) - 1) // s + 1
+              for i, s, p, d, k in zip(x.shape[2:], stride, padding, dilation, (kh, kw), strict=True)]
+    out = torch.empty((x.shape[0], c_out, oh, ow), dtype=x.dtype, device=x.device)
+    block_m = min(block_m, max(16, triton.next_power_of_2(ow)))
+    block_n = min(block_n, max(16, triton.next_power_of_2(c_out)))
+    block_k = min(block_k, max(16, triton.next_power_of_2(c_mid)))
+    tiles_w = triton.cdiv(ow, block_m)
+    separable_kernel[(x.shape[0] * oh * tiles_w,)](
+        x, w_dw.reshape(c_mid, -1).contiguous(), b_dw if b_dw is not None else w_dw,
+        w_pw.reshape(c_out, c_mid).contiguous(), b_pw if b_pw is not None else w_pw, out, c_mid, c_out, oh, ow,
+        x.shape[2], x.shape[3], c_mid // groups, tiles_w, *x.stride(), *out.stride(), *stride, *padding, *dilation,
+        KH=kh, KW=kw, BIAS_D=b_dw is not None, BIAS_P=b_pw is not None, LOW=x.dtype != torch.float32,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=8, num_stages=1,
+    )
+    return out
+'''
+
+HEADER = '''"""separable.$name: the reference's depthwise convolution and the 1 x 1 convolution of its output in one
+kernel (kernelopt's template): the 1 x 1 product's K steps over the middle channels, each step's depthwise sums made in
+registers."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+
+def source(family: Family, problem_source: str) -> str:
+    """The kernel file: the kernel and its host function, then ModelNew with the reference's constructor."""
+    _, _, _, stride, padding, dilation, _, _, groups = family.scalars[:9]
+    w_dw, b_dw, w_pw, b_pw = (state_expression(s) if s else "None" for s in family.state)
+    call = (f"separable_triton({family.input_names[0]}, {w_dw}, {b_dw}, {w_pw}, {b_pw}, {tuple(stride)}, "
+            f"{tuple(padding)}, {tuple(dilation)}, {groups}, SEP_BLOCK_M, SEP_BLOCK_N, SEP_BLOCK_K)")
+    return (HEADER.replace("$name", "fused") + KERNEL + "\n\nclass ModelNew(nn.Module):\n"
+            + reference_init(problem_source) + f"\n    def forward(self, {family.input_names[0]}):\n"
+            f"        return {call}\n")
+
+
+def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The fused pair, and for fp32 its product as three fp16 products split in registers."""
+    from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3
+
+    grid = tuple(dict(zip(KEYS, t, strict=True)) for t in TILES)
+    text = source(family, problem_source)
+    why = ("the depthwise convolution and the 1 x 1 convolution of its output in one kernel: the product's K steps "
+           "over the middle channels, each step's tile of depthwise sums made in registers (never written)")
+    fused = MoveInstance("separable.fused", why, text, grid)
+    if family.dtype != "float32":
+        return [fused], [Skipped("separable.fused_f16x3", f"the problem's dtype is {family.dtype}: its product "
+                                 "is the tensor cores' own")]
+    split = dot_f16x3.to_f16x3(text)
+    assert split is not None, "the fused kernel's fp32 product is no longer `acc += tl.dot(a, b, ...)`"
+    split = split.replace("separable.fused:", "separable.fused_f16x3:", 1)
+    return [MoveInstance("separable.fused_f16x3", f"{why}; fp32 products as three fp16 products of the tiles scaled "
+                         "and split in registers", split, grid), fused], []
