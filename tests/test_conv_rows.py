@@ -94,3 +94,18 @@ def test_the_move_passes_the_verifier(tmp_path: Path) -> None:
     verdict = Verifier(problem, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
         kernel, time=False)
     assert verdict.accepted, verdict.reason
+
+
+def test_the_walk_takes_64_bit_offsets_where_a_sample_is_wide() -> None:
+    # WIDE (an offset within a sample past 2**31, as a channels-last sample of 2**31 values has) on a small case
+    shape, weight_shape, has_bias, stride, padding, dilation, groups = CASES["padded, strided and dilated along W"]
+    torch.manual_seed(5)
+    x, weight, bias = torch.randn(shape), torch.randn(weight_shape), torch.randn(weight_shape[0])
+    want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False, [0, 0],
+                                      groups)
+    text = conv_rows.helper(_family(*weight_shape[2:]))
+    assert "WIDE=max(x.numel(), out.numel()) >= 2**31" in text
+    conv = _helper(with_config(text.replace("WIDE=max(x.numel(), out.numel()) >= 2**31", "WIDE=True"),
+                               {"DW_ROWS": 4, "DW_ROW_W": 8, "num_warps": 1}))
+    got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0, 0), groups)
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
