@@ -28,7 +28,7 @@ began=$(date +%s)
 elapsed() { echo $(( $(date +%s) - began )); }
 test_seed=${TEST_SEED-97_Scaled}
 if [ -n "$test_seed" ]; then
-  timeout 200 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 180 tests/test_seed_gpu.py -k "$test_seed" \
+  timeout 300 python3 -m pytest -m gpu -v -rA -p no:cacheprovider --timeout 280 tests/test_seed_gpu.py -k "$test_seed" \
     > "$OUT/test_seed_gpu.log" 2>&1
   echo "[test_seed_gpu: rc $? at $(elapsed) s]" | tee -a "$OUT/test_seed_gpu.log"
 fi
