@@ -129,6 +129,9 @@ def trace_family(problem: ModuleType) -> Family:
     recorder = _Recorder(tensors)
     with recorder, torch.no_grad():
         returned = model(*inputs)
+    # an operator run under a dispatch mode or on meta (sdpa among them) leaves the CPU's intra-op thread pool slow for
+    # the process and the workers it forks (CPU sdpa 100-600x: RESULTS.md (au)) until its size is set again
+    torch.set_num_threads(torch.get_num_threads())
     ops = tuple(name for name, _, _ in recorder.calls if name not in _VIEWS)
     first = tensors[0] if tensors else None
     outputs = returned if isinstance(returned, tuple | list) else (returned,)
