@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kernelopt.offline.moves.conv_depthwise import applies
+from kernelopt.seed.stencil import CONV_OUT
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -121,8 +122,6 @@ def conv_depthwise_rows(x, weight, bias, out, stride, padding, dilation, groups,
 
 def helper(family: Family) -> str:
     """The move's helper text: the knobs, the kernel for the family's kernel size, `conv_triton` calling it."""
-    from kernelopt.seed.stencil import CONV_OUT
-
     kh, kw = family.weight_shape[2:]
     return f'''
 

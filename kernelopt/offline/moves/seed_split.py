@@ -104,24 +104,22 @@ def to_split_f16(source: str) -> str | None:
     return out[:at].rstrip("\n") + "\n" + _HELPERS + "\n" + out[at:]
 
 
+def _sizes(body: str, names: tuple[str, ...]) -> dict[str, str] | None:
+    """Each name's value as the template's own line assigns it (`    M = ks0`); None where one is not assigned so."""
+    found = {n: re.search(rf"^ {{4}}{n} = ([^\n#]+)$", body, re.M) for n in names}
+    return None if None in found.values() else {n: m.group(1).strip() for n, m in found.items() if m}
+
+
 def _template(source: str, name: str, params_text: str, body: str) -> str | None:
-    sizes = {}
-    for size in _SIZES:
-        found = re.search(rf"^ {{4}}{size} = ([^\n#]+)$", body, re.M)
-        if found is None:
-            return None
-        sizes[size] = found.group(1).strip()
     operands = {k: re.search(rf"^ {{4}}{k} = (\w+)$", body, re.M) for k in ("A", "B")}
     start, end = body.find("    acc = tl.zeros("), body.find("    # rematerialize rm and rn")
     if None in operands.values() or start < 0 or end < start or "pid_m = " not in body[:start]:
         return None
     # a batched template: its batch the launch's second grid axis, read before the loop, A and B a stride apart a batch
     batched = re.search(r"^ {4}idx_q = tl\.program_id\(1\)", body[:start], re.M) is not None
-    for size in ("stride_aq", "stride_bq") if batched else ():
-        found = re.search(rf"^ {{4}}{size} = ([^\n#]+)$", body, re.M)
-        if found is None:
-            return None
-        sizes[size] = found.group(1).strip()
+    sizes = _sizes(body, _SIZES + (("stride_aq", "stride_bq") if batched else ()))
+    if sizes is None:
+        return None
     if re.search(r"program_id\(2\)", body) or (not batched and re.search(r"\bstride_[ab]q\b|program_id\(1\)", body)):
         return None
     if sizes["K"].isdigit() and int(sizes["K"]) < SHORT_K:
