@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
             over = "  OVER 227 KB" if row["shared"] > SHARED_LIMIT else ""
             print(f"  {row['kernel']}: shared {row['shared']} B{over}, {row['registers']} registers, "
                   f"{row['spilled']} B spilled, wgmma {'yes' if row['wgmma'] else 'no'}, TMA loads "
-                  f"{'yes' if row['tma'] else 'no'}  {json.dumps(row['knobs'])}")
+                  f"{'yes' if row['tma'] else 'no'}  {json.dumps(row['knobs'], default=str)}")
     return 0
 
 

@@ -245,8 +245,12 @@ def test_the_resident_row_loop_is_correct_at_the_kernelbench_size(tmp_path: Path
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "38_L1Norm_.py"
     props = torch.cuda.get_device_properties(0)
     l2_mb = getattr(props, "L2_cache_size", 0) / 2**20 or 60.0
-    moves = {m.name: m for m in structural_moves(problem, props.multi_processor_count, l2_mb=l2_mb).instances}
-    assert "row_l1_norm.looped_resident" in moves, (sorted(moves), l2_mb)
+    offered = structural_moves(problem, props.multi_processor_count, l2_mb=l2_mb)
+    moves = {m.name: m for m in offered.instances}
+    if "row_l1_norm.looped_resident" not in moves:  # a row per SM (34 MB) fits 60% of an H200's L2, not an H100's
+        why = next(s.why for s in offered.skipped if s.name == "row_l1_norm.looped_resident")
+        assert f"of the {l2_mb:g} MiB L2" in why, why
+        pytest.skip(why)
     resident = _best_ms(problem, moves["row_l1_norm.looped_resident"].source,
                         moves["row_l1_norm.looped_resident"].grid[:3], tmp_path, "resident")
     looped = _time_ms(problem, with_config(moves["row_l1_norm.looped_online"].source,

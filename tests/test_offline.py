@@ -49,6 +49,23 @@ def test_a_configuration_is_written_where_it_belongs_on_a_line_with_non_ascii_te
         '    k[(1,)](x, "ééé", BLOCK=64, num_warps=8)  # 2 µs'
 
 
+SEED_LAUNCHES = """
+def call(x, y, out):
+    poi[(8,)](x, XBLOCK=1024, num_warps=4, num_stages=1)
+    tem[(8, 4)](x, y, out, BLOCK_M=64, BLOCK_N=128, BLOCK_K=32, GROUP_M=8, num_warps=8, num_stages=4)
+"""
+
+
+def test_a_seed_s_knobs_are_read_and_set_at_the_launch_that_sets_the_most_of_them() -> None:
+    # A compiler seed's pointwise kernel, first in the file at num_stages=1, once set the scale: three stages asked
+    # of the GEMM template gave it 4 x 3 (eight, capped), 532 KB of shared memory at 97's split tile on the H100.
+    assert knob_values(SEED_LAUNCHES) == {"XBLOCK": 1024, "num_warps": 8, "num_stages": 4, "BLOCK_M": 64,
+                                          "BLOCK_N": 128, "BLOCK_K": 32, "GROUP_M": 8}
+    changed = with_config(SEED_LAUNCHES, {"BLOCK_M": 128, "num_warps": 4, "num_stages": 3}).splitlines()
+    assert changed[2].strip() == "poi[(8,)](x, XBLOCK=1024, num_warps=2, num_stages=1)"
+    assert "BLOCK_M=128" in changed[3] and changed[3].endswith("num_warps=4, num_stages=3)")
+    assert knob_values("\n".join(changed))["num_stages"] == 3
+
 LOCALS = """
 class ModelNew(nn.Module):
     def forward(self, x, wide):

@@ -187,15 +187,27 @@ def find_launch_params(source: str) -> list[LaunchParam]:
 
 
 def knob_values(source: str) -> dict[str, int]:
-    """Each knob's name and value (the first place it is set), in source order."""
+    """Each knob's name and value at its lead place (`_centres`), in the order of first places."""
     try:
         params = find_launch_params(source)
     except SyntaxError:
         return {}
-    values: dict[str, int] = {}
+    return _centres(params)
+
+
+def _centres(params: list[LaunchParam]) -> dict[str, int]:
+    """Each knob's value at its lead place: on the line that sets the most knobs where it is set on
+    several lines (a compiler seed's GEMM template, its launch one line, beside its pointwise kernels at
+    num_stages=1), so a configuration is read and written as the heavy launch's own; else its first place."""
+    per_line: dict[int, int] = {}
     for param in params:
-        values.setdefault(param.name, param.value)
-    return values
+        per_line[param.line] = per_line.get(param.line, 0) + 1
+    lead: dict[str, LaunchParam] = {}
+    for param in params:
+        held = lead.get(param.name)
+        if held is None or per_line[param.line] > per_line[held.line]:
+            lead[param.name] = param
+    return {name: param.value for name, param in lead.items()}
 
 
 def replace_spans(source: str, edits: list[tuple[int, int, int, str]]) -> str:
@@ -211,19 +223,17 @@ def replace_spans(source: str, edits: list[tuple[int, int, int, str]]) -> str:
 def with_config(source: str, config: Mapping[str, int]) -> str:
     """`source` with each named knob set to the configuration's value. A knob is one name: where
     launches set it to values of their own (a compiler seed's reduction at XBLOCK=64 beside its
-    pointwise kernel at 1024), the first sets the scale and the others move by the same factor,
-    so each launch keeps its own pick relative to the first and no sweep detunes the rest."""
+    pointwise kernel at 1024), its lead place (`_centres`) takes the value and the others move by the
+    same factor, so each launch keeps its own pick relative to the lead and no sweep detunes the rest."""
     params = find_launch_params(source)
-    centre: dict[str, int] = {}
-    for param in params:
-        centre.setdefault(param.name, param.value)
+    centre = _centres(params)
     edits = [(p.line, p.col, p.end_col, str(_moved_with(p, config[p.name], centre[p.name])))
              for p in params if p.name in config]
     return replace_spans(source, edits)
 
 
 def _moved_with(param: LaunchParam, value: int, first: int) -> int:
-    """The value of one place of a knob when its first place goes from `first` to `value`."""
+    """The value of one place of a knob when its lead place goes from `first` to `value`."""
     if param.value == first or first <= 0:
         return value
     moved = param.value * value / first
