@@ -25,10 +25,13 @@ if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
     from kernelopt.offline.moves.family import Family
 
-# (SEP_BLOCK_M, SEP_BLOCK_N, SEP_BLOCK_K, num_warps), the template's own first. sm_90 (Triton 3.6) at 86's size, the
-# fp16-split product: 204, 236, 244, 255, 240 and 255 registers a thread, none spilled (4 warps at 64 x 128 x 32
-# spilled 128 B; software-pipelined loads asked 207 KB of shared memory: the launch takes one stage)
-TILES = ((64, 128, 16, 8), (64, 128, 32, 8), (128, 128, 16, 8), (64, 64, 32, 4), (64, 128, 16, 4), (32, 128, 32, 4))
+# (SEP_BLOCK_M, SEP_BLOCK_N, SEP_BLOCK_K, num_warps). On the H100 at 86's size (session 38, the f16x3 product) the
+# sweep put 64 x 128 x 16 / 4 warps first (3.84 ms) and 32 x 128 x 32 / 4 second (4.31); 64 x 128 x 16 / 8, the old
+# first, was last (7.18). sm_90 (Triton 3.6) registers a thread, f16x3, none spilled: 240, 255, then the three added
+# for fewer registers a warp (128, 126 and 133: 16 warps at 128 x 128, 4 at 32 x 64 without wgmma, 8 at 64 x 64), 255,
+# 244. Software-pipelined loads asked 207 KB of shared memory: the launch takes one stage. The template is the first.
+TILES = ((64, 128, 16, 4), (32, 128, 32, 4), (128, 128, 16, 16), (32, 64, 16, 4), (64, 64, 16, 8), (64, 64, 32, 4),
+         (128, 128, 16, 8))
 KEYS = ("SEP_BLOCK_M", "SEP_BLOCK_N", "SEP_BLOCK_K", "num_warps")
 
 KERNEL = '''
@@ -109,7 +112,7 @@ def separable_triton(x, w_dw, b_dw, w_pw, b_pw, stride, padding, dilation, group
         w_pw.reshape(c_out, c_mid).contiguous(), b_pw if b_pw is not None else w_pw, out, c_mid, c_out, oh, ow,
         x.shape[2], x.shape[3], c_mid // groups, tiles_w, *x.stride(), *out.stride(), *stride, *padding, *dilation,
         KH=kh, KW=kw, BIAS_D=b_dw is not None, BIAS_P=b_pw is not None, LOW=x.dtype != torch.float32,
-        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=8, num_stages=1,
+        BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_K=block_k, num_warps=4, num_stages=1,
     )
     return out
 '''
