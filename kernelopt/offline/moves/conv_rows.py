@@ -25,9 +25,12 @@ from kernelopt.seed.stencil import CONV_OUT
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
 
-# (DW_ROWS, DW_ROW_W, num_warps): two outputs a thread along a row first (the tile stencil's best on 82, RESULTS
-# (au)), strips of 16 rows (halo 1/8 at 3 x 3) and longer
-TILES = ((16, 512, 8), (32, 512, 8), (16, 256, 4), (64, 512, 8), (8, 512, 8), (16, 1024, 8), (16, 512, 4))
+# (DW_ROWS, DW_ROW_W, num_warps): four outputs a thread along a row first. On the H100 (RESULTS (av)) 82's sweep
+# (planes 510 wide) put 16 x 512 / 4 warps first (0.796 ms; at 8 warps, two a thread, 0.888-0.905), and 85's (250
+# wide: a 512 tile is cut to 256) went from 16 x 256 / 4 (0.521) to 32 x 256 / 2 (0.483) and / 1 (0.478) in its
+# later rounds. Strips of 16 rows (halo 1/8 at 3 x 3) and longer.
+TILES = ((16, 512, 4), (32, 256, 2), (32, 512, 4), (16, 256, 2), (32, 256, 1), (64, 512, 4), (16, 512, 8),
+         (16, 1024, 8))
 KEYS = ("DW_ROWS", "DW_ROW_W", "num_warps")
 MOST_TAPS = 121  # an 11 x 11 kernel: KH x KW weights held in registers through the walk
 
@@ -114,7 +117,7 @@ def conv_depthwise_rows(x, weight, bias, out, stride, padding, dilation, groups,
         x, weight.reshape(weight.shape[0], -1).contiguous(), bias if bias is not None else weight, out, out.shape[1],
         OH, OW, x.shape[2], x.shape[3], out.shape[1] // groups, *x.stride(), *out.stride(), stride[1], padding[0],
         padding[1], dilation[1], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31, ROWS=rows,
-        BLOCK_W=block_w, num_warps=8,
+        BLOCK_W=block_w, num_warps=4,
     )
     return out
 '''
