@@ -150,18 +150,18 @@ def test_each_convolution_move_passes_the_verifier(move: str, tmp_path: Path) ->
 def test_a_groups_few_output_channels_cut_the_tiles_columns() -> None:
     # conv2d.py: 6 output channels in 2 groups, 3 a group: every tile 16 columns wide (a tensor-core product's
     # least), the repeats gone; 55's 128 a group keep the table as it is
-    from kernelopt.offline.moves.conv import _TILES, tiles
+    from kernelopt.offline.moves.conv import TILES, tiles
 
     family = trace_family(import_file(CONV2D, "kernelopt_test_conv_tiles"))
-    cut = tiles(_TILES, family)
-    assert {c["CONV_BLOCK_N"] for c in cut} == {16} and len(cut) == len({tuple(c.items()) for c in cut}) < len(_TILES)
+    cut = tiles(TILES, family)
+    assert {c["CONV_BLOCK_N"] for c in cut} == {16} and len(cut) == len({tuple(c.items()) for c in cut}) < len(TILES)
     assert [(c["CONV_BLOCK_M"], c["CONV_BLOCK_K"]) for c in cut][:2] == [(64, 32), (128, 32)]
     wide = Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench" / "families"
     family = trace_family(import_file(next(wide.glob("55_*.py")), "kernelopt_test_conv_tiles55"))
-    assert [tuple(c.values()) for c in tiles(_TILES, family)] == list(_TILES)
+    assert [tuple(c.values()) for c in tiles(TILES, family)] == list(TILES)
     # a transposed convolution's weight is (in, out / groups, ...): its second size is a group's outputs
     transposed = replace(family, weight_shape=(64, 8, 3, 3), scalars=(*family.scalars[:6], True, *family.scalars[7:]))
-    assert {c["CONV_BLOCK_N"] for c in tiles(_TILES, transposed)} == {16}
+    assert {c["CONV_BLOCK_N"] for c in tiles(TILES, transposed)} == {16}
 
 
 def test_a_strided_transposed_convolutions_phases_gather_from_their_own_kernel_offsets() -> None:

@@ -70,6 +70,8 @@ def kind_of(name: str) -> str:
         return "group"
     if name in PROGRAM_KNOBS:
         return "programs"
+    if name.endswith("_WARPS"):  # a launch's warps set by a constant of its own (one kernel of several in a file)
+        return "warps"
     return {"num_warps": "warps", "num_stages": "stages"}.get(name, "size")
 
 

@@ -29,7 +29,7 @@ import triton
 import triton.language as tl
 '''
 # (CONV_BLOCK_M, CONV_BLOCK_N, CONV_BLOCK_K, num_warps, num_stages), the template's own first
-_TILES = ((64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3), (32, 64, 32, 4, 2),
+TILES = ((64, 64, 32, 4, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 128, 32, 8, 3), (32, 64, 32, 4, 2),
           (64, 32, 32, 4, 3), (128, 32, 64, 4, 3))
 _KEYS = ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K", "num_warps", "num_stages")
 _IEEE = 'input_precision="ieee"'
@@ -80,7 +80,7 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
 
     why = ("an implicit GEMM: rows (batch, output position) by a group's output channels, reduced over "
            "(channel, kernel offset) on tl.dot")
-    gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source), tiles(_TILES, family))
+    gemm = MoveInstance("conv.implicit_gemm", why, source(family, problem_source), tiles(TILES, family))
     out, skipped = [gemm], []
     not_depthwise = conv_depthwise.applies(family)
     if not_depthwise is None:  # first: the implicit GEMM's tiles hold one useful column and channel a step here

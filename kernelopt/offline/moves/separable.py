@@ -17,6 +17,7 @@ dtype on the tensor cores.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from kernelopt.seed.writer import reference_init, state_expression
@@ -139,20 +140,75 @@ def source(family: Family, problem_source: str) -> str:
             f"        return {call}\n")
 
 
+TWO_PASS_HEADER = '''"""separable.$name: the reference's depthwise convolution on the rolling-rows stencil, then the
+1 x 1 convolution of its output on the implicit GEMM (kernelopt's template): two kernels, the intermediate written
+once."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+# The stencil's strip at its launch: its own warps (DW_WARPS), so a GEMM tile's num_warps leaves it as swept
+TWO_PASS_STRIP = (16, 512, 4)
+
+
+def two_pass_source(family: Family, problem_source: str) -> str:
+    """The kernel file: the seed's convolution helper (its implicit GEMM for the 1 x 1 product) and the rolling-rows
+    stencil for the depthwise convolution, and ModelNew running one then the other."""
+    from kernelopt.offline.moves import conv_rows
+    from kernelopt.seed.conv import CONV_HELPER
+
+    _, _, _, stride, padding, dilation, _, _, groups = family.scalars[:9]
+    w_dw, b_dw, w_pw, b_pw = (state_expression(s) if s else "None" for s in family.state)
+    kh, kw = family.weight_shape[2:]
+    rows_launch = "BLOCK_W=block_w, num_warps=4,"
+    rows = conv_rows.kernel_text(kh, kw)
+    assert rows_launch in rows, "the rows stencil's launch is no longer `BLOCK_W=block_w, num_warps=4,`"
+    rows = rows.replace(rows_launch, "BLOCK_W=block_w, num_warps=DW_WARPS,")
+    strip = "\n".join(f"{k} = {v}" for k, v in zip(("DW_ROWS", "DW_ROW_W", "DW_WARPS"), TWO_PASS_STRIP, strict=True))
+    x = family.input_names[0]
+    return (TWO_PASS_HEADER.replace("$name", "two_pass") + CONV_HELPER
+            + "\n\n# conv_dw_rows_kernel's strip of output rows and its warps: the offline sweep's knobs\n" + strip
+            + rows + "\n\nclass ModelNew(nn.Module):\n" + reference_init(problem_source)
+            + f"\n    def forward(self, {x}):\n"
+            f"        mid = conv_depthwise_rows({x}, {w_dw}, {b_dw}, None, {tuple(stride)}, {tuple(padding)}, "
+            f"{tuple(dilation)}, {groups}, DW_ROWS, DW_ROW_W)\n"
+            f"        return conv_triton(mid, {w_pw}, {b_pw}, None, (1, 1), (0, 0), (1, 1), False, (0, 0), 1)\n")
+
+
 def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The fused pair, and for fp32 its product as three fp16 products split in registers."""
-    from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3
+    """The two kernels at their best (the rolling-rows stencil, the 1 x 1 product split in registers for fp32) and
+    the fused pair, and for fp32 its product as three fp16 products split in registers."""
+    from kernelopt.offline.moves import MoveInstance, Skipped, conv, conv_rows, dot_f16x3, matmul_f16x3
 
     grid = tuple(dict(zip(KEYS, t, strict=True)) for t in TILES)
     text = source(family, problem_source)
     why = ("the depthwise convolution and the 1 x 1 convolution of its output in one kernel: the product's K steps "
            "over the middle channels, each step's tile of depthwise sums made in registers (never written)")
     fused = MoveInstance("separable.fused", why, text, grid)
-    if family.dtype != "float32":
-        return [fused], [Skipped("separable.fused_f16x3", f"the problem's dtype is {family.dtype}: its product "
-                                 "is the tensor cores' own")]
+    out: list[MoveInstance] = []
+    skipped: list[Skipped] = []
+    low = family.dtype != "float32"
+    two_why = ("the depthwise convolution on the rolling-rows stencil (KW loads an output), then the 1 x 1 "
+               "convolution of its output on the implicit GEMM")
+    if (not_rows := conv_rows.rows_applies(family)) is not None:
+        skipped.append(Skipped("separable.two_pass", not_rows))
+    else:
+        two = two_pass_source(family, problem_source)
+        pointwise = replace(family, weight_shape=family.pointwise_shape, scalars=(*family.scalars[:8], 1))
+        gemm_grid = conv.tiles(conv.TILES if low else matmul_f16x3.TILES, pointwise)  # BLOCK_N cut to C_OUT
+        if not low:
+            two = dot_f16x3.to_f16x3(two)
+            assert two is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc)`"
+            two_why += "; its fp32 products as three fp16 products split in registers each K step"
+        out.append(MoveInstance("separable.two_pass", two_why, two, gemm_grid))
+    if low:
+        return [*out, fused], [*skipped, Skipped("separable.fused_f16x3", f"the problem's dtype is {family.dtype}: "
+                                                 "its product is the tensor cores' own")]
     split = dot_f16x3.to_f16x3(text)
     assert split is not None, "the fused kernel's fp32 product is no longer `acc += tl.dot(a, b, ...)`"
     split = split.replace("separable.fused:", "separable.fused_f16x3:", 1)
-    return [MoveInstance("separable.fused_f16x3", f"{why}; fp32 products as three fp16 products of the tiles scaled "
-                         "and split in registers", split, grid), fused], []
+    return [*out, MoveInstance("separable.fused_f16x3", f"{why}; fp32 products as three fp16 products of the tiles "
+                               "scaled and split in registers", split, grid), fused], skipped
