@@ -15,9 +15,11 @@
 #         pass: an H100's rows would not compare) c3's 23, 24 and 34 again (softmax 71.7%, log-softmax 73.7% and
 #         InstanceNorm 71.7% of the floor, all made by one_read before session 37's launch mend).
 # PART=2: test_seed_gpu whole (452 s in session 37): every seed at full size under the lead-launch rule.
-# PART=3: suite fdw3, 97 and 86 from nothing, offline, three rounds, 150 s each at most: 97 as the sweep finds the
-#         batched split (15.96 ms at the test's tile on the H200), 86 where both fused moves lost to the seed on the
-#         H100 (fdw2_h100). Name the card in RESULTS: fdw2 ran on an H100.
+# PART=3: suite fdw3, 97 86 82 85 from nothing, offline, three rounds, 150 s each at most: 97 as the sweep finds the
+#         batched split (15.96 ms at the test's tile on the H200); 86 with `separable.two_pass` (built after session
+#         38's calls: the rows stencil, then the 1 x 1 product split in registers), where both fused moves lost to the
+#         seed on the H100 (fdw2_h100); 82 and 85 with the rows grid led by four outputs a thread. Name the card in
+#         RESULTS: fdw2 ran on an H100.
 set -u
 export PYTHONUNBUFFERED=1
 began=$(date +%s)
@@ -36,7 +38,7 @@ case ${PART:-1} in
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
   mkdir -p /tmp/fdw3
-  for n in ${FDW:-97 86}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/fdw3/; done
+  for n in ${FDW:-97 86 82 85}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/fdw3/; done
   KEEP_S=100 bash benchmarks/h200/suite_pass.sh fdw3 $(( 585 - $(elapsed) )) /tmp/fdw3 --optimize --max-rounds 3 \
     --no-max-autotune --max-wall-s 150 ;;
 esac
