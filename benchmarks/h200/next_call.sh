@@ -4,7 +4,7 @@
 # the lead-launch mend (e284f0c) has run on no GPU beyond 97's split; c3l2's GEMM rows that never took the fp16 split
 # and c3's rows that predate the one-read launch mend are redone; the families' new moves run from nothing.
 #
-#   here, once:  bash benchmarks/h200/redo_rows.sh c3l2 9_ 14_ 29_ 33_ 40_ 76_ 99_
+#   here, once:  bash benchmarks/h200/redo_rows.sh c3l2 1_ 9_ 14_ 29_ 33_ 40_ 76_ 99_
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_
 #   device (copy each returned c3l2.tgz, c3.tgz or fdw3.tgz into .gpu/ here before the next call):
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
@@ -16,7 +16,8 @@
 # PART=1: test_gpu, test_gpu_baselines, test_export_gpu (268 s in session 37); then on an H200 c3l2's seven GEMM rows
 #         that still hold the seed at 3xTF32 (1.42-1.50 ms, 28-29% of the floor): dot.split_f16 took 76's seed to
 #         0.931 ms and 99's to 0.972 in session 29's test, and 12 and 45 to 2.84x and 2.53x torch.compile in a pass,
-#         but these rows were never run again. On an H100, fdw3.
+#         but these rows were never run again; and 1_Conv2D_ReLU_BiasAdd (6.77 ms at 3xTF32, 13.4% of the floor),
+#         which predates `dot.conv_split_f16` (55's convolution: 1.84x the 3xTF32 implicit GEMM). On an H100, fdw3.
 # PART=2: on an H100 first test_moves_gpu's split_batch_norm (46 s on the H200), whose H100 failure left no message;
 #         then test_seed_gpu whole (452 s in session 37): every seed at full size under the lead-launch rule.
 # PART=3: on an H200 c3l2 resumed, then c3's 23, 24 and 34 (softmax 71.7%, log-softmax 73.7%, InstanceNorm 71.7% of the
