@@ -327,7 +327,7 @@ def _report(args: argparse.Namespace) -> int:
 def _suite(args: argparse.Namespace) -> int:
     """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
     from kernelopt import suite as suites
-    from kernelopt.report.suite import summary_text
+    from kernelopt.report.suite import progress_line, summary_text
 
     check_placement(args.gpus, args.workers, args.ray)
     if args.resume:
@@ -371,7 +371,7 @@ def _suite(args: argparse.Namespace) -> int:
             print(placed, flush=True)
 
     def show(done: int, total: int, result: suites.ProblemResult) -> None:
-        print(suites.progress_line(done, total, result), flush=True)
+        print(progress_line(done, total, result), flush=True)
 
     signal.signal(signal.SIGINT, interrupt)
     try:

@@ -29,7 +29,7 @@ from kernelopt.records import FloorEstimate, InputError
 from kernelopt.report.figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.report.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 from kernelopt.runs import compile_cache_root
-from kernelopt.seed.obtain import seed_possible
+from kernelopt.seed.obtain import gpu_name, no_gpu_reason, seed_possible
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each
@@ -109,6 +109,7 @@ class Suite:
     kernels_dir: str | None
     out_dir: str
     settings: SuiteSettings
+    device: str = ""  # the GPU its timings come from (nvidia-smi's name); "" on a host without one, or an old suite
 
     def specs(self) -> list[ProblemSpec]:
         """One spec per problem file, in the folder's natural order (2_X before 10_Y)."""
@@ -165,7 +166,8 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
 
         out_dir = new_run_dir(None, f"suite {Path(problems_dir).resolve()}")
     suite = Suite(str(Path(problems_dir).expanduser().resolve()),
-                  str(Path(kernels_dir).expanduser().resolve()) if kernels_dir else None, str(out_dir), settings)
+                  str(Path(kernels_dir).expanduser().resolve()) if kernels_dir else None, str(out_dir), settings,
+                  gpu_name(None) if no_gpu_reason() is None else "")
     (out_dir / SUITE_FILE).write_text(json.dumps(dataclasses.asdict(suite), indent=2))
     return suite
 
@@ -176,7 +178,12 @@ def read_suite(out_dir: str | Path) -> Suite:
     if not path.is_file():
         raise InputError(f"{path.parent} holds no {SUITE_FILE}; pass the folder a `kernelopt suite` printed")
     data = json.loads(path.read_text())
-    return Suite(**{**data, "out_dir": str(path.parent), "settings": SuiteSettings(**data["settings"])})
+    suite = Suite(**{**data, "out_dir": str(path.parent), "settings": SuiteSettings(**data["settings"])})
+    here = gpu_name(None) if no_gpu_reason() is None else ""
+    if suite.device and here and here != suite.device:
+        raise InputError(f"{path.parent} was timed on {suite.device} and this host's GPU is {here}: one table would "
+                         f"mix two GPUs' times; resume it on {suite.device}, or start a new suite here")
+    return suite
 
 
 # ── one problem ──────────────────────────────────────────────────────────────────────
@@ -370,31 +377,3 @@ def summarize(results: Sequence[ProblemResult], total: int) -> dict[str, Any]:
         "wall_s": round(sum(r.wall_s for r in results), 2),
         **suite_figures(results, total),
     }
-
-
-STATUS_WORDS = {"correct": "correct", "rejected": "rejected", "no_kernel": "no kernel",
-                "bad_problem": "bad problem", "error": "error"}
-
-
-def _short(text: str, limit: int = 110) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def progress_line(done: int, total: int, result: ProblemResult) -> str:
-    """One line per finished problem, e.g. `[3/8] 23_Softmax: correct, 1.84x eager, 91% of floor (12 s)`."""
-    if result.status == "correct":
-        parts = ["correct"]
-        if result.speedup_vs_eager:
-            note = "" if result.is_gpu_time else " (interpreter vs PyTorch on the CPU)"
-            parts.append(f"{result.speedup_vs_eager:.3g}x eager{note}")
-        if result.pct_of_floor:
-            parts.append(f"{result.pct_of_floor:.0f}% of floor")
-        if result.stop_reason:
-            parts.append(f"{result.rounds} round{'s' * (result.rounds != 1)}, {result.stop_reason}")
-    else:
-        rule = f"[{result.rule}] " if result.rule else ""
-        parts = [f"{STATUS_WORDS[result.status]}: {rule}{_short(result.reason)}"]
-    where = f" on {result.where}" if result.where else ""
-    retried = ", second try" if result.tries > 1 else ""
-    return f"[{done}/{total}] {result.name}: {', '.join(parts)} ({result.wall_s:.0f} s{where}{retried})"

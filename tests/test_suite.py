@@ -19,8 +19,8 @@ import pytest
 from helpers import DATA
 from test_cli import _show, kernelopt
 
-from kernelopt.report.suite import draw_results, render_markdown
-from kernelopt.suite import ProblemResult, progress_line, summarize
+from kernelopt.report.suite import draw_results, progress_line, render_markdown
+from kernelopt.suite import ProblemResult, summarize
 
 SUITE = DATA / "suite"
 PROBLEMS, KERNELS = SUITE / "problems", SUITE / "kernels"
@@ -219,3 +219,43 @@ def test_gpu_summary_progress_and_report(tmp_path):
     assert "optimize with the offline policy, at most 3 rounds" in markdown
     assert "| 0.60 | 0.40 | 0.20 | 0.20 | 1.34x | 2x | - | - | - / - | 33% |" in markdown  # no stronger baselines
     assert "not GPU performance" not in markdown and "% of the floor per problem" in markdown
+
+
+def _fake_gpu(folder: Path, name: str) -> dict[str, str]:
+    """An environment whose nvidia-smi names `name` (the suite reads the GPU's name from it, never from torch)."""
+    folder.mkdir(exist_ok=True)
+    smi = folder / "nvidia-smi"
+    smi.write_text(f"#!/bin/sh\necho '{name}'\n")
+    smi.chmod(0o755)
+    return {**os.environ, "PATH": f"{folder}{os.pathsep}{os.environ['PATH']}"}
+
+
+def test_a_suite_keeps_its_gpu_and_is_not_resumed_on_another(tmp_path):
+    # Session 38's device lent an H100 and an H200 by turns to calls that asked for the H200: a pass resumed on the
+    # other card would put two GPUs' times in one table. The name is recorded when the suite starts; a resume on
+    # another GPU is one line and no work, on the same GPU (or where no GPU can be named) it goes on.
+    problems = tmp_path / "problems"
+    problems.mkdir()
+    shutil.copy(PROBLEMS / "1_Add.py", problems)
+    out = tmp_path / "out"
+    h200 = _fake_gpu(tmp_path / "h200", "NVIDIA H200")
+    started = kernelopt("suite", problems, "--kernels", KERNELS, "--no-compile", "--out", out, cwd=tmp_path,
+                        env=h200)
+    assert started.returncode == 0, _show(started)
+    assert json.loads((out / "suite.json").read_text())["device"] == "NVIDIA H200"
+    assert "- GPU: NVIDIA H200" in (out / "results.md").read_text()
+    (out / "problems" / "1_Add.json").unlink()  # unfinished again: a resume would run it
+
+    h100 = _fake_gpu(tmp_path / "h100", "NVIDIA H100 80GB HBM3")
+    refused = kernelopt("suite", "--resume", out, cwd=tmp_path, env=h100)
+    assert refused.returncode != 0 and refused.stdout == "", _show(refused)
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"kernelopt: {out} was timed on NVIDIA H200 and this host's GPU is NVIDIA H100 80GB HBM3: one table would "
+        "mix two GPUs' times; resume it on NVIDIA H200, or start a new suite here")
+    assert not (out / "problems" / "1_Add.json").exists()
+
+    resumed = kernelopt("suite", "--resume", out, cwd=tmp_path, env=h200)
+    assert resumed.returncode == 0 and (out / "problems" / "1_Add.json").exists(), _show(resumed)
+    old = {k: v for k, v in json.loads((out / "suite.json").read_text()).items() if k != "device"}
+    (out / "suite.json").write_text(json.dumps(old))  # a suite written before the name was kept
+    assert kernelopt("suite", "--resume", out, cwd=tmp_path, env=h100).returncode == 0

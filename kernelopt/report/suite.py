@@ -43,6 +43,7 @@ def render_markdown(data: dict[str, Any], has_plot: bool) -> str:
         "# kernelopt suite", "",
         f"- Problems: `{suite['problems_dir']}` ({summary['problems']}); kernels: `{suite['kernels_dir'] or '-'}`",
         f"- Mode: {_mode(suite['settings'])}",
+        *([f"- GPU: {suite['device']} (a resume on another GPU is refused)"] if suite.get("device") else []),
         f"- Finished: {summary['finished']} of {summary['problems']}"
         + ("" if summary["finished"] == summary["problems"] else f" (continue with `kernelopt suite --resume "
                                                                   f"{suite['out_dir']}`)"),
@@ -252,3 +253,32 @@ def summary_text(summary: dict[str, Any], out: Path) -> str:
 
 def _times(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3g}x"
+
+
+STATUS_WORDS = {"correct": "correct", "rejected": "rejected", "no_kernel": "no kernel",
+                "bad_problem": "bad problem", "error": "error"}
+
+
+def _short(text: str, limit: int = 110) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def progress_line(done: int, total: int, result: Any) -> str:
+    """One line per finished problem (a suite.ProblemResult), e.g. `[3/8] 23_Softmax: correct, 1.84x eager, 91% of
+    floor (12 s)`."""
+    if result.status == "correct":
+        parts = ["correct"]
+        if result.speedup_vs_eager:
+            note = "" if result.is_gpu_time else " (interpreter vs PyTorch on the CPU)"
+            parts.append(f"{result.speedup_vs_eager:.3g}x eager{note}")
+        if result.pct_of_floor:
+            parts.append(f"{result.pct_of_floor:.0f}% of floor")
+        if result.stop_reason:
+            parts.append(f"{result.rounds} round{'s' * (result.rounds != 1)}, {result.stop_reason}")
+    else:
+        rule = f"[{result.rule}] " if result.rule else ""
+        parts = [f"{STATUS_WORDS[result.status]}: {rule}{_short(result.reason)}"]
+    where = f" on {result.where}" if result.where else ""
+    retried = ", second try" if result.tries > 1 else ""
+    return f"[{done}/{total}] {result.name}: {', '.join(parts)} ({result.wall_s:.0f} s{where}{retried})"
