@@ -25,7 +25,7 @@ from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.model_specs import MODEL_HELP, model_arg, model_settings
 from kernelopt.records import HarnessError, InputError
-from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list
+from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list, timing_device
 
 USAGE_ERROR = 2
 
@@ -342,7 +342,7 @@ def _suite(args: argparse.Namespace) -> int:
         if given:
             raise InputError(f"--resume runs the suite as it was started (its {suites.SUITE_FILE}); "
                              f"drop {', '.join(given)}")
-        suite = suites.read_suite(args.resume)
+        suite = suites.read_suite(args.resume, timing_device(args.gpus, args.ray))
     else:
         if not args.problems_dir:
             raise InputError("name the folder of problems, or continue a stopped suite with --resume OUT")
@@ -360,7 +360,8 @@ def _suite(args: argparse.Namespace) -> int:
             from kernelopt.llm import make_chat_model
 
             make_chat_model(Context(model=args.model, base_url=args.base_url))  # a missing key is bad input
-        suite = suites.new_suite(args.problems_dir, args.kernels, settings, out_dir(args.out) if args.out else None)
+        suite = suites.new_suite(args.problems_dir, args.kernels, settings, out_dir(args.out) if args.out else None,
+                                 timing_device(args.gpus, args.ray))
     executor = choose_executor(args.gpus, args.workers, args.ray, Path(suite.out_dir),
                                lambda line: print(f"kernelopt: {line}", file=sys.stderr, flush=True))
     if not args.json:

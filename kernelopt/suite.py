@@ -29,7 +29,7 @@ from kernelopt.records import FloorEstimate, InputError
 from kernelopt.report.figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.report.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
 from kernelopt.runs import compile_cache_root
-from kernelopt.seed.obtain import gpu_name, no_gpu_reason, seed_possible
+from kernelopt.seed.obtain import seed_possible
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
 PROBLEMS = "problems"  # OUT/problems/NAME.json: one finished problem each
@@ -109,7 +109,9 @@ class Suite:
     kernels_dir: str | None
     out_dir: str
     settings: SuiteSettings
-    device: str = ""  # the GPU its timings come from (nvidia-smi's name); "" on a host without one, or an old suite
+    # the GPU its times come from (nvidia-smi's name; "cpu": the interpreter's; "": unnamed; None: under Ray, or a suite
+    # written before it was kept): scale/choose.py's timing_device, checked on --resume
+    device: str | None = None
 
     def specs(self) -> list[ProblemSpec]:
         """One spec per problem file, in the folder's natural order (2_X before 10_Y)."""
@@ -154,7 +156,8 @@ def problem_files(folder: str | Path) -> list[Path]:
     return files
 
 
-def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSettings, out_dir: Path | None) -> Suite:
+def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSettings, out_dir: Path | None,
+              device: str | None = None) -> Suite:
     """A new suite, its folders checked and suite.json written (out_dir: a new folder under the runs dir)."""
     problem_files(problems_dir)
     if kernels_dir and not Path(kernels_dir).expanduser().is_dir():
@@ -167,22 +170,29 @@ def new_suite(problems_dir: str, kernels_dir: str | None, settings: SuiteSetting
         out_dir = new_run_dir(None, f"suite {Path(problems_dir).resolve()}")
     suite = Suite(str(Path(problems_dir).expanduser().resolve()),
                   str(Path(kernels_dir).expanduser().resolve()) if kernels_dir else None, str(out_dir), settings,
-                  gpu_name(None) if no_gpu_reason() is None else "")
+                  device)
     (out_dir / SUITE_FILE).write_text(json.dumps(dataclasses.asdict(suite), indent=2))
     return suite
 
 
-def read_suite(out_dir: str | Path) -> Suite:
-    """The suite kept in OUT/suite.json, or an InputError saying there is none."""
+def read_suite(out_dir: str | Path, here: str | None = None) -> Suite:
+    """The suite kept in OUT/suite.json, or an InputError saying there is none, or (`here`: the device this host
+    would time on, scale/choose.py's timing_device) that it would go on on another kind of GPU than it started on,
+    or on the CPU after a GPU, or the reverse: one table would mix two devices' times. Unknown on either side (a
+    suite from before the name was kept, Ray, a GPU nvidia-smi cannot name) passes."""
     path = Path(out_dir).expanduser().resolve() / SUITE_FILE
     if not path.is_file():
         raise InputError(f"{path.parent} holds no {SUITE_FILE}; pass the folder a `kernelopt suite` printed")
     data = json.loads(path.read_text())
-    suite = Suite(**{**data, "out_dir": str(path.parent), "settings": SuiteSettings(**data["settings"])})
-    here = gpu_name(None) if no_gpu_reason() is None else ""
-    if suite.device and here and here != suite.device:
-        raise InputError(f"{path.parent} was timed on {suite.device} and this host's GPU is {here}: one table would "
-                         f"mix two GPUs' times; resume it on {suite.device}, or start a new suite here")
+    known, options = {f.name for f in dataclasses.fields(Suite)}, {f.name for f in dataclasses.fields(SuiteSettings)}
+    settings = SuiteSettings(**{k: v for k, v in data["settings"].items() if k in options})  # a later version's too
+    kept = {k: v for k, v in data.items() if k in known}
+    suite = Suite(**{**kept, "out_dir": str(path.parent), "settings": settings})
+    if suite.device and here and suite.device != here:
+        words = {"cpu": "the CPU (the interpreter)"}
+        raise InputError(f"{suite.out_dir} was timed on {words.get(suite.device, suite.device)} and this host times "
+                         f"on {words.get(here, here)}: one table would mix two devices' times; resume it where it "
+                         "started, or start a new suite here")
     return suite
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.offline.judge import diagnose
-from kernelopt.offline.space import SpaceLimits, feasible, plan
+from kernelopt.offline.space import SpaceLimits, feasible, kernel_groups, plan
 from kernelopt.offline.tuner import (
     FIX_GROW,
     FIX_SHRINK,
@@ -65,6 +65,11 @@ def test_a_seed_s_knobs_are_read_and_set_at_the_launch_that_sets_the_most_of_the
     assert changed[2].strip() == "poi[(8,)](x, XBLOCK=1024, num_warps=2, num_stages=1)"
     assert "BLOCK_M=128" in changed[3] and changed[3].endswith("num_warps=4, num_stages=3)")
     assert knob_values("\n".join(changed))["num_stages"] == 3
+    # a launch is one place however it is laid out: over three lines it still leads the one-line kernel after it
+    split = SEED_LAUNCHES.replace("tem[(8, 4)](x, y, out, ", "tem[(8, 4)](\n        x, y, out,\n        ").replace(
+        "GROUP_M=8, num_warps", "GROUP_M=8,\n        num_warps")
+    assert knob_values(split)["num_stages"] == 4 and knob_values(split)["num_warps"] == 8
+    assert "num_warps=4, num_stages=3)" in with_config(split, {"num_warps": 4, "num_stages": 3})
 
 LOCALS = """
 class ModelNew(nn.Module):
@@ -359,3 +364,21 @@ def test_sweep_tables_load_in_the_order_they_were_made(tmp_path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps({"round": round_, "repair": repair, "rows": []}))
     assert [(t["round"], t["repair"]) for t in load_tables(tmp_path)] == [(1, 0), (2, 0), (2, 1), (2, 2), (10, 0)]
+
+
+def test_each_kernel_of_a_two_kernel_file_is_judged_on_its_own_knobs_and_warps() -> None:
+    # separable.two_pass: the GEMM's tile at num_warps/num_stages beside the rows stencil's strip at DW_WARPS. Judged
+    # as one tile, the strip's 512 joined the GEMM's sides and every configuration of the move asked 246 KB of
+    # shared memory at four bytes (over 227 KB), the template's own included.
+    limits = SpaceLimits(element_bytes=4)
+    two = {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32, "num_warps": 4, "num_stages": 3,
+           "DW_ROWS": 16, "DW_ROW_W": 512, "DW_WARPS": 4}
+    assert kernel_groups(two) == [{"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32, "num_warps": 4,
+                                   "num_stages": 3}, {"DW_ROWS": 16, "DW_ROW_W": 512, "num_warps": 4}]
+    assert feasible(two, limits) and feasible({**two, "CONV_BLOCK_M": 128, "CONV_BLOCK_N": 128, "num_warps": 8}, limits)
+    assert not feasible({**two, "DW_ROW_W": 16384, "DW_ROWS": 64, "DW_WARPS": 1}, limits)  # the strip's own bound
+    planned = plan(two, Direction(), [], 12, limits=limits)
+    assert planned and all(c["DW_ROW_W"] in (256, 512, 1024) and c["DW_ROWS"] in (8, 16, 32) for c in planned)
+    # a launch's warps under a constant of its own name (NUM_WARPS) is held to the values a thread may hold
+    assert not feasible({"BLOCK_SIZE": 16384, "NUM_WARPS": 1}, limits)
+    assert feasible({"BLOCK_SIZE": 1024, "NUM_WARPS": 4}, limits)

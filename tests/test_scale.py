@@ -5,6 +5,7 @@ by the physical GPU."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -211,3 +212,20 @@ def test_a_run_s_gpus_start_with_its_own(monkeypatch):
     assert gpus.run_gpus([0, 2]) == [None, "6"] and gpus.run_gpus([2, 0]) == ["6", None]
     with pytest.raises(InputError, match="gpus 3: this host shows GPUs 0 to 2"):
         gpus.run_gpus([3])
+
+
+def test_a_suite_is_timed_on_the_gpu_its_placement_names(tmp_path, monkeypatch):
+    # --gpus in CUDA's numbering, mapped through CUDA_VISIBLE_DEVICES to nvidia-smi's; Ray's workers are not this host
+    from kernelopt.scale.choose import timing_device
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text('#!/bin/sh\n[ "$3" = "-i" ] && echo "GPU kind of $4"\n')  # nvidia-smi --query-gpu=... -i N
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert timing_device(None, None) == "GPU kind of 0" and timing_device([2, 0], None) == "GPU kind of 2"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    assert timing_device(None, None) == "GPU kind of 3" and timing_device([1], None) == "GPU kind of 5"
+    assert timing_device([1], "auto") is None
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert timing_device(None, None) == "cpu"

@@ -232,8 +232,9 @@ def _fake_gpu(folder: Path, name: str) -> dict[str, str]:
 
 def test_a_suite_keeps_its_gpu_and_is_not_resumed_on_another(tmp_path):
     # Session 38's device lent an H100 and an H200 by turns to calls that asked for the H200: a pass resumed on the
-    # other card would put two GPUs' times in one table. The name is recorded when the suite starts; a resume on
-    # another GPU is one line and no work, on the same GPU (or where no GPU can be named) it goes on.
+    # other card would put two GPUs' times in one table. The name is recorded when the suite starts ("cpu" where the
+    # interpreter times); a resume on another device is one line and no work; on the same one, or where the start's
+    # device is not known (a suite from before), it goes on.
     problems = tmp_path / "problems"
     problems.mkdir()
     shutil.copy(PROBLEMS / "1_Add.py", problems)
@@ -250,12 +251,25 @@ def test_a_suite_keeps_its_gpu_and_is_not_resumed_on_another(tmp_path):
     refused = kernelopt("suite", "--resume", out, cwd=tmp_path, env=h100)
     assert refused.returncode != 0 and refused.stdout == "", _show(refused)
     assert refused.stderr.strip().splitlines()[-1] == (
-        f"kernelopt: {out} was timed on NVIDIA H200 and this host's GPU is NVIDIA H100 80GB HBM3: one table would "
-        "mix two GPUs' times; resume it on NVIDIA H200, or start a new suite here")
+        f"kernelopt: {out} was timed on NVIDIA H200 and this host times on NVIDIA H100 80GB HBM3: one table would "
+        "mix two devices' times; resume it where it started, or start a new suite here")
     assert not (out / "problems" / "1_Add.json").exists()
+    no_gpu = {**h200, "CUDA_VISIBLE_DEVICES": ""}  # the interpreter's times after a GPU's: refused as well
+    assert "this host times on the CPU (the interpreter)" in kernelopt("suite", "--resume", out, cwd=tmp_path,
+                                                                       env=no_gpu).stderr
 
     resumed = kernelopt("suite", "--resume", out, cwd=tmp_path, env=h200)
     assert resumed.returncode == 0 and (out / "problems" / "1_Add.json").exists(), _show(resumed)
-    old = {k: v for k, v in json.loads((out / "suite.json").read_text()).items() if k != "device"}
+    data = json.loads((out / "suite.json").read_text())
+    old = {k: v for k, v in data.items() if k != "device"}
     (out / "suite.json").write_text(json.dumps(old))  # a suite written before the name was kept
     assert kernelopt("suite", "--resume", out, cwd=tmp_path, env=h100).returncode == 0
+    later = {**data, "placement": "a later version's", "settings": {**data["settings"], "new_knob": 1}}
+    (out / "suite.json").write_text(json.dumps(later))  # keys of a later version are left, not a traceback
+    assert kernelopt("suite", "--resume", out, cwd=tmp_path, env=h200).returncode == 0
+    cpu_out = tmp_path / "cpu_out"  # and a suite timed by the interpreter is not resumed on a GPU
+    assert kernelopt("suite", problems, "--kernels", KERNELS, "--no-compile", "--out", cpu_out, cwd=tmp_path,
+                     env=no_gpu).returncode == 0
+    assert json.loads((cpu_out / "suite.json").read_text())["device"] == "cpu"
+    assert "was timed on the CPU (the interpreter)" in kernelopt("suite", "--resume", cpu_out, cwd=tmp_path,
+                                                                 env=h200).stderr

@@ -102,8 +102,33 @@ def values_per_program(config: Mapping[str, int]) -> int | None:
     return math.prod(config[k] for k in sized)
 
 
+def kernel_groups(config: Mapping[str, int]) -> list[dict[str, int]]:
+    """The configuration as one group of knobs per kernel, each judged alone: a constant PREFIX_WARPS sets its own
+    kernel's warps (a file of two kernels: separable.two_pass's stencil at DW_WARPS beside its GEMM), and the knobs
+    named PREFIX_... are that kernel's, its warps read as num_warps; the rest are the launch's own. A *_WARPS that no
+    other knob shares a prefix with (NUM_WARPS) is the launch's warps where num_warps is not a knob."""
+    main = dict(config)
+    groups: list[dict[str, int]] = []
+    for name in [k for k in config if k.endswith("_WARPS")]:
+        prefix = name[: -len("WARPS")]
+        members = {k: v for k, v in config.items() if k.startswith(prefix) and k != name}
+        if members:
+            groups.append({**members, "num_warps": config[name]})
+            for k in (*members, name):
+                main.pop(k, None)
+        elif "num_warps" not in config:
+            main["num_warps"] = main.pop(name)
+    return [main, *groups]
+
+
 def feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
-    """Whether per-program estimates leave the configuration worth compiling.
+    """Whether per-program estimates leave the configuration worth compiling: each kernel's knobs
+    (kernel_groups) judged alone."""
+    return all(_feasible(group, limits) for group in kernel_groups(config))
+
+
+def _feasible(config: Mapping[str, int], limits: SpaceLimits) -> bool:
+    """Whether per-program estimates leave one kernel's configuration worth compiling.
 
     A compiler kernel's tile is judged by the values per thread, its few rows included: on the H200,
     35_GroupNorm_'s seed at XBLOCK 8-16 x R0_BLOCK 2048 on 1-4 warps (128-512 values per thread, read
@@ -208,7 +233,7 @@ def _cost(config: Mapping[str, int], centre: Mapping[str, int], direction: Direc
 
 def _balanced(centre: Mapping[str, int]) -> list[Config]:
     """Square tiles with a short reduction step, as kernel engineers start a tile kernel."""
-    sizes = list(tile_sides(centre))
+    sizes = list(tile_sides(kernel_groups(centre)[0]))  # the launch's own tile, not another kernel's knobs
     if len(sizes) < 2:
         return []
     seeds = []
@@ -232,7 +257,7 @@ def plan(
     """Up to `budget` configurations to measure this round, the centre (the best) first when
     it was never measured, then the directed ones, then exploration."""
     limits = limits or SpaceLimits()
-    several = len(tile_sides(centre)) >= 2
+    several = len(tile_sides(kernel_groups(centre)[0])) >= 2
     ruled = _ruled_out(measured, centre, limits)
     axes = {
         name: [v for v in values_of(name, c, direction.of(name), several) if v == c or v not in ruled[name]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from kernelopt.syntax import parse
@@ -59,6 +59,8 @@ class LaunchParam:
     line: int  # 1-based
     col: int  # 0-based start of the literal
     end_col: int
+    # the launch (or frozen triton.Config) that sets it, as its call's (line, col); a constant is a site of its own
+    site: tuple[int, int] = field(default=(0, 0), compare=False)
 
 
 def kind_of(name: str) -> str:
@@ -90,11 +92,13 @@ def _int_literal(node: ast.expr | None) -> int | None:
     return None
 
 
-def _param(name: str, node: ast.expr) -> LaunchParam | None:
+def _param(name: str, node: ast.expr, site: ast.AST | None = None) -> LaunchParam | None:
     value = _int_literal(node)
     if value is None or node.end_col_offset is None:
         return None
-    return LaunchParam(name, value, node.lineno, node.col_offset, node.end_col_offset)
+    at = site or node
+    return LaunchParam(name, value, node.lineno, node.col_offset, node.end_col_offset,
+                       (getattr(at, "lineno", 0), getattr(at, "col_offset", 0)))
 
 
 def autotune_configs(tree: ast.AST) -> list[ast.Call]:
@@ -114,9 +118,10 @@ def _config_params(config: ast.Call) -> list[LaunchParam]:
     params: list[LaunchParam] = []
     if config.args and isinstance(config.args[0], ast.Dict):
         for key, value in zip(config.args[0].keys, config.args[0].values, strict=True):
-            if isinstance(key, ast.Constant) and isinstance(key.value, str) and (p := _param(key.value, value)):
+            if isinstance(key, ast.Constant) and isinstance(key.value, str) and (p := _param(key.value, value, config)):
                 params.append(p)
-    params += [p for k in config.keywords if k.arg in ("num_warps", "num_stages") and (p := _param(k.arg, k.value))]
+    params += [p for k in config.keywords
+               if k.arg in ("num_warps", "num_stages") and (p := _param(k.arg, k.value, config))]
     return params
 
 
@@ -179,7 +184,7 @@ def find_launch_params(source: str) -> list[LaunchParam]:
                 value = keyword.value
                 if isinstance(value, ast.Name) and value.id in literals.get(call, {}):  # BLOCK=block, `block = 1024`
                     value = literals[call][value.id]
-                if p := _param(keyword.arg, value):
+                if p := _param(keyword.arg, value, call):
                     params.append(p)
     params = _one_name_per_literal(params)
     configs = autotune_configs(tree)
@@ -198,16 +203,16 @@ def knob_values(source: str) -> dict[str, int]:
 
 
 def _centres(params: list[LaunchParam]) -> dict[str, int]:
-    """Each knob's value at its lead place: on the line that sets the most knobs where it is set on
-    several lines (a compiler seed's GEMM template, its launch one line, beside its pointwise kernels at
-    num_stages=1), so a configuration is read and written as the heavy launch's own; else its first place."""
-    per_line: dict[int, int] = {}
+    """Each knob's value at its lead place: at the launch that sets the most knobs where several set it (a
+    compiler seed's GEMM template beside its pointwise kernels at num_stages=1; a launch over several lines is
+    one), so a configuration is read and written as the heavy launch's own; else its first place."""
+    per_site: dict[tuple[int, int], int] = {}
     for param in params:
-        per_line[param.line] = per_line.get(param.line, 0) + 1
+        per_site[param.site] = per_site.get(param.site, 0) + 1
     lead: dict[str, LaunchParam] = {}
     for param in params:
         held = lead.get(param.name)
-        if held is None or per_line[param.line] > per_line[held.line]:
+        if held is None or per_site[param.site] > per_site[held.site]:
             lead[param.name] = param
     return {name: param.value for name, param in lead.items()}
 
@@ -241,9 +246,10 @@ def _moved_with(param: LaunchParam, value: int, first: int) -> int:
     moved = param.value * value / first
     if param.name == "num_stages":
         return int(min(8, max(1, round(moved))))
-    if param.name == "num_warps" or _power_of_two(param.value):
+    warps = kind_of(param.name) == "warps"
+    if warps or _power_of_two(param.value):
         exponent = round(math.log2(max(moved, 1)))
-        return 1 << int(min(5 if param.name == "num_warps" else 16, max(0, exponent)))
+        return 1 << int(min(5 if warps else 16, max(0, exponent)))
     return max(1, round(moved))
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from kernelopt.hardware.gpus import missing_gpus, visible_gpu_count
 from kernelopt.records import InputError
 from kernelopt.scale.pool import Notify, PoolExecutor, cpu_slots, gpu_slots
+from kernelopt.seed.obtain import gpu_name, no_gpu_reason
 from kernelopt.suite import Executor, LocalExecutor
 
 RAY_INSTALL = "pip install 'kernelopt[ray]'"
@@ -77,3 +78,16 @@ def describe(executor: Executor) -> str | None:
         return f"on {', '.join(slot.label for slot in executor.slots)}, each problem to whichever is free{logs}"
     where = getattr(executor, "address", None)
     return f"on the Ray cluster at {where}, one task holding one GPU per problem" if where else None
+
+
+def timing_device(gpus: list[int] | None, ray: str | None) -> str | None:
+    """The kind of GPU a suite started here is timed on: nvidia-smi's name of the first GPU --gpus names (CUDA's
+    numbering, mapped through CUDA_VISIBLE_DEVICES), else of the first visible one; "cpu" on a host without one (the
+    interpreter's times); None under --ray, where the cluster's workers time, not this host."""
+    if ray:
+        return None
+    if no_gpu_reason() is not None:
+        return "cpu"
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    index = gpus[0] if gpus else 0
+    return gpu_name(visible[index] if index < len(visible) else str(index))
