@@ -244,7 +244,7 @@ def test_a_suite_keeps_its_gpu_and_is_not_resumed_on_another(tmp_path):
                         env=h200)
     assert started.returncode == 0, _show(started)
     assert json.loads((out / "suite.json").read_text())["device"] == "NVIDIA H200"
-    assert "- GPU: NVIDIA H200" in (out / "results.md").read_text()
+    assert "- Timed on: NVIDIA H200 (a resume on another device is refused)" in (out / "results.md").read_text()
     (out / "problems" / "1_Add.json").unlink()  # unfinished again: a resume would run it
 
     h100 = _fake_gpu(tmp_path / "h100", "NVIDIA H100 80GB HBM3")

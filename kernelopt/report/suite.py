@@ -43,7 +43,8 @@ def render_markdown(data: dict[str, Any], has_plot: bool) -> str:
         "# kernelopt suite", "",
         f"- Problems: `{suite['problems_dir']}` ({summary['problems']}); kernels: `{suite['kernels_dir'] or '-'}`",
         f"- Mode: {_mode(suite['settings'])}",
-        *([f"- GPU: {suite['device']} (a resume on another GPU is refused)"] if suite.get("device") else []),
+        *([f"- Timed on: {'the CPU (the interpreter)' if suite['device'] == 'cpu' else suite['device']} (a resume on "
+           "another device is refused)"] if suite.get("device") else []),
         f"- Finished: {summary['finished']} of {summary['problems']}"
         + ("" if summary["finished"] == summary["problems"] else f" (continue with `kernelopt suite --resume "
                                                                   f"{suite['out_dir']}`)"),
