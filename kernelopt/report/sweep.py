@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from kernelopt.offline.tuner import kind_of
 from kernelopt.records import config_text
 from kernelopt.report.summary import RunSummary
 
@@ -119,7 +120,7 @@ def _axis(rows: list[dict[str, Any]]) -> str | None:
     for row in rows:
         for k, v in row["config"].items():
             counts.setdefault(k, set()).add(v)
-    sizes = [k for k in counts if k not in ("num_warps", "num_stages")] or list(counts)
+    sizes = [k for k in counts if kind_of(k) == "size"] or list(counts)  # not num_warps, DW_WARPS, num_stages
     return max(sizes, key=lambda k: len(counts[k]), default=None)
 
 

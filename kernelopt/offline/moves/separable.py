@@ -150,10 +150,6 @@ import triton
 import triton.language as tl
 '''
 
-# The stencil's strip at its launch: its own warps (DW_WARPS), so a GEMM tile's num_warps leaves it as swept
-TWO_PASS_STRIP = (16, 512, 4)
-
-
 def two_pass_source(family: Family, problem_source: str) -> str:
     """The kernel file: the seed's convolution helper (its implicit GEMM for the 1 x 1 product) and the rolling-rows
     stencil for the depthwise convolution, and ModelNew running one then the other."""
@@ -167,7 +163,10 @@ def two_pass_source(family: Family, problem_source: str) -> str:
     rows = conv_rows.kernel_text(kh, kw)
     assert rows_launch in rows, "the rows stencil's launch is no longer `BLOCK_W=block_w, num_warps=4,`"
     rows = rows.replace(rows_launch, "BLOCK_W=block_w, num_warps=DW_WARPS,")
-    strip = "\n".join(f"{k} = {v}" for k, v in zip(("DW_ROWS", "DW_ROW_W", "DW_WARPS"), TWO_PASS_STRIP, strict=True))
+    # the stencil's strip at its own grid's first, its warps a knob of their own (DW_WARPS): a GEMM tile's num_warps
+    # leaves them as swept
+    names = ("DW_ROWS", "DW_ROW_W", "DW_WARPS")
+    strip = "\n".join(f"{k} = {v}" for k, v in zip(names, conv_rows.TILES[0], strict=True))
     x = family.input_names[0]
     return (TWO_PASS_HEADER.replace("$name", "two_pass") + CONV_HELPER
             + "\n\n# conv_dw_rows_kernel's strip of output rows and its warps: the offline sweep's knobs\n" + strip
