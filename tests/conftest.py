@@ -57,3 +57,14 @@ def own_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def add_problem() -> Path:
     return DATA / "add" / "problem.py"
 
+
+
+# KERNELOPT_FAILURES_NOW=1 (benchmarks/h200/gpu_tests.sh sets it): a failing test's traceback is written to the log as
+# it fails, not only in the summary at the end, which a time box that kills pytest never lets it reach (session 38's
+# H100 run of test_moves_gpu lost the only message of a failure that way).
+FAILURES_NOW = "KERNELOPT_FAILURES_NOW"
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.failed and os.environ.get(FAILURES_NOW) == "1":
+        print(f"\n[{FAILURES_NOW}] {report.nodeid} {report.when} failed:\n{report.longreprtext[-6000:]}", flush=True)

@@ -11,7 +11,7 @@
 set -u
 export PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 3
-export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns
+export PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns KERNELOPT_FAILURES_NOW=1  # tracebacks as tests fail
 declare -A box=([test_gpu]=400 [test_seed_gpu]=600 [test_moves_gpu]=560 [test_gpu_baselines]=110 [test_export_gpu]=90)
 stems=("$@")
 [ ${#stems[@]} -eq 0 ] && stems=($(ls tests/test_*gpu*.py | xargs -n1 basename | sed 's/\.py$//'))
