@@ -40,17 +40,22 @@ fdw3() {
     --no-max-autotune --max-wall-s 150
 }
 h200() { [[ $card == *H200* ]]; }
+redo() {  # a pass's rows again, where redo_rows.sh left its marker here (without it the finished pass is resumed: nothing)
+  if [ -f ".gpu/$1.redo" ]; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh "$1" "$2"
+  else echo "[$1: no .gpu/$1.redo: run benchmarks/h200/redo_rows.sh here first, as the header says]" | tee -a "$OUT/card.txt"
+       return 1; fi
+}
 case ${PART:-1} in
 1)
   bash benchmarks/h200/gpu_tests.sh test_gpu test_gpu_baselines test_export_gpu
-  if h200; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3l2 $(( 585 - $(elapsed) )); else fdw3; fi ;;
+  if h200; then redo c3l2 $(( 585 - $(elapsed) )) || fdw3; else fdw3; fi ;;
 2)
   h200 || bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_batch_norm"
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
   if h200; then
-    KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3l2 300
-    KEEP_S=110 bash benchmarks/h200/suite_pass.sh c3 $(( 585 - $(elapsed) ))
+    redo c3l2 300
+    redo c3 $(( 585 - $(elapsed) )) || fdw3
   else
     fdw3
   fi ;;
