@@ -43,7 +43,13 @@ def _helper(source: str = CONV_HELPER) -> dict[str, Any]:
 
 
 def _case(name: str) -> tuple[list[Any], torch.Tensor]:
-    shape, weight_shape, has_bias, stride, padding, dilation, transposed, output_padding, groups = CASES[name]
+    return aten_case(name, CASES[name])
+
+
+def aten_case(name: str, case: tuple[Any, ...]) -> tuple[list[Any], torch.Tensor]:
+    """A case's (shape, weight shape, bias?, stride, padding, dilation, transposed, output padding, groups) as random
+    inputs seeded by its name, and aten.convolution's output of them: ([x, weight, bias, stride, ...], output)."""
+    shape, weight_shape, has_bias, stride, padding, dilation, transposed, output_padding, groups = case
     torch.manual_seed(len(name))
     x, weight = torch.randn(shape), torch.randn(weight_shape)
     bias = torch.randn(weight_shape[1] * groups if transposed else weight_shape[0]) if has_bias else None

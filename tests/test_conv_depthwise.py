@@ -15,7 +15,7 @@ from kernelopt.harness.guards import check_kernel_source
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import conv_depthwise, structural_moves
 from kernelopt.offline.tuner import with_config
-from tests.test_conv import CONV2D, _helper
+from tests.test_conv import CONV2D, _helper, aten_case
 
 PROBLEM = Path(__file__).parent / "data" / "moves" / "conv_depthwise.py"
 # (input shape, weight shape, bias, stride, padding, dilation, groups)
@@ -34,11 +34,9 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_stencil_computes_atens_convolution(name: str, tile: tuple[int, int, int]) -> None:
     shape, weight_shape, has_bias, stride, padding, dilation, groups = CASES[name]
-    torch.manual_seed(len(name))
-    x, weight = torch.randn(shape), torch.randn(weight_shape)
-    bias = torch.randn(weight_shape[0]) if has_bias else None
-    want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False,
-                                      [0] * len(stride), groups)
+    args, want = aten_case(name, (shape, weight_shape, has_bias, stride, padding, dilation, False, (0,) * len(stride),
+                                  groups))
+    x, weight, bias = args[:3]
     conv = _helper(with_config(conv_depthwise.HELPER, dict(zip(conv_depthwise.KEYS, tile, strict=True))))
     got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0,) * len(stride), groups)
     assert got.shape == want.shape

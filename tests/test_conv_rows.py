@@ -16,7 +16,7 @@ from kernelopt.harness.guards import check_kernel_source
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import conv_rows, structural_moves
 from kernelopt.offline.tuner import with_config
-from tests.test_conv import _helper
+from tests.test_conv import _helper, aten_case
 
 DEPTHWISE = Path(__file__).parent / "data" / "moves" / "conv_depthwise.py"  # dilation 2 along H
 # (input shape, weight shape, bias, stride, padding, dilation, groups)
@@ -46,11 +46,9 @@ def _family(kh: int, kw: int):
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_walk_computes_atens_convolution(name: str, tile: tuple[int, int, int]) -> None:
     shape, weight_shape, has_bias, stride, padding, dilation, groups = CASES[name]
-    torch.manual_seed(len(name))
-    x, weight = torch.randn(shape), torch.randn(weight_shape)
-    bias = torch.randn(weight_shape[0]) if has_bias else None
-    want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False, [0, 0],
-                                      groups)
+    args, want = aten_case(name, (shape, weight_shape, has_bias, stride, padding, dilation, False, (0,) * len(stride),
+                                  groups))
+    x, weight, bias = args[:3]
     conv = _conv(tile, *weight_shape[2:])
     got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0, 0), groups)
     assert got.shape == want.shape
