@@ -71,6 +71,27 @@ def test_a_seed_s_knobs_are_read_and_set_at_the_launch_that_sets_the_most_of_the
     assert knob_values(split)["num_stages"] == 4 and knob_values(split)["num_warps"] == 8
     assert "num_warps=4, num_stages=3)" in with_config(split, {"num_warps": 4, "num_stages": 3})
 
+CONSTANT_LAUNCHES = """
+CONV_BLOCK_M = 64
+CONV_BLOCK_N = 64
+
+def call(x, out):
+    conv[(8, 4)](x, out, BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, num_warps=4, num_stages=3)
+    poi[(8,)](out, XBLOCK=1024, num_warps=8, num_stages=1)
+"""
+
+
+def test_a_launch_that_passes_knob_constants_by_name_leads_the_one_that_sets_more_literals() -> None:
+    # A compiler seed's convolution template reads its tile from module constants (BLOCK_M=CONV_BLOCK_M): counted by
+    # literals alone, the pointwise kernel after it led, and three stages asked of the template became eight, 256 KB
+    # of shared memory at the split product's first tile (level 2's 1_Conv2D_ReLU_BiasAdd on the H100).
+    assert knob_values(CONSTANT_LAUNCHES) == {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "num_warps": 4,
+                                              "num_stages": 3, "XBLOCK": 1024}
+    changed = with_config(CONSTANT_LAUNCHES, {"CONV_BLOCK_M": 128, "num_warps": 8, "num_stages": 3}).splitlines()
+    assert changed[5].endswith("num_warps=8, num_stages=3)")
+    assert changed[6].strip() == "poi[(8,)](out, XBLOCK=1024, num_warps=16, num_stages=1)"
+
+
 LOCALS = """
 class ModelNew(nn.Module):
     def forward(self, x, wide):

@@ -200,10 +200,11 @@ def test_the_wide_cases_and_only_they_get_the_wide_floor(monkeypatch) -> None:
     assert [ref.judging[i].outliers > 0 for i in range(len(labels))] == made
 
 
-def test_a_wide_case_allows_a_few_in_a_million_elements_beyond_the_allowance_within_the_output_s_scale() -> None:
+def test_a_wide_case_allows_ten_in_a_million_elements_beyond_the_allowance_within_the_output_s_scale() -> None:
     """At KernelBench 97's size torch.compile's attention was off by 4.4 of 50.5 on 45 of 536,870,912 outputs of
-    the inputs scaled by 100 (near ties of logits summed over 1,024 values near 2.6e6). A wide case lets so few
-    elements past the allowance, none further off than the output's largest magnitude; a given case none."""
+    the inputs scaled by 100 on the H200, and on 721 on the H100 (near ties of logits summed over 1,024 values near
+    2.6e6). A wide case lets so few elements past the allowance, none further off than the output's largest
+    magnitude; a given case none."""
     from kernelopt.harness.measure.correctness import judging_for
     from kernelopt.harness.measure.yardstick import WIDE_OUTLIERS
 
@@ -211,12 +212,12 @@ def test_a_wide_case_allows_a_few_in_a_million_elements_beyond_the_allowance_wit
     want = [truth]
     wide, given = judging_for(want, 1.0, None, WIDE_OUTLIERS), judging_for(want, 1.0)
     few = truth.clone()
-    few[::1_000_000] -= 4.4  # 4 of 4 million
+    few[::100_000] -= 4.4  # 40 of 4 million
     assert compare_case(want, [few], 1.0, None, wide) is None
-    assert "4 of 4000000 elements outside" in (compare_case(want, [few], 1.0, None, given) or "")
+    assert "40 of 4000000 elements outside" in (compare_case(want, [few], 1.0, None, given) or "")
     many = truth.clone()
-    many[::100_000] -= 4.4  # 40 in 4 million: ten times the share
-    assert "40 of 4000000" in (compare_case(want, [many], 1.0, None, wide) or "")
+    many[::10_000] -= 4.4  # 400 in 4 million: ten times the share
+    assert "400 of 4000000" in (compare_case(want, [many], 1.0, None, wide) or "")
     wild = truth.clone()
     wild[0] = truth[0] + 150.0  # further from the truth than any output is from zero
     assert compare_case(want, [wild], 1.0, None, wide) is not None
@@ -225,9 +226,9 @@ def test_a_wide_case_allows_a_few_in_a_million_elements_beyond_the_allowance_wit
     assert "NaN/Inf" in (compare_case(want, [broken], 1.0, None, wide) or "")
 
 
-@pytest.mark.parametrize(("size", "passes"), [(1, False), (999_999, False), (1_000_000, True)])
+@pytest.mark.parametrize(("size", "passes"), [(1, False), (99_999, False), (100_000, True)])
 def test_a_wide_case_s_share_of_elements_rounds_down(size: int, passes: bool) -> None:
-    # 1e-6 of an output: no element of a million less one, one of a million
+    # 1e-5 of an output: no element of a hundred thousand less one, one of a hundred thousand
     from kernelopt.harness.measure.correctness import judging_for
     from kernelopt.harness.measure.yardstick import WIDE_OUTLIERS
 

@@ -199,14 +199,28 @@ def knob_values(source: str) -> dict[str, int]:
         params = find_launch_params(source)
     except SyntaxError:
         return {}
-    return _centres(params)
+    return _centres(params, _named_knobs(source, params))
 
 
-def _centres(params: list[LaunchParam]) -> dict[str, int]:
+def _named_knobs(source: str, params: list[LaunchParam]) -> dict[tuple[int, int], int]:
+    """Per launch, how many module-level knob constants it passes by name (`BLOCK_M=CONV_BLOCK_M`): knobs it is
+    launched with though it sets no literal of them."""
+    constants = {p.name for p in params if p.site == (p.line, p.col)}
+    counts: dict[tuple[int, int], int] = {}
+    for call in (n for n in ast.walk(parse(source)) if isinstance(n, ast.Call) and _is_launch(n)):
+        named = sum(isinstance(k.value, ast.Name) and k.value.id in constants for k in call.keywords)
+        if named:
+            counts[(call.lineno, call.col_offset)] = named
+    return counts
+
+
+def _centres(params: list[LaunchParam], named: Mapping[tuple[int, int], int] | None = None) -> dict[str, int]:
     """Each knob's value at its lead place: at the launch that sets the most knobs where several set it (a
     compiler seed's GEMM template beside its pointwise kernels at num_stages=1; a launch over several lines is
-    one), so a configuration is read and written as the heavy launch's own; else its first place."""
-    per_site: dict[tuple[int, int], int] = {}
+    one; `named`: the knob constants each launch passes by name count as its own, so a template launched with
+    `BLOCK_M=CONV_BLOCK_M` leads the pointwise kernel's XBLOCK=1024), so a configuration is read and written as
+    the heavy launch's own; else its first place."""
+    per_site: dict[tuple[int, int], int] = dict(named or {})
     for param in params:
         per_site[param.site] = per_site.get(param.site, 0) + 1
     lead: dict[str, LaunchParam] = {}
@@ -233,7 +247,7 @@ def with_config(source: str, config: Mapping[str, int]) -> str:
     pointwise kernel at 1024), its lead place (`_centres`) takes the value and the others move by the
     same factor, so each launch keeps its own pick relative to the lead and no sweep detunes the rest."""
     params = find_launch_params(source)
-    centre = _centres(params)
+    centre = _centres(params, _named_knobs(source, params))
     edits = [(p.line, p.col, p.end_col, str(_moved_with(p, config[p.name], centre[p.name])))
              for p in params if p.name in config]
     return replace_spans(source, edits)

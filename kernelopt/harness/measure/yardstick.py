@@ -76,10 +76,12 @@ SLACK_TIMES_MEDIAN, MEDIAN_SAMPLE = 32.0, 1 << 20
 WIDE_TIMES_MAX = 4.0
 # And a share of a wide case's elements may lie beyond even that, none further from the truth than the output's
 # largest magnitude: at KernelBench 97's size (logits summed over 1,024 values near 2.6e6, each near tie a weight
-# off by percents in any fp32 order) torch.compile's kernel was 4.4 off 50.5 on 45 of 536,870,912 outputs (the
-# H200). A kernel cut short on inputs of wide values errs on far more than a few in a million (and on the given
-# cases, which allow no share), one that overflows is not finite (never allowed).
-WIDE_OUTLIERS = 1e-6
+# off by percents in any fp32 order) torch.compile's own kernel was 4.4 off 50.5 on 45 of 536,870,912 outputs on the
+# H200 (8.4e-8), and 4.2 off 52.9 on 721 (1.34e-6) at the H100's autotuned tiles, where a share of 1e-6 refused the
+# compiler's own kernel as a seed. The share is 7.5 times the worst seen. A kernel cut short on inputs of wide
+# values errs on far more (and on the given cases, which allow no share); one that overflows is not finite (never
+# allowed).
+WIDE_OUTLIERS = 1e-5
 
 
 def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: int | None) -> bool:
