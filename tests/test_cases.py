@@ -198,3 +198,19 @@ def test_the_wide_and_shifted_cases_scale_each_input_anew_and_leave_the_problems
     before = kept.clone()
     made = case_inputs(SimpleNamespace(get_inputs=lambda: [kept]), {"seed": 1, "scale": 2.0}, torch.device("cpu"))
     assert torch.equal(made[0], before * 2.0) and torch.equal(kept, before)  # the problem's own tensor untouched
+
+
+def test_an_80_gb_card_judges_kernelbench_s_batch_norm_against_the_float64_truth() -> None:
+    # (64, 64, 512, 512) fp32: 4.3 GB in, 4.3 GB out. On the H100 (about 79 GB free at the start, a quarter of 80 kept
+    # for yardsticks) half the rest did not hold the float64 run, and an honest kernel was judged against PyTorch's
+    # fp32 result with no slack; two thirds does, and a 141 GB H200 holds it either way.
+    from kernelopt.harness.measure.yardstick import _float64_fits
+    from kernelopt.harness.sandbox.reference import float64_room_of
+
+    gb = 1 << 30
+    inputs = outputs = [torch.empty((64, 64, 512, 512), device="meta")]  # the estimate reads their bytes only
+    assert _float64_fits(inputs, outputs, float64_room_of(79 * gb, 20 * gb))
+    assert not _float64_fits(inputs, outputs, (79 * gb - 20 * gb) // 2)  # the old room
+    assert _float64_fits(inputs, outputs, float64_room_of(140 * gb, 35 * gb))
+    # a card of 40 GB still leaves the yardstick in fp32 rather than the candidate without room
+    assert not _float64_fits(inputs, outputs, float64_room_of(39 * gb, 10 * gb))
