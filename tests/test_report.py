@@ -269,3 +269,20 @@ def test_a_move_that_applied_says_whether_it_was_timed_or_how_every_configuratio
     assert "**matmul.tma** (applies; every configuration failed: runtime-error, torch-compute-at-runtime)" in text
     assert "**matmul.persistent** (applies; not timed)" in text  # only a row the budget skipped: never run
     assert "matmul.split_k does not apply: K is short" in text
+
+
+def test_the_best_kernel_s_structure_is_the_move_of_the_swept_configuration_that_became_the_best() -> None:
+    # 82 on the H100: round 1's sweep made the best from conv.depthwise_rows and the run stopped at the roofline, so
+    # no later sweep wrote a note; the report named the starting kernel's structure, from round 1's note.
+    from kernelopt.report.sweep import moves_markdown
+
+    note = {"family": "conv", "best_structure": "the starting kernel's", "applied": [], "skipped": []}
+    rows = [{"move": "conv.depthwise", "config": {}, "time_ms": 1.09, "verified": "slower"},
+            {"move": "conv.depthwise_rows", "config": {}, "time_ms": 0.79, "verified": "faster (new best)"},
+            {"config": {}, "time_ms": 1.0, "verified": None}]
+    tables = [{"round": 1, "moves": note, "rows": rows}]
+    assert "the best kernel's structure: conv.depthwise_rows." in "\n".join(moves_markdown(tables, best_round=1))
+    # a best from another round (a model's rewrite, not swept): the note stands
+    assert "structure: the starting kernel's." in "\n".join(moves_markdown(tables, best_round=2))
+    rows[1]["move"] = None  # the starting kernel's own configuration became the best
+    assert "structure: the starting kernel's." in "\n".join(moves_markdown(tables, best_round=1))

@@ -59,13 +59,23 @@ def _config(row: dict[str, Any]) -> str:
 _NOT_RUN = ("time-budget", "not-timed")  # a row the budget kept from running, or never timed: it did not fail
 
 
-def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
-    """The structural moves: the problem's family, each move that applies with its best swept time,
-    each that does not with why."""
+def _final_structure(tables: list[dict[str, Any]], best_round: int | None) -> str | None:
+    """The move of the run's best kernel where a swept configuration of `best_round` became it (the last sweep's
+    note is written before its round is verified: a run that stops on that round's new best kept the old name)."""
+    made = [r for t in tables if t["round"] == best_round for r in t["rows"]
+            if str(r.get("verified") or "").endswith("(new best)")]
+    return (made[-1].get("move") or "the starting kernel's") if made and best_round is not None else None
+
+
+def moves_markdown(tables: list[dict[str, Any]], best_round: int | None = None) -> list[str]:
+    """The structural moves: the problem's family, the best kernel's structure (that of the swept configuration
+    of `best_round` that became the best, else the last sweep's), each move that applies with its best swept
+    time, each that does not with why."""
     notes = [t["moves"] for t in tables if t.get("moves")]
     if not notes:
         return []
     note = notes[-1]
+    structure = _final_structure(tables, best_round) or note.get("best_structure")
     best_ms: dict[str, float] = {}
     refused: dict[str, set[str]] = {}  # a move's rules where a configuration failed
     for row in (r for t in tables for r in t["rows"] if r.get("move")):
@@ -75,7 +85,7 @@ def moves_markdown(tables: list[dict[str, Any]]) -> list[str]:
             refused.setdefault(row["move"], set()).add(str(row.get("rule")))
     lines = ["", "## Structural moves", "",
              f"Family of the reference: {note.get('family') or 'not recognised'}; "
-             f"the best kernel's structure: {note.get('best_structure')}.", ""]
+             f"the best kernel's structure: {structure}.", ""]
     if note.get("first"):
         lines += [f"The diagnosis ({note.get('diagnosis')}) put first: {', '.join(note['first'])}.", ""]
     for move in note.get("applied", []):
@@ -96,7 +106,7 @@ def sweep_markdown(summary: RunSummary, has_plot: bool) -> list[str]:
     tables = summary.sweeps
     if not tables:
         return []
-    lines = [*moves_markdown(tables), "", "## Configurations swept", ""]
+    lines = [*moves_markdown(tables, summary.best_round), "", "## Configurations swept", ""]
     if has_plot:
         lines += [f"![time against the swept parameter]({SWEEP_PNG})", ""]
     for table in tables:
