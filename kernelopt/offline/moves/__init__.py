@@ -97,8 +97,10 @@ CURES: dict[str, tuple[str, ...]] = {
     # a depthwise convolution and the 1 x 1 convolution of its output in one kernel: the intermediate never written
     "fused": ("memory", "latency", "compute", "other"),
     "fused_f16x3": ("compute", "memory", "latency", "other"),
-    # the pair as two kernels, each at its best: the rows stencil, the 1 x 1 product split in registers for fp32
-    "two_pass": ("compute", "memory", "latency", "other"),
+    # the pair as two kernels, each at its best: the rows stencil, then the 1 x 1 product at the seed's precision, or
+    # split in registers for fp32
+    "two_pass": ("memory", "latency", "compute", "other"),
+    "two_pass_f16x3": ("compute", "memory", "latency", "other"),
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }

@@ -13,6 +13,10 @@ channels), the output written once.
 fp32 takes the product at "ieee" (`separable.fused`) and as three fp16 products of the tiles scaled and split in
 registers (`separable.fused_f16x3`, the dot.f16x3 rewrite of it: dot_f16x3.py); 16-bit inputs multiply their own
 dtype on the tensor cores.
+
+Where the rolling-rows stencil applies, the pair is also offered as two kernels (`separable.two_pass`): the stencil,
+then the 1 x 1 product on the seed helper's implicit GEMM at the seed's precision, and for fp32 with that product
+split in registers (`separable.two_pass_f16x3`).
 """
 
 from __future__ import annotations
@@ -178,8 +182,9 @@ def two_pass_source(family: Family, problem_source: str) -> str:
 
 
 def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """The two kernels at their best (the rolling-rows stencil, the 1 x 1 product split in registers for fp32) and
-    the fused pair, and for fp32 its product as three fp16 products split in registers."""
+    """The two kernels at their best (the rolling-rows stencil, then the 1 x 1 product at the seed's precision and,
+    for fp32, split in registers) and the fused pair, and for fp32 its product as three fp16 products split in
+    registers."""
     from kernelopt.offline.moves import MoveInstance, Skipped, conv, conv_rows, dot_f16x3, matmul_f16x3
 
     grid = tuple(dict(zip(KEYS, t, strict=True)) for t in TILES)
@@ -193,16 +198,22 @@ def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInsta
     two_why = ("the depthwise convolution on the rolling-rows stencil (KW loads an output), then the 1 x 1 "
                "convolution of its output on the implicit GEMM")
     if (not_rows := conv_rows.rows_applies(family)) is not None:
-        skipped.append(Skipped("separable.two_pass", not_rows))
+        names = ("separable.two_pass",) + (() if low else ("separable.two_pass_f16x3",))
+        skipped += [Skipped(name, not_rows) for name in names]
     else:
+        # The 1 x 1 product's K is the middle channels (64 at 86's size): a GEMM bound by its bytes, where the seed's
+        # own fp32 product ("ieee") beat it at 3xTF32 and on operands split once (the H100, session 39: 2.79 ms
+        # against 2.93 and 3.69), and the product split in registers took the pair to 3.48. Both are offered.
         two = two_pass_source(family, problem_source)
         pointwise = replace(family, weight_shape=family.pointwise_shape, scalars=(*family.scalars[:8], 1))
-        gemm_grid = conv.tiles(conv.TILES if low else matmul_f16x3.TILES, pointwise)  # BLOCK_N cut to C_OUT
+        out.append(MoveInstance("separable.two_pass", two_why, two, conv.tiles(conv.TILES, pointwise)))
         if not low:
-            two = dot_f16x3.to_f16x3(two)
-            assert two is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc)`"
-            two_why += "; its fp32 products as three fp16 products split in registers each K step"
-        out.append(MoveInstance("separable.two_pass", two_why, two, gemm_grid))
+            split = dot_f16x3.to_f16x3(two)
+            assert split is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc)`"
+            split = split.replace("separable.two_pass:", "separable.two_pass_f16x3:", 1)
+            out.append(MoveInstance("separable.two_pass_f16x3", f"{two_why}; its fp32 products as three fp16 "
+                                    "products split in registers each K step", split,
+                                    conv.tiles(matmul_f16x3.TILES, pointwise)))  # BLOCK_N cut to C_OUT
     if low:
         return [*out, fused], [*skipped, Skipped("separable.fused_f16x3", f"the problem's dtype is {family.dtype}: "
                                                  "its product is the tensor cores' own")]
