@@ -23,8 +23,10 @@
 #         split parts, has not run since session 37).
 # PART=3: on an H200 c3l2 resumed, then c3's 23, 24 and 34 (softmax 71.7%, log-softmax 73.7%, InstanceNorm 71.7% of
 #         the floor, made before session 37's launch mend). On an H100, rows_h100 resumed.
-# rows_h100: 23, 24, 34 and 38 from nothing on the H100, offline, five rounds (#22's setting), 150 s each at most:
-#            the row-wise targets (>= 80% of the floor) on the card the lender gives. Name the card in RESULTS.
+# rows_h100: 86 (families) and 23, 24, 34 from nothing on the H100, offline, five rounds (#22's setting), 150 s each
+#            at most: 86 with `separable.two_pass` at the seed's ieee product (built after session 39's calls; the
+#            in-register split, now two_pass_f16x3, took it to 3.48 ms against the seed's 2.79), then the row-wise
+#            targets (>= 80% of the floor) on the card the lender gives. Name the card in RESULTS.
 set -u
 export PYTHONUNBUFFERED=1
 began=$(date +%s)
@@ -33,7 +35,8 @@ card=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 echo "[card: $card]" | tee "$OUT/card.txt"
 rows_h100() {
   mkdir -p /tmp/rows_h100
-  for n in ${ROWS:-23 24 34 38}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
+  for n in ${FAMILIES:-86}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/rows_h100/; done
+  for n in ${ROWS:-23 24 34}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
   KEEP_S=100 bash benchmarks/h200/suite_pass.sh rows_h100 $(( 585 - $(elapsed) )) /tmp/rows_h100 --optimize \
     --max-rounds 5 --no-max-autotune --max-wall-s 150
 }
