@@ -260,7 +260,8 @@ def float64_room_of(free_bytes: int, kept_bytes: int) -> int:
     estimate (inputs twice, outputs six times) asks for the same case). Half, as before, left the H100 (80 GB, 20 of
     them for kept yardsticks) at 29.5 GB, below KernelBench's BatchNorm at (64, 64, 512, 512) (34.4 GB): judged
     against PyTorch's fp32 result with no slack, an honest split kernel failed the inputs shifted by -120 by 6%
-    past 1e-4 where PyTorch's own mean was off, and passed on the H200 against the truth."""
+    past 1e-4 (PyTorch's own fp32 mean the likelier one off: not measured), and passed on the H200 against the
+    truth."""
     return max(0, free_bytes - kept_bytes) * 2 // 3
 
 

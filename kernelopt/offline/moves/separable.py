@@ -202,8 +202,8 @@ def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInsta
         skipped += [Skipped(name, not_rows) for name in names]
     else:
         # The 1 x 1 product's K is the middle channels (64 at 86's size): a GEMM bound by its bytes, where the seed's
-        # own fp32 product ("ieee") beat it at 3xTF32 and on operands split once (the H100, session 39: 2.79 ms
-        # against 2.93 and 3.69), and the product split in registers took the pair to 3.48. Both are offered.
+        # own fp32 product ("ieee") beat it at 3xTF32 and on operands split once (the H100, sessions 38 and 39:
+        # 2.79 ms against 2.93 and 3.69), and the product split in registers took the pair to 3.48. Both are offered.
         two = two_pass_source(family, problem_source)
         pointwise = replace(family, weight_shape=family.pointwise_shape, scalars=(*family.scalars[:8], 1))
         out.append(MoveInstance("separable.two_pass", two_why, two, conv.tiles(conv.TILES, pointwise)))
