@@ -22,7 +22,8 @@
 # PART=2: test_seed_gpu whole (every seed at full size under both lead-launch mends; its last test, the convolution on
 #         split parts, has not run since session 37).
 # PART=3: on an H200 c3l2 resumed, then c3's 23, 24 and 34 (softmax 71.7%, log-softmax 73.7%, InstanceNorm 71.7% of
-#         the floor, made before session 37's launch mend). On an H100, rows_h100 resumed.
+#         the floor, made before session 37's launch mend). On an H100, 86's kernels timed one by one
+#         (benchmarks/h200/kernel_times.py: which half of two_pass costs what), then rows_h100 resumed.
 # rows_h100: 86 (families) and 23, 24, 34 from nothing on the H100, offline, five rounds (#22's setting), 150 s each
 #            at most: 86 with `separable.two_pass` at the seed's ieee product (built after session 39's calls; the
 #            in-register split, now two_pass_f16x3, took it to 3.48 ms against the seed's 2.79), then the row-wise
@@ -41,6 +42,14 @@ rows_h100() {
     --max-rounds 5 --no-max-autotune --max-wall-s 150
 }
 h200() { [[ $card == *H200* ]]; }
+times86() {  # where 86's time goes, kernel by kernel: the reference, two_pass at ieee and split (about 60 s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local p=benchmarks/kernelbench/families/86_conv_depthwise_separable_2D.py
+  PYTHONPATH=/tmp/site:$PWD timeout 120 python3 benchmarks/h200/kernel_times.py $p --reference \
+    --move separable.two_pass --configs 2 > "$OUT/times86.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 60 python3 benchmarks/h200/kernel_times.py $p --move separable.two_pass_f16x3 \
+    --configs 1 >> "$OUT/times86.md" 2>&1
+}
 redo() {  # a pass's rows again, where redo_rows.sh left its marker here (without it the finished pass is resumed: nothing)
   if [ -f ".gpu/$1.redo" ]; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh "$1" "$2"
   else echo "[$1: no .gpu/$1.redo: run benchmarks/h200/redo_rows.sh here first, as the header says]" | tee -a "$OUT/card.txt"
@@ -57,6 +66,7 @@ case ${PART:-1} in
     redo c3l2 300
     redo c3 $(( 585 - $(elapsed) )) || rows_h100
   else
+    times86
     rows_h100
   fi ;;
 esac
