@@ -574,8 +574,9 @@ def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, 
 
 def test_a_layer_norm_with_its_affine_is_standardized_and_its_few_long_rows_split() -> None:
     layer = structural_moves(PROBLEMS / "40_LayerNorm.py")  # 16 rows of 4,194,304 with a weight and a bias
-    assert [m.name for m in layer.instances] == ["standardize.looped_online", "standardize.split_row"]
-    split = layer.instances[1]
+    assert [m.name for m in layer.instances] == ["standardize.looped_online", "standardize.l2_pieces",
+                                                 "standardize.split_row"]
+    split = layer.instances[2]
     assert "self.ln.weight" in split.source and "self.ln = nn.LayerNorm(" in split.source
     assert 16 * 4194304 // split.grid[0]["CHUNK"] >= 2 * 132  # 16 rows become several programs per SM
     many = structural_moves(PROBLEMS / "34_InstanceNorm.py")  # 7168 rows: split_row does not apply
@@ -594,27 +595,29 @@ def test_a_strided_reduction_takes_the_columns_move() -> None:
 @pytest.mark.parametrize(("template", "config"), [("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
                                                  ("one_read", {"CHUNK": 16}),
                                                  # rows of 35 in three pieces; the last piece's second block is empty
-                                                 ("split_row", {"CHUNK": 16, "BLOCK": 8})])
+                                                 ("split_row", {"CHUNK": 16, "BLOCK": 8}),
+                                                 ("l2_pieces", {"CHUNK": 16, "BLOCK": 8})])
 @pytest.mark.parametrize("problem", ["instance_norm.py", "layer_norm.py", "group_norm.py"])
 def test_each_standardize_template_passes_the_verifier(
     template: str, config: dict[str, int], problem: str, tmp_path: Path, settings: HarnessSettings
 ) -> None:
     # layer_norm.py: a weight and a bias per element of the row; group_norm.py: 3 groups of 2 channels,
     # a weight and a bias per channel. The verifier draws them by name (its parameters case).
-    from kernelopt.offline.moves import _affine, standardize
+    from kernelopt.offline.moves import _affine, standardize, standardize_l2
 
     family = _family(MOVES / problem)
     assert family.name == "standardize" and family.eps == 1e-5
+    make = getattr(standardize, template, None) or getattr(standardize_l2, template)
     assert (family.dim, family.groups, family.state) == {
         "instance_norm.py": (2, 1, ()), "layer_norm.py": (1, 1, ("ln.weight", "ln.bias")),
         "group_norm.py": (1, 3, ("gn.weight", "gn.bias"))}[problem]
     affine = _affine(family, MOVES / problem)
-    source = getattr(standardize, template)(family.dim, family.eps, family.input_names, affine, family.groups)
+    source = make(family.dim, family.eps, family.input_names, affine, family.groups)
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
     if affine:  # the same file with the affine left out is wrong on the drawn weights
-        plain = getattr(standardize, template)(family.dim, family.eps, family.input_names,
-                                               standardize.Affine(affine.init, "None", "None"), family.groups)
+        plain = make(family.dim, family.eps, family.input_names, standardize.Affine(affine.init, "None", "None"),
+                     family.groups)
         (tmp_path / "plain").mkdir()
         accepted, reason = _verify(MOVES / problem, with_config(plain, config), tmp_path / "plain", settings)
         assert not accepted and "incorrect" in reason.lower()
@@ -984,6 +987,36 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int
         else:
             module.one_read_kernel[(20,)](out, x, first, second, count, flag, row_stats, n, *extra, 5, CHUNK=32,
                                           PIECES=8, VEC=vec, LAST=False)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("affine", [False, True])
+@pytest.mark.parametrize(("chunk", "block"), [(32, 8), (32, 32), (64, 16)])
+def test_the_l2_pieces_kernel_walks_each_piece_twice_and_merges_its_row_exactly(
+    chunk: int, block: int, affine: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The GPU's kernel itself (the interpreter's launch takes the looped one). As for one_read above, the counter is
+    # set past the wait and the kernel runs twice: the second run merges every piece's statistics. Rows of 151 in
+    # pieces of 32 or 64 (the last one short), walked in blocks of 8 to 32; rows 0 and 2 lie 100 above 1 and 3 (the
+    # pieces' statistics are of the values less the row's first); with a LayerNorm's weight and bias per value.
+    import torch
+
+    from kernelopt.offline.moves import standardize_l2
+
+    x = torch.randn(4, 151) * 4 - 2
+    x[::2] += 100
+    weight, bias = torch.rand(151) + 0.5, torch.rand(151) - 0.5
+    module = _jit_module(standardize_l2.l2_pieces(1, 1e-5, ("x",)), monkeypatch)
+    chunks = -(-151 // chunk)
+    out, means, m2s = torch.full_like(x, float("nan")), torch.empty(4, chunks), torch.empty(4, chunks)
+    for _ in range(2):
+        count = torch.full((4,), 100, dtype=torch.int32)
+        flag, row_stats = torch.zeros(4, dtype=torch.int32), torch.empty(4, 2)  # LAST_MERGES's: not read here
+        module.l2_pieces_kernel[(4 * chunks,)](
+            out, x, weight if affine else x, bias if affine else x, means, m2s, count, flag, row_stats, 151, 1e-5, 1,
+            1, chunks, CHUNK=chunk, BLOCK=block, PIECES=1 << (chunks - 1).bit_length(), has_w=affine, has_b=affine,
+            UNIFORM=False, LAST=False)
+    expected = torch.nn.functional.layer_norm(x, (151,), weight if affine else None, bias if affine else None, 1e-5)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 

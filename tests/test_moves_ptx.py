@@ -243,3 +243,26 @@ def test_rows_off_a_16_byte_boundary_are_loaded_and_stored_in_16_byte_vectors(tm
         vectors = len(re.findall(r"\bld\.global\.v4\.b32\b", ptx)), len(re.findall(r"\bst\.global\.v4\.b32\b", ptx))
         assert (vectors[0] >= 8 and vectors[1] >= 8) if vec == 4 else vectors == (0, 0), (vec, vectors)
         assert vec == 1 or len(re.findall(r"\bsetp\.\w+\.s64\b", ptx)) <= 8  # 32-bit offsets: none a value
+
+
+def test_the_l2_pieces_kernel_keeps_its_first_walk_in_l2_and_reads_the_row_after_its_wait(tmp_path: Path) -> None:
+    # standardize.l2_pieces at LayerNorm 40's first configuration (pieces of 16,384 values in blocks of 4,096, 16
+    # warps): the statistics walk's loads ask L2 to keep their lines, the writing walk's loads and stores mark
+    # theirs first to go, and the wait is one_read's (one thread's acquire, then the pieces' statistics through L2).
+    from kernelopt.offline.moves import standardize_l2
+
+    kernel = tmp_path / "l2_pieces.py"
+    kernel.write_text(standardize_l2.l2_pieces(1, 1e-5, ("x",)))
+    fixed: dict[str, object] = {"CHUNK": 16384, "BLOCK": 4096, "PIECES": 256, "has_w": True, "has_b": True,
+                                "UNIFORM": False, "LAST": False}
+    ptx = _ptx(kernel, "l2_pieces_kernel", {**STANDARDIZE, **{k: "constexpr" for k in fixed}}, fixed, 16, True)
+    _waits_then_acquires(ptx)
+    assert "createpolicy.fractional.L2::evict_last" in ptx and "createpolicy.fractional.L2::evict_first" in ptx
+    wait = ptx.find("atom.global.gpu.acq_rel.add")
+    kept = [m.start() for m in re.finditer(r"ld\.global\.L1::evict_last(\.L2::cache_hint)?(\.v4)?\.b32", ptx)]
+    last = [m.start() for m in re.finditer(r"ld\.global\.L1::evict_first(\.L2::cache_hint)?(\.v4)?\.b32", ptx)]
+    assert kept and last, sorted(set(re.findall(r"ld\.global[.\w:]*", ptx)))
+    assert max(kept) < wait < min(last)  # the first walk before the wait, the second after it
+    # (scalar here: the row's length is a run-time size; a launch's n divisible by 16 is specialized to vectors)
+    assert re.search(r"st\.global\.L1::evict_first(\.L2::cache_hint)?(\.v4)?\.b32", ptx), sorted(
+        set(re.findall(r"st\.global[.\w:]*", ptx)))

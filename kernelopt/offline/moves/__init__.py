@@ -101,6 +101,8 @@ CURES: dict[str, tuple[str, ...]] = {
     # split in registers for fp32
     "two_pass": ("memory", "latency", "compute", "other"),
     "two_pass_f16x3": ("compute", "memory", "latency", "other"),
+    # a row's pieces walked twice by one kernel, the second walk from L2 (standardize_l2.py)
+    "l2_pieces": ("memory", "latency", "other"),
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle
     "split": ("occupancy", "memory", "latency", "other"),
 }
@@ -315,7 +317,7 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
     elif family.name == "standardize":
         from kernelopt.offline.moves import rowwise  # it builds MoveInstance, defined above
 
-        instances, skipped = rowwise.standardize_moves(family, _affine(family, problem_path), sm_count)
+        instances, skipped = rowwise.standardize_moves(family, _affine(family, problem_path), sm_count, l2_mb)
     elif family.name in ("matmul", "bmm"):
         from kernelopt.offline.moves import gemm  # it builds MoveInstance, defined above
 

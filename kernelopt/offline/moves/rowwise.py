@@ -7,7 +7,16 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import Config, MoveInstance, Skipped, resident, rows, rows_aligned, standardize
+from kernelopt.offline.moves import (
+    Config,
+    MoveInstance,
+    Skipped,
+    resident,
+    rows,
+    rows_aligned,
+    standardize,
+    standardize_l2,
+)
 from kernelopt.offline.space import DTYPE_BYTES
 
 if TYPE_CHECKING:
@@ -165,8 +174,8 @@ def _one_read(family: Family, n: int, sm_count: int) -> tuple[list[MoveInstance]
                          rows.one_read(family.name, family.dim, family.input_names, family.eps), tuple(grid))], []
 
 
-def standardize_moves(family: Family, affine: standardize.Affine | None,
-                       sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
+def standardize_moves(family: Family, affine: standardize.Affine | None, sm_count: int,
+                      l2_mb: float = 60.0) -> tuple[list[MoveInstance], list[Skipped]]:
     """InstanceNorm, LayerNorm and GroupNorm rows (the standardize family), with the reference's affine."""
     assert family.dim is not None and family.eps is not None
     n = math.prod(family.shapes[0][family.dim:]) // family.groups
@@ -183,6 +192,7 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
         return [MoveInstance("standardize.rows_in_registers", f"ROWS whole rows of {n} per program: one read",
                              standardize.rows_in_registers(first, eps, params, affine, groups), tuple(grid))], [
             Skipped("standardize.one_read", f"rows of {n} fit in one program's registers"),
+            Skipped("standardize.l2_pieces", f"rows of {n} fit in one program's registers"),
             Skipped("standardize.split_row", not_split)]
     out = [MoveInstance("standardize.looped_online", "one Welford-exact statistics pass, the output pass walking "
                         "back (L2)", standardize.looped_online(first, eps, params, affine, groups),
@@ -195,4 +205,12 @@ def standardize_moves(family: Family, affine: standardize.Affine | None,
     else:
         skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more pieces than the {sm_count} SMs are "
                                "estimated to hold at once"))
+    l2_grid, not_l2 = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, DTYPE_BYTES.get(family.dtype, 4))
+    if l2_grid:
+        out.append(MoveInstance("standardize.l2_pieces", "a row's pieces walked twice by one kernel, the second walk "
+                                "from L2, the row's statistics merged between through a per-row counter: one read "
+                                "from DRAM (a GPU move)", standardize_l2.l2_pieces(first, eps, params, affine, groups),
+                                tuple(l2_grid)))
+    else:
+        skipped.append(Skipped("standardize.l2_pieces", not_l2))
     return (out + split, skipped) if split else (out, [*skipped, Skipped("standardize.split_row", not_split)])

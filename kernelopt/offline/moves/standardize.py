@@ -190,7 +190,11 @@ def one_read_kernel(out_ptr, x_ptr, w_ptr, b_ptr, mean_ptr, m2_ptr, count_ptr, f
 $merged
     y = scaled((x - mean) * rstd, w_ptr, b_ptr, row, offs, start, mask, n, groups, plane, has_w, has_b, UNIFORM)
     tl.store(out_ptr + base + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+''').substitute(merged=resident.merged(  # the row's wait and merge, as rows.one_read's
+    "    mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)", "mean", "rstd"))
 
+# A row's pieces' statistics merged (one_read, and standardize_l2's l2_pieces): piece i holds values i * CHUNK on.
+ROW_STATISTICS = '''
 
 @triton.jit
 def row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK: tl.constexpr, PIECES: tl.constexpr):
@@ -202,8 +206,7 @@ def row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK: tl.constexpr, P
     m2s = tl.load(m2_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     mean, var = chan_pieces(counts, means, m2s, live)
     return mean, 1.0 / tl.sqrt(var + eps)
-''').substitute(merged=resident.merged(  # the row's wait and merge, as rows.one_read's
-    "    mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)", "mean", "rstd"))
+'''
 
 
 _SPLIT = '''
@@ -310,8 +313,8 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
     # LAST_MERGES = 1: a row's last piece merges its pieces' statistics and the others read two values, where each
     # piece merging every piece's (0) reads pieces^2 values a row (a row of many pieces)
     return _file("one_read: a row's pieces in registers, statistics merged through a per-row counter",
-                 "CHUNK = 4096\nLAST_MERGES = 0", _ONE_READ + _LOOP + resident.SOURCE, launch, first, eps, params,
-                 affine, groups)
+                 "CHUNK = 4096\nLAST_MERGES = 0", _ONE_READ + ROW_STATISTICS + _LOOP + resident.SOURCE, launch,
+                 first, eps, params, affine, groups)
 
 
 def split_row(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
