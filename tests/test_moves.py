@@ -1020,6 +1020,30 @@ def test_the_l2_pieces_kernel_walks_each_piece_twice_and_merges_its_row_exactly(
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("uniform", [True, False])
+def test_the_l2_pieces_kernel_takes_a_group_norm_s_weight_a_channel(uniform: bool,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # GroupNorm: 2 samples of 4 channels of 8 x 8 in 2 groups, a row a group (2 channels, 128 values), a weight and a
+    # bias a channel. Pieces of 32 in blocks of 16 lie inside one channel's plane of 64 (UNIFORM: one weight a
+    # block), or each value's channel is found (UNIFORM off): the same answer, torch's.
+    import torch
+
+    from kernelopt.offline.moves import standardize_l2
+
+    x = torch.randn(2, 4, 8, 8) * 3 + 50
+    weight, bias = torch.rand(4) + 0.5, torch.rand(4) - 0.5
+    module = _jit_module(standardize_l2.l2_pieces(1, 1e-5, ("x",)), monkeypatch)
+    out, means, m2s = torch.full_like(x, float("nan")), torch.empty(4, 4), torch.empty(4, 4)
+    for _ in range(2):  # the counter past the wait, twice: the second run merges every piece's statistics
+        count, flag, row_stats = torch.full((4,), 100, dtype=torch.int32), torch.zeros(4, dtype=torch.int32), \
+            torch.empty(4, 2)
+        module.l2_pieces_kernel[(16,)](out, x, weight, bias, means, m2s, count, flag, row_stats, 128, 1e-5, 2, 64, 4,
+                                       CHUNK=32, BLOCK=16, PIECES=4, has_w=True, has_b=True, UNIFORM=uniform,
+                                       LAST=False)
+    expected = torch.nn.functional.group_norm(x, 2, weight, bias, 1e-5)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.parametrize("vec", [1, 4])
 @pytest.mark.parametrize("family", ["softmax", "log_softmax"])
 def test_the_one_read_kernel_keeps_torch_s_answer_for_a_piece_of_minus_infinity(
