@@ -74,7 +74,7 @@ def test_a_view_that_is_no_matrix_transpose_leaves_the_operand_unknown(tmp_path:
 
 def test_moves_that_do_not_apply_say_why() -> None:
     softmax = structural_moves(PROBLEMS / "23_Softmax.py")  # 4096 rows of 393,216
-    assert [m.name for m in softmax.instances] == ["softmax.looped_online", "softmax.one_read"]
+    assert [m.name for m in softmax.instances] == ["softmax.looped_online", "softmax.one_read", "softmax.l2_pieces"]
     # every piece of a row resident at once: no more pieces than the SMs are estimated to hold (132 on the H200)
     assert all(-(-393216 // c["CHUNK"]) <= 132 * resident.per_sm(resident.estimated_registers(
         c["CHUNK"] // (32 * c["num_warps"])), c["num_warps"]) for c in softmax.instances[1].grid)
@@ -89,6 +89,13 @@ def test_moves_that_do_not_apply_say_why() -> None:
     assert "needs more pieces than the 23 SMs are estimated to hold at once" in tiny_gpu["softmax.one_read"]
     why = {s.name: s.why for s in softmax.skipped}
     assert "393216 values is more than" in why["softmax.rows_in_registers"]
+    # l2_pieces: the pieces resident at once keep their values within half of L2 (programs held x CHUNK x 4 bytes)
+    l2 = softmax.instances[2]
+    assert l2.grid[0]["CHUNK"] == 16384 and all(
+        132 * resident.per_sm(resident.estimated_registers(c["BLOCK"] // (32 * c["num_warps"])), c["num_warps"])
+        * c["CHUNK"] * 4 <= 0.5 * 60 * 2**20 for c in l2.grid)
+    tiny_l2 = {s.name: s.why for s in structural_moves(PROBLEMS / "23_Softmax.py", l2_mb=4).skipped}
+    assert "within 50% of the 4 MiB L2" in tiny_l2["softmax.l2_pieces"]
     assert "4096 rows already give" in why["softmax.split_row"]
     # a 1.5 MiB row on each of 132 SMs is 198 MiB in flight: no L2 holds them between the passes
     assert "1.50 MiB on each of 132 SMs is more than 60% of the 60 MiB L2" in \
@@ -410,7 +417,8 @@ def test_rows_a_row_per_sm_of_which_fits_l2_get_the_resident_loop() -> None:
     problem = PROBLEMS / "38_L1Norm_.py"
     h200 = structural_moves(problem, 132, l2_mb=60)
     names = [m.name for m in h200.instances]
-    assert names == ["row_l1_norm.looped_resident", "row_l1_norm.looped_online", "row_l1_norm.one_read"], names
+    assert names == ["row_l1_norm.looped_resident", "row_l1_norm.looped_online", "row_l1_norm.one_read",
+                     "row_l1_norm.l2_pieces"], names
     resident = h200.instances[0]
     assert {c["PROGRAMS"] for c in resident.grid} == {132} and resident.grid[0] == {
         "BLOCK": 8192, "num_warps": 16, "PROGRAMS": 132}
@@ -430,7 +438,8 @@ ROW_CASES = [
     for problem in ("softmax3d.py", "log_softmax.py", "l1norm.py", "l2norm.py")
     for template, config in (("rows_in_registers", {"ROWS": 4}), ("looped_online", {"BLOCK": 16}),
                              ("split_row", {"CHUNK": 32, "BLOCK": 16}), ("one_read", {"CHUNK": 32}),
-                             ("looped_resident", {"BLOCK": 16, "PROGRAMS": 3}))
+                             ("looped_resident", {"BLOCK": 16, "PROGRAMS": 3}),
+                             ("l2_pieces", {"CHUNK": 32, "BLOCK": 16}))
 ]
 
 
@@ -450,8 +459,11 @@ def _verify(problem: Path, source: str, tmp_path: Path, settings: HarnessSetting
 def test_each_row_template_passes_the_verifier(
     problem: str, template: str, config: dict[str, int], tmp_path: Path, settings: HarnessSettings
 ) -> None:
+    from kernelopt.offline.moves import rows_l2
+
     family = _family(MOVES / problem)
-    source = getattr(rows, template)(family.name, family.dim, family.input_names)
+    source = getattr(rows, template, None) or getattr(rows_l2, template)
+    source = source(family.name, family.dim, family.input_names)
     assert set(config) <= set(knob_values(source))  # the sweep can turn the template's knobs
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
@@ -1017,6 +1029,32 @@ def test_the_l2_pieces_kernel_walks_each_piece_twice_and_merges_its_row_exactly(
             1, chunks, CHUNK=chunk, BLOCK=block, PIECES=1 << (chunks - 1).bit_length(), has_w=affine, has_b=affine,
             UNIFORM=False, LAST=False)
     expected = torch.nn.functional.layer_norm(x, (151,), weight if affine else None, bias if affine else None, 1e-5)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("family", ["softmax", "log_softmax", "row_l1_norm", "row_l2_norm", "row_rms_norm"])
+def test_the_row_families_l2_pieces_kernel_merges_its_row_exactly(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # As the standardize family's above (the counter set past the wait, the kernel run twice): rows of 151 in five
+    # pieces of 32 walked in blocks of 16, the last piece short; rows 0 and 2 lie 100 above 1 and 3, and row 3's
+    # second piece is all -inf for softmax (a masked span: its own max is -inf, its sum 0, torch's answer kept).
+    import torch
+
+    from kernelopt.offline.moves import rows_l2
+
+    x = torch.randn(4, 151) * 4 - 2
+    x[::2] += 100
+    if family in ("softmax", "log_softmax"):
+        x[3, 32:64] = float("-inf")
+    expected = {"softmax": torch.softmax(x, 1), "log_softmax": torch.log_softmax(x, 1),
+                "row_l1_norm": x / x.abs().mean(1, keepdim=True), "row_l2_norm": x / x.norm(dim=1, keepdim=True),
+                "row_rms_norm": x / torch.sqrt((x**2).mean(1, keepdim=True) + 1e-5)}[family]
+    module = _jit_module(rows_l2.l2_pieces(family, 1, ("x",), 1e-5), monkeypatch)
+    out, first, second = torch.full_like(x, float("nan")), torch.empty(4, 5), torch.empty(4, 5)
+    for _ in range(2):
+        count, flag, row_stats = torch.full((4,), 100, dtype=torch.int32), torch.zeros(4, dtype=torch.int32), \
+            torch.empty(4, 2)
+        module.l2_pieces_kernel[(20,)](out, x, first, second, count, flag, row_stats, 151, 1, 5, CHUNK=32, BLOCK=16,
+                                       PIECES=8, LAST=False)
     torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-5)
 
 

@@ -245,17 +245,27 @@ def test_rows_off_a_16_byte_boundary_are_loaded_and_stored_in_16_byte_vectors(tm
         assert vec == 1 or len(re.findall(r"\bsetp\.\w+\.s64\b", ptx)) <= 8  # 32-bit offsets: none a value
 
 
-def test_the_l2_pieces_kernel_keeps_its_first_walk_in_l2_and_reads_the_row_after_its_wait(tmp_path: Path) -> None:
-    # standardize.l2_pieces at LayerNorm 40's first configuration (pieces of 16,384 values in blocks of 4,096, 16
-    # warps): the statistics walk's loads ask L2 to keep their lines, the writing walk's loads and stores mark
+@pytest.mark.parametrize("family", ["standardize", "softmax"])
+def test_the_l2_pieces_kernel_keeps_its_first_walk_in_l2_and_reads_the_row_after_its_wait(family: str,
+                                                                                        tmp_path: Path) -> None:
+    # l2_pieces at LayerNorm 40's first configuration (pieces of 16,384 values in blocks of 4,096, 16 warps), and the
+    # softmax's: the statistics walk's loads ask L2 to keep their lines, the writing walk's loads and stores mark
     # theirs first to go, and the wait is one_read's (one thread's acquire, then the pieces' statistics through L2).
-    from kernelopt.offline.moves import standardize_l2
+    from kernelopt.offline.moves import rows_l2, standardize_l2
 
     kernel = tmp_path / "l2_pieces.py"
-    kernel.write_text(standardize_l2.l2_pieces(1, 1e-5, ("x",)))
-    fixed: dict[str, object] = {"CHUNK": 16384, "BLOCK": 4096, "PIECES": 256, "has_w": True, "has_b": True,
-                                "UNIFORM": False, "LAST": False}
-    ptx = _ptx(kernel, "l2_pieces_kernel", {**STANDARDIZE, **{k: "constexpr" for k in fixed}}, fixed, 16, True)
+    fixed: dict[str, object] = {"CHUNK": 16384, "BLOCK": 4096, "PIECES": 256}
+    if family == "standardize":
+        kernel.write_text(standardize_l2.l2_pieces(1, 1e-5, ("x",)))
+        fixed |= {"has_w": True, "has_b": True, "UNIFORM": False, "LAST": False}
+        signature = {**STANDARDIZE, **{k: "constexpr" for k in fixed}}
+    else:
+        kernel.write_text(rows_l2.l2_pieces(family, 1, ("x",)))
+        fixed |= {"LAST": False}
+        signature = {"out_ptr": "*fp32", "x_ptr": "*fp32", "m_ptr": "*fp32", "s_ptr": "*fp32", "count_ptr": "*i32",
+                     "flag_ptr": "*i32", "row_ptr": "*fp32", "n": "i32", "inner": "i32", "chunks": "i32",
+                     **{k: "constexpr" for k in fixed}}
+    ptx = _ptx(kernel, "l2_pieces_kernel", signature, fixed, 16, True)
     _waits_then_acquires(ptx)
     assert "createpolicy.fractional.L2::evict_last" in ptx and "createpolicy.fractional.L2::evict_first" in ptx
     wait = ptx.find("atom.global.gpu.acq_rel.add")

@@ -14,6 +14,7 @@ from kernelopt.offline.moves import (
     resident,
     rows,
     rows_aligned,
+    rows_l2,
     standardize,
     standardize_l2,
 )
@@ -73,6 +74,9 @@ def row_moves(family: Family, sm_count: int, l2_mb: float) -> tuple[list[MoveIns
     out_one, skip_one = _one_read(family, n, sm_count)
     out += out_one
     skipped += skip_one
+    out_l2, skip_l2 = _l2_pieces(family, n, sm_count, l2_mb)
+    out += out_l2
+    skipped += skip_l2
     grid, why = split_row_grid(n, n_rows, sm_count)
     if grid:
         out.append(MoveInstance(f"{name}.split_row", f"each of the {n_rows} rows split in pieces: statistics, "
@@ -157,6 +161,20 @@ def _resident(family: Family, n: int, n_rows: int, sm_count: int,
                          "rows in flight stay in L2 between the statistics pass and the writing pass",
                          rows.looped_resident(family.name, family.dim, family.input_names, family.eps),
                          tuple(grid))], []
+
+
+def _l2_pieces(family: Family, n: int, sm_count: int, l2_mb: float) -> tuple[list[MoveInstance], list[Skipped]]:
+    """The two-walk move for rows too long for registers whose resident pieces fit half of L2 (standardize_l2.py)."""
+    name = f"{family.name}.l2_pieces"
+    if n <= REGISTER_ROW_MAX:
+        return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
+    grid, why = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, DTYPE_BYTES.get(family.dtype, 4))
+    if not grid:
+        return [], [Skipped(name, why)]
+    assert family.dim is not None
+    return [MoveInstance(name, "a row's pieces walked twice by one kernel, the second walk from L2, the row's "
+                         "statistics merged between through a per-row counter: one read from DRAM (a GPU move)",
+                         rows_l2.l2_pieces(family.name, family.dim, family.input_names, family.eps), tuple(grid))], []
 
 
 def _one_read(family: Family, n: int, sm_count: int) -> tuple[list[MoveInstance], list[Skipped]]:
