@@ -203,14 +203,18 @@ def test_the_wide_and_shifted_cases_scale_each_input_anew_and_leave_the_problems
 def test_an_80_gb_card_judges_kernelbench_s_batch_norm_against_the_float64_truth() -> None:
     # (64, 64, 512, 512) fp32: 4.3 GB in, 4.3 GB out. On the H100 (about 79 GB free at the start, a quarter of 80 kept
     # for yardsticks) half the rest did not hold the float64 run, and an honest kernel was judged against PyTorch's
-    # fp32 result with no slack; two thirds does, and a 141 GB H200 holds it either way.
+    # fp32 result with no slack. The run and the rest of its case (its fp32 tensors here and a candidate's) are now
+    # counted together against all of it: BatchNorm fits, and an input-heavy reduction does not.
     from kernelopt.harness.measure.yardstick import _float64_fits
     from kernelopt.harness.sandbox.reference import float64_room_of
 
     gb = 1 << 30
-    inputs = outputs = [torch.empty((64, 64, 512, 512), device="meta")]  # the estimate reads their bytes only
-    assert _float64_fits(inputs, outputs, float64_room_of(79 * gb, 20 * gb))
-    assert not _float64_fits(inputs, outputs, (79 * gb - 20 * gb) // 2)  # the old room
-    assert _float64_fits(inputs, outputs, float64_room_of(140 * gb, 35 * gb))
-    # a card of 40 GB still leaves the yardstick in fp32 rather than the candidate without room
-    assert not _float64_fits(inputs, outputs, float64_room_of(39 * gb, 10 * gb))
+    h100, h200 = float64_room_of(79 * gb, 20 * gb), float64_room_of(140 * gb, 35 * gb)
+    batch_norm = [torch.empty((64, 64, 512, 512), device="meta")]  # the estimate reads their bytes only
+    assert _float64_fits(batch_norm, batch_norm, h100) and _float64_fits(batch_norm, batch_norm, h200)
+    # a sum over 19 GB of input to a small output: the run alone would fit two thirds of the room, but beside the
+    # case's fp32 input and a candidate's it does not
+    reduction, total = [torch.empty((19 * gb // 4,), device="meta")], [torch.empty((1024,), device="meta")]
+    assert not _float64_fits(reduction, total, h100) and _float64_fits(reduction, total, h200)
+    # a card of 40 GB leaves BatchNorm's yardstick in fp32 rather than the candidate without room
+    assert not _float64_fits(batch_norm, batch_norm, float64_room_of(39 * gb, 10 * gb))

@@ -1003,13 +1003,14 @@ def test_the_one_read_merge_is_exact_across_pieces(family: str, vec: int, n: int
 
 
 @pytest.mark.parametrize("affine", [False, True])
-@pytest.mark.parametrize(("chunk", "block"), [(32, 8), (32, 32), (64, 16)])
+@pytest.mark.parametrize(("chunk", "block"), [(32, 8), (32, 32), (64, 16), (24, 16), (16, 32)])
 def test_the_l2_pieces_kernel_walks_each_piece_twice_and_merges_its_row_exactly(
     chunk: int, block: int, affine: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The GPU's kernel itself (the interpreter's launch takes the looped one). As for one_read above, the counter is
     # set past the wait and the kernel runs twice: the second run merges every piece's statistics. Rows of 151 in
-    # pieces of 32 or 64 (the last one short), walked in blocks of 8 to 32; rows 0 and 2 lie 100 above 1 and 3 (the
+    # pieces of 16 to 64 (the last one short), walked in blocks of 8 to 32, a piece no multiple of its block (24 in
+    # 16s) and a block longer than its piece (16 in 32) included; rows 0 and 2 lie 100 above 1 and 3 (the
     # pieces' statistics are of the values less the row's first); with a LayerNorm's weight and bias per value.
     import torch
 

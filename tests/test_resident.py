@@ -81,6 +81,21 @@ def test_the_launch_reads_the_compiled_kernel_as_the_planner_counts(registers: i
     assert kernel.calls == [(args, (1,), {**meta, "num_warps": warps})]
 
 
+def test_an_sm_that_holds_fewer_programs_is_not_counted_at_hopper_s_32(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A one-warp kernel of few registers: Hopper holds 32 programs an SM (64 by threads), an sm_89 (an L40S, 142
+    # SMs, 1,536 threads) 24 and an sm_86 16. Counted at 32, a row of 4,096 pieces on the L40S would wait for ever.
+    import torch
+
+    resident_programs = _resident_programs(monkeypatch)
+    assert resident_programs(_Kernel(_Compiled(24, 1, 0)), "cuda:0", (), {}, 1) == 132 * 32
+    for major, minor, sms, most in ((8, 9, 142, 24), (8, 6, 84, 16), (8, 0, 108, 32)):
+        props = SimpleNamespace(multi_processor_count=sms, regs_per_multiprocessor=65536, major=major, minor=minor,
+                                max_threads_per_multi_processor=1536 if minor else 2048,
+                                shared_memory_per_multiprocessor=102400)
+        monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device, p=props: p)
+        assert resident_programs(_Kernel(_Compiled(24, 1, 0)), "cuda:0", (), {}, 1) == sms * most, (major, minor)
+
+
 def test_the_launch_waits_for_an_asynchronous_compile_and_falls_back_to_a_program_an_sm(
         monkeypatch: pytest.MonkeyPatch) -> None:
     resident_programs = _resident_programs(monkeypatch)

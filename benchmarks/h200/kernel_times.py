@@ -83,11 +83,15 @@ def _targets(args: argparse.Namespace) -> list[tuple[str, str | None]]:
     targets: list[tuple[str, str | None]] = [("reference (Model)", None)] if args.reference else []
     targets += [(f"file {path.name}", path.read_text()) for path in args.file]
     if args.move:
+        from kernelopt.hardware.specs import detect_gpu_spec
         from kernelopt.offline.moves import structural_moves
         from kernelopt.offline.tuner import with_config
 
         best = args.kernel.read_text() if args.kernel else None
-        moves = {m.name: m for m in structural_moves(args.problem, source=best).instances}
+        spec = detect_gpu_spec()  # the host's SMs and L2 choose the grids, as a run's moves on this GPU
+        where = {"sm_count": spec.sm_count, "capability": spec.compute_capability, "l2_mb": spec.l2_cache_mb} \
+            if spec else {}
+        moves = {m.name: m for m in structural_moves(args.problem, source=best, **where).instances}
         if args.move not in moves:
             raise SystemExit(f"{args.move} does not apply to {args.problem.name}; those that do: {', '.join(moves)}")
         move = moves[args.move]
@@ -108,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reference", action="store_true", help="the problem's own Model too")
     parser.add_argument("--calls", type=int, default=10)
     args = parser.parse_args(argv)
+    if args.calls < 1:
+        parser.error("--calls must be at least 1")
 
     import torch
 

@@ -85,9 +85,12 @@ WIDE_OUTLIERS = 1e-5
 
 
 def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: int | None) -> bool:
-    """Whether the float64 run fits in `max_bytes`: its inputs and outputs at twice their bytes,
-    about as much again for the model's own intermediates, and the slack beside the outputs."""
-    return max_bytes is None or 2 * _nbytes(inputs) + 6 * _nbytes(outputs32) <= max_bytes
+    """Whether the float64 run fits in `max_bytes` (the device's free memory less the kept yardsticks) beside the
+    rest of the case: the run's inputs and outputs at twice their bytes, about as much again for the model's own
+    intermediates, and the slack beside the outputs (2 x inputs + 6 x outputs); and the case's fp32 inputs and
+    outputs in this process, a candidate's inputs and outputs in its own, and the outputs it sends back, held while
+    it is judged (2 x inputs + 3 x outputs)."""
+    return max_bytes is None or 4 * _nbytes(inputs) + 9 * _nbytes(outputs32) <= max_bytes
 
 
 def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor, wide: bool = False) -> tuple[torch.Tensor, torch.Tensor]:

@@ -255,14 +255,14 @@ def _float64_room(device: torch.device, kept_bytes: int) -> int | None:
 
 
 def float64_room_of(free_bytes: int, kept_bytes: int) -> int:
-    """Two thirds of what the device has free, less what the kept yardsticks may come to hold: the rest is a
-    candidate's, whose outputs are judged while it lives (its inputs and outputs, a third of what yardstick's
-    estimate (inputs twice, outputs six times) asks for the same case). Half, as before, left the H100 (80 GB, 20 of
-    them for kept yardsticks) at 29.5 GB, below KernelBench's BatchNorm at (64, 64, 512, 512) (34.4 GB): judged
-    against PyTorch's fp32 result with no slack, an honest split kernel failed the inputs shifted by -120 by 6%
-    past 1e-4 (PyTorch's own fp32 mean the likelier one off: not measured), and passed on the H200 against the
-    truth."""
-    return max(0, free_bytes - kept_bytes) * 2 // 3
+    """What the device has free less what the kept yardsticks may come to hold: the float64 run and the rest of its
+    case share it (yardstick._float64_fits counts both). Half of it for the run alone, as before, left the H100 (80
+    GB, 20 of them for kept yardsticks) at 29.5 GB, below KernelBench's BatchNorm at (64, 64, 512, 512): judged
+    against PyTorch's fp32 result with no slack, an honest split kernel failed the inputs shifted by -120 by 6% past
+    1e-4 (PyTorch's own fp32 mean the likelier one off: not measured), and passed on the H200 against the truth.
+    Two thirds for the run (session 39's first mend) would have left an input-heavy case (a reduction of 19 GB)
+    too little for its fp32 inputs beside a candidate's."""
+    return max(0, free_bytes - kept_bytes)
 
 
 def _wide(case: dict[str, Any]) -> bool:

@@ -120,5 +120,9 @@ def resident_programs(kernel, device, args, meta, warps):
     by_registers = (sm_registers // 4 // per_warp) * 4 // warps
     by_threads = sm_threads // (32 * warps)
     by_shared = sm_shared // (shared + 1024)
-    return props.multi_processor_count * max(1, min(by_registers, by_threads, by_shared, 32))
+    # programs an SM holds at most: 32 on sm_80 and sm_90, 24 on sm_89, 16 on sm_75, sm_86 and sm_87 (a row of more
+    # pieces than that would wait for ever)
+    capability = (props.major, props.minor) if hasattr(props, "major") and hasattr(props, "minor") else (9, 0)
+    most = {(7, 5): 16, (8, 6): 16, (8, 7): 16, (8, 9): 24}.get(capability, 32)
+    return props.multi_processor_count * max(1, min(by_registers, by_threads, by_shared, most))
 '''

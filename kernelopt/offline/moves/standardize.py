@@ -106,8 +106,8 @@ def scaled(y, w_ptr, b_ptr, row, offs, first, mask, n, groups, plane, has_w: tl.
     # one per channel of a group's channels (GroupNorm: row % groups is the group). UNIFORM: the block
     # (from `first` on) lies in one channel, as the launch found (plane a multiple of an aligned block):
     # one weight and one bias for it. Else each value's channel, divided in 32 bits (offsets within a row).
-    if UNIFORM:
-        widx = (row % groups) * (n // plane) + first // plane
+    if UNIFORM:  # a block past the row's end (a short last piece) reads the row's last weight, never past it
+        widx = (row % groups) * (n // plane) + tl.minimum(first, n - 1) // plane
         if has_w:
             y = y * tl.load(w_ptr + widx).to(tl.float32)
         if has_b:

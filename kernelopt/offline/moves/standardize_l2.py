@@ -99,17 +99,27 @@ def l2_pieces(first: int, eps: float, params: tuple[str, ...], affine: standardi
         launch, first, eps, params, affine, groups)
 
 
+def registers(values_per_thread: int) -> int:
+    """Registers a thread of an l2_pieces kernel is likely to take, at or above its compiles for sm_90: at 8 and 16
+    values a thread (a block of 4,096 at 16 and 8 warps) Triton 3.6 allocated 49 and 64 with LayerNorm's weight and
+    bias, Triton 3.9 40 and 80 (85 with LAST_MERGES). One_read's estimate (resident.py), fitted to kernels that hold
+    their values, said 36 and 64: the launch then found fewer programs resident than a row has pieces and took the
+    looped kernel under this move's name."""
+    return min(255, 24 + 4 * values_per_thread)
+
+
 def l2_pieces_grid(n: int, sm_count: int, l2_mb: float, dtype_bytes: int) -> tuple[list[Config], str]:
-    """The configurations (CHUNK, BLOCK, warps, LAST_MERGES) where a row's pieces are resident at once and the
-    resident pieces' values (each program's CHUNK, kept between its two walks) fit L2_SHARE of L2, the largest
-    pieces first (fewer pieces a row wait for each other); or none and why."""
+    """The configurations (CHUNK, BLOCK, warps, LAST_MERGES) where a row's pieces are resident at once (programs held
+    estimated from `registers`, high) and the resident pieces' values (each program's CHUNK, kept between its two
+    walks; programs held estimated at the fewest registers seen, 40) fit L2_SHARE of L2, the largest pieces first
+    (fewer pieces a row wait for each other); or none and why."""
     grid = []
     for chunk in CHUNKS:
         pieces = -(-n // chunk)
         for block, warps in ((4096, 8), (2048, 8), (4096, 16)):
-            held = sm_count * resident.per_sm(resident.estimated_registers(block // (32 * warps)), warps)
-            kept_mib = held * chunk * dtype_bytes / 2**20
-            if block <= chunk and 2 <= pieces <= held and kept_mib <= L2_SHARE * l2_mb:
+            held = sm_count * resident.per_sm(registers(block // (32 * warps)), warps)
+            most = sm_count * resident.per_sm(40, warps)
+            if block <= chunk and 2 <= pieces <= held and most * chunk * dtype_bytes <= L2_SHARE * l2_mb * 2**20:
                 grid.append({"CHUNK": chunk, "BLOCK": block, "num_warps": warps})
     if not grid:
         return [], (f"no piece of a row of {n} values keeps the row's pieces resident at once with their values "
