@@ -168,6 +168,9 @@ def _l2_pieces(family: Family, n: int, sm_count: int, l2_mb: float) -> tuple[lis
     name = f"{family.name}.l2_pieces"
     if n <= REGISTER_ROW_MAX:
         return [], [Skipped(name, f"rows of {n} fit in one program's registers: rows_in_registers reads them once")]
+    if rows_aligned.off_boundary(n, DTYPE_BYTES.get(family.dtype, 4)):
+        return [], [Skipped(name, f"rows of {n} start off a 16-byte boundary: its walks would read value by value "
+                                  "(one_read reads such rows in aligned windows)")]
     grid, why = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, DTYPE_BYTES.get(family.dtype, 4))
     if not grid:
         return [], [Skipped(name, why)]
