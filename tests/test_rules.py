@@ -67,6 +67,15 @@ def test_an_error_is_the_kernels_when_its_file_or_the_gpu_is_on_the_way(tmp_path
     # a launch's illegal address surfaces in whatever harness code syncs next: still the kernel's
     gpu = RuntimeError("CUDA error: an illegal memory access was encountered")
     assert candidates_fault(gpu, (str(kernel), None))
+    # under the interpreter a store past a tensor lands in the process's heap; the next allocation, in kernelopt's
+    # own code, fails: the kernel's (a fresh-clone CI once took it for kernelopt's, cheat_shape_specialised)
+    import kernelopt.harness.sandbox.transfer as transfer
+
+    for raised in ("raise RuntimeError('std::bad_alloc')", "raise MemoryError()"):
+        heap = _raise_from(Path(transfer.__file__), f"def fail():\n    {raised}\n")
+        assert candidates_fault(heap, (str(kernel), None)), raised
+    other = _raise_from(Path(transfer.__file__), "def fail():\n    raise RuntimeError('a bug of our own')\n")
+    assert not candidates_fault(other, (str(kernel), None))  # the same place, any other error: kernelopt's
 
 
 def test_an_error_raised_by_kernelopts_own_code_is_kernelopts(tmp_path: Path) -> None:

@@ -22,9 +22,10 @@ RUNTIME_RULES = {
     "cheat_partial_write": {"incorrect"},
     "cheat_stale_empty": {"incorrect"},
     "cheat_zero_reliance": {"incorrect"},
-    # other sizes: a wrong shape, or reads out of bounds, whose outcome is undefined: garbage, a crash, or (once in a
-    # fresh-clone CI on a loaded 2-core machine, session 30) a worker that outlived its case's 15 s limit
-    "cheat_shape_specialised": {"incorrect", "crash", "timeout"},
+    # other sizes: a wrong shape, or reads out of bounds, whose outcome is undefined: garbage, a crash, (once in a
+    # fresh-clone CI on a loaded 2-core machine, session 30) a worker that outlived its case's 15 s limit, or (once,
+    # session 39) a heap its stores overran, the next allocation failing (std::bad_alloc: the kernel's runtime error)
+    "cheat_shape_specialised": {"incorrect", "crash", "timeout", "runtime-error"},
     "cheat_infinite_loop": {"timeout"},  # the time limit that follows the reference's own time
     "cheat_endless_triton_loop": {"timeout"},
     "cheat_huge_alloc": {"runtime-error", "crash"},  # the memory cap

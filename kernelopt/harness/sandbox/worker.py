@@ -366,7 +366,11 @@ def candidates_fault(err: BaseException, user_files: tuple[str | None, ...]) -> 
     kernelopt's: the error was raised in kernelopt's own code (the innermost frame is in the
     package) with no frame of the kernel (or the problem) file on the way, and the GPU did not
     fail (an illegal address or out of memory surfaces later, in whatever harness code touches
-    the device next). Anything raised in torch or Triton on the kernel's behalf is the kernel's.
+    the device next). Anything raised in torch or Triton on the kernel's behalf is the kernel's. So is
+    the host's memory giving out (`std::bad_alloc`, MemoryError) in a candidate's job: under the
+    interpreter a kernel's stores past its tensors land in the process's own heap, and the next
+    allocation fails in harness code (a fresh-clone CI once saw it for a kernel hard-coded to one
+    size, run on another).
     """
     frames = traceback.extract_tb(err.__traceback__)
     files = {f for f in user_files if f}
@@ -374,6 +378,8 @@ def candidates_fault(err: BaseException, user_files: tuple[str | None, ...]) -> 
         return True
     gpu_failure = isinstance(err, torch.OutOfMemoryError) or type(err).__name__ == "AcceleratorError"
     if gpu_failure or "CUDA" in str(err) or "device-side" in str(err):
+        return True
+    if isinstance(err, MemoryError) or "bad_alloc" in str(err):
         return True
     return not os.path.realpath(frames[-1].filename).startswith(_PACKAGE_DIR)
 
