@@ -363,23 +363,17 @@ def candidates_fault(err: BaseException, user_files: tuple[str | None, ...]) -> 
     """Whether an error in a candidate's job is the kernel's doing (a verdict) rather than
     kernelopt's own (a bug to report, never repair feedback for the LLM).
 
-    kernelopt's: the error was raised in kernelopt's own code (the innermost frame is in the
-    package) with no frame of the kernel (or the problem) file on the way, and the GPU did not
-    fail (an illegal address or out of memory surfaces later, in whatever harness code touches
-    the device next). Anything raised in torch or Triton on the kernel's behalf is the kernel's. So is
-    the host's memory giving out (`std::bad_alloc`, MemoryError) in a candidate's job: under the
-    interpreter a kernel's stores past its tensors land in the process's own heap, and the next
-    allocation fails in harness code (a fresh-clone CI once saw it for a kernel hard-coded to one
-    size, run on another).
+    kernelopt's: raised in kernelopt's own code (the innermost frame is in the package), no frame of the kernel
+    (or the problem) file on the way, and neither the GPU nor the host's memory failed: an illegal address, or
+    under the interpreter a store past a tensor into the heap, surfaces later in whatever harness code touches
+    the device or allocates next. Anything raised in torch or Triton on the kernel's behalf is the kernel's.
     """
     frames = traceback.extract_tb(err.__traceback__)
     files = {f for f in user_files if f}
     if not frames or any(frame.filename in files for frame in frames):
         return True
-    gpu_failure = isinstance(err, torch.OutOfMemoryError) or type(err).__name__ == "AcceleratorError"
-    if gpu_failure or "CUDA" in str(err) or "device-side" in str(err):
-        return True
-    if isinstance(err, MemoryError) or "bad_alloc" in str(err):
+    failed = isinstance(err, torch.OutOfMemoryError | MemoryError) or type(err).__name__ == "AcceleratorError"
+    if failed or any(sign in str(err) for sign in ("CUDA", "device-side", "bad_alloc")):
         return True
     return not os.path.realpath(frames[-1].filename).startswith(_PACKAGE_DIR)
 
