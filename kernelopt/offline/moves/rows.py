@@ -284,20 +284,27 @@ _PIECES = """    idx = tl.arange(0, PIECES)
 """
 
 
-def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
-    """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
-    stats, out = _STATS[family], _out(family, eps)
+def piece_merge(stats: str) -> str:
+    """A row's pieces' statistics (read through L2, after the wait) merged into its (m, s): one_read's and
+    rows_l2.l2_pieces's."""
     if stats == "online":
-        own = ("m = tl.max(x)\n"
-               "    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0))")
-        merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
+        return """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
     ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
     m = tl.max(pm, axis=0)
     s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"""
+    return """    m = 0.0
+    s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
+
+
+def one_read(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
+    """Pieces of a row in registers, statistics merged through a per-row counter: one read."""
+    stats, out = _STATS[family], _out(family, eps)
+    merge = piece_merge(stats)
+    if stats == "online":
+        own = ("m = tl.max(x)\n"
+               "    s = tl.sum(tl.where(mask, tl.exp(x - tl.where(m == float('-inf'), 0.0, m)), 0.0))")
     else:
         own = f"m = 0.0\n    s = tl.sum(tl.where(mask, {_TERM[stats]}, 0.0))"
-        merge = """    m = 0.0
-    s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
     # Softmax takes a second exp a value at the write (exp(x - m_row) / s). Keeping exp(x - m_piece) from
     # the first and scaling it there held 38 registers a thread, not 32: 4.54 ms against 3.84 at
     # 4096 x 393,216 on the H200 (fewer programs an SM; benchmarks/h200/softmax_probe.py, `template`).

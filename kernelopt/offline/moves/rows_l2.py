@@ -17,14 +17,7 @@ from kernelopt.offline.moves import resident, rows
 def l2_pieces(family: str, dim: int, params: tuple[str, ...], eps: float | None = None) -> str:
     """The kernel file: each row's pieces walked twice by one kernel, the row's statistics merged between."""
     stats, out = rows._STATS[family], rows._out(family, eps)  # noqa: SLF001 - the families' own tables
-    if stats == "online":
-        merge = """    pm = tl.load(m_ptr + row * chunks + idx, mask=live, other=float('-inf'), cache_modifier=".cg")
-    ps = tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg")
-    m = tl.max(pm, axis=0)
-    s = tl.sum(tl.where(live, ps * tl.exp(pm - m), 0.0), axis=0)"""
-    else:
-        merge = """    m = 0.0
-    s = tl.sum(tl.load(s_ptr + row * chunks + idx, mask=live, other=0.0, cache_modifier=".cg"), axis=0)"""
+    merge = rows.piece_merge(stats)
     loop = rows.looped_online(family, dim, params, eps)
     loop_kernel = loop[loop.index("@triton.jit"):loop.index("class ModelNew")].rstrip()
     walk = """    for start in range(0, CHUNK, BLOCK):

@@ -293,9 +293,9 @@ def looped_online(first: int, eps: float, params: tuple[str, ...], affine: Affin
                  "        " + _LOOP_LAUNCH, first, eps, params, affine, groups)
 
 
-def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
-             groups: int = 1) -> str:
-    launch = """        chunks = triton.cdiv(n, CHUNK)
+# A launch of pieces that wait for each other (one_read, standardize_l2.l2_pieces): the pieces' statistics, the
+# rows' counters and flags, and the kernel's arguments, made on the GPU only
+PIECE_BUFFERS = """        chunks = triton.cdiv(n, CHUNK)
         warps = 8
         if x.is_cuda:
             mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
@@ -303,6 +303,12 @@ def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | N
             count, flag = torch.zeros((2, rows), device=x.device, dtype=torch.int32)  # flag: LAST_MERGES's
             row_stats = torch.empty((rows, 2), device=x.device, dtype=torch.float32)
             args = (out, x, w_in, b_in, mean, m2, count, flag, row_stats, n, eps, groups, plane, chunks)
+"""
+
+
+def one_read(first: int, eps: float, params: tuple[str, ...], affine: Affine | None = None,
+             groups: int = 1) -> str:
+    launch = PIECE_BUFFERS + """\
             meta = {"CHUNK": CHUNK, "PIECES": triton.next_power_of_2(chunks), "has_w": has_w, "has_b": has_b,
                     "UNIFORM": plane % CHUNK == 0, "LAST": LAST_MERGES == 1}
         # a row's pieces wait for each other: all of them must be resident at once

@@ -71,14 +71,7 @@ $merged
 KERNEL = _KERNEL.replace("$merged", resident.merged(
     "    mean, rstd = row_statistics(mean_ptr, m2_ptr, row, n, eps, chunks, CHUNK, PIECES)", "mean", "rstd"))
 
-_LAUNCH = """        chunks = triton.cdiv(n, CHUNK)
-        warps = 8
-        if x.is_cuda:
-            mean = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
-            m2 = torch.empty((rows, chunks), device=x.device, dtype=torch.float32)
-            count, flag = torch.zeros((2, rows), device=x.device, dtype=torch.int32)  # flag: LAST_MERGES's
-            row_stats = torch.empty((rows, 2), device=x.device, dtype=torch.float32)
-            args = (out, x, w_in, b_in, mean, m2, count, flag, row_stats, n, eps, groups, plane, chunks)
+_LAUNCH = standardize.PIECE_BUFFERS + """\
             meta = {"CHUNK": CHUNK, "BLOCK": BLOCK, "PIECES": triton.next_power_of_2(chunks), "has_w": has_w,
                     "has_b": has_b, "UNIFORM": plane % BLOCK == 0 and CHUNK % BLOCK == 0, "LAST": LAST_MERGES == 1}
         # a row's pieces wait for each other: all of them must be resident at once
