@@ -1,4 +1,5 @@
-"""The `kernelopt` command: optimize a kernel, resume a run, re-render its report, or verify one kernel.
+"""The `kernelopt` command: optimize a kernel, resume a run, re-render its report, or verify one kernel (cli_verify.py),
+run a suite (cli_suite.py), export a kernel, read the knowledge store.
 
 Every argument is checked before torch or LangGraph load: a usage error costs a fraction of a
 second and is one line on stderr with exit status 2.
@@ -8,8 +9,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import Any, NoReturn
 
 from kernelopt.checkpoint import RUN_FILE, check_db_url, read_run_record
 from kernelopt.cli_knowledge import add_knowledge_parser, knowledge_command
-from kernelopt.cli_run import exit_now, interrupt, out_dir, run_graph_to_end, stop_jobs
+from kernelopt.cli_run import exit_now, out_dir, run_graph_to_end, stop_jobs
+from kernelopt.cli_suite import suite_command
 from kernelopt.cli_verify import limit_settings, prewarm, verify_command
 from kernelopt.context import Context
 from kernelopt.export.command import add_export_parser, export_command
@@ -25,7 +25,7 @@ from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.model_specs import MODEL_HELP, model_arg, model_settings
 from kernelopt.records import HarnessError, InputError
-from kernelopt.scale.choose import RAY_INSTALL, check_placement, choose_executor, describe, gpu_list, timing_device
+from kernelopt.scale.choose import RAY_INSTALL, gpu_list
 
 USAGE_ERROR = 2
 
@@ -186,8 +186,8 @@ DB_HELP = ("keep checkpoints in PostgreSQL (postgresql://user@host:port/db) inst
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": verify_command, "suite": _suite,
-                "export": export_command, "knowledge": knowledge_command}
+    commands = {"optimize": _optimize, "resume": _resume, "report": _report, "verify": verify_command,
+                "suite": suite_command, "export": export_command, "knowledge": knowledge_command}
     try:
         return commands[args.command](args)
     except (InputError, UnknownGPUError) as err:
@@ -322,71 +322,6 @@ def _report(args: argparse.Namespace) -> int:
     for path in write_reports(summary, run_dir):
         print(path)
     return 0
-
-
-def _suite(args: argparse.Namespace) -> int:
-    """Run a suite (or the rest of a stopped one); exit 0 when every problem is correct, else 1."""
-    from kernelopt import suite as suites
-    from kernelopt.report.suite import progress_line, summary_text
-
-    check_placement(args.gpus, args.workers, args.ray)
-    if args.resume:
-        given = [flag for flag, value in (
-            ("PROBLEMS_DIR", args.problems_dir), ("--kernels", args.kernels), ("--optimize", args.optimize),
-            ("--model", args.model), ("--base-url", args.base_url), ("--max-rounds", args.max_rounds),
-            ("--no-compile", args.no_compile), ("--no-max-autotune", args.no_max_autotune),
-            ("--max-autotune-limit-s", args.max_autotune_limit_s != Context.max_autotune_limit_s),
-            ("--no-compiler-seed", args.no_compiler_seed), ("--max-wall-s", args.max_wall_s),
-            ("--out", args.out), ("--timeout-s", args.timeout_s),
-            ("--mem-limit-gb", args.mem_limit_gb)) if value]
-        if given:
-            raise InputError(f"--resume runs the suite as it was started (its {suites.SUITE_FILE}); "
-                             f"drop {', '.join(given)}")
-        suite = suites.read_suite(args.resume, timing_device(args.gpus, args.ray))
-    else:
-        if not args.problems_dir:
-            raise InputError("name the folder of problems, or continue a stopped suite with --resume OUT")
-        settings = suites.SuiteSettings(
-            optimize=args.optimize, max_rounds=args.max_rounds or Context.max_rounds, model=args.model,
-            base_url=args.base_url, time_compile=not args.no_compile, timeout_s=args.timeout_s,
-            max_autotune=not (args.no_compile or args.no_max_autotune), max_autotune_limit_s=args.max_autotune_limit_s,
-            mem_limit_gb=args.mem_limit_gb, compiler_seed=not args.no_compiler_seed, max_wall_s=args.max_wall_s,
-        )
-        if args.out and (Path(args.out) / suites.SUITE_FILE).exists():
-            raise InputError(f"{args.out} already holds a suite; continue it with `kernelopt suite --resume "
-                             f"{args.out}` or pass another --out")
-        suites.problem_files(args.problems_dir)  # the folders are checked before --out is made
-        if args.model:
-            from kernelopt.llm import make_chat_model
-
-            make_chat_model(Context(model=args.model, base_url=args.base_url))  # a missing key is bad input
-        suite = suites.new_suite(args.problems_dir, args.kernels, settings, out_dir(args.out) if args.out else None,
-                                 timing_device(args.gpus, args.ray))
-    executor = choose_executor(args.gpus, args.workers, args.ray, Path(suite.out_dir),
-                               lambda line: print(f"kernelopt: {line}", file=sys.stderr, flush=True))
-    if not args.json:
-        finished = len(suites.finished_results(suite))
-        print(f"suite: {len(suite.specs())} problems{f', {finished} already finished' if finished else ''}; "
-              f"results in {suite.out_dir}", flush=True)
-        if placed := describe(executor):
-            print(placed, flush=True)
-
-    def show(done: int, total: int, result: suites.ProblemResult) -> None:
-        print(progress_line(done, total, result), flush=True)
-
-    signal.signal(signal.SIGINT, interrupt)
-    try:
-        data = suites.run_suite(suite, executor, on_result=None if args.json else show)
-    except KeyboardInterrupt:
-        stop_jobs()
-        print(f"kernelopt: interrupted; continue with: kernelopt suite --resume {suite.out_dir}", file=sys.stderr)
-        return 130
-    summary = data["summary"]
-    if args.json:
-        print(json.dumps(data, indent=2))
-    else:
-        print(summary_text(summary, Path(suite.out_dir)))
-    return 0 if summary["correct"] == summary["problems"] else 1
 
 
 def console() -> NoReturn:
