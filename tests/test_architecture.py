@@ -168,7 +168,8 @@ LAYERS: list[tuple[str, set[str]]] = [
                   "state", "checkpoint", "report"}),
     ("nodes", {"nodes"}),
     ("graph", {"graph"}),
-    ("commands", {"kernelopt", "suite", "scale", "export", "cli", "cli_run", "cli_verify", "cli_suite", "cli_knowledge"}),
+    ("commands", {"kernelopt", "suite", "scale", "export", "cli", "cli_run", "cli_verify", "cli_suite",
+                  "cli_knowledge"}),
 ]
 # The harness's doors: from outside it, only these of its modules may be imported.
 HARNESS_DOORS = {"kernelopt.harness", "kernelopt.harness.verify", "kernelopt.harness.problem",

@@ -11,7 +11,7 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from kernelopt.hardware.specs import GPUSpec
+from kernelopt.hardware.gpu_spec import GPUSpec
 from kernelopt.prompts import (
     AttemptNote,
     OptimizationPromptArgs,

@@ -184,7 +184,7 @@ def test_the_fp32_roof_is_three_split_products_where_tensor_cores_beat_the_fma_p
     # Three products of split operands give fp32's accuracy on tensor cores, in TF32 or in fp16 on rows scaled
     # into its range: a third of the faster one's peak is an fp32 matmul's roof where it is above the FMA peak
     # (H200: 989.5 / 3 > 494.7 / 3 > 67; A100: 312 / 3 > 19.5).
-    from kernelopt.hardware.specs import roof_tflops
+    from kernelopt.hardware.gpu_spec import roof_tflops
 
     assert H200.roof_tflops("fp32") == pytest.approx(989.5 / 3)
     a100 = get_gpu_spec("A100-SXM4-80GB")

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from kernelopt.hardware.gpu_spec import GPUSpec, roof_tflops
 from kernelopt.hardware.ncu import (
     DRAM_BYTES_READ,
     DRAM_BYTES_WRITE,
@@ -17,7 +18,6 @@ from kernelopt.hardware.ncu import (
     TENSOR_GMMA_INST_PCT,
     TENSOR_HMMA_ACTIVE_PCT,
 )
-from kernelopt.hardware.specs import GPUSpec, roof_tflops
 from kernelopt.records import FULL, Baselines, Bound, FloorEstimate, Roofline, least_time_ms
 
 

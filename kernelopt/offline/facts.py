@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from kernelopt.hardware import ncu
-from kernelopt.hardware.specs import GPUSpec
+from kernelopt.hardware.gpu_spec import GPUSpec
 from kernelopt.offline.moves.precision import fma_dots
 from kernelopt.offline.tuner import kind_of
 from kernelopt.syntax import parse

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from kernelopt.hardware.specs import GPUSpec
+from kernelopt.hardware.gpu_spec import GPUSpec
 from kernelopt.offline.facts import ProgramFacts, Thresholds, program_facts, size
 from kernelopt.offline.tuner import FIX_FEWER_STAGES, FIX_GROW, FIX_MORE_STAGES, FIX_SHRINK, FIX_SWEEP, knob_values
 from kernelopt.records import BottleneckResult, Roofline, config_text

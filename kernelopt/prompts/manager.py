@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import jinja2
 
-from kernelopt.hardware.specs import GPUSpec
+from kernelopt.hardware.gpu_spec import GPUSpec
 from kernelopt.prompts.parsing import CATEGORIES
 from kernelopt.records import BottleneckResult, Roofline, one_line
 
