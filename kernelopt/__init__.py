@@ -12,7 +12,7 @@ from typing import Any
 _PUBLIC = {
     "build_graph": "kernelopt.graph",
     "GPU_SPECS_DATABASE": "kernelopt.hardware.specs",
-    "GPUSpec": "kernelopt.hardware.specs",
+    "GPUSpec": "kernelopt.hardware.gpu_spec",
     "get_gpu_spec": "kernelopt.hardware.specs",
     "RooflineAnalyzer": "kernelopt.hardware.roofline",
     "Roofline": "kernelopt.records",
