@@ -20,7 +20,7 @@ class Model(nn.Module):
 batch_size = 2
 channels = 9
 out_channels = 20
-height = 11
+height = 6
 width = 37
 
 
