@@ -1,8 +1,11 @@
 #!/bin/bash
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
-# each session, and quote it in RESULTS.md with what it returned. Now (written in session 39, after its four calls,
-# all on an H100): the verifier's two mends (a wide case's share 1e-5; the float64 truth in two thirds of the free
-# memory) have run on the H100 in one verification and one test each, not in test_gpu's cheats; the tuner's mend
+# each session, and quote it in RESULTS.md with what it returned. Session 40 had no device (the lender paused loans):
+# the plan stands as session 39 wrote it. Session 40 moved code only (cli_suite.py, hardware/gpu_spec.py,
+# offline/moves/cures.py): PART=1's test_gpu and its suite pass (`kernelopt suite`) are the first GPU runs of that.
+# Now (written in session 39, after its four calls,
+# all on an H100): the verifier's two mends (a wide case's share 1e-5; the float64 truth where 4 x inputs + 9 x
+# outputs fit the free memory less the kept yardsticks; its first form, two thirds of the free memory, ran) have run on the H100 in one verification and one test each, not in test_gpu's cheats; the tuner's mend
 # (a launch passing knob constants by name leads) in test_seed_gpu's two split tests only.
 #
 #   here, once (the markers are git-ignored: a new checkout has none):
