@@ -20,6 +20,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "streaming": ("memory", "latency", "other"),
     "tiled": ("memory", "latency", "occupancy", "other"),
     "flat": ("memory", "latency", "occupancy", "other"),
+    "interior": ("memory", "latency", "compute", "other"),  # tiled, its tiles inside the input read with no mask
     "rolling": ("memory", "latency", "other"),  # a window's row reductions carried: KW loads an output, not KH x KW
     "sliding": ("memory", "latency", "other"),  # a running sum, or a max by segment scans: 2 loads an output, not KW
     "tf32x3": ("compute",),  # fp32 products moved from the CUDA cores to the tensor cores

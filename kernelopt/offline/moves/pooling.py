@@ -1,5 +1,6 @@
-"""Templates for 1-D and 2-D max and average pooling (a fourth, `sliding`, in pooling_sliding.py); the
-window (sizes, strides, padding, dilation) is the reference's own, written in as constants (not knobs).
+"""Templates for 1-D and 2-D max and average pooling (`sliding` in pooling_sliding.py, `interior` in
+pooling_interior.py); the window (sizes, strides, padding, dilation) is the reference's own, written in as
+constants (not knobs).
 
 `tiled`: each program computes BLOCK_H x BLOCK_W outputs of one (batch, channel) plane, BLOCK_W
 along the contiguous dim, so each of the KH x KW window loads is BLOCK_W neighbouring values
@@ -23,7 +24,7 @@ import itertools
 from string import Template
 from typing import TYPE_CHECKING, Any
 
-from kernelopt.offline.moves import pooling3d, pooling_sliding
+from kernelopt.offline.moves import pooling3d, pooling_interior, pooling_sliding
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
@@ -226,6 +227,8 @@ $forward
 ROLLING_KH_MAX = 16  # a window this tall carries as many row reductions (registers) down a strip
 
 _SOURCE = _completed(_SOURCE, "(BLOCK_H, BLOCK_W)", "src + ih.to(tl.int64) * W + iw")
+_INTERIOR_SOURCE = pooling_interior.template(
+    Template(_WINDOW_LOOP).substitute(tile="(BLOCK_H, BLOCK_W)", address="src + ih.to(tl.int64) * W + iw"), _FORWARD)
 _FLAT_SOURCE = _completed(_FLAT_SOURCE, "(BLOCK,)", "src + ih * W + iw")
 
 
@@ -310,11 +313,11 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     tile, flat_source = tiled(op, args, param), flat(op, args, param)
     if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
         why = "ceil_mode or a divisor override: not written in the template"
-        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "interior", "flat", "rolling", "sliding")]
     window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
     if family.ndim == 3 and (window["kh"] != 1 or window["ph"] != 0 or window["sh"] != 1):  # one unbatched plane
         why = "a 2-D window over an input without a batch dim (C, H, W): the templates read a 3-D input as 1-D rows"
-        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "flat", "rolling", "sliding")]
+        return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "interior", "flat", "rolling", "sliding")]
     # One output a thread too: Triton lays several outputs a thread as a vector along the row (its store can write
     # one), so a tap off a 16-byte boundary loads a thread's values one by one and a warp's load spans 2-4x the
     # bytes it uses (41: 2 a thread, 2.37 ms; 4 a thread, 3.46-3.57 ms); one a thread, a warp's load is 128 bytes.
@@ -329,6 +332,8 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                       if 1 <= b // (32 * n) <= 16)
     out = [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
                         "window loads are contiguous and overlap in L1", tile, grid),
+           MoveInstance("pooling.interior", pooling_interior.WHY, _written(_INTERIOR_SOURCE, op, args, param) or "",
+                        pooling_interior.grid(family.ndim)),
            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
                         "launch: index splits divide by constants, 32-bit where offsets fit", flat_source, flat_grid)]
     skipped = []
