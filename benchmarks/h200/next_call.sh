@@ -19,8 +19,10 @@
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200 (an H100's would not compare). Sessions 38 and 39
 # got an H100 in six of seven calls asked as kind="nvidia-h200"; on an H100 the calls run suite rows_h100 instead.
 # PART=1: test_gpu (every cheat, now with the wide share at 1e-5 and the larger float64 room) and test_gpu_baselines
-#         (about 300 s on the H100), and `standardize.l2_pieces` at LayerNorm 40's size beside split_row (built
-#         after session 39's calls: each piece walked twice by one kernel, the second walk from L2); then on an H200 c3l2's eight rows (the seed's GEMMs still at 3xTF32, 1.42-1.50
+#         (about 300 s on the H100), and `standardize.l2_pieces` at GroupNorm 35's size beside split_row (built
+#         after session 39's calls: each piece walked twice by one kernel, the second walk from L2; session 40 took
+#         LayerNorm 40 off it: every row would read its 32 MiB of weight and bias again); then on an H200 c3l2's
+#         eight rows (the seed's GEMMs still at 3xTF32, 1.42-1.50
 #         ms, and the 3x3 convolution; on the H100 dot.f16x3 on that convolution took 21.7 ms against 3xTF32's 9.0,
 #         so its row rests on dot.conv_split_f16), on an H100 suite rows_h100.
 # PART=2: test_seed_gpu whole (every seed at full size under both lead-launch mends; its last test, the convolution on

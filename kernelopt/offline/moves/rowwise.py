@@ -226,7 +226,9 @@ def standardize_moves(family: Family, affine: standardize.Affine | None, sm_coun
     else:
         skipped.append(Skipped("standardize.one_read", f"a row of {n} needs more pieces than the {sm_count} SMs are "
                                "estimated to hold at once"))
-    l2_grid, not_l2 = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, DTYPE_BYTES.get(family.dtype, 4))
+    element = DTYPE_BYTES.get(family.dtype, 4)
+    every_row = 2 * n * element if affine is not None and not affine.per_channel else 0  # a LayerNorm's w and b
+    l2_grid, not_l2 = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, element, every_row)
     if l2_grid:
         out.append(MoveInstance("standardize.l2_pieces", "a row's pieces walked twice by one kernel, the second walk "
                                 "from L2, the row's statistics merged between through a per-row counter: one read "

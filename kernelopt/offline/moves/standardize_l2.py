@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 # Of L2, for the rows in flight between a piece's two walks: the rest for the output streaming by and the statistics.
 L2_SHARE = 0.5
-CHUNKS = (8192, 16384, 32768, 65536, 131072)
+CHUNKS = (4096, 8192, 12288, 16384, 32768, 65536, 131072)
 
 _KERNEL = '''
 @triton.jit
@@ -101,18 +101,26 @@ def registers(values_per_thread: int) -> int:
     return min(255, 24 + 4 * values_per_thread)
 
 
-def l2_pieces_grid(n: int, sm_count: int, l2_mb: float, dtype_bytes: int) -> tuple[list[Config], str]:
+def l2_pieces_grid(n: int, sm_count: int, l2_mb: float, dtype_bytes: int,
+                   every_row_bytes: int = 0) -> tuple[list[Config], str]:
     """The configurations (CHUNK, BLOCK, warps, LAST_MERGES) where a row's pieces are resident at once (programs held
     estimated from `registers`, high) and the resident pieces' values (each program's CHUNK, kept between its two
-    walks; programs held estimated at the fewest registers seen, 40) fit L2_SHARE of L2, the largest pieces first
-    (fewer pieces a row wait for each other); or none and why."""
+    walks) fit L2_SHARE of L2 beside `every_row_bytes` (what every row reads again: a LayerNorm's weight and bias),
+    the largest pieces first (fewer pieces a row wait for each other); or none and why. The programs an SM may hold
+    are bounded by its threads alone, not by a register estimate: softmax's walks compile to 32 registers at 8 warps,
+    8 programs an SM, where 40 registers would have planned 6 (33 MiB of pieces in flight, not 25)."""
+    share = L2_SHARE * l2_mb * 2**20
+    if every_row_bytes > share / 2:
+        return [], (f"every row reads its {every_row_bytes / 2**20:.1f} MiB of weight and bias again: with the "
+                    f"pieces kept, they do not stay in {L2_SHARE:.0%} of the {l2_mb:g} MiB L2, so each row would "
+                    "read them from DRAM (split_row's pieces of all rows side by side share them)")
     grid = []
     for chunk in CHUNKS:
         pieces = -(-n // chunk)
         for block, warps in ((4096, 8), (2048, 8), (4096, 16)):
             held = sm_count * resident.per_sm(registers(block // (32 * warps)), warps)
-            most = sm_count * resident.per_sm(40, warps)
-            if block <= chunk and 2 <= pieces <= held and most * chunk * dtype_bytes <= L2_SHARE * l2_mb * 2**20:
+            most = sm_count * min(resident.SM_PROGRAMS, resident.SM_THREADS // (32 * warps))
+            if block <= chunk and 2 <= pieces <= held and most * chunk * dtype_bytes + every_row_bytes <= share:
                 grid.append({"CHUNK": chunk, "BLOCK": block, "num_warps": warps})
     if not grid:
         return [], (f"no piece of a row of {n} values keeps the row's pieces resident at once with their values "
