@@ -218,3 +218,20 @@ def test_an_80_gb_card_judges_kernelbench_s_batch_norm_against_the_float64_truth
     assert not _float64_fits(reduction, total, h100) and _float64_fits(reduction, total, h200)
     # a card of 40 GB leaves BatchNorm's yardstick in fp32 rather than the candidate without room
     assert not _float64_fits(batch_norm, batch_norm, float64_room_of(39 * gb, 10 * gb))
+
+
+def test_the_float64_run_of_a_16_bit_case_is_counted_at_8_bytes_an_element() -> None:
+    # The float64 copies take 8 bytes an element whatever the case's dtype: four times a 16-bit tensor's bytes, not
+    # twice. fp32: 4 x inputs + 9 x outputs, as before; fp16 and bf16: 6 x inputs + 14 x outputs; integer inputs
+    # (indices) stay as they are.
+    from kernelopt.harness.measure.yardstick import _float64_fits
+
+    for dtype, need in ((torch.float32, 4 * 4000 + 9 * 2000), (torch.float16, 6 * 2000 + 14 * 1000),
+                        (torch.bfloat16, 6 * 2000 + 14 * 1000)):
+        inputs, outputs = [torch.empty((1000,), device="meta", dtype=dtype)], [torch.empty((500,), device="meta",
+                                                                                           dtype=dtype)]
+        assert _float64_fits(inputs, outputs, need) and not _float64_fits(inputs, outputs, need - 1), dtype
+    indices = [torch.empty((1000,), device="meta"), torch.empty((1000,), device="meta", dtype=torch.int64)]
+    out = [torch.empty((500,), device="meta")]
+    need = 8 * 1000 + 8000 + 16 * 500 + 2000 + 4 * 500 + 2 * (4000 + 8000) + 3 * 2000
+    assert _float64_fits(indices, out, need) and not _float64_fits(indices, out, need - 1)

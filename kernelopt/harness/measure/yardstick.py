@@ -86,11 +86,19 @@ WIDE_OUTLIERS = 1e-5
 
 def _float64_fits(inputs: list[Any], outputs32: list[torch.Tensor], max_bytes: int | None) -> bool:
     """Whether the float64 run fits in `max_bytes` (the device's free memory less the kept yardsticks) beside the
-    rest of the case: the run's inputs and outputs at twice their bytes, about as much again for the model's own
-    intermediates, and the slack beside the outputs (2 x inputs + 6 x outputs); and the case's fp32 inputs and
-    outputs in this process, a candidate's inputs and outputs in its own, and the outputs it sends back, held while
-    it is judged (2 x inputs + 3 x outputs)."""
-    return max_bytes is None or 4 * _nbytes(inputs) + 9 * _nbytes(outputs32) <= max_bytes
+    rest of the case: the run's floating inputs and outputs in float64 (8 bytes an element, whatever the case's
+    dtype: 4 times a 16-bit tensor's bytes), the outputs about as much again for the model's own intermediates, and
+    beside the outputs their rounded truth (the output's dtype) and allowance (4 bytes an element); and the case's
+    own inputs and outputs in this process, a candidate's inputs and outputs in its own, and the outputs it sends
+    back, held while it is judged (2 x inputs + 3 x outputs). For fp32 that is 4 x inputs + 9 x outputs."""
+    if max_bytes is None:
+        return True
+    floating_in = sum(8 * v.numel() for v in inputs if isinstance(v, torch.Tensor) and v.is_floating_point())
+    other_in = sum(v.numel() * v.element_size() for v in inputs
+                   if isinstance(v, torch.Tensor) and not v.is_floating_point())
+    elements_out = sum(t.numel() for t in outputs32)
+    run = floating_in + other_in + 2 * 8 * elements_out + _nbytes(outputs32) + 4 * elements_out
+    return run + 2 * _nbytes(inputs) + 3 * _nbytes(outputs32) <= max_bytes
 
 
 def _rounded_and_slack(ref: torch.Tensor, exact: torch.Tensor, wide: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
