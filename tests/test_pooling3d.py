@@ -38,7 +38,7 @@ def test_each_3d_pooling_template_passes_the_verifier(problem: str, kind: str, t
                                                       settings: HarnessSettings) -> None:
     moves = structural_moves(MOVES / problem)
     assert moves.family is not None and moves.family.name == "pooling"
-    assert [m.name for m in moves.instances] == ["pooling.flat", "pooling.tiled"]
+    assert [m.name for m in moves.instances] == ["pooling.flat", "pooling.tiled", "pooling.interior"]
     assert {s.name for s in moves.skipped} == {"pooling.rolling", "pooling.sliding"}
     move = next(m for m in moves.instances if m.name == f"pooling.{kind}")
     assert set(knob_values(move.source)) == set(SMALL[kind]) | {"num_warps"}
@@ -94,3 +94,39 @@ def test_what_the_3d_templates_do_not_write_is_skipped_with_why(tmp_path: Path) 
     problem.write_text((MOVES / "max_pool3d.py").read_text().replace("dilation=dilation)",
                                                                      "dilation=dilation, return_indices=True)"))
     assert structural_moves(problem).family.name == "other"
+
+
+# (kernel, stride, padding, dilation) per axis, the op, the input's (D, H, W): each with whole tiles and edge tiles
+_INTERIOR = [(((3, 3, 3), (2, 2, 2), (1, 1, 1), (3, 3, 3)), "max", (13, 14, 31)),  # KernelBench's 43
+             (((3, 3, 3), (2, 2, 2), (1, 1, 1), (1, 1, 1)), "avg", (9, 10, 23)),  # and 46
+             (((3, 3, 3), (1, 1, 1), (1, 1, 1), (1, 1, 1)), "avg_pad", (4, 5, 13))]
+
+
+@pytest.mark.parametrize(("window", "op", "volume"), _INTERIOR)
+def test_the_interior_template_gives_torchs_pools_from_its_whole_tiles_and_its_edges(window: tuple, op: str,
+                                                                                    volume: tuple,
+                                                                                    tmp_path: Path) -> None:
+    from test_pooling_interior import _whole_and_edge
+
+    kernel, stride, padding, dilation = window
+    if op == "max":
+        call = ("max_pool3d_with_indices", (None, list(kernel), list(stride), list(padding), list(dilation)))
+        want = lambda x: torch.nn.functional.max_pool3d(x, kernel, stride, padding, dilation)  # noqa: E731
+    else:
+        call = ("avg_pool3d", (None, list(kernel), list(stride), list(padding), False, op == "avg_pad"))
+        want = lambda x: torch.nn.functional.avg_pool3d(  # noqa: E731
+            x, kernel, stride, padding, count_include_pad=op == "avg_pad")
+    torch.manual_seed(0)
+    x = torch.randn(1, 2, *volume)  # two volumes: the interpreter runs each program in turn
+    flat = x.view(-1)
+    flat[flat.numel() // 3], flat[0], flat[-40] = float("nan"), float("inf"), float("-inf")
+    expected = want(x)
+    tile = {"BLOCK_H": 2, "BLOCK_W": 4, "num_warps": 1}
+    axes = [_whole_and_edge(volume[a], expected.shape[2 + a], (1, 2, 4)[a], kernel[a], stride[a], padding[a],
+                            dilation[a]) for a in range(3)]
+    assert all(whole for whole, _ in axes) and any(edge for _, edge in axes), axes  # both paths run
+    source = pooling3d.written("interior", call[0], call[1], "x")
+    assert source is not None
+    got = _module(tmp_path, with_config(source, tile), f"interior_{op}").ModelNew()(x)
+    assert got.shape == expected.shape
+    torch.testing.assert_close(got, expected, equal_nan=True)

@@ -11,6 +11,8 @@ volume, BLOCK_W along the contiguous dim, so each of the window's KD x KH x KW l
 values (a column tap's neighbours are the next taps' values: they hit L1, not DRAM); the grid is (volume and
 depth, row block, column block).
 
+`interior`: tiled, the tiles whose windows lie inside the volume read with no mask (pooling_interior.py says why).
+
 Where torch.compile hands a 3-D pool to ATen (its lowering takes windows of at most 25 values: KernelBench's
 3 x 3 x 3 windows are 27), these are the Triton the problem has.
 """
@@ -19,6 +21,8 @@ from __future__ import annotations
 
 from string import Template
 from typing import TYPE_CHECKING, Any
+
+from kernelopt.offline.moves import pooling_interior
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves import MoveInstance, Skipped
@@ -129,6 +133,52 @@ $loop
         return out
 '''
 
+# tiled, a slice's tile whose windows lie inside the volume read with no mask (pooling_interior.py says why)
+_INTERIOR = _HEAD + '''    # Program (volume and output depth, row block, column block): BLOCK_H x BLOCK_W outputs
+    # of one depth slice.
+    slab, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+    r0 = row * BLOCK_H
+    c0 = column * BLOCK_W
+    d0 = (slab % OD).to(tl.int32)
+    src = x_ptr + (slab // OD) * D * H * W
+    whole = ((d0 * SD - PD >= 0) & (d0 * SD - PD + (KD - 1) * DD < D)
+             & (r0 * SH - PH >= 0) & ((r0 + BLOCK_H - 1) * SH - PH + (KH - 1) * DH < H) & (r0 + BLOCK_H <= OH)
+             & (c0 * SW - PW >= 0) & ((c0 + BLOCK_W - 1) * SW - PW + (KW - 1) * DW < W) & (c0 + BLOCK_W <= OW))
+    if whole:
+        # every tap of every output in the volume: no masks, each tap at a constant offset from the tile's corner
+        rows = tl.arange(0, BLOCK_H)[:, None]
+        cols = tl.arange(0, BLOCK_W)[None, :]
+        corner = src + ((d0 * SD - PD).to(tl.int64) * H + (r0 * SH - PH)) * W + (c0 * SW - PW)
+        if IS_MAX:
+            acc = tl.full((BLOCK_H, BLOCK_W), float("-inf"), tl.float32)
+        else:
+            acc = tl.zeros((BLOCK_H, BLOCK_W), tl.float32)
+        for kd in tl.static_range(KD):
+            for kh in tl.static_range(KH):
+                for kw in tl.static_range(KW):
+                    v = tl.load(corner + (kd * DD * H + rows * SH + kh * DH) * W + (cols * SW + kw * DW))
+                    if IS_MAX:
+                        acc = tl.maximum(acc, v.to(tl.float32), propagate_nan=tl.PropagateNan.ALL)
+                    else:
+                        acc += v.to(tl.float32)
+        if not IS_MAX:
+            acc = acc / (KD * KH * KW)  # the window holds no padding
+        tl.store(out_ptr + slab * OH * OW + (r0 + rows).to(tl.int64) * OW + (c0 + cols),
+                 acc.to(out_ptr.dtype.element_ty))
+    else:  # a tile at an edge: tiled's masked loop
+        od = slab % OD + tl.zeros([BLOCK_H, 1], tl.int64)  # a column: the interpreter takes no scalar into a mask
+        oh = r0 + tl.arange(0, BLOCK_H)[:, None]
+        ow = c0 + tl.arange(0, BLOCK_W)[None, :]
+        live = (oh < OH) & (ow < OW)
+$loop
+        tl.store(out_ptr + slab * OH * OW + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
+''' + _FORWARD + '''        grid = (volumes * OD, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
+        pool3d_kernel[grid](out, x, D, H, W, OD, OH, OW, KD=kd, KH=kh, KW=kw, SD=sd, SH=sh, SW=sw, PD=pd, PH=ph,
+                            PW=pw, DD=dd, DH=dh, DW=dw, IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H,
+                            BLOCK_W=BLOCK_W, num_warps=4)
+        return out
+'''
+
 _KINDS = {
     "flat": (_FLAT, "the output as one flat range, its sizes specialized at launch", "BLOCK = 1024",
              "TOTAL: tl.constexpr, D: tl.constexpr, H: tl.constexpr, W: tl.constexpr, OD: tl.constexpr,\n"
@@ -137,6 +187,9 @@ _KINDS = {
     "tiled": (_TILED, "a tile of outputs of one depth slice per program", "BLOCK_H = 4\nBLOCK_W = 128",
               "D, H, W, OD, OH, OW", "BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr", "(BLOCK_H, BLOCK_W)",
               ".to(tl.int64)"),
+    "interior": (_INTERIOR, "a tile of outputs of one depth slice per program, a tile whose windows lie inside the "
+                 "volume read with no mask", "BLOCK_H = 8\nBLOCK_W = 64", "D, H, W, OD, OH, OW",
+                 "BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr", "(BLOCK_H, BLOCK_W)", ".to(tl.int64)"),
 }
 
 
@@ -170,6 +223,8 @@ def written(kind: str, op: str, args: tuple[Any, ...], param: str) -> str | None
     window, count_pad = found
     template, how, knobs, sizes, tile_knobs, tile, wide = _KINDS[kind]
     loop = Template(_WINDOW_LOOP).substitute(tile=tile, wide=wide)
+    if kind == "interior":  # the edges' loop inside the `else:` of the whole tiles' test
+        loop = "\n".join("    " + line if line else line for line in loop.splitlines())
     is_max = op == "max_pool3d_with_indices"
     return Template(template).substitute(
         what="max" if is_max else "average", how=how, knobs=knobs, window=", ".join(map(str, window)), sizes=sizes,
@@ -177,14 +232,14 @@ def written(kind: str, op: str, args: tuple[Any, ...], param: str) -> str | None
 
 
 def pooling3d_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
-    """`flat` and `tiled` for every 3-D pooling the templates understand."""
+    """`flat`, `tiled` and `interior` for every 3-D pooling the templates understand."""
     from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
 
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
     flat, tiled = written("flat", op, args, param), written("tiled", op, args, param)
     if flat is None or tiled is None:
         why = "ceil_mode or a divisor override: not written in the templates"
-        return [], [Skipped(f"pooling.{name}", why) for name in ("flat", "tiled")]
+        return [], [Skipped(f"pooling.{name}", why) for name in ("flat", "tiled", "interior")]
     # 1-16 outputs a thread, as the 2-D pools' grids (one a thread: lanes one value apart, pooling.py)
     flat_grid = tuple({"BLOCK": b, "num_warps": n} for b in (1024, 512, 2048, 256, 128) for n in (4, 8)
                       if 1 <= b // (32 * n) <= 16)
@@ -196,6 +251,9 @@ def pooling3d_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                          f"launch (index splits divide by constants, 32-bit where offsets fit); {taps} taps an "
                          "output", flat, flat_grid),
             MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs of one depth slice per program, BLOCK_W along "
-                         "the contiguous dim: window loads are contiguous and overlap in L1", tiled, tiled_grid)], [
+                         "the contiguous dim: window loads are contiguous and overlap in L1", tiled, tiled_grid),
+            MoveInstance("pooling.interior", "tiled, its tiles whose windows lie inside the volume read with no "
+                         f"mask: {taps} unmasked taps an output", written("interior", op, args, param) or "",
+                         pooling_interior.grid(4))], [
         Skipped("pooling.rolling", "a 3-D window: the strip that carries row reductions is written for 2-D pools"),
         Skipped("pooling.sliding", "a 3-D window: the running window is written for 1-D and 2-D pools")]

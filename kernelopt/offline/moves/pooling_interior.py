@@ -9,7 +9,8 @@ one address, and the compiler loads each span once, in 16-byte vectors where the
 compiles to 7 loads (six of them 16-byte vectors) for its thread's 4 outputs, about 10 instructions an output. A
 tile takes the unmasked path where its outputs are all in the output and its windows' first and last taps in the
 input (most tiles of a long row or a large plane); the tiles at the edges take `tiled`'s masked loop, so padding,
-dilation and count_include_pad stay the template's.
+dilation and count_include_pad stay the template's. The 3-D pools' `interior` (pooling3d.py) is the same for a
+depth slice's tiles.
 """
 
 from __future__ import annotations
