@@ -215,6 +215,22 @@ def test_the_segment_maxima_are_correct_at_the_kernelbench_size(tmp_path: Path) 
                       torch.nn.MaxPool1d(8, 1, 4, 3), tmp_path)
 
 
+@pytest.mark.parametrize(("name", "shape", "pool"), [
+    # 41: 8 taps 3 apart, pass c3 2.410 ms (55.7% of the floor); tiled's tile compiles to 50 instructions and 8
+    # loads an output, the whole tiles' path to 15 and 1.75 (sm_90, Triton 3.6)
+    ("41_Max_Pooling_1D", (64, 192, 65536), torch.nn.MaxPool1d(8, 1, 4, 3)),
+    # 42: a 4 x 4 window, pass c3 1.331 ms (67.1%, pooling.rolling); 44: 8 wide, 1.285 ms (69.6%, pooling.sliding)
+    ("42_Max_Pooling_2D", (32, 64, 512, 512), torch.nn.MaxPool2d(4, 1, 1, 1)),
+    ("44_Average_Pooling_1D", (64, 128, 65536), torch.nn.AvgPool1d(8, 1, 4)),
+])
+def test_the_interior_pool_is_correct_and_timed_at_the_kernelbench_size(name: str, shape: tuple[int, ...],
+                                                                        pool: torch.nn.Module, tmp_path: Path) -> None:
+    # pooling.interior: tiled, its tiles whose windows lie inside the input read with no mask (a thread's windows
+    # as one span of the row). Verified at full size at its first two configurations, every derived case included,
+    # and timed beside flat's first two and torch's own pooling (which is faster is RESULTS.md's to record).
+    _pool_beside_flat(name, "pooling.interior", 2, "interior", shape, pool, tmp_path)
+
+
 def test_the_k_major_bmm_is_correct_at_the_kernelbench_size(tmp_path: Path) -> None:
     # 3_Batched_matrix_multiplication: (128, 512, 1024) @ (128, 1024, 2048) fp32, B stored K x N. Pass c3's best
     # was the batched template at 3xTF32 (4.329 ms, 1.26x torch.compile); bmm.k_major_tf32x3 copies each batch of

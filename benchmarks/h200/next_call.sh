@@ -30,7 +30,10 @@
 # PART=3: on an H200 c3l2 resumed, then c3's 23, 24 and 34 (softmax 71.7%, log-softmax 73.7%, InstanceNorm 71.7% of
 #         the floor, made before session 37's launch mend). On an H100, 86's kernels timed one by one
 #         (benchmarks/h200/kernel_times.py: which half of two_pass costs what), then rows_h100 resumed.
-# rows_h100: 86 (families) and 23, 24, 34 from nothing on the H100, offline, five rounds (#22's setting), 150 s each
+# session 40 (no device) added `pooling.interior` (tiled, its whole tiles read with no mask: 41's tile from 50
+# instructions and 8 loads an output to 15 and 1.75 for sm_90): PART=1 times it on 41, 42 and 44 at full size
+# (test_moves_gpu -k interior_pool), and rows_h100 runs 41 from nothing.
+# rows_h100: 86 (families) and 23, 24, 34, 41 from nothing on the H100, offline, five rounds (#22's setting), 150 s each
 #            at most: 86 with `separable.two_pass` at the seed's ieee product (built after session 39's calls; the
 #            in-register split, now two_pass_f16x3, took it to 3.48 ms against the seed's 2.79), then the row-wise
 #            targets (>= 80% of the floor) on the card the lender gives. Name the card in RESULTS.
@@ -43,7 +46,7 @@ echo "[card: $card]" | tee "$OUT/card.txt"
 rows_h100() {
   mkdir -p /tmp/rows_h100
   for n in ${FAMILIES:-86}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/rows_h100/; done
-  for n in ${ROWS:-23 24 34}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
+  for n in ${ROWS:-23 24 34 41}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
   KEEP_S=100 bash benchmarks/h200/suite_pass.sh rows_h100 $(( 585 - $(elapsed) )) /tmp/rows_h100 --optimize \
     --max-rounds 5 --no-max-autotune --max-wall-s 150
 }
@@ -63,7 +66,7 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 }
 case ${PART:-1} in
 1)
-  bash benchmarks/h200/gpu_tests.sh test_gpu test_gpu_baselines "test_moves_gpu:l2_pieces"
+  bash benchmarks/h200/gpu_tests.sh test_gpu test_gpu_baselines "test_moves_gpu:l2_pieces or interior_pool"
   if h200; then redo c3l2 $(( 585 - $(elapsed) )) || rows_h100; else rows_h100; fi ;;
 2)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
