@@ -86,6 +86,7 @@ def compile_launches(source: str, inputs: list, init: list) -> list[dict]:  # no
         regs, stack = _usage(kernel.asm["cubin"])
         knobs = {k: v for k, v in kwargs.items() if k.isupper() or k in ("num_warps", "num_stages")}
         found.append({"kernel": self.fn.__name__, "knobs": knobs, "shared": kernel.metadata.shared,
+                      "cubin": kernel.asm["cubin"],
                       "registers": regs, "spilled": stack, "wgmma": "warp_group_dot" in kernel.asm["ttgir"],
                       "tma": "async_tma_copy_global_to_local" in kernel.asm["ttgir"]})
         return kernel
@@ -115,6 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configs", type=int, default=3, help="the first N configurations of the move's grid")
     parser.add_argument("--config", action="append", type=json.loads, default=[],
                         help='a configuration as JSON, e.g. \'{"BLOCK_M": 128, "num_warps": 8}\' (repeatable)')
+    parser.add_argument("--sass", type=Path, help="write each launch's SASS into this folder and count its "
+                        "instructions and loads, path by path (a path: the instructions up to an EXIT)")
     args = parser.parse_args(argv)
 
     import torch
@@ -148,7 +151,27 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {row['kernel']}: shared {row['shared']} B{over}, {row['registers']} registers, "
                   f"{row['spilled']} B spilled, wgmma {'yes' if row['wgmma'] else 'no'}, TMA loads "
                   f"{'yes' if row['tma'] else 'no'}  {json.dumps(row['knobs'], default=str)}")
+            if args.sass:
+                written = len(list(args.sass.glob("*.sass"))) if args.sass.is_dir() else 0
+                print("    " + _sass_counts(row["cubin"], args.sass / f"{row['kernel']}_{written}.sass"))
     return 0
+
+
+def _sass_counts(cubin: bytes, path: Path) -> str:
+    """The SASS written to `path`, and per path (up to each EXIT) its instructions, global loads (16-byte ones)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = cuobjdump(cubin, "-sass")
+    path.write_text(text)
+    ops = re.findall(r"/\*[0-9a-f]{4}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_.]+)", text)
+    paths, current = [], []
+    for op in ops:
+        current.append(op)
+        if op == "EXIT":
+            paths.append(current)
+            current = []
+    described = [f"{len(p)} instructions, {sum(o.startswith('LDG') for o in p)} loads "
+                 f"({sum(o.startswith('LDG') and '.128' in o for o in p)} of 16 bytes)" for p in paths if p]
+    return f"SASS {path}: " + "; ".join(f"path {n + 1}: {d}" for n, d in enumerate(described))
 
 
 if __name__ == "__main__":

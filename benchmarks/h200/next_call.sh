@@ -30,8 +30,8 @@
 # PART=3: on an H200 c3l2 resumed, then c3's 23, 24 and 34 (softmax 71.7%, log-softmax 73.7%, InstanceNorm 71.7% of
 #         the floor, made before session 37's launch mend). On an H100, 86's kernels timed one by one
 #         (benchmarks/h200/kernel_times.py: which half of two_pass costs what), then rows_h100 resumed.
-# session 40 (no device) added `pooling.interior` (tiled, its whole tiles read with no mask: 41's tile from 50
-# instructions and 8 loads an output to 15 and 1.75 for sm_90): PART=1 times it on 41, 42 and 44 at full size
+# session 40 (no device) added `pooling.interior` (tiled, its whole tiles read with no mask: 41's tile from 55
+# instructions and 8 loads an output to 17.5 and 1.75 for sm_90): PART=1 times it on 41, 42 and 44 at full size
 # (test_moves_gpu -k interior_pool), and rows_h100 runs 41 from nothing.
 # rows_h100: 86 (families) and 23, 24, 34, 41 from nothing on the H100, offline, five rounds (#22's setting), 150 s each
 #            at most: 86 with `separable.two_pass` at the seed's ieee product (built after session 39's calls; the

@@ -2,11 +2,12 @@
 the input, read with no mask.
 
 In `tiled` each of the KH x KW taps of a tile is a masked load, its mask a compare of the tap's row and column
-against the input's edges: 41_Max_Pooling_1D's tile compiles for sm_90 (Triton 3.6) to 58 instructions an output
-(8 scalar loads, 16 compares and as many address products), about as long to issue as the pool's bytes take to
-move. Without masks the taps of a thread's neighbouring outputs are one span of the row at constant offsets from
-one address, and the compiler loads each span once, in 16-byte vectors where the row allows: the same tile
-compiles to 7 loads (six of them 16-byte vectors) for its thread's 4 outputs, about 10 instructions an output. A
+against the input's edges: for sm_90 (Triton 3.6; `benchmarks/sm90_compile.py PROBLEM MOVE --sass DIR`)
+41_Max_Pooling_1D's tile compiles to 55 instructions and 8 scalar loads an output (flat's to 48 and 8), about as
+long to issue as the pool's bytes take to move. Without masks the taps of a thread's neighbouring outputs are one
+span of the row at constant offsets from one address, and the compiler loads each span once, in 16-byte vectors
+where the row allows: at this move's first launch (8 outputs a thread) the whole tiles' path is 140 instructions
+and 14 loads (12 of them 16-byte vectors), 17.5 and 1.75 an output. A
 tile takes the unmasked path where its outputs are all in the output and its windows' first and last taps in the
 input (most tiles of a long row or a large plane); the tiles at the edges take `tiled`'s masked loop, so padding,
 dilation and count_include_pad stay the template's. The 3-D pools' `interior` (pooling3d.py) is the same for a
