@@ -3,7 +3,7 @@
 import torch
 import torch.nn as nn
 
-batch, channels, depth, height, width = 2, 3, 9, 11, 13
+batch, channels, depth, height, width = 1, 3, 9, 11, 13
 
 
 class Model(nn.Module):
