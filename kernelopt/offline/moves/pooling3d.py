@@ -115,6 +115,14 @@ $loop
         return out
 '''
 
+# tiled's and interior's launch: a program per (volume and output depth, row block, column block)
+_TILE_LAUNCH = _FORWARD + '''        grid = (volumes * OD, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
+        pool3d_kernel[grid](out, x, D, H, W, OD, OH, OW, KD=kd, KH=kh, KW=kw, SD=sd, SH=sh, SW=sw, PD=pd, PH=ph,
+                            PW=pw, DD=dd, DH=dh, DW=dw, IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H,
+                            BLOCK_W=BLOCK_W, num_warps=4)
+        return out
+'''
+
 _TILED = _HEAD + '''    # Program (volume and output depth, row block, column block): BLOCK_H x BLOCK_W outputs
     # of one depth slice.
     slab, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
@@ -126,12 +134,7 @@ _TILED = _HEAD + '''    # Program (volume and output depth, row block, column bl
     src = x_ptr + (slab // OD) * D * H * W
 $loop
     tl.store(out_ptr + slab * OH * OW + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
-''' + _FORWARD + '''        grid = (volumes * OD, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
-        pool3d_kernel[grid](out, x, D, H, W, OD, OH, OW, KD=kd, KH=kh, KW=kw, SD=sd, SH=sh, SW=sw, PD=pd, PH=ph,
-                            PW=pw, DD=dd, DH=dh, DW=dw, IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H,
-                            BLOCK_W=BLOCK_W, num_warps=4)
-        return out
-'''
+''' + _TILE_LAUNCH
 
 # tiled, a slice's tile whose windows lie inside the volume read with no mask (pooling_interior.py says why)
 _INTERIOR = _HEAD + '''    # Program (volume and output depth, row block, column block): BLOCK_H x BLOCK_W outputs
@@ -172,12 +175,7 @@ _INTERIOR = _HEAD + '''    # Program (volume and output depth, row block, column
         live = (oh < OH) & (ow < OW)
 $loop
         tl.store(out_ptr + slab * OH * OW + oh.to(tl.int64) * OW + ow, acc.to(out_ptr.dtype.element_ty), mask=live)
-''' + _FORWARD + '''        grid = (volumes * OD, triton.cdiv(OH, BLOCK_H), triton.cdiv(OW, BLOCK_W))
-        pool3d_kernel[grid](out, x, D, H, W, OD, OH, OW, KD=kd, KH=kh, KW=kw, SD=sd, SH=sh, SW=sw, PD=pd, PH=ph,
-                            PW=pw, DD=dd, DH=dh, DW=dw, IS_MAX=$is_max, COUNT_PAD=$count_pad, BLOCK_H=BLOCK_H,
-                            BLOCK_W=BLOCK_W, num_warps=4)
-        return out
-'''
+''' + _TILE_LAUNCH
 
 _KINDS = {
     "flat": (_FLAT, "the output as one flat range, its sizes specialized at launch", "BLOCK = 1024",
