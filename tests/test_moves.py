@@ -588,6 +588,20 @@ def test_the_columns_template_passes_the_verifier(problem: str, tmp_path: Path, 
     assert accepted, reason
 
 
+def test_standardized_rows_off_a_16_byte_boundary_are_not_walked_in_l2_pieces(tmp_path: Path) -> None:
+    # 34_InstanceNorm's planes of 512 x 512 are offered l2_pieces; planes of 511 x 511 (261,121 values, odd) would
+    # start off a 16-byte boundary and every walk would load value by value
+    aligned = structural_moves(PROBLEMS / "34_InstanceNorm.py")
+    assert "standardize.l2_pieces" in [m.name for m in aligned.instances]
+    odd = tmp_path / "odd.py"
+    odd.write_text((PROBLEMS / "34_InstanceNorm.py").read_text().replace("dim1 = 512", "dim1 = 511")
+                   .replace("dim2 = 512", "dim2 = 511"))
+    moves = structural_moves(odd)
+    assert "standardize.l2_pieces" not in [m.name for m in moves.instances]
+    assert "rows of 261121 start off a 16-byte boundary" in {s.name: s.why for s in moves.skipped}[
+        "standardize.l2_pieces"]
+
+
 def test_a_layer_norm_with_its_affine_is_standardized_and_its_few_long_rows_split() -> None:
     layer = structural_moves(PROBLEMS / "40_LayerNorm.py")  # 16 rows of 4,194,304 with a weight and a bias
     assert [m.name for m in layer.instances] == ["standardize.looped_online", "standardize.split_row"]

@@ -228,7 +228,10 @@ def standardize_moves(family: Family, affine: standardize.Affine | None, sm_coun
                                "estimated to hold at once"))
     element = DTYPE_BYTES.get(family.dtype, 4)
     every_row = 2 * n * element if affine is not None and not affine.per_channel else 0  # a LayerNorm's w and b
-    l2_grid, not_l2 = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, element, every_row)
+    if rows_aligned.off_boundary(n, element):  # the walks' loads would go value by value, not in 16-byte vectors
+        l2_grid, not_l2 = [], f"rows of {n} start off a 16-byte boundary: its walks would read value by value"
+    else:
+        l2_grid, not_l2 = standardize_l2.l2_pieces_grid(n, sm_count, l2_mb, element, every_row)
     if l2_grid:
         out.append(MoveInstance("standardize.l2_pieces", "a row's pieces walked twice by one kernel, the second walk "
                                 "from L2, the row's statistics merged between through a per-row counter: one read "
