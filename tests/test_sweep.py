@@ -47,6 +47,9 @@ def test_how_many_processes_check_at_once() -> None:
     assert check_processes(gpu, 6 << 30, free_bytes=110 << 30) == min(2, max(1, usable_cores() // 2))
     assert check_processes(gpu, 1 << 30, free_bytes=110 << 30) == min(8, max(1, usable_cores() // 2))
     assert check_processes(gpu, 40 << 30, free_bytes=110 << 30) == 1
+    # outputs far larger than the inputs (an outer product: 2 x 16 MiB in, 4 GiB out) size each check on them
+    assert check_processes(gpu, 32 << 20, free_bytes=16 << 30, output_bytes=4 << 30) == 1
+    assert check_processes(gpu, 32 << 20, free_bytes=16 << 30) == min(8, max(1, usable_cores() // 2))
     assert check_processes(gpu, 1 << 20, free_bytes=0) == 1  # a full device: one, not the fixed allowance
     assert 1 <= check_processes(gpu, 1 << 20) <= 8
     assert _shards([0, 1, 2, 3, 4], 2) == [[0, 2, 4], [1, 3]]
@@ -162,5 +165,7 @@ def test_a_sweep_cuts_a_configurations_compile_off_sooner_than_the_verifier(tmp_
     assert measured[1].timing is not None
     assert {job for job, _ in seen} == {"sweep-check", "sweep-time"}
     assert all(compile_s == sweep_client.SWEEP_COMPILE_S for _, compile_s in seen), seen
-    verifying = settings.limits(settings.candidate_phases(verifier.reference().cases))
+    reference = verifier.reference()  # the largest case's bytes, which size the checks at once: a + b in, their sum out
+    assert reference.input_bytes == 2 * reference.output_bytes > 0, (reference.input_bytes, reference.output_bytes)
+    verifying = settings.limits(settings.candidate_phases(reference.cases))
     assert verifying.phases.compile_s == COMPILE_S > sweep_client.SWEEP_COMPILE_S

@@ -71,7 +71,7 @@ class Reference:
         self.kept: dict[int, Expected] = {}
         self.dropped: list[str] = []  # cases the problem itself cannot run
         self.skipped: list[str] = []  # cases not made at this problem's size
-        self.input_bytes = 0  # the largest case's inputs: how many checks fit on the device at once
+        self.input_bytes = self.output_bytes = 0  # the largest case's: how many checks fit on the device at once
         largest: list[float] = []
         self.judging: dict[int, Judging] = {}
         base: float | None = None
@@ -148,6 +148,7 @@ class Reference:
                 sync(self.device)
                 times_ms.append((time.perf_counter() - began) * 1e3)
             outputs = outputs_of(tuple(returned) if isinstance(returned, tuple) else returned)
+            self.output_bytes = max(self.output_bytes, sum(t.nbytes for t in outputs))
             expected = expected_from([t.detach() for t in outputs], self.model64, inputs, self.float64_room,
                                      wide=_wide(case))
         return expected, min(times_ms)
@@ -384,7 +385,8 @@ def serve(req: dict[str, Any]) -> int:
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
     transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped,
-                            "input_bytes": ref.input_bytes, "free_bytes": ref.free_bytes, **ref.judging_notes()})
+                            "input_bytes": ref.input_bytes,
+                            "output_bytes": ref.output_bytes, "free_bytes": ref.free_bytes, **ref.judging_notes()})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:
         conn, _ = listener.accept()

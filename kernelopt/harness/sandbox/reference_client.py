@@ -45,6 +45,7 @@ class ReferenceProcess:
         self.dropped: list[str] = reply.get("dropped", [])
         self.skipped: list[str] = reply.get("skipped", [])
         self.input_bytes: int = int(reply.get("input_bytes", 0))
+        self.output_bytes: int = int(reply.get("output_bytes", 0))
         self.free_bytes: int | None = reply.get("free_bytes")  # the device's, with the reference built
         self.own_scale: list[str] = reply.get("own_scale", [])  # judged on their outputs' own scale
         self.uninformative: list[str] = reply.get("uninformative", [])  # expected outputs all zero

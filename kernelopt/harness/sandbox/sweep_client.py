@@ -125,12 +125,13 @@ def _in_progress(rows: list[dict[str, Any]]) -> int | None:
 
 
 # Device memory the concurrent checks of one sweep may take in all, at about four times a case's
-# inputs each (inputs, outputs, the kernel's own and the allocator's slack): half of what the
-# device has free with the reference built, or this where the reference does not say.
+# inputs each (inputs, outputs, the kernel's own and the allocator's slack), or twice its inputs and
+# outputs where the outputs are the larger: half of what the device has free with the reference
+# built, or this where the reference does not say.
 CHECK_MEMORY_BYTES = 8 << 30
 
 
-def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = None) -> int:
+def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = None, output_bytes: int = 0) -> int:
     """How many processes check a sweep's configurations at once: the setting when given; else
     one under the interpreter (it has no compile to overlap), and on a GPU half the cores this
     process may run on, at most 8, fewer where the problem's inputs are large for the device's
@@ -143,7 +144,8 @@ def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = No
         return max(1, int(settings.sweep_check_processes))
     if not settings.use_cuda:
         return 1
-    by_memory = (free_bytes // 2 if free_bytes is not None else CHECK_MEMORY_BYTES) // max(4 * input_bytes, 1)
+    each = max(4 * input_bytes, 2 * (input_bytes + output_bytes), 1)
+    by_memory = (free_bytes // 2 if free_bytes is not None else CHECK_MEMORY_BYTES) // each
     return int(max(1, min(8, usable_cores() // 2, by_memory)))
 
 
@@ -203,7 +205,8 @@ class _Sweep:
         work = work or self.work
         reference = self.harness.reference()
         shards = _shards(pending, check_processes(self.harness.settings, reference.input_bytes,
-                                                  getattr(reference, "free_bytes", None)))
+                                                  getattr(reference, "free_bytes", None),
+                                                  getattr(reference, "output_bytes", 0)))
         if len(shards) == 1:  # its own folder too: the timing job's log must not overwrite the check's
             return self._check(paths, pending, work / "check-0", which, deadline)
         with ThreadPoolExecutor(len(shards), thread_name_prefix="kernelopt-sweep-check") as pool:
