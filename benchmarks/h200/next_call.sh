@@ -59,6 +59,17 @@ times86() {  # where 86's time goes, kernel by kernel: the reference, two_pass a
   PYTHONPATH=/tmp/site:$PWD timeout 60 python3 benchmarks/h200/kernel_times.py $p --move separable.two_pass_f16x3 \
     --configs 1 >> "$OUT/times86.md" 2>&1
 }
+probes() {  # the untimed moves against what they replace, kernel by kernel at full size (about 90 s): softmax's
+  # l2_pieces against one_read (c3's 3.743 ms, 71.7% of the floor), 41's interior pool against tiled (2.410 ms)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local k=benchmarks/h200/kernel_times.py p=benchmarks/kernelbench/problems
+  for spec in "23_Softmax softmax.one_read 1" "23_Softmax softmax.l2_pieces 4" "24_LogSoftmax log_softmax.l2_pieces 2" \
+              "41_Max_Pooling_1D pooling.tiled 1" "41_Max_Pooling_1D pooling.interior 3"; do
+    set -- $spec
+    echo "## $1 $2" >> "$OUT/probes.md"
+    PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p/$1.py --move $2 --configs $3 >> "$OUT/probes.md" 2>&1
+  done
+}
 redo() {  # a pass's rows again, where redo_rows.sh left its marker here (without it the finished pass is resumed: nothing)
   if [ -f ".gpu/$1.redo" ]; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh "$1" "$2"
   else echo "[$1: no .gpu/$1.redo: run benchmarks/h200/redo_rows.sh here first, as the header says]" | tee -a "$OUT/card.txt"
@@ -67,6 +78,7 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 case ${PART:-1} in
 1)
   bash benchmarks/h200/gpu_tests.sh test_gpu test_gpu_baselines "test_moves_gpu:l2_pieces or interior_pool"
+  probes
   if h200; then redo c3l2 $(( 585 - $(elapsed) )) || rows_h100; else rows_h100; fi ;;
 2)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
