@@ -69,6 +69,12 @@ probes() {  # the untimed moves against what they replace, kernel by kernel at f
     echo "## $1 $2" >> "$OUT/probes.md"
     PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p/$1.py --move $2 --configs $3 >> "$OUT/probes.md" 2>&1
   done
+  # where one_read's time goes (72% of the floor, its wait measured as no cost in session 23): stalls, occupancy,
+  # DRAM throughput of one launch (kernel_times' own profiler may then fail under ncu: its timings are above)
+  PYTHONPATH=/tmp/site:$PWD timeout 150 ncu --clock-control none --kernel-name regex:one_read_kernel --launch-skip 3 \
+    --launch-count 1 --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+    --section Occupancy --section SchedulerStats --section LaunchStats \
+    python3 $k $p/23_Softmax.py --move softmax.one_read --configs 1 --calls 1 > "$OUT/ncu23.txt" 2>&1
 }
 redo() {  # a pass's rows again, where redo_rows.sh left its marker here (without it the finished pass is resumed: nothing)
   if [ -f ".gpu/$1.redo" ]; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh "$1" "$2"
