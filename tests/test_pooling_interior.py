@@ -91,8 +91,8 @@ def test_it_is_offered_beside_tiled_with_several_outputs_a_thread() -> None:
         assert list(moves)[:2] == ["pooling.tiled", "pooling.interior"]
         assert set(knob_values(interior.source)) == {"BLOCK_H", "BLOCK_W", "num_warps"}
         assert {"memory", "compute"} <= set(interior.cures)
-        least = 2 if one_row else 4
-        assert all(least <= c["BLOCK_H"] * c["BLOCK_W"] // (32 * c["num_warps"]) <= 16 for c in interior.grid)
+        least, most = (2, 16) if one_row else (4, 8)  # a 2-D tile's whole path: about 16 registers an output
+        assert all(least <= c["BLOCK_H"] * c["BLOCK_W"] // (32 * c["num_warps"]) <= most for c in interior.grid)
         assert all(c["BLOCK_H"] == 1 for c in interior.grid) == one_row
         assert interior.grid[0] == ({"BLOCK_H": 1, "BLOCK_W": 1024, "num_warps": 4} if one_row else
                                     {"BLOCK_H": 8, "BLOCK_W": 64, "num_warps": 4})
