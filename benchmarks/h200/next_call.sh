@@ -69,6 +69,10 @@ probes() {  # the untimed moves against what they replace, kernel by kernel at f
     echo "## $1 $2" >> "$OUT/probes.md"
     PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p/$1.py --move $2 --configs $3 >> "$OUT/probes.md" 2>&1
   done
+  # the l2_pieces stats walk on per-lane statistics (no barrier a step) against the template's (lane_probe.py)
+  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/h200/lane_probe.py $p/23_Softmax.py /tmp/lanes > /dev/null &&
+    PYTHONPATH=/tmp/site:$PWD timeout 90 python3 $k $p/23_Softmax.py --file /tmp/lanes/base_1.py \
+      --file /tmp/lanes/lane_0.py --file /tmp/lanes/lane_1.py --file /tmp/lanes/lane_2.py >> "$OUT/probes.md" 2>&1
   # where one_read's time goes (72% of the floor, its wait measured as no cost in session 23): stalls, occupancy,
   # DRAM throughput of one launch (kernel_times' own profiler may then fail under ncu: its timings are above)
   PYTHONPATH=/tmp/site:$PWD timeout 150 ncu --clock-control none --kernel-name regex:one_read_kernel --launch-skip 3 \
