@@ -1,8 +1,9 @@
-"""A probe of the row families' `l2_pieces` stats walk with per-lane statistics: each thread keeps a running max and
-sum of exp (a norm: a sum) for each of its values and the program reduces them once, after the walk, where the
-template reduces the whole block on every step (four barriers a step, each step's loads waiting on the last's
-reductions). Compiled for sm_90 (Triton 3.6): the walk loses its barriers; softmax at CHUNK 12288 / BLOCK 4096 / 16
-warps then holds 49 registers a thread (32 before: 2 programs an SM, not 4), at BLOCK 2048 / 8 warps 32.
+"""A probe of the `l2_pieces` stats walk with per-lane statistics: each thread keeps a running max and sum of exp
+(softmax; the standardize family: Welford's count, mean and M2) for each of its values and the program reduces them
+once, after the walk, where the template reduces the whole block on every step (four barriers a step, each step's
+loads waiting on the last's reductions). Compiled for sm_90 (Triton 3.6): the walk loses its barriers; softmax at
+CHUNK 12288 / BLOCK 4096 / 16 warps then holds 49 registers a thread (32 before: 2 programs an SM, not 4), at BLOCK
+2048 / 8 warps 32.
 
     python3 benchmarks/h200/lane_probe.py PROBLEM OUT_DIR            # writes OUT_DIR/lane_*.py and base_*.py
 
@@ -45,12 +46,38 @@ _LANE_INIT = """    m = tl.full((BLOCK,), float('-inf'), tl.float32)
     for start in range(0, CHUNK, BLOCK):"""
 
 
+# The standardize family's walk (InstanceNorm, GroupNorm, LayerNorm): Chan's merge of each block's count, mean and
+# M2 (three block reductions a step, the second waiting on the first) becomes Welford's update a lane, merged by
+# Chan's formula once after the walk. The values are less the row's first (pivot), as in the template.
+_CHAN_INIT = """    count = tl.zeros((), tl.float32)
+    piece_mean = tl.zeros((), tl.float32)
+    piece_m2 = tl.zeros((), tl.float32)"""
+_WELFORD_INIT = """    count = tl.zeros((BLOCK,), tl.float32)
+    piece_mean = tl.zeros((BLOCK,), tl.float32)
+    piece_m2 = tl.zeros((BLOCK,), tl.float32)"""
+_CHAN_STEP = ("        count, piece_mean, piece_m2 = chan_step(tl.where(mask, x - pivot, 0.0), mask, count, "
+              "piece_mean, piece_m2)\n    tl.store(mean_ptr + pid, piece_mean)")
+_WELFORD_STEP = """        d = tl.where(mask, x - pivot, 0.0)
+        count += mask.to(tl.float32)
+        delta = d - piece_mean
+        piece_mean += tl.where(mask, delta / tl.maximum(count, 1.0), 0.0)
+        piece_m2 += tl.where(mask, delta * (d - piece_mean), 0.0)
+    lane_count, lane_mean = count, piece_mean
+    count = tl.sum(lane_count, axis=0)
+    piece_mean = tl.sum(lane_count * lane_mean, axis=0) / tl.maximum(count, 1.0)
+    spread = tl.where(lane_count > 0, lane_mean - piece_mean, 0.0)
+    piece_m2 = tl.sum(piece_m2 + lane_count * spread * spread, axis=0)
+    tl.store(mean_ptr + pid, piece_mean)"""
+
+
 def lanes(source: str) -> str:
-    """The l2_pieces kernel file with its stats walk on per-lane statistics (the online softmax's), the first
-    occurrence only: the looped fallback kernel after it keeps its own."""
-    if _BLOCK_STATS not in source or _BLOCK_INIT not in source:
-        raise ValueError("not an online-softmax l2_pieces file: its stats walk is not the template's")
-    return source.replace(_BLOCK_INIT, _LANE_INIT, 1).replace(_BLOCK_STATS, _LANE_STATS, 1)
+    """The l2_pieces kernel file with its stats walk on per-lane statistics (the online softmax's, or Welford's for
+    the standardize family), the first occurrence only: the looped fallback kernel after it keeps its own."""
+    if _BLOCK_STATS in source and _BLOCK_INIT in source:
+        return source.replace(_BLOCK_INIT, _LANE_INIT, 1).replace(_BLOCK_STATS, _LANE_STATS, 1)
+    if _CHAN_INIT in source and _CHAN_STEP in source:
+        return source.replace(_CHAN_INIT, _WELFORD_INIT, 1).replace(_CHAN_STEP, _WELFORD_STEP, 1)
+    raise ValueError("not an online-softmax or standardize l2_pieces file: its stats walk is not the template's")
 
 
 def main(argv: list[str]) -> int:
@@ -61,7 +88,8 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     moves = {m.name: m for m in structural_moves(problem).instances}
     move = next(m for name, m in moves.items() if name.endswith(".l2_pieces"))
-    for n, config in enumerate(CONFIGS):
+    configs = CONFIGS if not move.name.startswith("standardize.") else (CONFIGS[0], CONFIGS[2])
+    for n, config in enumerate(configs):
         source = with_config(move.source, config)
         (out / f"base_{n}.py").write_text(source)
         (out / f"lane_{n}.py").write_text(lanes(source))

@@ -69,10 +69,17 @@ probes() {  # the untimed moves against what they replace, kernel by kernel at f
     echo "## $1 $2" >> "$OUT/probes.md"
     PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p/$1.py --move $2 --configs $3 >> "$OUT/probes.md" 2>&1
   done
-  # the l2_pieces stats walk on per-lane statistics (no barrier a step) against the template's (lane_probe.py)
-  PYTHONPATH=/tmp/site:$PWD python3 benchmarks/h200/lane_probe.py $p/23_Softmax.py /tmp/lanes > /dev/null &&
-    PYTHONPATH=/tmp/site:$PWD timeout 90 python3 $k $p/23_Softmax.py --file /tmp/lanes/base_1.py \
-      --file /tmp/lanes/lane_0.py --file /tmp/lanes/lane_1.py --file /tmp/lanes/lane_2.py >> "$OUT/probes.md" 2>&1
+  # the l2_pieces stats walk on per-lane statistics (no barrier a step) against the template's (lane_probe.py);
+  # InstanceNorm 34 (c3: 71.7%) beside its one_read
+  echo "## 34_InstanceNorm standardize.one_read" >> "$OUT/probes.md"
+  PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p/34_InstanceNorm.py --move standardize.one_read --configs 1 \
+    >> "$OUT/probes.md" 2>&1
+  for problem in 23_Softmax 34_InstanceNorm; do
+    echo "## $problem l2_pieces: the template's (base_) and per-lane statistics (lane_)" >> "$OUT/probes.md"
+    PYTHONPATH=/tmp/site:$PWD python3 benchmarks/h200/lane_probe.py $p/$problem.py /tmp/lanes/$problem > /dev/null &&
+      PYTHONPATH=/tmp/site:$PWD timeout 90 python3 $k $p/$problem.py $(ls /tmp/lanes/$problem/*.py | sed 's/^/--file /') \
+        >> "$OUT/probes.md" 2>&1
+  done
   # where one_read's time goes (72% of the floor, its wait measured as no cost in session 23): stalls, occupancy,
   # DRAM throughput of one launch (kernel_times' own profiler may then fail under ncu: its timings are above)
   PYTHONPATH=/tmp/site:$PWD timeout 150 ncu --clock-control none --kernel-name regex:one_read_kernel --launch-skip 3 \
