@@ -148,7 +148,7 @@ def test_the_float64_room_is_decided_once_whatever_the_case_order(monkeypatch: p
         reads.append(kept_bytes)
         return 1 << 40 if not reads[:-1] else 0  # a second read would find no room at all
 
-    monkeypatch.setattr(reference, "_float64_room", room)
+    monkeypatch.setattr(reference, "float64_room", room)
     def backwards(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
         cases = plan_cases(problem, seeds)
         return cases[-2::-1] + cases[-1:]  # the timed inputs stay last
@@ -206,7 +206,7 @@ def test_an_80_gb_card_judges_kernelbench_s_batch_norm_against_the_float64_truth
     # fp32 result with no slack. The run and the rest of its case (its fp32 tensors here and a candidate's) are now
     # counted together against all of it: BatchNorm fits, and an input-heavy reduction does not.
     from kernelopt.harness.measure.yardstick import _float64_fits
-    from kernelopt.harness.sandbox.reference import float64_room_of
+    from kernelopt.harness.sandbox.reference_memory import float64_room_of
 
     gb = 1 << 30
     h100, h200 = float64_room_of(79 * gb, 20 * gb), float64_room_of(140 * gb, 35 * gb)

@@ -61,7 +61,7 @@ echo "[suite $name: rc $? in $(( $(date +%s) - began )) s]" | tee -a "$OUT/$name
 cd /tmp/suites && tar czf "$OUT/$name.tgz" "$name/suite.json" $(ls -d "$name/problems" "$name"/results.* 2>/dev/null) \
   $(for done in "$name"/problems/*.json; do run="$name/runs/$(basename "$done" .json)"
       ls "$run"/events.jsonl "$run"/sweeps/round-*.json "$run"/best_kernel.py "$run"/report.md "$run"/kernels/r000_*.py \
-        "$run"/harness/candidates/r000_*/worker.log 2>/dev/null
+        "$run"/harness/candidates/r000_*/worker.log "$run"/harness/reference/worker.log 2>/dev/null
       find "$run/profiles" -name ncu_raw.csv -size -1024k 2>/dev/null | head -10
       find "$run/sweeps" -name worker.log -size -1024k 2>/dev/null | head -40; done) \
   $(for run in "$name"/runs/*/; do run=${run%/}; [ -f "$name/problems/$(basename "$run").json" ] && continue

@@ -1,0 +1,82 @@
+"""The reference process judging a candidate's outputs as they arrive: a CUDA OOM while judging is retried once with
+the allocator's cache returned, and any other failure of kernelopt's own judging is named in the verdict as
+kernelopt's error, the connection kept (an H100 run of InstanceNorm at 7.5 GB once lost its connection so, and the
+problem ended on "the other side closed the connection")."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import torch
+
+from kernelopt.harness.sandbox import reference, transfer
+from kernelopt.harness.sandbox.reference import Reference, _judge, _Judged
+
+
+class _Reference:
+    """The part of a Reference that `_judge` uses; `failures` are raised by the first judge calls, in order."""
+
+    def __init__(self, failures: list[BaseException]) -> None:
+        self.failures, self.calls, self.released = failures, [], 0
+        self.lock = threading.Lock()
+        self.judged = {"t": _Judged()}
+
+    def judge(self, token: str, kind: str, index: int, run: int, got: list[torch.Tensor]) -> None:
+        self.calls.append((token, kind, index, run, len(got)))
+        if self.failures:
+            raise self.failures.pop(0)
+        self.judged[token].received.add(index)
+
+    def _release(self) -> None:
+        self.released += 1
+
+
+def _message(case: int) -> dict[str, Any]:
+    return {"op": "case", "case": case, "run": 0}
+
+
+def test_an_out_of_memory_while_judging_is_judged_again_after_the_cache_goes_back() -> None:
+    ref = _Reference([torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.00 GiB")])
+    _judge(ref, "t", "case", _message(2), [torch.zeros(3)])  # type: ignore[arg-type]
+    assert ref.released == 1 and len(ref.calls) == 2
+    assert ref.judged["t"].received == {2} and ref.judged["t"].harness_error is None
+
+
+def test_a_failure_of_the_judging_itself_is_named_in_the_verdict_as_kernelopt_s() -> None:
+    oom = torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 7.00 GiB")
+    ref = _Reference([oom, torch.cuda.OutOfMemoryError("again")])
+    _judge(ref, "t", "timed", _message(-1), [torch.zeros(3)])  # type: ignore[arg-type]
+    assert ref.released == 1 and len(ref.calls) == 2
+    assert ref.judged["t"].harness_error == "judging the timed outputs: OutOfMemoryError: again"
+    other = _Reference([KeyError("scales")])
+    _judge(other, "t", "case", _message(0), [])  # type: ignore[arg-type]
+    assert other.released == 0 and "judging the case outputs: KeyError" in str(other.judged["t"].harness_error)
+    # the verdict says so, ahead of anything else the outputs showed: the verifier raises it as kernelopt's error
+    judged = other.judged["t"]
+    judged.mismatches[(0, 0)] = "case 0, output 0: 3 of 3 elements outside"
+    verdict = Reference._verdict(object.__new__(Reference), judged, partial=False)  # noqa: SLF001
+    assert verdict == {"harness_error": judged.harness_error}
+
+
+def test_the_connection_answers_after_a_failed_judging_and_serves_the_next_message(monkeypatch) -> None:
+    ref = _Reference([RuntimeError("judging broke")])
+    ref.device = torch.device("cpu")  # type: ignore[attr-defined]
+    served, client = transfer_pair()
+    thread = threading.Thread(target=reference._serve_connection, args=(served, ref, False), daemon=True)
+    thread.start()
+    transfer.send(client, {"op": "hello", "token": "t"})
+    assert transfer.receive(client) == {"ok": True}
+    for case in (0, 1):
+        answer = transfer.send_tensors(client, {"op": "case", "case": case, "run": 0}, [torch.ones(4)])
+        assert answer == {"ok": True}, answer
+    client.close()
+    thread.join(10)
+    assert [c[2] for c in ref.calls] == [0, 1]  # the second message still judged
+    assert "RuntimeError: judging broke" in str(ref.judged["t"].harness_error)
+
+
+def transfer_pair():  # noqa: ANN201 - two connected sockets
+    import socket
+
+    return socket.socketpair()
