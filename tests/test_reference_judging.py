@@ -80,3 +80,24 @@ def transfer_pair():  # noqa: ANN201 - two connected sockets
     import socket
 
     return socket.socketpair()
+
+
+def test_a_case_the_reference_does_not_check_stays_the_candidate_s_protocol_error() -> None:
+    # judge raises TransferError for a case index it never asked for: what arrived does not hold together, which
+    # is the candidate side's error (its verdict: the outputs could not be read), not kernelopt's
+    ref = _Reference([transfer.TransferError("no checked case 7")])
+    ref.device = torch.device("cpu")  # type: ignore[attr-defined]
+    served, client = transfer_pair()
+    thread = threading.Thread(target=reference._serve_connection, args=(served, ref, False), daemon=True)
+    thread.start()
+    transfer.send(client, {"op": "hello", "token": "t"})
+    assert transfer.receive(client) == {"ok": True}
+    try:
+        transfer.send_tensors(client, {"op": "case", "case": 7, "run": 0}, [torch.ones(4)])
+        answered = True
+    except (EOFError, ConnectionError):
+        answered = False
+    thread.join(10)
+    assert not answered
+    assert ref.judged["t"].protocol_error == "no checked case 7" and ref.judged["t"].harness_error is None
+

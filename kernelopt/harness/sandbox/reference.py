@@ -277,7 +277,9 @@ def _judge(ref: Reference, token: str, op: str, message: dict[str, Any], got: li
             except torch.cuda.OutOfMemoryError:
                 ref._release()  # noqa: SLF001 - the reference's own allocator
                 ref.judge(*args)
-    except Exception as err:  # noqa: BLE001 - any failure of the judging is kernelopt's, reported as such
+    except transfer.TransferError:  # what the candidate's side sent does not hold together: its error, not ours
+        raise
+    except Exception as err:  # noqa: BLE001 - any other failure of the judging is kernelopt's, reported as such
         traceback.print_exc()
         sys.stderr.flush()
         ref.judged[token].harness_error = f"judging the {op} outputs: {type(err).__name__}: {str(err).strip()[:300]}"
@@ -297,11 +299,11 @@ def _serve_connection(conn: socket.socket, ref: Reference, control: bool) -> Non
             elif op in ("case", "timed") and token is not None:
                 try:
                     got = transfer.read_tensors(conn, message, ref.device)
+                    _judge(ref, token, op, message, got)
+                    del got
                 except transfer.TransferError as err:
                     ref.judged[token].protocol_error = str(err)
                     return
-                _judge(ref, token, op, message, got)
-                del got
                 transfer.send(conn, {"ok": True})
             elif op == "not-run" and token is not None:  # a case the candidate cannot take (parameters.py)
                 with ref.lock:
