@@ -61,12 +61,7 @@ def test_a_failure_of_the_judging_itself_is_named_in_the_verdict_as_kernelopt_s(
 
 def test_the_connection_answers_after_a_failed_judging_and_serves_the_next_message(monkeypatch) -> None:
     ref = _Reference([RuntimeError("judging broke")])
-    ref.device = torch.device("cpu")  # type: ignore[attr-defined]
-    served, client = transfer_pair()
-    thread = threading.Thread(target=reference._serve_connection, args=(served, ref, False), daemon=True)
-    thread.start()
-    transfer.send(client, {"op": "hello", "token": "t"})
-    assert transfer.receive(client) == {"ok": True}
+    client, thread = _served(ref)
     for case in (0, 1):
         answer = transfer.send_tensors(client, {"op": "case", "case": case, "run": 0}, [torch.ones(4)])
         assert answer == {"ok": True}, answer
@@ -76,22 +71,24 @@ def test_the_connection_answers_after_a_failed_judging_and_serves_the_next_messa
     assert "RuntimeError: judging broke" in str(ref.judged["t"].harness_error)
 
 
-def transfer_pair():  # noqa: ANN201 - two connected sockets
+def _served(ref: _Reference):  # noqa: ANN202 - a connected socket and the thread serving its other end
+    """The reference's connection server on one end of a socket pair, its token greeted from the other."""
     import socket
 
-    return socket.socketpair()
+    ref.device = torch.device("cpu")  # type: ignore[attr-defined]
+    served, client = socket.socketpair()
+    thread = threading.Thread(target=reference._serve_connection, args=(served, ref, False), daemon=True)
+    thread.start()
+    transfer.send(client, {"op": "hello", "token": "t"})
+    assert transfer.receive(client) == {"ok": True}
+    return client, thread
 
 
 def test_a_case_the_reference_does_not_check_stays_the_candidate_s_protocol_error() -> None:
     # judge raises TransferError for a case index it never asked for: what arrived does not hold together, which
     # is the candidate side's error (its verdict: the outputs could not be read), not kernelopt's
     ref = _Reference([transfer.TransferError("no checked case 7")])
-    ref.device = torch.device("cpu")  # type: ignore[attr-defined]
-    served, client = transfer_pair()
-    thread = threading.Thread(target=reference._serve_connection, args=(served, ref, False), daemon=True)
-    thread.start()
-    transfer.send(client, {"op": "hello", "token": "t"})
-    assert transfer.receive(client) == {"ok": True}
+    client, thread = _served(ref)
     try:
         transfer.send_tensors(client, {"op": "case", "case": 7, "run": 0}, [torch.ones(4)])
         answered = True
