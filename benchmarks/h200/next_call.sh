@@ -2,7 +2,7 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 41 got one H100 after nine failed starts and ran the old PART=1 (test_gpu 30 passed, test_gpu_baselines 3,
+# Session 41 got one H100 after eight failed starts and ran the old PART=1 (test_gpu 30 passed, test_gpu_baselines 3,
 # the interior pool's GPU test at 41, 42 and 44; the probes; rows_h100's 23, 24, 41 and 86 from nothing) then
 # rows_h100 resumed: RESULTS.md (ay). Left for the next calls:
 #   - test_gpu again: session 41 changed the reference process's judging after its calls (a CUDA OOM retried with
