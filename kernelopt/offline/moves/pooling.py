@@ -78,6 +78,15 @@ def _completed(template: str, tile: str, address: str) -> str:
     return Template(template).safe_substitute(window_loop=loop.rstrip("\n"), forward=_FORWARD.rstrip("\n"))
 
 
+# The tiled kernel's signature and its program's place in the plane (pooling_interior.py's too)
+_TILE_SIGNATURE = '''@triton.jit
+def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
+                SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
+                IS_MAX: tl.constexpr, COUNT_PAD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
+    # Program (plane, row block, column block): BLOCK_H x BLOCK_W outputs of one plane.
+    plane, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
+'''
+
 _SOURCE = '''"""$what pooling, a tile of outputs per program (a structural move of the offline optimizer)."""
 
 import torch
@@ -91,13 +100,7 @@ BLOCK_W = 128
 window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
 
 
-@triton.jit
-def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
-                SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-                IS_MAX: tl.constexpr, COUNT_PAD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
-    # Program (plane, row block, column block): BLOCK_H x BLOCK_W outputs of one plane.
-    plane, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    oh = row * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
+''' + _TILE_SIGNATURE + '''    oh = row * BLOCK_H + tl.arange(0, BLOCK_H)[:, None]
     ow = column * BLOCK_W + tl.arange(0, BLOCK_W)[None, :]
     live = (oh < OH) & (ow < OW)
     src = x_ptr + plane * H * W
@@ -228,7 +231,8 @@ ROLLING_KH_MAX = 16  # a window this tall carries as many row reductions (regist
 
 _SOURCE = _completed(_SOURCE, "(BLOCK_H, BLOCK_W)", "src + ih.to(tl.int64) * W + iw")
 _INTERIOR_SOURCE = pooling_interior.template(
-    Template(_WINDOW_LOOP).substitute(tile="(BLOCK_H, BLOCK_W)", address="src + ih.to(tl.int64) * W + iw"), _FORWARD)
+    Template(_WINDOW_LOOP).substitute(tile="(BLOCK_H, BLOCK_W)", address="src + ih.to(tl.int64) * W + iw"), _FORWARD,
+    _TILE_SIGNATURE)
 _FLAT_SOURCE = _completed(_FLAT_SOURCE, "(BLOCK,)", "src + ih * W + iw")
 
 
@@ -311,7 +315,8 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
         return pooling3d.pooling3d_moves(family)
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
     tile, flat_source = tiled(op, args, param), flat(op, args, param)
-    if tile is None or flat_source is None:  # one window for all: none is written when it is not understood
+    interior = _written(_INTERIOR_SOURCE, op, args, param)
+    if tile is None or flat_source is None or interior is None:  # one window for all: none written if not understood
         why = "ceil_mode or a divisor override: not written in the template"
         return [], [Skipped(f"pooling.{name}", why) for name in ("tiled", "interior", "flat", "rolling", "sliding")]
     window = window_of(op, args)[0]  # type: ignore[index]  # understood: tiled was written
@@ -332,7 +337,7 @@ def pooling_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
                       if 1 <= b // (32 * n) <= 16)
     out = [MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs per program, BLOCK_W along the contiguous dim: "
                         "window loads are contiguous and overlap in L1", tile, grid),
-           MoveInstance("pooling.interior", pooling_interior.WHY, _written(_INTERIOR_SOURCE, op, args, param) or "",
+           MoveInstance("pooling.interior", pooling_interior.WHY, interior,
                         pooling_interior.grid(family.ndim)),
            MoveInstance("pooling.flat", "the output as one flat range, BLOCK outputs a program, sizes constant at "
                         "launch: index splits divide by constants, 32-bit where offsets fit", flat_source, flat_grid)]

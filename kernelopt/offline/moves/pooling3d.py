@@ -234,8 +234,8 @@ def pooling3d_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     from kernelopt.offline.moves import MoveInstance, Skipped  # defined in the package, which imports this module
 
     op, args, param = family.ops[0], family.scalars, family.input_names[0]
-    flat, tiled = written("flat", op, args, param), written("tiled", op, args, param)
-    if flat is None or tiled is None:
+    flat, tiled, interior = (written(kind, op, args, param) for kind in ("flat", "tiled", "interior"))
+    if flat is None or tiled is None or interior is None:
         why = "ceil_mode or a divisor override: not written in the templates"
         return [], [Skipped(f"pooling.{name}", why) for name in ("flat", "tiled", "interior")]
     # 1-16 outputs a thread, as the 2-D pools' grids (one a thread: lanes one value apart, pooling.py)
@@ -251,7 +251,7 @@ def pooling3d_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
             MoveInstance("pooling.tiled", "BLOCK_H x BLOCK_W outputs of one depth slice per program, BLOCK_W along "
                          "the contiguous dim: window loads are contiguous and overlap in L1", tiled, tiled_grid),
             MoveInstance("pooling.interior", "tiled, its tiles whose windows lie inside the volume read with no "
-                         f"mask: {taps} unmasked taps an output", written("interior", op, args, param) or "",
+                         f"mask: {taps} unmasked taps an output", interior,
                          pooling_interior.grid(4))], [
         Skipped("pooling.rolling", "a 3-D window: the strip that carries row reductions is written for 2-D pools"),
         Skipped("pooling.sliding", "a 3-D window: the running window is written for 1-D and 2-D pools")]

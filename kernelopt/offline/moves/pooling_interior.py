@@ -36,13 +36,7 @@ BLOCK_W = 1024
 window = ($kh, $kw, $sh, $sw, $ph, $pw, $dh, $dw)
 
 
-@triton.jit
-def pool_kernel(out_ptr, x_ptr, H, W, OH, OW, KH: tl.constexpr, KW: tl.constexpr, SH: tl.constexpr,
-                SW: tl.constexpr, PH: tl.constexpr, PW: tl.constexpr, DH: tl.constexpr, DW: tl.constexpr,
-                IS_MAX: tl.constexpr, COUNT_PAD: tl.constexpr, BLOCK_H: tl.constexpr, BLOCK_W: tl.constexpr):
-    # Program (plane, row block, column block): BLOCK_H x BLOCK_W outputs of one plane.
-    plane, row, column = tl.program_id(0).to(tl.int64), tl.program_id(1), tl.program_id(2)
-    r0 = row * BLOCK_H
+$signature    r0 = row * BLOCK_H
     c0 = column * BLOCK_W
     src = x_ptr + plane * H * W
     whole = ((r0 * SH - PH >= 0) & ((r0 + BLOCK_H - 1) * SH - PH + (KH - 1) * DH < H) & (r0 + BLOCK_H <= OH)
@@ -88,11 +82,11 @@ def _indented(text: str, spaces: int) -> str:
     return "\n".join(" " * spaces + line if line else line for line in text.splitlines())
 
 
-def template(window_loop: str, forward: str) -> str:
+def template(window_loop: str, forward: str, signature: str) -> str:
     """The kernel file's template (pooling.py's `_written` fills in the window), from tiled's masked loop over the
-    window (its tile and tap address written in) and the templates' common forward."""
+    window (its tile and tap address written in), the templates' common forward and tiled's kernel signature."""
     return Template(_SOURCE).safe_substitute(window_loop=_indented(window_loop.rstrip("\n"), 4),
-                                             forward=forward.rstrip("\n"))
+                                             forward=forward.rstrip("\n"), signature=signature)
 
 
 WHY = ("tiled with a path for the tiles whose windows lie inside the input: their taps read with no mask, a thread's "
