@@ -38,7 +38,7 @@ echo "[card: $card]" | tee "$OUT/card.txt"
 rows_dir() {  # rows_h100's problems, where its suite.json looks for them (a resumed pass too)
   mkdir -p /tmp/rows_h100
   for n in ${FAMILIES:-86}; do cp benchmarks/kernelbench/families/${n}_*.py /tmp/rows_h100/; done
-  for n in ${ROWS:-23 24 34 41}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
+  for n in ${ROWS:-23 24 34 35 41}; do cp benchmarks/kernelbench/problems/${n}_*.py /tmp/rows_h100/; done
 }
 rows_h100() {
   rows_dir
@@ -93,6 +93,9 @@ case ${PART:-1} in
   if h200; then redo c3 $(( 585 - $(elapsed) )) || rows_h100
   else rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100; fi ;;
 2)
+  if h200; then redo c3 $(( 585 - $(elapsed) ))
+  else rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100; fi ;;
+seed)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
   if h200; then
