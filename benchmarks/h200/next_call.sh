@@ -82,6 +82,12 @@ probes() {  # the untimed moves against what they replace, kernel by kernel at f
     --section Occupancy --section SchedulerStats --section LaunchStats \
     python3 $k $p/23_Softmax.py --move softmax.one_read --configs 1 --calls 1 > "$OUT/ncu23.txt" 2>&1
 }
+fold() {  # the split_f16 product on three accumulators against its chain, at 1's and 3's sizes (about 150 s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  PYTHONPATH=/tmp/site:$PWD timeout ${1:-200} python3 benchmarks/h200/fold_probe.py \
+    benchmarks/kernelbench/problems/1_Square_matrix_multiplication_.py \
+    benchmarks/kernelbench/problems/3_Batched_matrix_multiplication.py > "$OUT/fold.md" 2>&1
+}
 redo() {  # a pass's rows again, where redo_rows.sh left its marker here (without it the finished pass is resumed: nothing)
   if [ -f ".gpu/$1.redo" ]; then KEEP_S=110 bash benchmarks/h200/suite_pass.sh "$1" "$2"
   else echo "[$1: no .gpu/$1.redo: run benchmarks/h200/redo_rows.sh here first, as the header says]" | tee -a "$OUT/card.txt"
@@ -93,8 +99,11 @@ case ${PART:-1} in
   if h200; then redo c3 $(( 585 - $(elapsed) )) || rows_h100
   else rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100; fi ;;
 2)
-  if h200; then redo c3 $(( 585 - $(elapsed) ))
-  else rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100; fi ;;
+  if h200; then redo c3 $(( 585 - 200 - $(elapsed) ))
+  else rows_dir; redo rows_h100 $(( 585 - 200 - $(elapsed) )) || rows_h100; fi
+  fold $(( 585 - $(elapsed) )) ;;
+fold)
+  fold ;;
 seed)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
