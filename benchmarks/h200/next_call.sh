@@ -11,23 +11,25 @@
 #     it now frees it before verifying);
 #   - 34_InstanceNorm from nothing on the H100 (its seed's verification lost the reference's connection: the
 #     mend above, its cause not seen: suite_pass.sh now keeps the reference's log);
-#   - the H200 rows #22 is judged on: c3's 23, 24, 34 (made before session 37's launch mend) and 41 (now
-#     pooling.interior: 77.5% of the H100's floor, 55.7% on the H200 before).
+#   - the H200 rows #22 is judged on: c3's 23, 24, 34 (made before session 37's launch mend), 35 (l2_pieces came
+#     after c3), 41, 42 and 44 (pooling.interior: 41 at 77.5% of the H100's floor, 55.7% on the H200 before);
+#   - session 42's fold_probe.py: the fp16 split product on three accumulators, against its chain (SASS: three
+#     blocking waits on the tensor cores a K step).
 #
 #   here, once (the markers are git-ignored: a new checkout has none):
-#                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 41_
+#                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
 #                bash benchmarks/h200/redo_rows.sh rows_h100 34_
 #                bash benchmarks/h200/redo_rows.sh c3l2 1_ 9_ 14_ 29_ 33_ 40_ 76_ 99_
 #   device (copy each returned NAME.tgz into .gpu/ here before the next call):
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #     run(command="PART=2 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
-#     run(command="PART=3 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# PART=1: test_gpu and the l2_pieces test (about 220 s on the H100), then on an H200 c3's four rows, on an H100
-#         rows_h100 (34 again). PART=2: test_seed_gpu whole (not run since session 37). PART=3: on an H200 c3l2's
-#         eight rows (the seed's GEMMs at 3xTF32 then; the 3x3 convolution on conv_split_f16), on an H100 86's
-#         kernels one by one (times86). PART=probes: session 41's kernel-by-kernel probes again (softmax's one_read
-#         and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile of one_read).
+# PART=1: test_gpu and the l2_pieces test (about 220 s on the H100), then on an H200 c3's seven rows, on an H100
+#         rows_h100 (34 again, 35 new). PART=2: the same passes on, then fold_probe.py (about 150 s).
+#         PART=fold: the probe alone. PART=seed: test_seed_gpu whole (not run since session 39). PART=3: on an
+#         H200 c3l2's eight rows (the seed's GEMMs at 3xTF32 then; the 3x3 convolution on conv_split_f16), on an
+#         H100 86's kernels one by one (times86). PART=probes: session 41's kernel-by-kernel probes again
+#         (softmax's one_read and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile of one_read).
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200. Name the card beside every figure.
 set -u
 export PYTHONUNBUFFERED=1
