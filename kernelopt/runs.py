@@ -93,3 +93,12 @@ def log_event(run_dir: str | Path, event: dict[str, Any]) -> None:
     """Append one event to events.jsonl (the run's own history, beside the checkpoints)."""
     with (Path(run_dir) / "events.jsonl").open("a") as log:
         log.write(json.dumps({"time": time.time(), **event}, default=str) + "\n")
+
+
+def release_references(run_dir: str | Path | None) -> None:
+    """Stop the reference processes a run in this process kept (kernelopt's harness holds each problem's yardsticks
+    on the GPU until the run's report closes them): for a run that ended on an error. Nothing is imported where no
+    reference process was ever started (a host that only plans, a run stopped by bad input)."""
+    kept = sys.modules.get("kernelopt.harness.sandbox.reference_client")
+    if kept is not None and run_dir:
+        kept.close_references_under(run_dir)

@@ -28,7 +28,7 @@ from kernelopt.harness.problem import check_problem_source, read_source
 from kernelopt.records import FloorEstimate, InputError
 from kernelopt.report.figures import FAST_P, FIGURE_KEYS, figures, geomean, suite_figures
 from kernelopt.report.suite import RESULTS_JSON, RESULTS_MD, RESULTS_PNG
-from kernelopt.runs import compile_cache_root
+from kernelopt.runs import compile_cache_root, release_references
 from kernelopt.seed.obtain import seed_possible
 
 SUITE_FILE = "suite.json"  # the suite's folders and settings: what --resume needs
@@ -220,6 +220,8 @@ def run_problem(spec: ProblemSpec) -> ProblemResult:
         result = ProblemResult(spec.name, "bad_problem", str(err))
     except Exception as err:  # one problem's failure never stops the suite
         result = ProblemResult(spec.name, "error", f"{type(err).__name__}: {err}")
+    finally:  # its reference processes leave the GPU before the next problem's start
+        release_references(spec.run_dir)
     return dataclasses.replace(result, wall_s=round(time.monotonic() - started, 2), run_dir=spec.run_dir)
 
 

@@ -26,7 +26,7 @@ from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.offline.moves import TEMPLATE_START, structural_moves
 from kernelopt.offline.tuner import with_config
 from kernelopt.records import Candidate, InputError
-from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir
+from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir, release_references
 from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 from kernelopt.seed.obtain import SeedAhead, compiler_seed, no_gpu_reason, seed_ahead
@@ -123,6 +123,9 @@ def _setup(
     ahead = _seed_ahead(update, ctx)
     try:
         return _timed_and_started(update, ctx, kernel, uses_llm, ahead)
+    except Exception:  # the run ends here: its reference process goes (watch.watched knows no run folder yet)
+        release_references(update.get("run_dir"))
+        raise
     finally:
         if ahead is not None:  # used, or the run stopped before the seed: never left waiting
             ahead.cancel()

@@ -12,12 +12,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.records import Attempt, Candidate, KernelRecord
 from kernelopt.report.progress import outcome_words, verdict_detail
+from kernelopt.runs import release_references
 from kernelopt.state import Branch, KernelOptState
 
 Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one
@@ -25,7 +27,8 @@ Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
 
 
 def watched(node: Node, describe: Describe) -> Node:
-    """`node`, with `progress` (what `describe` says of its update) added to every update.
+    """`node`, with `progress` (what `describe` says of its update) added to every update; where it raises, the run's
+    reference processes are stopped first (runs.release_references).
 
     The wrapper keeps the node's signature (functools.wraps): LangGraph reads the edges of a
     node that returns `Command[Literal[...]]` from that annotation, so the studio draws them.
@@ -33,7 +36,13 @@ def watched(node: Node, describe: Describe) -> Node:
 
     @functools.wraps(node)
     def run(state: KernelOptState, runtime: Runtime[Context]) -> Any:
-        result = node(state, runtime)
+        try:
+            result = node(state, runtime)
+        except GraphBubbleUp:  # an interrupt (--approve) or a handoff: the run goes on later with its processes
+            raise
+        except Exception:  # the run ends here: its reference processes leave the GPU now (a resume starts them)
+            release_references(state.get("run_dir"))
+            raise
         if isinstance(result, Command):
             update = dict(result.update or {})  # type: ignore[call-overload]
             return Command(goto=result.goto, update={**update, "progress": describe(state, update)})

@@ -129,6 +129,20 @@ def reference_for(
         return process
 
 
+def close_references_under(folder: str | Path) -> int:
+    """Stop every kept reference process whose harness folder lies under `folder` (a run's directory); how many.
+    A run that fails never reaches the report that closes them, and each holds a problem's yardsticks on the GPU:
+    the next problem's would meet them there (on an 80 GB H100, KernelBench 34's 21.6 GB left 35's reference too
+    little to judge)."""
+    root = Path(folder).resolve()
+    with _KEPT_LOCK:
+        under = [key for key in _KEPT if Path(key[1]).resolve().is_relative_to(root)]
+        processes = [_KEPT.pop(key) for key in under]
+    for process in processes:
+        process.close()
+    return len(processes)
+
+
 def close_reference(key: tuple[str, ...]) -> None:
     """Stop the reference process kept for `key`, if one runs: its outputs leave the device now."""
     with _KEPT_LOCK:
