@@ -12,6 +12,10 @@ restarted every FOLD steps (the tensor cores' accumulator keeps only the bits at
 run over the whole of K loses accuracy: `inplace`, for comparison); the two remainder sums are 2^-11 of it and run
 whole. Four accumulators fit 128 x 64 tiles at 8 warps (164 registers); 128 x 128 spills 136 bytes.
 
+Measured on an H100 (session 42, RESULTS.md (az)): the waits cost 5% at 128 x 64 and nothing at 128 x 128, where the
+chain stays fastest (0.916 ms at 4096^3 against the fold's 0.922); never folding erred 5.9x torch's worst at K = 4096.
+Not built.
+
 Note: the verifier's static rule (harness/sandbox/precision.py) credits a split only as a chain of three products on
 one accumulator; these variants would need it to read three accumulators summed.
 
@@ -25,13 +29,14 @@ off): the verifier refuses past 10x.
 from __future__ import annotations
 
 import importlib.util
-import statistics
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from softmax_probe import _time  # noqa: E402 - CUDA events, the median of a few calls
 
 _CHAIN = """        step = tl.dot(a_lo, b_hi)
         step = tl.dot(a_hi, b_lo, step)
@@ -79,22 +84,6 @@ def _module(source: str, tag: str):  # noqa: ANN202 - the kernel file as a modul
     return module
 
 
-def _median_ms(fn, calls: int = 30) -> float:  # noqa: ANN001
-    import torch
-
-    for _ in range(3):
-        fn()
-    times = []
-    for _ in range(calls):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return statistics.median(times)
-
-
 def probe(problem_path: Path) -> None:
     import torch
 
@@ -117,7 +106,7 @@ def probe(problem_path: Path) -> None:
         fp32 = model(*inputs)
         truth = torch.matmul(*(x.double() for x in inputs))[rows]
         torch_worst = (fp32[rows].double() - truth).abs().max().item()
-        torch_ms = _median_ms(lambda: model(*inputs))
+        torch_ms = _time(lambda: model(*inputs), 30)
     print(f"## {problem_path.stem} ({name}); torch fp32 {torch_ms:.4f} ms, its worst error {torch_worst:.3e}\n")
     print("| product | BLOCK_M x N x K, warps, stages | FOLD | ms | worst error x torch's |")
     print("|---|---|---:|---:|---:|")
@@ -129,7 +118,7 @@ def probe(problem_path: Path) -> None:
             with torch.no_grad():
                 out = kernel(*inputs)
                 ratio = (out[rows].double() - truth).abs().max().item() / torch_worst
-                ms = _median_ms(lambda k=kernel: k(*inputs))
+                ms = _time(lambda k=kernel: k(*inputs), 30)
             print(f"| {kind} | {bm} x {bn} x {bk}, {warps}, {stages} | {fold if fold is not None else '-'} "
                   f"| {ms:.4f} | {ratio:.3g} |", flush=True)
         except Exception as error:  # noqa: BLE001 - a variant that fails to compile or run is a row of its own

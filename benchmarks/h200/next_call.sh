@@ -2,34 +2,25 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 41 got one H100 after eight failed starts and ran the old PART=1 (test_gpu 30 passed, test_gpu_baselines 3,
-# the interior pool's GPU test at 41, 42 and 44; the probes; rows_h100's 23, 24, 41 and 86 from nothing) then
-# rows_h100 resumed: RESULTS.md (ay). Left for the next calls:
-#   - test_gpu again: session 41 changed the reference process's judging after its calls (a CUDA OOM retried with
-#     the cache returned, any other failure named in the verdict) and moved its memory helpers (reference_memory.py);
-#   - the l2_pieces GPU test at 35's size (it ran out of memory on the H100: its own 7.5 GB input was still held;
-#     it now frees it before verifying);
-#   - 34_InstanceNorm from nothing on the H100 (its seed's verification lost the reference's connection: the
-#     mend above, its cause not seen: suite_pass.sh now keeps the reference's log);
+# Session 42 got four H100 calls (RESULTS.md (az)): test_gpu, test_gpu_baselines, test_export_gpu and the l2_pieces
+# test pass at 1bd8049; rows_h100 is whole (23, 24, 34, 35, 41, 86 from nothing); fold_probe.py refuted the split
+# product's waits as its cost. Left for the next calls:
 #   - the H200 rows #22 is judged on: c3's 23, 24, 34 (made before session 37's launch mend), 35 (l2_pieces came
-#     after c3), 41, 42 and 44 (pooling.interior: 41 at 77.5% of the H100's floor, 55.7% on the H200 before);
-#   - session 42's fold_probe.py: the fp16 split product on three accumulators, against its chain (SASS: three
-#     blocking waits on the tensor cores a K step).
+#     after c3: 75.4% of the H100's floor), 41, 42 and 44 (pooling.interior: 41 at 77.5% of the H100's floor, 55.7%
+#     on the H200 before). No H200 came in sessions 40-42.
 #
 #   here, once (the markers are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
-#                bash benchmarks/h200/redo_rows.sh rows_h100 34_
 #                bash benchmarks/h200/redo_rows.sh c3l2 1_ 9_ 14_ 29_ 33_ 40_ 76_ 99_
 #   device (copy each returned NAME.tgz into .gpu/ here before the next call):
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #     run(command="PART=2 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# PART=1: test_gpu and the l2_pieces test (about 220 s on the H100), then on an H200 c3's seven rows, on an H100
-#         rows_h100 (34 again, 35 new). PART=2: the same passes on, then fold_probe.py (about 150 s).
-#         PART=fold: the probe alone. PART=seed: test_seed_gpu whole (not run since session 39). PART=3: on an
-#         H200 c3l2's eight rows (the seed's GEMMs at 3xTF32 then; the 3x3 convolution on conv_split_f16), on an
-#         H100 86's kernels one by one (times86). PART=probes: session 41's kernel-by-kernel probes again
-#         (softmax's one_read and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile of one_read).
+# PART=1: on an H200 c3's seven rows (test_gpu first only where kernelopt/ changed since 1bd8049: TESTS=1); on an
+#         H100 test_gpu, then session 41's probes. PART=2: c3 on (H200), else times86. PART=seed: test_seed_gpu whole
+#         (not run since session 39). PART=3: on an H200 c3l2's eight rows (the seed's GEMMs at 3xTF32 then; the 3x3
+#         convolution on conv_split_f16). PART=fold: fold_probe.py again. PART=probes: session 41's kernel-by-kernel
+#         probes (softmax's one_read and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile).
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200. Name the card beside every figure.
 set -u
 export PYTHONUNBUFFERED=1
@@ -97,24 +88,23 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 }
 case ${PART:-1} in
 1)
-  bash benchmarks/h200/gpu_tests.sh test_gpu "test_moves_gpu:l2_pieces"
-  if h200; then redo c3 $(( 585 - $(elapsed) )) || rows_h100
-  else rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100; fi ;;
+  if h200; then
+    [ -n "${TESTS:-}" ] && bash benchmarks/h200/gpu_tests.sh test_gpu
+    redo c3 $(( 585 - $(elapsed) ))
+  else
+    bash benchmarks/h200/gpu_tests.sh test_gpu
+    probes
+  fi ;;
 2)
-  if h200; then redo c3 $(( 585 - 200 - $(elapsed) ))
-  else rows_dir; redo rows_h100 $(( 585 - 200 - $(elapsed) )) || rows_h100; fi
-  fold $(( 585 - $(elapsed) )) ;;
-fold)
-  fold ;;
+  if h200; then redo c3 $(( 585 - $(elapsed) ))
+  else times86; fi ;;
 seed)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
-  if h200; then
-    redo c3l2 $(( 585 - $(elapsed) )) || rows_h100
-  else
-    times86
-    rows_dir; redo rows_h100 $(( 585 - $(elapsed) )) || rows_h100
-  fi ;;
+  if h200; then redo c3l2 $(( 585 - $(elapsed) ))
+  else times86; fi ;;
+fold)
+  fold ;;
 probes)
   probes ;;
 esac
