@@ -21,6 +21,7 @@
 #         (not run since session 39). PART=3: on an H200 c3l2's eight rows (the seed's GEMMs at 3xTF32 then; the 3x3
 #         convolution on conv_split_f16). PART=fold: fold_probe.py again. PART=probes: session 41's kernel-by-kernel
 #         probes (softmax's one_read and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile).
+#         BOX=S: a call of S seconds, not 585 (PART=short: c3's first rows on an H200, 42 into rows_h100 on an H100).
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200. Name the card beside every figure.
 set -u
 export PYTHONUNBUFFERED=1
@@ -35,7 +36,7 @@ rows_dir() {  # rows_h100's problems, where its suite.json looks for them (a res
 }
 rows_h100() {
   rows_dir
-  KEEP_S=100 bash benchmarks/h200/suite_pass.sh rows_h100 $(( 585 - $(elapsed) )) /tmp/rows_h100 --optimize \
+  KEEP_S=100 bash benchmarks/h200/suite_pass.sh rows_h100 $(( ${BOX:-585} - $(elapsed) )) /tmp/rows_h100 --optimize \
     --max-rounds 5 --no-max-autotune --max-wall-s 150
 }
 h200() { [[ $card == *H200* ]]; }
@@ -90,19 +91,22 @@ case ${PART:-1} in
 1)
   if h200; then
     [ -n "${TESTS:-}" ] && bash benchmarks/h200/gpu_tests.sh test_gpu
-    redo c3 $(( 585 - $(elapsed) ))
+    redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else
     bash benchmarks/h200/gpu_tests.sh test_gpu
     probes
   fi ;;
 2)
-  if h200; then redo c3 $(( 585 - $(elapsed) ))
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else times86; fi ;;
 seed)
   bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 3)
-  if h200; then redo c3l2 $(( 585 - $(elapsed) ))
+  if h200; then redo c3l2 $(( ${BOX:-585} - $(elapsed) ))
   else times86; fi ;;
+short)  # a call of BOX seconds: the first of c3's rows on an H200, else 42 beside rows_h100's on an H100
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else ROWS="23 24 34 35 41 42" rows_h100; fi ;;
 fold)
   fold ;;
 probes)
