@@ -98,3 +98,24 @@ def test_a_case_the_reference_does_not_check_stays_the_candidate_s_protocol_erro
     assert not answered
     assert ref.judged["t"].protocol_error == "no checked case 7" and ref.judged["t"].harness_error is None
 
+
+
+def test_the_timing_cases_yardstick_is_kept_first(tmp_path, monkeypatch) -> None:
+    """Each timed call a candidate sends is judged on the timing case, so its yardstick is kept before the checked
+    cases' where the budget holds only some: an H100 recomputed KernelBench 34's (7.5 GB) beside a candidate's
+    timed outputs, and ran out of memory."""
+    from pathlib import Path
+
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    problem = Path(__file__).parent / "cheats" / "problem_add.py"
+    req = Verifier(problem, tmp_path, HarnessSettings.detect(seeds=3, time_compile=False)).request("reference")
+    whole = Reference(req)
+    sizes = {i: e.nbytes for i, e in whole.kept.items()}
+    assert len(whole.cases) >= 4 and set(sizes) == set(range(len(whole.cases)))  # the default budget holds them all
+    monkeypatch.setattr(reference, "cache_budget_bytes", lambda device: sizes[0] + sizes[whole.timing_index])
+    ref = Reference(req)
+    assert ref.timing_index == whole.timing_index
+    assert sorted(ref.kept) == [0, ref.timing_index]  # the first checked case, the timing case in the second's room
+    expected = ref.expected(1)  # a checked case past the budget: recomputed, the same yardstick
+    assert torch.equal(expected.outputs[0], whole.kept[1].outputs[0])

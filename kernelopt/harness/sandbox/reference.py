@@ -53,9 +53,10 @@ class _Judged:
 class Reference:
     """A problem's model, cases and yardsticks, on the device.
 
-    Yardsticks are kept in device memory up to a budget (a quarter of the GPU's memory); a case
-    past it is recomputed when a candidate's outputs for it arrive (milliseconds on a GPU), so a
-    problem of several GB per output never holds every case's outputs at once.
+    Yardsticks are kept in device memory up to a budget (a quarter of the GPU's memory), the timing
+    case's first (every timed call a candidate sends is judged on it); a case past it is recomputed
+    when a candidate's outputs for it arrive (milliseconds on a GPU), so a problem of several GB per
+    output never holds every case's outputs at once.
     """
 
     def __init__(self, req: dict[str, Any]) -> None:
@@ -97,6 +98,9 @@ class Reference:
             scale = max(1.0, largest[-1] / base) if base and not case.get("timing") else 1.0
             self.judging[len(self.cases) - 1] = judging_for(expected.outputs, scale, expected.slack,
                                                             WIDE_OUTLIERS if _wide(case) else 0.0)
+            while case.get("timing") and self.kept and (  # judged by each timed call sent: kept before checked ones
+                    self.budget_bytes < sum(e.nbytes for e in self.kept.values()) + expected.nbytes):
+                self.kept.popitem()
             if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
                 self.kept[len(self.cases) - 1] = expected
             del expected
