@@ -98,7 +98,12 @@ def log_event(run_dir: str | Path, event: dict[str, Any]) -> None:
 def release_references(run_dir: str | Path | None) -> None:
     """Stop the reference processes a run in this process kept (kernelopt's harness holds each problem's yardsticks
     on the GPU until the run's report closes them): for a run that ended on an error. Nothing is imported where no
-    reference process was ever started (a host that only plans, a run stopped by bad input)."""
+    reference process was ever started (a host that only plans, a run stopped by bad input). Never raises: it runs
+    as a failure leaves, whose own error is the one to see."""
     kept = sys.modules.get("kernelopt.harness.sandbox.reference_client")
     if kept is not None and run_dir:
-        kept.close_references_under(run_dir)
+        try:
+            kept.close_references_under(run_dir)
+        except Exception as err:  # noqa: BLE001 - said, not raised over the error that ended the run
+            print(f"kernelopt: the run's reference processes could not be stopped: {type(err).__name__}: {err}",
+                  file=sys.stderr)
