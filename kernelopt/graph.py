@@ -63,8 +63,10 @@ def build_graph(chat_model: BaseChatModel | Mapping[str, BaseChatModel] | None =
     builder.add_node("judger", watch.watched(make_judger(chat_model), watch.judger))
     # The optimizer is reached only through Send, each branch with a Branch of its own (not the
     # state); naming the state as its input schema keeps Branch's keys out of the graph's channels.
+    # Its branches run side by side: one that fails leaves the run's reference processes to the others.
     builder.add_node(
-        "optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer), input_schema=KernelOptState
+        "optimizer", watch.watched(make_optimizer(chat_model), watch.optimizer, release=False),
+        input_schema=KernelOptState,
     )
     # a step with a new best: taken here (with Context.approve, once the person says yes)
     builder.add_node("accept", watch.watched(accept, watch.verification("accept")))

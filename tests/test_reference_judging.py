@@ -119,3 +119,8 @@ def test_the_timing_cases_yardstick_is_kept_first(tmp_path, monkeypatch) -> None
     assert sorted(ref.kept) == [0, ref.timing_index]  # the first checked case, the timing case in the second's room
     expected = ref.expected(1)  # a checked case past the budget: recomputed, the same yardstick
     assert torch.equal(expected.outputs[0], whole.kept[1].outputs[0])
+    # a timing yardstick past the whole budget makes no room: the smaller case kept stays
+    smaller = min(sizes, key=sizes.get)
+    assert sizes[smaller] < sizes[whole.timing_index]
+    monkeypatch.setattr(reference, "cache_budget_bytes", lambda device: sizes[whole.timing_index] - 1)
+    assert sorted(Reference(req).kept) == [smaller]

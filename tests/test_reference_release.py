@@ -49,7 +49,8 @@ def test_a_run_that_fails_in_a_node_stops_its_reference_process(tmp_path: Path, 
 
 
 def test_an_interrupt_keeps_the_runs_reference_process(tmp_path: Path) -> None:
-    """An interrupt (an --approve question) is no failure: the run goes on with its processes."""
+    """An interrupt (an --approve question) is no failure: the run goes on with its processes; nor does a failing
+    node of parallel branches (the optimizer's) stop them under its siblings."""
     from kernelopt.nodes import watch
 
     verifier = Verifier(CHEATS / "problem_add.py", tmp_path / "run" / "harness",
@@ -65,6 +66,9 @@ def test_an_interrupt_keeps_the_runs_reference_process(tmp_path: Path) -> None:
     state = {"run_dir": str(tmp_path / "run")}
     with pytest.raises(GraphInterrupt):
         watch.watched(asking, lambda s, u: {})(state, None)
+    assert process.alive and _kept_under(tmp_path) == [process]
+    with pytest.raises(RuntimeError, match="a bug"):  # a node of parallel branches leaves them to its siblings
+        watch.watched(failing, lambda s, u: {}, release=False)(state, None)
     assert process.alive and _kept_under(tmp_path) == [process]
     with pytest.raises(RuntimeError, match="a bug"):
         watch.watched(failing, lambda s, u: {})(state, None)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
@@ -123,6 +124,8 @@ def _setup(
     ahead = _seed_ahead(update, ctx)
     try:
         return _timed_and_started(update, ctx, kernel, uses_llm, ahead)
+    except GraphBubbleUp:  # an interrupt: the run goes on later with its processes
+        raise
     except Exception:  # the run ends here: its reference process goes (watch.watched knows no run folder yet)
         release_references(update.get("run_dir"))
         raise

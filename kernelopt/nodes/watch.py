@@ -26,9 +26,11 @@ Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, o
 Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
 
 
-def watched(node: Node, describe: Describe) -> Node:
+def watched(node: Node, describe: Describe, release: bool = True) -> Node:
     """`node`, with `progress` (what `describe` says of its update) added to every update; where it raises, the run's
-    reference processes are stopped first (runs.release_references).
+    reference processes are stopped first (runs.release_references), unless `release` is off: a node that runs in
+    parallel branches (the optimizer's, through Send) raises while its siblings may still use them, and one that
+    finds its reference gone would start another that nothing stops (a suite stops it after the problem).
 
     The wrapper keeps the node's signature (functools.wraps): LangGraph reads the edges of a
     node that returns `Command[Literal[...]]` from that annotation, so the studio draws them.
@@ -41,7 +43,8 @@ def watched(node: Node, describe: Describe) -> Node:
         except GraphBubbleUp:  # an interrupt (--approve) or a handoff: the run goes on later with its processes
             raise
         except Exception:  # the run ends here: its reference processes leave the GPU now (a resume starts them)
-            release_references(state.get("run_dir"))
+            if release:
+                release_references(state.get("run_dir"))
             raise
         if isinstance(result, Command):
             update = dict(result.update or {})  # type: ignore[call-overload]

@@ -138,8 +138,14 @@ def close_references_under(folder: str | Path) -> int:
     with _KEPT_LOCK:
         under = [key for key in _KEPT if Path(key[1]).resolve().is_relative_to(root)]
         processes = [_KEPT.pop(key) for key in under]
-    for process in processes:
-        process.close()
+    failed = []
+    for process in processes:  # each on its own: one that cannot be stopped leaves the others to stop
+        try:
+            process.close()
+        except OSError as err:
+            failed.append(err)
+    if failed:
+        raise failed[0]
     return len(processes)
 
 
