@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -107,3 +109,17 @@ def release_references(run_dir: str | Path | None) -> None:
         except Exception as err:  # noqa: BLE001 - said, not raised over the error that ended the run
             print(f"kernelopt: the run's reference processes could not be stopped: {type(err).__name__}: {err}",
                   file=sys.stderr)
+
+
+@contextlib.contextmanager
+def released_on_failure(run_dir: str | Path | None) -> Iterator[None]:
+    """The block's failure ends the run: its reference processes are stopped first (`release_references`). An
+    interrupt (LangGraph's GraphBubbleUp: an --approve question) is no failure: the run goes on with them."""
+    try:
+        yield
+    except Exception as err:
+        from langgraph.errors import GraphBubbleUp  # here: a bad argument is said before LangGraph loads
+
+        if not isinstance(err, GraphBubbleUp):
+            release_references(run_dir)
+        raise

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
@@ -27,7 +26,7 @@ from kernelopt.nodes.stop import Step, should_stop
 from kernelopt.offline.moves import TEMPLATE_START, structural_moves
 from kernelopt.offline.tuner import with_config
 from kernelopt.records import Candidate, InputError
-from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir, release_references
+from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir, released_on_failure
 from kernelopt.seed import COMPILER_SEED
 from kernelopt.seed.errors import WHAT_TO_DO, SeedError
 from kernelopt.seed.obtain import SeedAhead, compiler_seed, no_gpu_reason, seed_ahead
@@ -122,13 +121,9 @@ def _setup(
         return update, None
     # the seed's process loads torch and the compiler while the baselines are timed; it uses the GPU after them
     ahead = _seed_ahead(update, ctx)
-    try:
-        return _timed_and_started(update, ctx, kernel, uses_llm, ahead)
-    except GraphBubbleUp:  # an interrupt: the run goes on later with its processes
-        raise
-    except Exception:  # the run ends here: its reference process goes (watch.watched knows no run folder yet)
-        release_references(update.get("run_dir"))
-        raise
+    try:  # a failure stops its reference process here: watch.watched knows no run folder yet
+        with released_on_failure(update.get("run_dir")):
+            return _timed_and_started(update, ctx, kernel, uses_llm, ahead)
     finally:
         if ahead is not None:  # used, or the run stopped before the seed: never left waiting
             ahead.cancel()

@@ -12,14 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.errors import GraphBubbleUp
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
 from kernelopt.context import Context
 from kernelopt.records import Attempt, Candidate, KernelRecord
 from kernelopt.report.progress import outcome_words, verdict_detail
-from kernelopt.runs import release_references
+from kernelopt.runs import released_on_failure
 from kernelopt.state import Branch, KernelOptState
 
 Node = Callable[[KernelOptState, Runtime[Context]], Any]  # returns an update, or a Command carrying one
@@ -28,7 +27,7 @@ Describe = Callable[[KernelOptState, dict[str, Any]], dict[str, Any]]
 
 def watched(node: Node, describe: Describe, release: bool = True) -> Node:
     """`node`, with `progress` (what `describe` says of its update) added to every update; where it raises, the run's
-    reference processes are stopped first (runs.release_references), unless `release` is off: a node that runs in
+    reference processes are stopped first (runs.released_on_failure), unless `release` is off: a node that runs in
     parallel branches (the optimizer's, through Send) raises while its siblings may still use them, and one that
     finds its reference gone would start another that nothing stops (a suite stops it after the problem).
 
@@ -38,14 +37,8 @@ def watched(node: Node, describe: Describe, release: bool = True) -> Node:
 
     @functools.wraps(node)
     def run(state: KernelOptState, runtime: Runtime[Context]) -> Any:
-        try:
+        with released_on_failure(state.get("run_dir") if release else None):  # a resume starts them again
             result = node(state, runtime)
-        except GraphBubbleUp:  # an interrupt (--approve) or a handoff: the run goes on later with its processes
-            raise
-        except Exception:  # the run ends here: its reference processes leave the GPU now (a resume starts them)
-            if release:
-                release_references(state.get("run_dir"))
-            raise
         if isinstance(result, Command):
             update = dict(result.update or {})  # type: ignore[call-overload]
             return Command(goto=result.goto, update={**update, "progress": describe(state, update)})

@@ -98,9 +98,9 @@ class Reference:
             scale = max(1.0, largest[-1] / base) if base and not case.get("timing") else 1.0
             self.judging[len(self.cases) - 1] = judging_for(expected.outputs, scale, expected.slack,
                                                             WIDE_OUTLIERS if _wide(case) else 0.0)
-            while case.get("timing") and self.kept and expected.nbytes <= self.budget_bytes and (  # judged by each
-                    self.budget_bytes < sum(e.nbytes for e in self.kept.values()) + expected.nbytes):  # timed call
-                self.kept.popitem()
+            if case.get("timing") and expected.nbytes <= self.budget_bytes:  # judged by each timed call: kept first
+                while sum(e.nbytes for e in self.kept.values()) + expected.nbytes > self.budget_bytes:
+                    self.kept.popitem()
             if self.budget_bytes >= sum(e.nbytes for e in self.kept.values()) + expected.nbytes:
                 self.kept[len(self.cases) - 1] = expected
             del expected

@@ -129,8 +129,8 @@ def reference_for(
         return process
 
 
-def close_references_under(folder: str | Path) -> int:
-    """Stop every kept reference process whose harness folder lies under `folder` (a run's directory); how many.
+def close_references_under(folder: str | Path) -> None:
+    """Stop every kept reference process whose harness folder lies under `folder` (a run's directory).
     A run that fails never reaches the report that closes them, and each holds a problem's yardsticks on the GPU:
     the next problem's would meet them there (on an 80 GB H100, KernelBench 34's 21.6 GB left 35's reference too
     little to judge)."""
@@ -146,7 +146,6 @@ def close_references_under(folder: str | Path) -> int:
             failed.append(err)
     if failed:
         raise failed[0]
-    return len(processes)
 
 
 def close_reference(key: tuple[str, ...]) -> None:
