@@ -157,7 +157,7 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     why = ""
     if (capability_major(capability) or 99) < 8:
         why = f"the GPU (compute capability {capability}) has no TF32 tensor cores (sm_80 and later)"
-    elif min(m, n, k) < SPLIT_MIN:
+    elif min(m, n, k) < SPLIT_MIN and not output_bound(m, n, k):
         why = (f"M={m}, N={n}, K={k}: below {SPLIT_MIN} the product is bound by memory, and the split's pass over "
                "A and B (one read, two writes) and the product's two reads of each cost more than the tensor cores "
                "save")
@@ -179,6 +179,10 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     f16_why = (f"{each}A's rows and B's columns scaled by powers of two into fp16's range and split once into "
                "fp16 parts and remainders (K-major, padded to whole tiles), then three fp16 products a K step added "
                "in fp32 on the tensor cores: twice TF32's rate, half its bytes")
+    if min(m, n, k) < SPLIT_MIN:  # offered only because C outweighs A and B
+        small = (f"; K={k}: C's {m} x {n} outputs are {m * n / (m * k + k * n):.0f}x A's and B's elements, so the "
+                 "split's passes cost little beside C's stores, and the product leaves the CUDA cores")
+        f16_why += small
     f16_tiles = [dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES]
     tma = [MoveInstance(names[2], f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, "
                         f"{sm_count} persistent programs walking them", matmul_split_f16.split_f16_tma(
@@ -195,6 +199,16 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
+OUTPUT_BOUND = 30  # C's elements over A's and B's past which the split's passes cost under a tenth of C's stores
+
+
+def output_bound(m: int, n: int, k: int) -> bool:
+    """Whether C's M x N outputs outweigh A's and B's elements so far (OUTPUT_BOUND times: a small K, M and N large)
+    that the split's passes, 12 bytes an fp32 operand element (two reads, two fp16 halves written), cost under a
+    tenth of writing C's 4 bytes an element. Such a product is not bound by A's and B's bytes but by C's stores
+    and, at fp32 on the CUDA cores, by its 2 M N K FLOPs (9_Tall_skinny's 68.7 GFLOP: about 1 ms at an H200's
+    fp32 rate, as long as its 4.3 GB of C take to write): on the tensor cores the product costs little."""
+    return m * n >= OUTPUT_BOUND * (m * k + k * n)
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
                  "products take their tiles as they lie")
