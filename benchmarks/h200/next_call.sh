@@ -40,6 +40,21 @@ rows_h100() {
     --max-rounds 5 --no-max-autotune --max-wall-s 150
 }
 h200() { [[ $card == *H200* ]]; }
+small_k() {  # the split products on small-K products whose C outweighs A and B (9_Tall_skinny, K=32; the public K=64
+  # product when .gpu/outside has it) against the seed's and the templates' kernels, kernel by kernel (about 90 s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local k=benchmarks/h200/kernel_times.py p
+  for p in benchmarks/kernelbench/problems/9_Tall_skinny_matrix_multiplication_.py .gpu/outside/7_Matmul_with_small_K*.py; do
+    [ -f "$p" ] || continue
+    best=""  # c3's best kernel for 9_ (the compiler seed, swept: 1.874 ms on the H200), where .gpu has it
+    [[ $p == *9_Tall* ]] && [ -f .gpu/best9_c3.py ] && best="--file .gpu/best9_c3.py"
+    for spec in "--reference $best" "--move matmul.grouped_tf32x3 --configs 1" "--move matmul.split_f16 --configs 5" \
+                "--move matmul.split_f16_tma --configs 4" "--move matmul.split_tf32 --configs 1"; do
+      echo "## $(basename $p) $spec" >> "$OUT/small_k.md"
+      PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p $spec >> "$OUT/small_k.md" 2>&1
+    done
+  done
+}
 outside() {  # public KernelBench level-1 problems outside the project's 50 (git-ignored: .gpu/outside, copied from a
   # fetch of ScalingIntelligence/KernelBench, KernelBench/level1/), from nothing as rows_h100's: what nobody tuned for
   [ -d .gpu/outside ] || { echo "[no .gpu/outside: copy the problems there first]" | tee -a "$OUT/card.txt"; return 1; }
@@ -101,6 +116,7 @@ case ${PART:-1} in
     redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else
     bash benchmarks/h200/gpu_tests.sh test_gpu
+    small_k
     outside h100
   fi ;;
 2)
@@ -120,5 +136,7 @@ fold)
   fold ;;
 probes)
   probes ;;
+small_k)
+  small_k ;;
 esac
 echo "[next_call PART=${PART:-1}: $(elapsed) s]"
