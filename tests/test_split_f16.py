@@ -11,6 +11,7 @@ import pytest
 import torch
 from test_split_tf32 import _load
 
+from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul_split_f16, structural_moves
 from kernelopt.offline.moves.family import trace_family
@@ -29,8 +30,6 @@ def settings() -> HarnessSettings:
 
 
 def _source(problem: Path, tma: bool = False) -> str:
-    from kernelopt.harness.problem import import_file
-
     family = trace_family(import_file(problem, "kernelopt_test_split_f16_family"))
     if tma:
         return matmul_split_f16.split_f16_tma(family.input_names, family.operands, family.transposed, 3,
@@ -148,6 +147,25 @@ def test_the_fp16_split_template_passes_the_verifier(problem: str, tma: bool, tm
     # rounds a few times, while each split product keeps 22 bits, not fp32's 24: a larger ratio, still far inside
     assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
     assert float(verdict.reason.split("measured at ")[1].split("x")[0]) < (4 if "small_k" in problem else 2)
+
+
+@pytest.mark.parametrize("problem", ["bmm.py", "matmul.py", "matmul_small_k.py"])
+def test_c_stored_by_tma_passes_the_verifier_and_falls_back_where_tma_cannot_describe_it(
+        problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
+    # STORE_TMA: each C tile leaves through a 3-D descriptor (batches x M x N), clipped at the batch's and the
+    # matrix's edges (bmm's 20 x 12 in 16 x 16 tiles); matmul_small_k's rows of 310 fp32 are not 16-byte aligned,
+    # so its launch takes the plain stores
+    source = with_config(_source(MOVES / problem, tma=True), {**TINY, "STORE_TMA": 1})
+    assert "STORE_TMA = 1" in source and "cd.store([batch, pid_m * BLOCK_M, pid_n * BLOCK_N]" in source
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(source)
+    verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+    module, reference = _load(tmp_path, source), import_file(MOVES / problem, "kernelopt_test_store_tma_problem")
+    torch.manual_seed(0)
+    inputs = reference.get_inputs()
+    got, want = module.ModelNew()(*inputs), reference.Model()(*(x.double() for x in inputs))
+    assert got.shape == want.shape and ((got.double() - want).abs() <= 1e-5 * (1 + want.abs())).all()
 
 
 def test_the_fp16_split_without_its_remainders_is_refused(tmp_path: Path, settings: HarnessSettings) -> None:

@@ -184,10 +184,16 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
                  "split's passes cost little beside C's stores, and the product leaves the CUDA cores")
         f16_why += small
     f16_tiles = [dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES]
-    tma = [MoveInstance(names[2], f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, "
-                        f"{sm_count} persistent programs walking them", matmul_split_f16.split_f16_tma(
-                            family.input_names, family.operands, family.transposed, sm_count, batched=bmm),
-                        tuple({**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in f16_tiles[:2]))]
+    tma_grid = [{**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in f16_tiles[:2]]
+    tma_why = f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, {sm_count} persistent programs"
+    if min(m, n, k) < SPLIT_MIN:  # C's stores bound it: C's tiles leave through TMA too, tried first
+        tma_why += " walking them, each C tile stored by TMA while the program computes its next"
+        tma_grid = [*({**t, "PROGRAMS": sm_count * r, "STORE_TMA": 1} for t in STORE_TILES for r in (1, 2)),
+                    *({**t, "STORE_TMA": 0} for t in tma_grid)]
+    else:
+        tma_why += " walking them"
+    tma = [MoveInstance(names[2], tma_why, matmul_split_f16.split_f16_tma(
+        family.input_names, family.operands, family.transposed, sm_count, batched=bmm), tuple(tma_grid))]
     if (capability_major(capability) or 99) < 9:
         tma, skipped = [], [*skipped, Skipped(names[2], f"the GPU (compute capability {capability}) has no TMA: "
                                               "tensor descriptors need sm_90 (Hopper) or later")]
@@ -199,6 +205,10 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
+# The TMA product's tiles where C's stores bound it: BLOCK_K 32 (a small K is one or two steps) and few stages, so
+# that the 64 KB of a 128 x 128 fp32 C tile staged for its TMA store fit beside the operands' buffers
+STORE_TILES = tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": w, "num_stages": 2}
+                    for bm, bn, w in ((128, 128, 8), (128, 64, 4)))
 OUTPUT_BOUND = 30  # C's elements over A's and B's past which the split's passes cost under a tenth of C's stores
 
 

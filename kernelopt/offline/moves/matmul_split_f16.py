@@ -149,12 +149,15 @@ _TMA = '''
 @triton.jit
 def split_tma_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, c_ptr, M, N, Mp, Np, Kp, batches, scb, scm,
                      scn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-                     PROGRAMS: tl.constexpr):
+                     PROGRAMS: tl.constexpr, STORE_TMA: tl.constexpr):
     # The batches' parts lie one after another (batches * Mp rows of Kp, and batches * Np): one descriptor each.
     ah = tl.make_tensor_descriptor(ah_ptr, shape=[batches * Mp, Kp], strides=[Kp, 1], block_shape=[BLOCK_M, BLOCK_K])
     al = tl.make_tensor_descriptor(al_ptr, shape=[batches * Mp, Kp], strides=[Kp, 1], block_shape=[BLOCK_M, BLOCK_K])
     bh = tl.make_tensor_descriptor(bh_ptr, shape=[batches * Np, Kp], strides=[Kp, 1], block_shape=[BLOCK_N, BLOCK_K])
     bl = tl.make_tensor_descriptor(bl_ptr, shape=[batches * Np, Kp], strides=[Kp, 1], block_shape=[BLOCK_N, BLOCK_K])
+    if STORE_TMA:  # C (batches x M x N, rows 16-byte aligned) written a whole tile at a time from shared memory
+        cd = tl.make_tensor_descriptor(c_ptr, shape=[batches, M, N], strides=[scb, scm, 1],
+                                       block_shape=[1, BLOCK_M, BLOCK_N])
     tiles = tl.cdiv(M, BLOCK_M) * tl.cdiv(N, BLOCK_N)
     for tile in range(tl.program_id(0), batches * tiles, PROGRAMS):
         batch = tile // tiles
@@ -171,10 +174,14 @@ def split_tma_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, ia_ptr, ib_ptr, c_ptr, M, N
             step = tl.dot(a_hi, b_lo, step)
             acc += tl.dot(a_hi, b_hi, step)
         acc = _unscaled(acc, ia_ptr + batch * Mp, ib_ptr + batch * Np, pid_m, pid_n, BLOCK_M, BLOCK_N)
-        rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
-        rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
-        tl.store(c_ptr + batch.to(tl.int64) * scb + rm[:, None] * scm + rn[None, :] * scn,
-                 acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
+        if STORE_TMA:  # the tile leaves through TMA while the program goes on to its next tile (edges clipped)
+            cd.store([batch, pid_m * BLOCK_M, pid_n * BLOCK_N],
+                     acc.to(c_ptr.dtype.element_ty).reshape(1, BLOCK_M, BLOCK_N))
+        else:
+            rm = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)
+            rn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int64)
+            tl.store(c_ptr + batch.to(tl.int64) * scb + rm[:, None] * scm + rn[None, :] * scn,
+                     acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 def _workspace(size, alignment, stream):
@@ -188,10 +195,12 @@ _TMA_LAUNCH = '''        if Kp == 0:  # no K: zeros (a descriptor of no columns 
             return c.zero_()
         triton.set_allocator(_workspace)
         tiles = batches * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+        # C through a descriptor where TMA can describe it: rows and batches 16-byte aligned, columns contiguous
+        aligned = c.stride(-1) == 1 and all(s * c.element_size() % 16 == 0 for s in (c_b, c.stride(-2)))
         split_tma_kernel[(max(1, min(PROGRAMS, tiles)),)](
             a_hi, a_lo, b_hi, b_lo, a_inv, b_inv, c, M, N, Mp, Np, Kp, batches, c_b, c.stride(-2), c.stride(-1),
-            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PROGRAMS=PROGRAMS, num_warps=8,
-            num_stages=3)
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, PROGRAMS=PROGRAMS,
+            STORE_TMA=bool(STORE_TMA) and aligned and c.data_ptr() % 16 == 0, num_warps=8, num_stages=3)
         return c
 '''
 
@@ -200,7 +209,7 @@ _TMA_MATMUL = matmul.FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BL
         a_hi, a_lo, a_inv = _split(a[None], Mp, Kp)
         b_hi, b_lo, b_inv = _split(b.T[None], Np, Kp)
         c = torch.empty((M, N), device=a.device, dtype=a.dtype)
-        batches, c_b = 1, 0
+        batches, c_b = 1, M * N  # one batch: its stride only describes C to a descriptor
 ''' + _TMA_LAUNCH
 
 _TMA_BMM = matmul.BMM_FORWARD_HEAD + '''        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
@@ -262,7 +271,8 @@ def split_f16_tma(params: tuple[str, ...], operands: tuple[int, ...], transposed
     head = _head(("batched (torch.bmm), each batch's " if batched else "") + "A's rows and B's columns scaled by "
                  "powers of two and split once into fp16 parts and remainders, three fp16 products a K step added "
                  f"in fp32, their tiles loaded by TMA, persistent over {programs} programs")
-    return head.replace("GROUP_M = 8\n", f"GROUP_M = 8\nPROGRAMS = {programs}\n", 1) + body + SPLIT_HELPER
+    knobs = f"GROUP_M = 8\nPROGRAMS = {programs}\nSTORE_TMA = 0\n"  # STORE_TMA: C's tiles stored by TMA
+    return head.replace("GROUP_M = 8\n", knobs, 1) + body + SPLIT_HELPER
 
 
 def _head(what: str) -> str:
