@@ -55,6 +55,16 @@ small_k() {  # the split products on small-K products whose C outweighs A and B 
     done
   done
 }
+store() {  # C stored by TMA (split_f16_tma's STORE_TMA configurations, first in its grid on a small K) against the
+  # seed (9_) and the plain split (7_), kernel by kernel (about 100 s)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local k=benchmarks/h200/kernel_times.py
+  PYTHONPATH=/tmp/site:$PWD timeout 70 python3 $k benchmarks/kernelbench/problems/9_Tall_skinny_matrix_multiplication_.py \
+    --file .gpu/best9_c3.py --move matmul.split_f16_tma --configs 4 > "$OUT/store.md" 2>&1
+  for p in .gpu/outside/7_Matmul_with_small_K*.py; do
+    PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p --move matmul.split_f16_tma --configs 4 >> "$OUT/store.md" 2>&1
+  done
+}
 outside() {  # public KernelBench level-1 problems outside the project's 50 (git-ignored: .gpu/outside, copied from a
   # fetch of ScalingIntelligence/KernelBench, KernelBench/level1/), from nothing as rows_h100's: what nobody tuned for
   [ -d .gpu/outside ] || { echo "[no .gpu/outside: copy the problems there first]" | tee -a "$OUT/card.txt"; return 1; }
@@ -138,5 +148,7 @@ probes)
   probes ;;
 small_k)
   small_k ;;
+store)
+  store ;;
 esac
 echo "[next_call PART=${PART:-1}: $(elapsed) s]"
