@@ -11,7 +11,15 @@ import torch
 
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul, matmul_kmajor, matmul_split, matmul_split_f16, matmul_tma, rows
+from kernelopt.offline.moves import (
+    matmul,
+    matmul_kmajor,
+    matmul_split,
+    matmul_split_f16,
+    matmul_tma,
+    rows,
+    structural_moves,
+)
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.tuner import with_config
 
@@ -515,3 +523,20 @@ def test_the_l2_pieces_rows_stay_resident_pass_and_are_timed_beside_split_row_at
     pieces = _best_ms(problem, l2.source, l2.grid[:2], tmp_path, "l2_pieces")
     two_kernels = _best_ms(problem, split.source, split.grid[:1], tmp_path, "split_row")
     print(f"l2_pieces {pieces:.4f} ms, split_row {two_kernels:.4f} ms: {two_kernels / pieces:.3f}x")
+
+
+@pytest.mark.parametrize("reversed_", [False, True], ids=["cumsum", "cumsum_reversed"])
+def test_the_scan_rows_are_correct_and_timed_at_89s_size(reversed_: bool, tmp_path: Path) -> None:
+    # 32768 rows of 32768 fp32 (4.3 GB): scan.rows at its first two configurations, forward (89_cumsum itself) and
+    # from the row's end (the same problem flipped around its cumsum, as the public KernelBench's reversed cumsum)
+    problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "89_cumsum.py"
+    if reversed_:
+        text = problem.read_text()
+        forward = "return torch.cumsum(x, dim=self.dim)"
+        assert forward in text
+        problem = tmp_path / "89_cumsum_reversed.py"
+        problem.write_text(text.replace(forward, "return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)"))
+    moves = structural_moves(problem)
+    [move] = moves.instances
+    assert moves.family.scalars == (reversed_,)
+    _best_ms(problem, move.source, move.grid[:2], tmp_path, "scan")

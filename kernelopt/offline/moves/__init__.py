@@ -266,6 +266,10 @@ def _template_moves(problem_path: str | Path, sm_count: int, capability: str = "
                               else gemm.bmm_moves(family, capability, sm_count))
     elif family.name == "reduce":
         instances, skipped = _reduce_moves(family)
+    elif family.name == "scan":
+        from kernelopt.offline.moves import scan  # it builds MoveInstance, defined above
+
+        instances, skipped = scan.scan_moves(family)
     elif family.name == "batch_norm":
         from kernelopt.offline.moves import batchnorm  # it builds MoveInstance, defined above
 

@@ -51,6 +51,21 @@ def _row_norm_differs(family: Family, forward: Callable[[Any], Any]) -> str:
     return ""
 
 
+def _scan_differs(family: Family, forward: Callable[[Any], Any]) -> str:
+    import torch
+
+    sizes = tuple(min(s, 6) for s in family.shapes[0])
+    x = torch.rand(sizes, generator=torch.Generator().manual_seed(0), dtype=torch.float64) + 0.5
+    scan = getattr(torch, family.ops[0])
+    dim = family.dim
+    with torch.no_grad():
+        got = forward(x.clone())
+        want = scan(x.flip(dim), dim).flip(dim) if family.scalars[0] else scan(x, dim)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, rtol=1e-9):
+        return f"its values are not the template's {family.ops[0]} over dim {dim}"
+    return ""
+
+
 def checked(problem: ModuleType, family: Family) -> Family:
     """`family` as read, where its template computes the reference's values; else "other", saying why."""
     import torch
@@ -62,13 +77,19 @@ def checked(problem: ModuleType, family: Family) -> Family:
         note = (f", read as reduce but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
                 "argument): the templates return the input's")
         return dataclasses.replace(family, name="other", note=note)
-    if family.name not in ("elementwise", "row_l1_norm", "row_l2_norm", "row_rms_norm"):
+    if family.name == "scan" and family.out_dtypes[:1] != (family.dtype,):
+        note = (f", read as scan but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
+                "argument): the template returns the input's")
+        return dataclasses.replace(family, name="other", note=note)
+    if family.name not in ("elementwise", "row_l1_norm", "row_l2_norm", "row_rms_norm", "scan"):
         return family
     try:
         torch.manual_seed(0)
         model = problem.Model(*problem.get_init_inputs())
         if family.name == "elementwise":
             why = formula_differs(family.ops, family.scalars, dict(family.options), model, family.ndim or 1)
+        elif family.name == "scan":
+            why = _scan_differs(family, model.double())
         else:
             why = _row_norm_differs(family, model.double())
     except Exception:  # noqa: BLE001 - a reference that takes only its own sizes (a view to them): not checked here

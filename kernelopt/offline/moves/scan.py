@@ -1,0 +1,103 @@
+"""The scan family's template: a cumulative sum or product along the last dim, from the row's start or (the
+reference flips the row, scans it and flips the result back) from its end.
+
+`rows`: a program takes ROWS rows and walks them in BLOCK-long steps in the scan's order, each step scanned in
+registers (`tl.associative_scan`) and offset by the running total carried from the steps before, which is the step's
+last value in the scan's order. A reversed scan takes the row's steps from its end, each loaded in ascending whole
+vectors and scanned from its end (`reverse=True`), so the result lands where the reference's second flip puts it:
+one read and one write of the row, where the compiler seed's kernels for the flipped form scan into a buffer and flip
+it in a second kernel (two reads and two writes: the public KernelBench's reversed cumsum at 44.7% of the H100's
+floor, RESULTS.md (ba)). Values accumulate in fp32 and are stored in the input's dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from string import Template
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves import MoveInstance, Skipped
+    from kernelopt.offline.moves.family import Family
+
+OPS = {"cumsum": ("+", "0.0"), "cumprod": ("*", "1.0")}  # the combining operator and its identity
+
+_SOURCE = '''"""$what along the last dim, ROWS rows a program in BLOCK-long steps, the running total carried
+(a structural move of the offline optimizer)."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+ROWS = 1
+BLOCK = 4096
+
+
+@triton.jit
+def _combine(a, b):
+    return a $op b
+
+
+@triton.jit
+def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+    # Program p: rows p * ROWS.. scanned in BLOCK-long steps in the scan's order (from the row's end where REVERSED),
+    # each step offset by the total of the steps before it
+    row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    carry = tl.full([ROWS, 1], $identity, tl.float32)
+    for start in range(0, n, BLOCK):
+        if REVERSED:  # the step [n - start - BLOCK, n - start): loaded in ascending vectors, scanned from its end
+            offs = n - start - BLOCK + cols
+            mask = (row < rows) & (offs >= 0)
+        else:
+            offs = start + cols
+            mask = (row < rows) & (offs < n)
+        x = tl.load(x_ptr + row * n + offs, mask=mask, other=$identity).to(tl.float32)
+        y = carry $op tl.associative_scan(x, 1, _combine, reverse=REVERSED)
+        tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
+        # the step's total, its last value in the scan's order (past the row's ends the identity keeps it): picked
+        carry = tl.sum(tl.where(cols == (0 if REVERSED else BLOCK - 1), y, 0.0), axis=1, keep_dims=True)
+
+
+class ModelNew(nn.Module):
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__()
+
+    def forward(self, $param, *args):
+        x = $param.contiguous()
+        out = torch.empty_like(x)
+        n = x.shape[-1] if x.dim() else 1
+        rows = x.numel() // max(n, 1)
+        if x.numel():
+            scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, rows, n, REVERSED=$reversed, ROWS=ROWS, BLOCK=BLOCK,
+                                                     num_warps=4)
+        return out
+'''
+
+
+def rows(op: str, reversed_: bool, param: str) -> str:
+    """The kernel file of a cumulative `op` ("cumsum" or "cumprod") along the last dim of the input `param`."""
+    combine, identity = OPS[op]
+    what = f"{'reversed ' if reversed_ else ''}{op}"
+    return Template(_SOURCE).substitute(what=what[0].upper() + what[1:], op=combine, identity=identity,
+                                        reversed=reversed_, param=param)
+
+
+def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
+    """`scan.rows` where the scanned dim is the last (its values contiguous); else why not."""
+    from kernelopt.offline.moves import MoveInstance, Skipped
+
+    assert family.dim is not None
+    shape, dim, op, reversed_ = family.shapes[0], family.dim, family.ops[0], bool(family.scalars[0])
+    inner = math.prod(shape[dim + 1:])
+    if inner != 1:
+        return [], [Skipped("scan.rows", f"the scanned dim is strided by {inner}: the template scans contiguous rows")]
+    n = shape[dim]
+    grid = [{"ROWS": r, "BLOCK": b, "num_warps": w} for r in (1, 2, 4) for b in (4096, 2048, 8192, 1024)
+            for w in (4, 8) if 8 <= r * b // (32 * w) <= 64 and b <= max(1024, 1 << (n - 1).bit_length())]
+    grid.sort(key=lambda c: (abs(c["ROWS"] * c["BLOCK"] - 4096), c["ROWS"], c["num_warps"]))
+    way = " from the row's end (each step scanned from its end)" if reversed_ else ""
+    why = (f"ROWS rows of {n} per program scanned in BLOCK-long steps{way}, the running total carried: one read and "
+           "one write of each row")
+    return [MoveInstance("scan.rows", why, rows(op, reversed_, family.input_names[0]), tuple(grid))], []
