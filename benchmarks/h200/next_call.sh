@@ -2,26 +2,29 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 42 got four H100 calls (RESULTS.md (az)): test_gpu, test_gpu_baselines, test_export_gpu and the l2_pieces
-# test pass at 1bd8049; rows_h100 is whole (23, 24, 34, 35, 41, 86 from nothing); fold_probe.py refuted the split
-# product's waits as its cost. Left for the next calls:
-#   - the H200 rows #22 is judged on: c3's 23, 24, 34 (made before session 37's launch mend), 35 (l2_pieces came
-#     after c3: 75.4% of the H100's floor), 41, 42 and 44 (pooling.interior: 41 at 77.5% of the H100's floor, 55.7%
-#     on the H200 before). No H200 came in sessions 40-42.
+# Session 43 got three H100 calls (RESULTS.md (ba)): test_gpu passed at fd73c02; the outside pass (eight public
+# KernelBench problems, from nothing) is whole; 42 joined rows_h100. Built after the calls, not yet on a GPU:
+#   - split_f16_tma's C stored by TMA (STORE_TMA), first in its grid where C outweighs A and B (9_, the public 7);
+#   - the scan family (moves/scan.py): 89_cumsum, and the public reversed cumsum 91 (44.7% on the seed) and cumprod 90.
+# Left for the next calls, in this order:
+#   1. test_gpu (kernelopt/ changed since fd73c02), then PART=store (C by TMA against the seed and the plain split),
+#      then the scan's GPU test, then the outside pass's 7 and 91 again with the new moves;
+#   2. on an H200, the rows #22 is judged on: c3's 9_ (the small-K split), 23, 24, 34, 35, 41, 42 and 44.
 #
-#   here, once (the markers are git-ignored: a new checkout has none):
-#                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
+#   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
+#                bash benchmarks/h200/redo_rows.sh c3 9_ 23_ 24_ 34_ 35_ 41_ 42_ 44_
 #                bash benchmarks/h200/redo_rows.sh c3l2 1_ 9_ 14_ 29_ 33_ 40_ 76_ 99_
+#                bash benchmarks/h200/redo_rows.sh outside_h100 7_ 91_
+#                fetch github:ScalingIntelligence/KernelBench, then
+#                bash benchmarks/h200/outside_files.sh /work/.mirror/ScalingIntelligence+KernelBench/repo
 #   device (copy each returned NAME.tgz into .gpu/ here before the next call):
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #     run(command="PART=2 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# PART=1: on an H200 c3's seven rows (test_gpu first only where kernelopt/ changed since 1bd8049: TESTS=1); on an
-#         H100 test_gpu, then session 41's probes. PART=2: c3 on (H200), else times86. PART=seed: test_seed_gpu whole
-#         (not run since session 39). PART=3: on an H200 c3l2's eight rows (the seed's GEMMs at 3xTF32 then; the 3x3
-#         convolution on conv_split_f16). PART=fold: fold_probe.py again. PART=probes: session 41's kernel-by-kernel
-#         probes (softmax's one_read and l2_pieces, the per-lane walks, 41's interior and tiled, an NCU profile).
-#         BOX=S: a call of S seconds, not 585 (PART=short: c3's first rows on an H200, 42 into rows_h100 on an H100).
+# PART=1: on an H100 test_gpu, store, the scan's GPU test, then the outside rows redone; on an H200 test_gpu, then
+#         c3's rows. PART=2: c3 on (H200), else the outside rows on. PART=seed: test_seed_gpu whole (not run since
+#         session 39). PART=3: on an H200 c3l2's eight rows. PART=small_k, store, fold, probes, times86: the probes.
+#         BOX=S: a call of S seconds, not 585 (PART=short: c3's first rows on an H200, rows_h100 on an H100).
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200. Name the card beside every figure.
 set -u
 export PYTHONUNBUFFERED=1
@@ -121,12 +124,12 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 }
 case ${PART:-1} in
 1)
+  bash benchmarks/h200/gpu_tests.sh test_gpu
   if h200; then
-    [ -n "${TESTS:-}" ] && bash benchmarks/h200/gpu_tests.sh test_gpu
     redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else
-    bash benchmarks/h200/gpu_tests.sh test_gpu
-    small_k
+    store
+    bash benchmarks/h200/gpu_tests.sh test_moves_gpu:scan_rows
     outside h100
   fi ;;
 2)
