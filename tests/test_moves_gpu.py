@@ -525,18 +525,23 @@ def test_the_l2_pieces_rows_stay_resident_pass_and_are_timed_beside_split_row_at
     print(f"l2_pieces {pieces:.4f} ms, split_row {two_kernels:.4f} ms: {two_kernels / pieces:.3f}x")
 
 
-@pytest.mark.parametrize("reversed_", [False, True], ids=["cumsum", "cumsum_reversed"])
-def test_the_scan_rows_are_correct_and_timed_at_89s_size(reversed_: bool, tmp_path: Path) -> None:
-    # 32768 rows of 32768 fp32 (4.3 GB): scan.rows at its first two configurations, forward (89_cumsum itself) and
-    # from the row's end (the same problem flipped around its cumsum, as the public KernelBench's reversed cumsum)
+_SCAN_FORMS = {  # 89_cumsum's forward rewritten as the public KernelBench writes the other forms
+    "forward": "return torch.cumsum(x, dim=self.dim)",
+    "reversed": "return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)",
+    "exclusive": ("return torch.cat((torch.zeros_like(x.select(self.dim, 0).unsqueeze(self.dim)), torch.cumsum("
+                  "x.narrow(dim=self.dim, start=0, length=x.size(self.dim) - 1), dim=self.dim)), dim=self.dim)"),
+}
+
+
+@pytest.mark.parametrize("form", list(_SCAN_FORMS))
+def test_the_scan_rows_are_correct_and_timed_at_89s_size(form: str, tmp_path: Path) -> None:
+    # 32768 rows of 32768 fp32 (4.3 GB): scan.rows at its first two configurations, in each form the template takes
     problem = ROOT / "benchmarks" / "kernelbench" / "problems" / "89_cumsum.py"
-    if reversed_:
-        text = problem.read_text()
-        forward = "return torch.cumsum(x, dim=self.dim)"
-        assert forward in text
-        problem = tmp_path / "89_cumsum_reversed.py"
-        problem.write_text(text.replace(forward, "return torch.cumsum(x.flip(self.dim), dim=self.dim).flip(self.dim)"))
+    text = problem.read_text()
+    assert _SCAN_FORMS["forward"] in text
+    problem = tmp_path / f"89_cumsum_{form}.py"
+    problem.write_text(text.replace(_SCAN_FORMS["forward"], _SCAN_FORMS[form]))
     moves = structural_moves(problem)
     [move] = moves.instances
-    assert moves.family.scalars == (reversed_,)
+    assert moves.family.scalars == (form,)
     _best_ms(problem, move.source, move.grid[:2], tmp_path, "scan")

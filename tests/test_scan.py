@@ -43,12 +43,17 @@ def _family(tmp_path: Path, body: str) -> tuple[str, str]:
 
 def test_cumulative_sums_and_products_along_the_last_dim_are_the_scan_family() -> None:
     forward = structural_moves(PROBLEMS / "89_cumsum.py")
-    assert forward.family.name == "scan" and forward.family.ops == ("cumsum",) and forward.family.scalars == (False,)
+    assert forward.family.name == "scan" and forward.family.ops == ("cumsum",)
+    assert forward.family.scalars == ("forward",)
     [move] = forward.instances
-    assert move.name == "scan.rows" and "REVERSED=False" in move.source and "one read and one write" in move.why
+    assert move.name == "scan.rows" and "REVERSED=False, EXCLUSIVE=False" in move.source
+    assert "one read and one write" in move.why
     reverse = structural_moves(MOVES / "cumsum_reverse.py")
-    assert reverse.family.scalars == (True,) and "each step scanned from its end" in reverse.instances[0].why
-    assert "REVERSED=True" in reverse.instances[0].source
+    assert reverse.family.scalars == ("reversed",) and "each step scanned from its end" in reverse.instances[0].why
+    assert "REVERSED=True, EXCLUSIVE=False" in reverse.instances[0].source
+    exclusive = structural_moves(MOVES / "cumsum_exclusive.py")  # narrow, cumsum, a zero put first: one scan form
+    assert exclusive.family.scalars == ("exclusive",) and exclusive.family.dim == 2
+    assert "REVERSED=False, EXCLUSIVE=True" in exclusive.instances[0].source
     product = structural_moves(MOVES / "cumprod.py")
     assert product.family.ops == ("cumprod",) and product.family.dim == 2
     assert "return a * b" in product.instances[0].source
@@ -57,8 +62,10 @@ def test_cumulative_sums_and_products_along_the_last_dim_are_the_scan_family() -
 
 @pytest.mark.parametrize(("body", "family", "why"), [
     ("torch.cumsum(x, dim=0)", "scan", "strided by 9"),  # the template scans contiguous rows only
-    ("torch.cumsum(x.flip(0), dim=1).flip(0)", "other", ""),  # flips of another dim: no reversed scan
-    ("torch.cumsum(x, dim=1).flip(1)", "other", ""),  # one flip: not the reference's values either way
+    ("torch.cumsum(x.flip(0), dim=1).flip(0)", "scan", ""),  # the rows' order flipped and back: the forward scan
+    ("torch.cumsum(x.flip(1), dim=1)", "other", "none of the template's cumsum forms"),  # one flip before
+    ("torch.cumsum(x, dim=1).flip(1)", "other", "none of the template's cumsum forms"),  # one flip
+    ("torch.cat((torch.zeros_like(x[:, :1]), torch.cumsum(x, dim=1)[:, 1:]), dim=1)", "other", "none of"),
     ("torch.cumsum(x, dim=1, dtype=torch.float64)", "other", "returned as float64"),
     ("torch.cumsum(x, dim=1) * 2", "other", ""),
 ])
@@ -73,6 +80,7 @@ def test_what_the_template_would_not_compute_is_not_the_scan_family(tmp_path: Pa
     ("cumsum_reverse.py", {"ROWS": 2, "BLOCK": 64, "num_warps": 1}),  # 7 rows: the last program's second row idle
     ("cumsum_reverse.py", {"ROWS": 1, "BLOCK": 512, "num_warps": 4}),  # one step past the row's end
     ("cumprod.py", {"ROWS": 4, "BLOCK": 32, "num_warps": 1}),
+    ("cumsum_exclusive.py", {"ROWS": 2, "BLOCK": 32, "num_warps": 1}),  # 35 rows, 3 steps of 90
 ])
 def test_the_scan_template_passes_the_verifier(problem: str, config: dict[str, int], tmp_path: Path) -> None:
     kernel = tmp_path / "kernel.py"

@@ -45,7 +45,7 @@ class Family:
     dtype: str = "float32"
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
-    scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps); scan: reversed
+    scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps); scan: its form
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
@@ -180,8 +180,8 @@ def trace_family(problem: ModuleType) -> Family:
 # it), "ones" (the same sizes but for dims of 1: nn.AvgPool1d pools its input viewed as 2-D), "regroup" (instance
 # norm's (1, N x C, ...) view of an (N, C, ...) input, for batch norm only).
 _READS_ITS_INPUT = {"elementwise": "memory", "pooling": "ones", "softmax": "exact", "log_softmax": "exact",
-                    "reduce": "exact", "scan": "exact", "row_l1_norm": "exact", "row_l2_norm": "exact",
-                    "row_rms_norm": "exact", "standardize": "regroup"}
+                    "reduce": "exact", "row_l1_norm": "exact", "row_l2_norm": "exact", "row_rms_norm": "exact",
+                    "standardize": "regroup"}  # scan: its values are compared instead (family_checks.py)
 # Operators that copy a tensor's values as they are (the family's input then lives in the copy too).
 _COPIES = frozenset({"clone", "detach", "alias", "lift_fresh", "_to_copy", "contiguous"})
 
@@ -272,7 +272,7 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     if n_inputs == 1 and ndim:
         scan = _scan(calls, ndim)
         if scan:
-            return Family(name="scan", dim=scan[1], **{**base, "ops": (scan[0],), "scalars": (scan[2],)})
+            return Family(name="scan", dim=scan[1], **{**base, "ops": (scan[0],), "scalars": ("",)})
     if n_inputs == 1 and len(calls) == 1:
         standard = _standardize(calls[0], ndim)
         if standard:
@@ -284,18 +284,21 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
     return Family(name="other", **base)
 
 
-def _scan(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, bool] | None:
-    """torch.cumsum or cumprod along one dim, or the same between two flips of that dim alone (a scan from the row's
-    end): the op, the dim, whether reversed. family_checks.py compares the values."""
-    names = [name for name, _ in calls]
-    if names in (["cumsum"], ["cumprod"]) and len(calls[0][1]) > 1 and isinstance(calls[0][1][1], int):
-        return names[0], _dim(calls[0][1][1], ndim), False
-    if len(names) == 3 and names[0] == names[2] == "flip" and names[1] in ("cumsum", "cumprod") \
-            and len(calls[1][1]) > 1 and isinstance(calls[1][1][1], int):
-        dim = _dim(calls[1][1][1], ndim)
-        if all(len(calls[i][1][1]) == 1 and _dim(calls[i][1][1][0], ndim) == dim for i in (0, 2)):
-            return names[1], dim, True
-    return None
+# What a scan's reference may move its values with around its one cumsum or cumprod: which of the template's forms
+# (forward, from the row's end, exclusive) that makes is read from the values (family_checks.py)
+_SCAN_MOVES = frozenset({"flip", "slice", "narrow", "select", "cat", "zeros_like", "ones_like", "full_like", "zeros",
+                         "ones", "fill", "constant_pad_nd"})
+
+
+def _scan(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int] | None:
+    """One torch.cumsum or cumprod along one dim, every other operator one that only moves values: the op, the dim."""
+    scans = [(name, args) for name, args in calls if name in ("cumsum", "cumprod")]
+    if len(scans) != 1 or any(name not in _SCAN_MOVES for name, _ in calls if name not in ("cumsum", "cumprod")):
+        return None
+    op, args = scans[0]
+    if len(args) < 2 or not isinstance(args[1], int):
+        return None
+    return op, _dim(args[1], ndim)
 
 
 def _row_norm(calls: list[tuple[str, tuple[Any, ...]]], ndim: int) -> tuple[str, int, float | None] | None:

@@ -51,19 +51,26 @@ def _row_norm_differs(family: Family, forward: Callable[[Any], Any]) -> str:
     return ""
 
 
-def _scan_differs(family: Family, forward: Callable[[Any], Any]) -> str:
+SCAN_FORMS = ("forward", "reversed", "exclusive")  # what scan.py's template computes along the row
+
+
+def _scan_form(family: Family, forward: Callable[[Any], Any]) -> str:
+    """Which of the template's forms gives the reference's values on a small input, or ""."""
     import torch
 
     sizes = tuple(min(s, 6) for s in family.shapes[0])
     x = torch.rand(sizes, generator=torch.Generator().manual_seed(0), dtype=torch.float64) + 0.5
-    scan = getattr(torch, family.ops[0])
-    dim = family.dim
+    scan, dim = getattr(torch, family.ops[0]), family.dim
+    identity = torch.zeros_like if family.ops[0] == "cumsum" else torch.ones_like
     with torch.no_grad():
         got = forward(x.clone())
-        want = scan(x.flip(dim), dim).flip(dim) if family.scalars[0] else scan(x, dim)
-    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not torch.allclose(got, want, rtol=1e-9):
-        return f"its values are not the template's {family.ops[0]} over dim {dim}"
-    return ""
+        forms = {"forward": scan(x, dim), "reversed": scan(x.flip(dim), dim).flip(dim),
+                 "exclusive": torch.cat((identity(x.narrow(dim, 0, 1)), scan(x, dim).narrow(dim, 0, x.shape[dim] - 1)),
+                                        dim)}
+    if not isinstance(got, torch.Tensor):
+        return ""
+    return next((form for form in SCAN_FORMS if got.shape == forms[form].shape
+                 and torch.allclose(got, forms[form], rtol=1e-9)), "")
 
 
 def checked(problem: ModuleType, family: Family) -> Family:
@@ -81,15 +88,24 @@ def checked(problem: ModuleType, family: Family) -> Family:
         note = (f", read as scan but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
                 "argument): the template returns the input's")
         return dataclasses.replace(family, name="other", note=note)
-    if family.name not in ("elementwise", "row_l1_norm", "row_l2_norm", "row_rms_norm", "scan"):
+    if family.name == "scan":
+        try:
+            torch.manual_seed(0)
+            form = _scan_form(family, problem.Model(*problem.get_init_inputs()).double())
+        except Exception:  # noqa: BLE001 - a reference that takes only its own sizes: its form cannot be read
+            form = ""
+        if not form:
+            return dataclasses.replace(family, name="other", note=f", read as scan but its values are none of the "
+                                       f"template's {family.ops[0]} forms ({', '.join(SCAN_FORMS)}) over dim "
+                                       f"{family.dim} on a small input")
+        return dataclasses.replace(family, scalars=(form,))
+    if family.name not in ("elementwise", "row_l1_norm", "row_l2_norm", "row_rms_norm"):
         return family
     try:
         torch.manual_seed(0)
         model = problem.Model(*problem.get_init_inputs())
         if family.name == "elementwise":
             why = formula_differs(family.ops, family.scalars, dict(family.options), model, family.ndim or 1)
-        elif family.name == "scan":
-            why = _scan_differs(family, model.double())
         else:
             why = _row_norm_differs(family, model.double())
     except Exception:  # noqa: BLE001 - a reference that takes only its own sizes (a view to them): not checked here

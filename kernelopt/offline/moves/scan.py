@@ -1,5 +1,6 @@
-"""The scan family's template: a cumulative sum or product along the last dim, from the row's start or (the
-reference flips the row, scans it and flips the result back) from its end.
+"""The scan family's template: a cumulative sum or product along the last dim, from the row's start, from its end
+(the reference flips the row, scans it and flips the result back) or exclusive (each output the scan of the values
+before it: the reference scans all but the row's last value and puts the identity first).
 
 `rows`: a program takes ROWS rows and walks them in BLOCK-long steps in the scan's order, each step scanned in
 registers (`tl.associative_scan`) and offset by the running total carried from the steps before, which is the step's
@@ -7,7 +8,8 @@ last value in the scan's order. A reversed scan takes the row's steps from its e
 vectors and scanned from its end (`reverse=True`), so the result lands where the reference's second flip puts it:
 one read and one write of the row, where the compiler seed's kernels for the flipped form scan into a buffer and flip
 it in a second kernel (two reads and two writes: the public KernelBench's reversed cumsum at 44.7% of the H100's
-floor, RESULTS.md (ba)). Values accumulate in fp32 and are stored in the input's dtype.
+floor, RESULTS.md (ba)). An exclusive scan loads each position's value from the one before it. Values accumulate in
+fp32 and are stored in the input's dtype.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def _combine(a, b):
 
 
 @triton.jit
-def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, ROWS: tl.constexpr, BLOCK: tl.constexpr):
+def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, EXCLUSIVE: tl.constexpr, ROWS: tl.constexpr,
+                BLOCK: tl.constexpr):
     # Program p: rows p * ROWS.. scanned in BLOCK-long steps in the scan's order (from the row's end where REVERSED),
-    # each step offset by the total of the steps before it
+    # each step offset by the total of the steps before it; EXCLUSIVE: each output the scan of the values before it
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
     cols = tl.arange(0, BLOCK)[None, :]
     carry = tl.full([ROWS, 1], $identity, tl.float32)
@@ -53,7 +56,10 @@ def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, ROWS: tl.conste
         else:
             offs = start + cols
             mask = (row < rows) & (offs < n)
-        x = tl.load(x_ptr + row * n + offs, mask=mask, other=$identity).to(tl.float32)
+        if EXCLUSIVE:  # each position takes the value before it (the first the identity): their scan is exclusive
+            x = tl.load(x_ptr + row * n + offs - 1, mask=mask & (offs >= 1), other=$identity).to(tl.float32)
+        else:
+            x = tl.load(x_ptr + row * n + offs, mask=mask, other=$identity).to(tl.float32)
         y = carry $op tl.associative_scan(x, 1, _combine, reverse=REVERSED)
         tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
         # the step's total, its last value in the scan's order (past the row's ends the identity keeps it): picked
@@ -70,18 +76,19 @@ class ModelNew(nn.Module):
         n = x.shape[-1] if x.dim() else 1
         rows = x.numel() // max(n, 1)
         if x.numel():
-            scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, rows, n, REVERSED=$reversed, ROWS=ROWS, BLOCK=BLOCK,
-                                                     num_warps=4)
+            scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, rows, n, REVERSED=$reversed, EXCLUSIVE=$exclusive,
+                                                     ROWS=ROWS, BLOCK=BLOCK, num_warps=4)
         return out
 '''
 
 
-def rows(op: str, reversed_: bool, param: str) -> str:
-    """The kernel file of a cumulative `op` ("cumsum" or "cumprod") along the last dim of the input `param`."""
+def rows(op: str, form: str, param: str) -> str:
+    """The kernel file of a cumulative `op` ("cumsum" or "cumprod") along the last dim of the input `param`, in the
+    `form` family_checks.SCAN_FORMS names."""
     combine, identity = OPS[op]
-    what = f"{'reversed ' if reversed_ else ''}{op}"
+    what = {"forward": op, "reversed": f"Reversed {op} (from the row's end)", "exclusive": f"Exclusive {op}"}[form]
     return Template(_SOURCE).substitute(what=what[0].upper() + what[1:], op=combine, identity=identity,
-                                        reversed=reversed_, param=param)
+                                        reversed=form == "reversed", exclusive=form == "exclusive", param=param)
 
 
 def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
@@ -89,7 +96,7 @@ def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     from kernelopt.offline.moves import MoveInstance, Skipped
 
     assert family.dim is not None
-    shape, dim, op, reversed_ = family.shapes[0], family.dim, family.ops[0], bool(family.scalars[0])
+    shape, dim, op, form = family.shapes[0], family.dim, family.ops[0], family.scalars[0]
     inner = math.prod(shape[dim + 1:])
     if inner != 1:
         return [], [Skipped("scan.rows", f"the scanned dim is strided by {inner}: the template scans contiguous rows")]
@@ -97,7 +104,8 @@ def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
     grid = [{"ROWS": r, "BLOCK": b, "num_warps": w} for r in (1, 2, 4) for b in (4096, 2048, 8192, 1024)
             for w in (4, 8) if 8 <= r * b // (32 * w) <= 64 and b <= max(1024, 1 << (n - 1).bit_length())]
     grid.sort(key=lambda c: (abs(c["ROWS"] * c["BLOCK"] - 4096), c["ROWS"], c["num_warps"]))
-    way = " from the row's end (each step scanned from its end)" if reversed_ else ""
+    way = {"forward": "", "reversed": " from the row's end (each step scanned from its end)",
+           "exclusive": " of the values before each position (exclusive)"}[form]
     why = (f"ROWS rows of {n} per program scanned in BLOCK-long steps{way}, the running total carried: one read and "
            "one write of each row")
-    return [MoveInstance("scan.rows", why, rows(op, reversed_, family.input_names[0]), tuple(grid))], []
+    return [MoveInstance("scan.rows", why, rows(op, form, family.input_names[0]), tuple(grid))], []
