@@ -4,6 +4,7 @@ values, refused where the template would compute something else, and verified on
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -21,12 +22,12 @@ import torch.nn as nn
 
 
 class Model(nn.Module):
-    def forward(self, x):
+    def forward(self, x, y=None):
         return {body}
 
 
 def get_inputs():
-    return [torch.rand(4, 9)]
+    return [torch.rand(4, 9) for _ in range({inputs})]
 
 
 def get_init_inputs():
@@ -36,7 +37,7 @@ def get_init_inputs():
 
 def _family(tmp_path: Path, body: str) -> tuple[str, str]:
     path = tmp_path / "problem.py"
-    path.write_text(_VARIANT.format(body=body))
+    path.write_text(_VARIANT.format(body=body, inputs=2 if re.search(r"\by\b", body) else 1))
     moves = structural_moves(path)
     return moves.family.name, "; ".join(s.why for s in moves.skipped)
 
@@ -54,6 +55,10 @@ def test_cumulative_sums_and_products_along_the_last_dim_are_the_scan_family() -
     exclusive = structural_moves(MOVES / "cumsum_exclusive.py")  # narrow, cumsum, a zero put first: one scan form
     assert exclusive.family.scalars == ("exclusive",) and exclusive.family.dim == 2
     assert "REVERSED=False, EXCLUSIVE=True" in exclusive.instances[0].source
+    masked = structural_moves(MOVES / "cumsum_masked.py")  # cumsum(x * mask): the mask loaded beside x
+    assert masked.family.operands == (1,) and masked.family.in_dtypes == ("float32", "bool")
+    source = masked.instances[0].source
+    assert "def forward(self, x, mask, *args)" in source and "MASKED=True" in source
     product = structural_moves(MOVES / "cumprod.py")
     assert product.family.ops == ("cumprod",) and product.family.dim == 2
     assert "return a * b" in product.instances[0].source
@@ -68,6 +73,9 @@ def test_cumulative_sums_and_products_along_the_last_dim_are_the_scan_family() -
     ("torch.cat((torch.zeros_like(x[:, :1]), torch.cumsum(x, dim=1)[:, 1:]), dim=1)", "other", "none of"),
     ("torch.cumsum(x, dim=1, dtype=torch.float64)", "other", "returned as float64"),
     ("torch.cumsum(x, dim=1) * 2", "other", ""),
+    ("torch.cumsum(x * y, dim=1)", "scan", ""),  # two inputs of one shape multiplied: the masked scan
+    ("torch.cumsum(x + y, dim=1)", "other", ""),
+    ("torch.cumsum(x * y.flip(1), dim=1)", "other", "none of the template's cumsum forms"),
 ])
 def test_what_the_template_would_not_compute_is_not_the_scan_family(tmp_path: Path, body: str, family: str,
                                                                      why: str) -> None:
@@ -81,6 +89,7 @@ def test_what_the_template_would_not_compute_is_not_the_scan_family(tmp_path: Pa
     ("cumsum_reverse.py", {"ROWS": 1, "BLOCK": 512, "num_warps": 4}),  # one step past the row's end
     ("cumprod.py", {"ROWS": 4, "BLOCK": 32, "num_warps": 1}),
     ("cumsum_exclusive.py", {"ROWS": 2, "BLOCK": 32, "num_warps": 1}),  # 35 rows, 3 steps of 90
+    ("cumsum_masked.py", {"ROWS": 4, "BLOCK": 64, "num_warps": 1}),
 ])
 def test_the_scan_template_passes_the_verifier(problem: str, config: dict[str, int], tmp_path: Path) -> None:
     kernel = tmp_path / "kernel.py"

@@ -41,12 +41,13 @@ class Family:
     eps: float | None = None  # standardize: the reference's epsilon
     ndim: int | None = None  # of the first input
     transposed: tuple[bool, ...] = ()  # matmul, bmm: whether A, B enter transposed views of the inputs
-    operands: tuple[int, ...] = ()  # matmul, bmm: which inputs are A and B
+    operands: tuple[int, ...] = ()  # matmul, bmm: which inputs are A and B; scan: the input multiplied into the first
     dtype: str = "float32"
     shapes: tuple[tuple[int, ...], ...] = ()  # of the tensor inputs, at the problem's own size
     ops: tuple[str, ...] = field(default=())  # the non-view operators, in order (what "other" was)
     scalars: tuple[Any, ...] = ()  # the first operator's arguments, tensors as None (a slope, an eps); scan: its form
     out_dtypes: tuple[str, ...] = ()  # of the forward's outputs ("int64": max(x, dim)[1] is an argmax)
+    in_dtypes: tuple[str, ...] = ()  # of the tensor inputs (a masked scan's mask: "bool")
     options: tuple[tuple[str, Any], ...] = ()  # the first operator's keyword arguments (gelu's approximate)
     state: tuple[str, ...] = ()  # conv, an affine Layer/GroupNorm: its weight's and bias's state_dict names ("": none)
     weight_shape: tuple[int, ...] = ()  # conv: its weight's; separable: the depthwise convolution's
@@ -140,6 +141,7 @@ def trace_family(problem: ModuleType) -> Family:
         "dtype": str(first.dtype).removeprefix("torch.") if first is not None else "float32",
         "shapes": tuple(tuple(t.shape) for t in tensors),
         "out_dtypes": tuple(str(getattr(o, "dtype", "")).removeprefix("torch.") for o in outputs),
+        "in_dtypes": tuple(str(t.dtype).removeprefix("torch.") for t in tensors),
     }
     family = _classify(recorder, ops, base, len(tensors), outputs)
     if family.name == "other":  # a product reached through views the recorder does not follow (einsum, tensordot)
@@ -269,10 +271,12 @@ def _classify(recorder: _Recorder, ops: tuple[str, ...], base: dict[str, Any], n
         if reduction:
             return Family(name="reduce", dim=reduction[1], **{**base, "ops": (reduction[0],),
                                                              "scalars": (reduction[2],)})
-    if n_inputs == 1 and ndim:
-        scan = _scan(calls, ndim)
+    masked = n_inputs == 2 and len(set(base["shapes"])) == 1 and [n for n, _ in calls].count("mul") == 1
+    if (n_inputs == 1 or masked) and ndim:  # masked: the scan of the product of two inputs of one shape
+        scan = _scan([c for c in calls if not masked or c[0] != "mul"], ndim)
         if scan:
-            return Family(name="scan", dim=scan[1], **{**base, "ops": (scan[0],), "scalars": ("",)})
+            return Family(name="scan", dim=scan[1], operands=(1,) if masked else (),
+                          **{**base, "ops": (scan[0],), "scalars": ("",)})
     if n_inputs == 1 and len(calls) == 1:
         standard = _standardize(calls[0], ndim)
         if standard:

@@ -59,11 +59,17 @@ def _scan_form(family: Family, forward: Callable[[Any], Any]) -> str:
     import torch
 
     sizes = tuple(min(s, 6) for s in family.shapes[0])
-    x = torch.rand(sizes, generator=torch.Generator().manual_seed(0), dtype=torch.float64) + 0.5
+    draw = torch.Generator().manual_seed(0)
+    x = torch.rand(sizes, generator=draw, dtype=torch.float64) + 0.5
+    inputs = [x.clone()]
+    if family.operands:  # masked: the first input times the second (a bool mask, or values), then scanned
+        inputs.append(torch.rand(sizes, generator=draw, dtype=torch.float64) > 0.5 if family.in_dtypes[1] == "bool"
+                      else torch.rand(sizes, generator=draw, dtype=torch.float64) + 0.5)
+        x = x * inputs[1]
     scan, dim = getattr(torch, family.ops[0]), family.dim
     identity = torch.zeros_like if family.ops[0] == "cumsum" else torch.ones_like
     with torch.no_grad():
-        got = forward(x.clone())
+        got = forward(*inputs)
         forms = {"forward": scan(x, dim), "reversed": scan(x.flip(dim), dim).flip(dim),
                  "exclusive": torch.cat((identity(x.narrow(dim, 0, 1)), scan(x, dim).narrow(dim, 0, x.shape[dim] - 1)),
                                         dim)}

@@ -1,6 +1,7 @@
 """The scan family's template: a cumulative sum or product along the last dim, from the row's start, from its end
 (the reference flips the row, scans it and flips the result back) or exclusive (each output the scan of the values
-before it: the reference scans all but the row's last value and puts the identity first).
+before it: the reference scans all but the row's last value and puts the identity first), of one input or of the
+product of two of one shape (a masked scan, `cumsum(x * mask)`).
 
 `rows`: a program takes ROWS rows and walks them in BLOCK-long steps in the scan's order, each step scanned in
 registers (`tl.associative_scan`) and offset by the running total carried from the steps before, which is the step's
@@ -42,8 +43,8 @@ def _combine(a, b):
 
 
 @triton.jit
-def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, EXCLUSIVE: tl.constexpr, ROWS: tl.constexpr,
-                BLOCK: tl.constexpr):
+def scan_kernel(out_ptr, x_ptr, m_ptr, rows, n, REVERSED: tl.constexpr, EXCLUSIVE: tl.constexpr, MASKED: tl.constexpr,
+                ROWS: tl.constexpr, BLOCK: tl.constexpr):
     # Program p: rows p * ROWS.. scanned in BLOCK-long steps in the scan's order (from the row's end where REVERSED),
     # each step offset by the total of the steps before it; EXCLUSIVE: each output the scan of the values before it
     row = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS).to(tl.int64)[:, None]
@@ -56,10 +57,11 @@ def scan_kernel(out_ptr, x_ptr, rows, n, REVERSED: tl.constexpr, EXCLUSIVE: tl.c
         else:
             offs = start + cols
             mask = (row < rows) & (offs < n)
-        if EXCLUSIVE:  # each position takes the value before it (the first the identity): their scan is exclusive
-            x = tl.load(x_ptr + row * n + offs - 1, mask=mask & (offs >= 1), other=$identity).to(tl.float32)
-        else:
-            x = tl.load(x_ptr + row * n + offs, mask=mask, other=$identity).to(tl.float32)
+        at = offs - 1 if EXCLUSIVE else offs  # exclusive: each position takes the value before it (the first none)
+        live = mask & (at >= 0) if EXCLUSIVE else mask
+        x = tl.load(x_ptr + row * n + at, mask=live, other=$identity).to(tl.float32)
+        if MASKED:  # the scanned values are the first input's times the second's (a bool mask: 0 or 1)
+            x = tl.where(live, x * tl.load(m_ptr + row * n + at, mask=live, other=0).to(tl.float32), $identity)
         y = carry $op tl.associative_scan(x, 1, _combine, reverse=REVERSED)
         tl.store(out_ptr + row * n + offs, y.to(out_ptr.dtype.element_ty), mask=mask)
         # the step's total, its last value in the scan's order (past the row's ends the identity keeps it): picked
@@ -70,25 +72,28 @@ class ModelNew(nn.Module):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__()
 
-    def forward(self, $param, *args):
+    def forward(self, $params, *args):
         x = $param.contiguous()
+        m = $mask.contiguous() if $masked else x  # the second input, of x's shape
         out = torch.empty_like(x)
         n = x.shape[-1] if x.dim() else 1
         rows = x.numel() // max(n, 1)
         if x.numel():
-            scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, rows, n, REVERSED=$reversed, EXCLUSIVE=$exclusive,
-                                                     ROWS=ROWS, BLOCK=BLOCK, num_warps=4)
+            scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, m, rows, n, REVERSED=$reversed, EXCLUSIVE=$exclusive,
+                                                     MASKED=$masked, ROWS=ROWS, BLOCK=BLOCK, num_warps=4)
         return out
 '''
 
 
-def rows(op: str, form: str, param: str) -> str:
-    """The kernel file of a cumulative `op` ("cumsum" or "cumprod") along the last dim of the input `param`, in the
-    `form` family_checks.SCAN_FORMS names."""
+def rows(op: str, form: str, params: tuple[str, ...]) -> str:
+    """The kernel file of a cumulative `op` ("cumsum" or "cumprod") along the last dim of the input `params[0]` (times
+    `params[1]` where given: a masked scan), in the `form` family_checks.SCAN_FORMS names."""
     combine, identity = OPS[op]
     what = {"forward": op, "reversed": f"Reversed {op} (from the row's end)", "exclusive": f"Exclusive {op}"}[form]
+    what += " of the first input times the second" if len(params) > 1 else ""
     return Template(_SOURCE).substitute(what=what[0].upper() + what[1:], op=combine, identity=identity,
-                                        reversed=form == "reversed", exclusive=form == "exclusive", param=param)
+                                        reversed=form == "reversed", exclusive=form == "exclusive", param=params[0],
+                                        params=", ".join(params), mask=params[-1], masked=len(params) > 1)
 
 
 def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
@@ -108,4 +113,7 @@ def scan_moves(family: Family) -> tuple[list[MoveInstance], list[Skipped]]:
            "exclusive": " of the values before each position (exclusive)"}[form]
     why = (f"ROWS rows of {n} per program scanned in BLOCK-long steps{way}, the running total carried: one read and "
            "one write of each row")
-    return [MoveInstance("scan.rows", why, rows(op, form, family.input_names[0]), tuple(grid))], []
+    params = family.input_names[:2] if family.operands else family.input_names[:1]
+    if family.operands:
+        why += " (the second input loaded beside the first and multiplied in)"
+    return [MoveInstance("scan.rows", why, rows(op, form, params), tuple(grid))], []
