@@ -46,14 +46,14 @@ def _round_zero(final: dict) -> list:
     return [a for a in final["attempts"] if a.round == 0]
 
 
-# a reference no family's template computes (a running product): no template to start from
-SCAN = """import torch
+# a reference no family's template computes (a sort along rows): no template to start from
+SORT = """import torch
 import torch.nn as nn
 
 
 class Model(nn.Module):
     def forward(self, x):
-        return torch.cumprod(x, dim=1)
+        return torch.sort(x, dim=1).values
 
 
 def get_inputs():
@@ -67,7 +67,7 @@ def get_init_inputs():
 
 def test_without_kernel_model_gpu_or_template_setup_stops_saying_what_to_give(tmp_path, monkeypatch) -> None:
     monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
-    final, _ = run_graph({"problem_source": SCAN}, fast_context(tmp_path))
+    final, _ = run_graph({"problem_source": SORT}, fast_context(tmp_path))
     reason = final["stop_reason"]
     assert reason.startswith("bad input: nothing to start from: no kernel, no model, no template for the problem")
     assert "no CUDA GPU" in reason and "--kernel" in reason and "--model" in reason
