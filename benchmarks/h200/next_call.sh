@@ -8,7 +8,8 @@
 #   - the scan family (moves/scan.py): 89_cumsum, and the public reversed cumsum 91 (44.7% on the seed) and cumprod 90.
 # Left for the next calls, in this order:
 #   1. test_gpu (kernelopt/ changed since fd73c02), then PART=store (C by TMA against the seed and the plain split),
-#      then the scan's GPU test, then the outside pass's 7 and 91 again with the new moves;
+#      then the scan's GPU test, then the outside pass's 7 and 91 again with the new moves, and the other public
+#      scans 90, 92 and 93 (outside_files.sh's default now copies them: the suite takes new files on --resume);
 #   2. on an H200, the rows #22 is judged on: c3's 9_ (the small-K split), 23, 24, 34, 35, 41, 42 and 44.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
