@@ -90,11 +90,11 @@ def checked(problem: ModuleType, family: Family) -> Family:
         note = (f", read as reduce but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
                 "argument): the templates return the input's")
         return dataclasses.replace(family, name="other", note=note)
-    if family.name == "scan" and family.out_dtypes[:1] != (family.dtype,):
-        note = (f", read as scan but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
-                "argument): the template returns the input's")
-        return dataclasses.replace(family, name="other", note=note)
     if family.name == "scan":
+        if family.out_dtypes[:1] != (family.dtype,):
+            note = (f", read as scan but returned as {family.out_dtypes[0]} from {family.dtype} inputs (a dtype= "
+                    "argument): the template returns the input's")
+            return dataclasses.replace(family, name="other", note=note)
         try:
             torch.manual_seed(0)
             form = _scan_form(family, problem.Model(*problem.get_init_inputs()).double())

@@ -155,9 +155,10 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     tiles = math.ceil(m / 128) * math.ceil(n / 128) * (math.prod(family.shapes[family.operands[0]][:-2])
                                                         if family.name == "bmm" else 1)
     why = ""
+    small = min(m, n, k) < SPLIT_MIN  # offered then only where C outweighs A and B (output_bound)
     if (capability_major(capability) or 99) < 8:
         why = f"the GPU (compute capability {capability}) has no TF32 tensor cores (sm_80 and later)"
-    elif min(m, n, k) < SPLIT_MIN and not output_bound(m, n, k):
+    elif small and not output_bound(m, n, k):
         why = (f"M={m}, N={n}, K={k}: below {SPLIT_MIN} the product is bound by memory, and the split's pass over "
                "A and B (one read, two writes) and the product's two reads of each cost more than the tensor cores "
                "save")
@@ -179,19 +180,17 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
     f16_why = (f"{each}A's rows and B's columns scaled by powers of two into fp16's range and split once into "
                "fp16 parts and remainders (K-major, padded to whole tiles), then three fp16 products a K step added "
                "in fp32 on the tensor cores: twice TF32's rate, half its bytes")
-    if min(m, n, k) < SPLIT_MIN:  # offered only because C outweighs A and B
-        small = (f"; K={k}: C's {m} x {n} outputs are {m * n / (m * k + k * n):.0f}x A's and B's elements, so the "
-                 "split's passes cost little beside C's stores, and the product leaves the CUDA cores")
-        f16_why += small
+    if small:
+        f16_why += (f"; K={k}: C's {m} x {n} outputs are {m * n / (m * k + k * n):.0f}x A's and B's elements, so the "
+                    "split's passes cost little beside C's stores, and the product leaves the CUDA cores")
     f16_tiles = [dict(zip(keys, t, strict=True)) for t in matmul_split_f16.TILES]
     tma_grid = [{**t, "PROGRAMS": sm_count * r} for r in (1, 2) for t in f16_tiles[:2]]
-    tma_why = f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, {sm_count} persistent programs"
-    if min(m, n, k) < SPLIT_MIN:  # C's stores bound it: C's tiles leave through TMA too, tried first
-        tma_why += " walking them, each C tile stored by TMA while the program computes its next"
+    tma_why = (f"{f16_why}; the tiles loaded whole by TMA through tensor descriptors, {sm_count} persistent programs "
+               "walking them")
+    if small:  # C's stores bound it: C's tiles leave through TMA too, tried first
+        tma_why += ", each C tile stored by TMA while the program computes its next"
         tma_grid = [*({**t, "PROGRAMS": sm_count * r, "STORE_TMA": 1} for t in STORE_TILES for r in (1, 2)),
                     *({**t, "STORE_TMA": 0} for t in tma_grid)]
-    else:
-        tma_why += " walking them"
     tma = [MoveInstance(names[2], tma_why, matmul_split_f16.split_f16_tma(
         family.input_names, family.operands, family.transposed, sm_count, batched=bmm), tuple(tma_grid))]
     if (capability_major(capability) or 99) < 9:
@@ -219,6 +218,7 @@ def output_bound(m: int, n: int, k: int) -> bool:
     and, at fp32 on the CUDA cores, by its 2 M N K FLOPs (9_Tall_skinny's 68.7 GFLOP: about 1 ms at an H200's
     fp32 rate, as long as its 4.3 GB of C take to write): on the tensor cores the product costs little."""
     return m * n >= OUTPUT_BOUND * (m * k + k * n)
+
 
 _K_CONTIGUOUS = ("A and B are stored with K contiguous and rows of a multiple of 16 elements already: the TF32 "
                  "products take their tiles as they lie")

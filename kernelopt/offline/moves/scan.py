@@ -76,7 +76,7 @@ class ModelNew(nn.Module):
         x = $param.contiguous()
         m = $mask.contiguous() if $masked else x  # the second input, of x's shape
         out = torch.empty_like(x)
-        n = x.shape[-1] if x.dim() else 1
+        n = x.shape[-1]
         rows = x.numel() // max(n, 1)
         if x.numel():
             scan_kernel[(triton.cdiv(rows, ROWS),)](out, x, m, rows, n, REVERSED=$reversed, EXCLUSIVE=$exclusive,
