@@ -13,7 +13,7 @@ from test_split_tf32 import _load
 
 from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul_split_f16, structural_moves
+from kernelopt.offline.moves import SM_COUNT, matmul_split_f16, structural_moves
 from kernelopt.offline.moves.family import trace_family
 from kernelopt.offline.moves.gemm import output_bound
 from kernelopt.offline.tuner import with_config
@@ -128,6 +128,12 @@ def test_a_small_k_product_whose_output_outweighs_its_operands_is_split() -> Non
     for name in ("matmul.split_f16", "matmul.split_f16_tma", "matmul.split_tf32"):
         assert name in tall, name
     assert "K=32: C's 32768 x 32768 outputs are 512x A's and B's elements" in tall["matmul.split_f16"].why
+    # C stored by TMA first, several programs an SM (one's stores beside another's products), then the plain stores
+    grid = list(tall["matmul.split_f16_tma"].grid)
+    stored = [c for c in grid if c["STORE_TMA"]]
+    assert grid[:len(stored)] == stored and len(stored) < len(grid)
+    assert (stored[0]["BLOCK_M"], stored[0]["BLOCK_N"], stored[0]["PROGRAMS"]) == (128, 64, 2 * SM_COUNT)
+    assert max(c["PROGRAMS"] for c in stored) > 2 * SM_COUNT
     assert output_bound(32768, 32768, 64) and output_bound(330, 310, 5)
     assert not output_bound(2048, 1, 1048576) and not output_bound(20, 12, 36) and not output_bound(4096, 4096, 256)
     tiny = {m.name for m in structural_moves(MOVES / "matmul_small_k.py", sm_count=4).instances}  # 9 tiles

@@ -189,7 +189,7 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
                "walking them")
     if small:  # C's stores bound it: C's tiles leave through TMA too, tried first
         tma_why += ", each C tile stored by TMA while the program computes its next"
-        tma_grid = [*({**t, "PROGRAMS": sm_count * r, "STORE_TMA": 1} for t in STORE_TILES for r in (1, 2)),
+        tma_grid = [*({**t, "PROGRAMS": sm_count * r, "STORE_TMA": 1} for t, r in STORE_TILES),
                     *({**t, "STORE_TMA": 0} for t in tma_grid)]
     tma = [MoveInstance(names[2], tma_why, matmul_split_f16.split_f16_tma(
         family.input_names, family.operands, family.transposed, sm_count, batched=bmm), tuple(tma_grid))]
@@ -204,10 +204,15 @@ def _split_tf32(family: Family, out: list[MoveInstance], skipped: list[Skipped],
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
-# The TMA product's tiles where C's stores bound it: BLOCK_K 32 (a small K is one or two steps) and few stages, so
-# that the 64 KB of a 128 x 128 fp32 C tile staged for its TMA store fit beside the operands' buffers
-STORE_TILES = tuple({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": w, "num_stages": 2}
-                    for bm, bn, w in ((128, 128, 8), (128, 64, 4)))
+# The TMA product's tiles where C's stores bound it, each with its programs per SM: BLOCK_K 32 (a small K is one or
+# two steps) and few stages, the C tile staged for its TMA store beside the operands' buffers. Several programs an
+# SM overlap one's stores with another's products: on the H100 (RESULTS.md (bb)) 128 x 64 at two an SM (82 KB of
+# shared memory each) ran 9_Tall_skinny's product in 2.23 ms and the public K=64 product in 2.96, against 2.93 and
+# 3.71 for 128 x 128 at one an SM (131 KB) and 3.36 and 4.42 for 128 x 64 at one. Then three an SM (one stage:
+# 32 KB, 154 registers) and 64 x 64 at four (49 KB, 79 registers): occupancy the measurement points to, not yet timed.
+STORE_TILES = tuple(({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 32, "num_warps": w, "num_stages": s}, per_sm)
+                    for bm, bn, w, s, per_sm in ((128, 64, 4, 2, 2), (128, 64, 4, 1, 3), (64, 64, 4, 2, 4),
+                                                 (128, 128, 8, 2, 1)))
 OUTPUT_BOUND = 30  # C's elements over A's and B's past which the split's passes cost under a tenth of C's stores
 
 
