@@ -2,28 +2,28 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 43 got three H100 calls (RESULTS.md (ba)): test_gpu passed at fd73c02; the outside pass (eight public
-# KernelBench problems, from nothing) is whole; 42 joined rows_h100. Built after the calls, not yet on a GPU:
-#   - split_f16_tma's C stored by TMA (STORE_TMA), first in its grid where C outweighs A and B (9_, the public 7);
-#   - the scan family (moves/scan.py): 89_cumsum, and the public reversed cumsum 91 (44.7% on the seed) and cumprod 90.
+# Session 44 got three H100 calls (RESULTS.md (bb)): test_gpu passed at 1a85415; C by TMA measured (128 x 64 at two
+# programs an SM is the best store on both small-K products; now first in split_f16_tma's grid); the scan family
+# took the public scans 91, 92, 93 to 90% of the floor; the outside pass is whole (11 of 11). Its last call:
+#   PART=final: the STORE_TMA configurations verified and timed at 9_'s size (three and four programs an SM never
+#   timed), the public K=64 product (7) again with the new order, then six public level-2 problems from nothing
+#   (outside_l2_h100: .gpu/outside_l2, LEVEL=2 outside_files.sh).
 # Left for the next calls, in this order:
-#   1. test_gpu (kernelopt/ changed since fd73c02), then PART=store (C by TMA against the seed and the plain split),
-#      then the scan's GPU test, then the outside pass's 7 and 91 again with the new moves, and the other public
-#      scans 90, 92 and 93 (outside_files.sh's default now copies them: the suite takes new files on --resume);
-#   2. on an H200, the rows #22 is judged on: c3's 9_ (the small-K split), 23, 24, 34, 35, 41, 42 and 44.
+#   1. on an H200, the rows #22 is judged on: c3's 9_ (the small-K split, C by TMA), 23, 24, 34, 35, 41, 42 and 44;
+#   2. test_seed_gpu whole (its first six passed on the H100 in session 44; the box ended in attention's);
+#   3. the level-2 outside pass's remaining problems, if session 44's call left any.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 9_ 23_ 24_ 34_ 35_ 41_ 42_ 44_
 #                bash benchmarks/h200/redo_rows.sh c3l2 1_ 9_ 14_ 29_ 33_ 40_ 76_ 99_
-#                bash benchmarks/h200/redo_rows.sh outside_h100 7_ 91_
-#                fetch github:ScalingIntelligence/KernelBench, then
-#                bash benchmarks/h200/outside_files.sh /work/.mirror/ScalingIntelligence+KernelBench/repo
+#                fetch github:ScalingIntelligence/KernelBench, then (M=/work/.mirror/ScalingIntelligence+KernelBench/repo)
+#                bash benchmarks/h200/outside_files.sh $M; LEVEL=2 bash benchmarks/h200/outside_files.sh $M
 #   device (copy each returned NAME.tgz into .gpu/ here before the next call):
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
-#     run(command="PART=2 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
+#     run(command="PART=seed bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# PART=1: on an H100 test_gpu, store, the scan's GPU test, then the outside rows redone; on an H200 test_gpu, then
-#         c3's rows. PART=2: c3 on (H200), else the outside rows on. PART=seed: test_seed_gpu whole (not run since
+# PART=1: test_gpu, then on an H200 c3's rows, on an H100 the level-2 outside pass resumed. PART=final: session 44's
+#         last call (above). PART=2: c3 on (H200), else the outside rows on. PART=seed: test_seed_gpu whole (not run since
 #         session 39). PART=3: on an H200 c3l2's eight rows. PART=small_k, store, fold, probes, times86: the probes.
 #         BOX=S: a call of S seconds, not 585 (PART=short: c3's first rows on an H200, rows_h100 on an H100).
 # c3 and c3l2 are H200 passes: their rows are redone only on an H200. Name the card beside every figure.
@@ -69,12 +69,14 @@ store() {  # C stored by TMA (split_f16_tma's STORE_TMA configurations, first in
     PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p --move matmul.split_f16_tma --configs 4 >> "$OUT/store.md" 2>&1
   done
 }
-outside() {  # public KernelBench level-1 problems outside the project's 50 (git-ignored: .gpu/outside, copied from a
-  # fetch of ScalingIntelligence/KernelBench, KernelBench/level1/), from nothing as rows_h100's: what nobody tuned for
-  [ -d .gpu/outside ] || { echo "[no .gpu/outside: copy the problems there first]" | tee -a "$OUT/card.txt"; return 1; }
-  mkdir -p /tmp/outside && cp .gpu/outside/*.py /tmp/outside/
-  KEEP_S=100 bash benchmarks/h200/suite_pass.sh outside_${1} $(( ${BOX:-585} - $(elapsed) )) /tmp/outside --optimize \
-    --max-rounds 5 --no-max-autotune --max-wall-s 150
+outside() {  # public KernelBench problems outside the project's (git-ignored: .gpu/outside for level 1, outside_l2 for
+  # level 2, copied by outside_files.sh from a fetch of ScalingIntelligence/KernelBench), from nothing as rows_h100's:
+  # what nobody tuned for. outside CARD [DIR [WALL_S]]: the pass DIR_CARD (outside_h100, outside_l2_h100)
+  local dir=${2:-outside}
+  [ -d .gpu/$dir ] || { echo "[no .gpu/$dir: copy the problems there first]" | tee -a "$OUT/card.txt"; return 1; }
+  mkdir -p /tmp/$dir && cp .gpu/$dir/*.py /tmp/$dir/
+  KEEP_S=100 bash benchmarks/h200/suite_pass.sh ${dir}_${1} $(( ${BOX:-585} - $(elapsed) )) /tmp/$dir --optimize \
+    --max-rounds 5 --no-max-autotune --max-wall-s ${3:-150}
 }
 times86() {  # where 86's time goes, kernel by kernel: the reference, two_pass at ieee and split (about 60 s)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
@@ -126,16 +128,15 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 case ${PART:-1} in
 1)
   bash benchmarks/h200/gpu_tests.sh test_gpu
-  if h200; then
-    redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else
-    store
-    bash benchmarks/h200/gpu_tests.sh test_moves_gpu:scan_rows
-    outside h100
-  fi ;;
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else outside h100 outside_l2 120; fi ;;
 2)
   if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else outside h100; fi ;;
+  else outside h100 outside_l2 120; fi ;;
+final)
+  bash benchmarks/h200/gpu_tests.sh test_moves_gpu:c_stored_by_tma
+  [ -f .gpu/outside_h100.redo ] && outside h100
+  outside h100 outside_l2 120 ;;
 times86)
   times86 ;;
 seed)
