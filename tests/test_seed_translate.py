@@ -26,7 +26,7 @@ from kernelopt.seed.configs import from_record, untuned
 from kernelopt.seed.errors import SeedError
 from kernelopt.seed.kernel_text import REWRITES
 from kernelopt.seed.output_code import parse_output
-from kernelopt.seed.writer import SeedSource, write_seed
+from kernelopt.seed.writer import Binding, SeedSource, binding_choices, write_seed
 
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
@@ -342,6 +342,32 @@ def test_a_view_returned_as_it_is_made_becomes_a_strided_view(name: str, tmp_pat
     expected, got = _run_both(small, seed_file)
     assert got.shape == expected.shape and got.stride() == expected.stride()
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_a_modules_own_number_is_kept_where_the_compiler_dropped_its_norms_numbers(tmp_path: Path) -> None:
+    # torch 2.13: the tracer lifts the norm's momentum and eps and the module's divide_by into graph inputs; the
+    # compiled graph keeps divide_by alone (7 arguments of 9 traced). Dropping every lifted number left 6
+    # ("takes 7 arguments but 6 were traced"): no seed, so no start for a convolution then a norm
+    text, small = _cpu_made_small_seed("conv_instance_norm", tmp_path)
+    assert "self.divide_by" in text and "self.norm.eps" not in text
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    expected, got = _run_both(small, seed_file)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+def test_the_lifted_numbers_are_read_every_way_that_fits_the_compiled_graph() -> None:
+    weight, size, x = Binding("state", name="conv.weight"), Binding("size"), Binding("input", index=0)
+    momentum, eps = Binding("scalar", name="norm.momentum"), Binding("scalar", name="norm.eps")
+    divide, pi = Binding("scalar", name="divide_by"), Binding("constant", name="3.141592653589793")
+    traced = [weight, size, x, momentum, eps, divide]
+    assert binding_choices(traced, 6) == [traced]  # all kept: the one way
+    assert binding_choices(traced, 3) == [[weight, size, x]]  # all dropped
+    one = binding_choices(traced, 4)  # one kept: the module's own first, the norm's after
+    assert [c[3] for c in one] == [divide, momentum, eps] and all(c[:3] == [weight, size, x] for c in one)
+    assert [c[3:] for c in binding_choices(traced, 5)] == [[momentum, divide], [eps, divide], [momentum, eps]]
+    assert binding_choices(traced, 2) == [] and binding_choices(traced, 7) == []  # a tensor is never dropped
+    assert binding_choices([x, pi], 2) == [[x, pi]] and binding_choices([x, pi], 1) == [[x]]
 
 
 def test_a_global_number_the_tracer_lifted_is_passed_as_its_value(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from kernelopt.harness.measure.timing import beats, timing_config_for
     from kernelopt.harness.sandbox.audit import scrubbed_env
     from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
+    from kernelopt.harness.sandbox.calls import exact_math
     from kernelopt.harness.sandbox.runner import Progress, likely_cuda, prewarm
 
 _RUNNER = "kernelopt.harness.sandbox.runner"
@@ -37,12 +38,14 @@ _EXPORTS = {
     "input_bytes": "kernelopt.harness.measure.cases",  # a problem's input size (imports torch)
     "COMPILE_CACHE": "kernelopt.harness.sandbox.baseline_client",  # Inductor's caches' folder name
     "scrubbed_env": "kernelopt.harness.sandbox.audit",  # an environment without secrets, for a child
+    "exact_math": "kernelopt.harness.sandbox.calls",  # reduced precision off (TF32, fp16 sums): the yardstick's flags
 }
 
 __all__ = [
     "COMPILE_CACHE",
     "Progress",
     "beats",
+    "exact_math",
     "floor_ms_for",
     "input_bytes",
     "likely_cuda",

@@ -8,6 +8,7 @@ readable as kernelopt's verifier requires: it allocates, takes views and launche
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -137,15 +138,37 @@ def forward_parameters(problem_source: str) -> list[str]:
     return [a.arg for a in forward.args.args[1:]]
 
 
+LIFTED = ("scalar", "constant")  # Python numbers the tracer lifted into graph inputs
+MOST_CHOICES = 6
+
+
+def binding_choices(bindings: Sequence[Binding], arg_count: int) -> list[list[Binding]]:
+    """The ways the traced `bindings` may be the compiled graph's `arg_count` arguments, likeliest first.
+
+    A Python number the tracer lifted into a graph input may be specialized away again, and compilers differ in
+    which they keep: torch 2.13 kept a module's own `divide_by` and dropped its InstanceNorm's momentum and eps.
+    So each way of dropping lifted numbers to reach the count is a choice (the other inputs stay, in order): all
+    dropped first, then those keeping the module's own numbers before its submodules' (`divide_by` before
+    `norm.eps`); the seed's check against the reference decides among them. None where no way fits."""
+    lifted = [i for i, b in enumerate(bindings) if b.kind in LIFTED]
+    keep = arg_count - (len(bindings) - len(lifted))
+    if not 0 <= keep <= len(lifted):
+        return []
+    subsets = sorted(itertools.combinations(lifted, keep),
+                     key=lambda kept: sum(bindings[i].kind == "scalar" and "." in bindings[i].name for i in kept))
+    return [[b for i, b in enumerate(bindings) if b.kind not in LIFTED or i in kept]
+            for kept in subsets[:MOST_CHOICES]]
+
+
 def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
     """The seed file's text, each kernel with `rewrites` (kernel_text.standalone: "unwrap", "specialize";
     none: the kernels as the compiler wrote them)."""
     module = parse_output(source.code)
-    traced = list(source.bindings)
-    if len(traced) != len(module.arg_names):  # a Python float the tracer lifted may be specialized away again
-        traced = [b for b in traced if b.kind not in ("scalar", "constant")]
-    if len(traced) != len(module.arg_names):
-        raise SeedError(f"the compiled graph takes {len(module.arg_names)} arguments but {len(traced)} were traced")
+    choices = binding_choices(source.bindings, len(module.arg_names))
+    if not choices:
+        raise SeedError(f"the compiled graph takes {len(module.arg_names)} arguments but {len(source.bindings)} were "
+                        "traced")
+    traced = choices[0]
     names = forward_parameters(source.problem_source)
     bindings: dict[str, str] = {}
     scalars: dict[str, str] = {}
