@@ -356,6 +356,36 @@ def test_a_modules_own_number_is_kept_where_the_compiler_dropped_its_norms_numbe
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
+def test_the_seed_tries_each_reading_of_the_lifted_numbers_until_its_check_passes(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                                  capsys: pytest.CaptureFixture) -> None:
+    # generate._seed_of as on the GPU, the check standing in: it passes only the seed that reads the norm's momentum
+    # (the second reading of three), so the first is refused, said on stderr, and the next is written and returned
+    from kernelopt.seed import generate
+
+    record = json.loads((CPU_MADE / "conv_instance_norm.json").read_text())
+    small = shrunk_problem(problem_path("conv_instance_norm"), tmp_path / "conv_instance_norm.py")
+    problem = _load(small)
+    torch.manual_seed(0)
+    model = problem.Model(*problem.get_init_inputs())
+    inputs = problem.get_inputs()
+    code = record["codes"][0]
+    bindings = trace_bindings(model, inputs, duck_shape=record["duck_shape"])
+    checked: list[str] = []
+
+    def check(text: str, *_: Any) -> None:
+        checked.append(text)
+        if "self.norm.momentum" not in text:
+            raise SeedError("the translated compiler seed does not compute the reference's output")
+
+    monkeypatch.setattr(generate, "_check", check)
+    monkeypatch.setattr(generate, "picked_configs", lambda names: untuned(parse_output(code)))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *_: "no GPU (the test's)")
+    made = generate._seed_of(small, problem, inputs, model(*inputs), code, bindings, 1.0)
+    assert len(checked) == 2 and "self.divide_by" in checked[0] and made.text == checked[1]
+    assert "(divide_by kept) failed its check" in capsys.readouterr().err
+
+
 def test_the_lifted_numbers_are_read_every_way_that_fits_the_compiled_graph() -> None:
     weight, size, x = Binding("state", name="conv.weight"), Binding("size"), Binding("input", index=0)
     momentum, eps = Binding("scalar", name="norm.momentum"), Binding("scalar", name="norm.eps")
