@@ -85,6 +85,30 @@ def test_a_depthwise_convolution_takes_the_stencil_and_the_others_the_implicit_g
     assert bool(calls) == stencil
 
 
+@pytest.mark.parametrize(("name", "block_n", "columns"), [("conv3d strided", 64, 16), ("conv2d grouped", 32, 16),
+                                                        ("conv1d strided dilated", 16, 16)])
+def test_the_tile_is_no_wider_than_a_groups_output_channels(name: str, block_n: int, columns: int) -> None:
+    # 3 (or a group's 3) output channels: the seed's default 64-wide tile (or any the sweep sets) launches 16
+    # columns, the least a product takes, one column program a group; the output is aten's either way
+    space = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": block_n, "CONV_BLOCK_K": 16}))
+    launches: list[tuple[Any, dict[str, Any]]] = []
+    kernel = space["conv_igemm_kernel"]
+
+    class Recorded:
+        def __getitem__(self, grid: Any) -> Any:
+            def launch(*args: Any, **kwargs: Any) -> Any:
+                launches.append((grid, kwargs))
+                return kernel[grid](*args, **kwargs)
+            return launch
+
+    space["conv_igemm_kernel"] = Recorded()
+    args, want = _case(name)
+    got = space["conv_triton"](*args[:3], None, *args[3:])
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    [(grid, kwargs)] = launches
+    assert kwargs["BLOCK_N"] == columns and grid[1] == 1
+
+
 def test_it_writes_the_layout_it_is_given_and_its_tile_is_the_sweeps_to_turn() -> None:
     knobs = knob_values(CONV_HELPER)
     assert {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "CONV_BLOCK_K": 32}.items() <= knobs.items()

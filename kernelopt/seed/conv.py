@@ -217,6 +217,9 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     elif out is None:
         out = _conv_out(x, weight, stride, padding, dilation)
     cg, ocg = x.shape[1] // groups, out.shape[1] // groups
+    # a tile no wider than the group's output channels (16 at least, a product's least): 16 channels in 64 columns
+    # multiplied 4 times the work (a public level-2 Conv3d of 3 to 16 channels: 85% of its time in this kernel)
+    block_n = min(CONV_BLOCK_N, max(16, triton.next_power_of_2(ocg)))
     # a group of one input channel and few outputs: the implicit GEMM's tile would hold ocg useful columns (the
     # stencil at 1 x 512 outputs, 8 warps: two outputs a thread, 82's best on the H200, RESULTS (au))
     if not transposed and cg == 1 and ocg < ''' + str(DEPTHWISE_OUTPUTS) + ''':
@@ -240,7 +243,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     phases = phases if cg_pow * phases >= CONV_BLOCK_K else 1
     q = [triton.cdiv(o, s) for o, s in zip((OD, OH, OW), strides, strict=True)] if phases > 1 else [OD, OH, OW]
     mq = x.shape[0] * q[0] * q[1] * q[2]
-    grid = (phases * triton.cdiv(mq, CONV_BLOCK_M), triton.cdiv(ocg, CONV_BLOCK_N), groups)
+    grid = (phases * triton.cdiv(mq, CONV_BLOCK_M), triton.cdiv(ocg, block_n), groups)
     conv_igemm_kernel[grid](
         x, wg, bias if bias is not None else x, out,
         OD, OH, OW, *_three(x.shape[2:], 1), KD, KH, KW, M, cg, ocg,
@@ -250,7 +253,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         mq, *q,
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
         WIDE=max(x.numel(), out.numel()) >= 2**31,
-        BLOCK_M=CONV_BLOCK_M, BLOCK_N=CONV_BLOCK_N, BLOCK_K=CONV_BLOCK_K,
+        BLOCK_M=CONV_BLOCK_M, BLOCK_N=block_n, BLOCK_K=CONV_BLOCK_K,
         CG_POW=cg_pow if cg_pow < CONV_BLOCK_K and phases == 1 else 0, PHASED=phases > 1, num_warps=4, num_stages=3,
     )
     return out
