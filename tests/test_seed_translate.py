@@ -356,9 +356,8 @@ def test_a_modules_own_number_is_kept_where_the_compiler_dropped_its_norms_numbe
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
-def test_the_seed_tries_each_reading_of_the_lifted_numbers_until_its_check_passes(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch,
-                                                                                  capsys: pytest.CaptureFixture) -> None:
+def test_the_seed_tries_each_reading_of_the_lifted_numbers_until_its_check_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
     # generate._seed_of as on the GPU, the check standing in: it passes only the seed that reads the norm's momentum
     # (the second reading of three), so the first is refused, said on stderr, and the next is written and returned
     from kernelopt.seed import generate
