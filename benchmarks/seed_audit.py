@@ -1,0 +1,143 @@
+"""The compiler seed's translator on problems nobody wrote it for, on a machine without a GPU.
+
+Each problem is shrunk (kernelbench/shrink.py: its module-level sizes made small), its Triton recorded through
+Inductor's backend for CPU tensors (tests/fixtures/inductor/cpu_made/record_cpu.py: the torch installed here, code
+only), translated into a seed file each way its lifted numbers may read (`writer.binding_choices`), and run under
+Triton's interpreter against the reference, as the seed's own check does on a GPU (within 1e-3). A GPU's output
+differs (its GEMM templates, its autotuner's picks), so a problem that passes here may still fail there; one that
+fails here shows a translator fault without spending device time.
+
+    TRITON_INTERPRET=1 python benchmarks/seed_audit.py PROBLEM_OR_DIR [...] [--timeout 300] [--jobs 2]
+
+One line a problem, `ok` or the stage that failed (record, translate, run, compare) with its first line of error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _outputs(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, tuple | list) else [value]
+
+
+def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
+    """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks" / "kernelbench"))
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "inductor" / "cpu_made"))
+    import record_cpu
+    import shrink
+
+    from kernelopt.seed.bindings import trace_bindings
+    from kernelopt.seed.configs import untuned
+    from kernelopt.seed.output_code import parse_output
+    from kernelopt.seed.writer import SeedSource, binding_choices, write_seed
+
+    small = folder / problem.name
+    small.write_text(shrink.shrink_source(problem.read_text()))
+    record = record_cpu.record(small)
+    if record["error"] or not record["codes"]:
+        return {"stage": "record", "error": record["error"] or "no output module"}
+    code = record["codes"][0]
+    reference = _load(small, "audited_problem")
+    torch.manual_seed(0)
+    model = reference.Model(*reference.get_init_inputs())
+    torch.manual_seed(1)
+    inputs = reference.get_inputs()
+    try:
+        bindings = trace_bindings(model, inputs, duck_shape=False)
+        choices = binding_choices(bindings, len(parse_output(code).arg_names)) or [bindings]
+    except Exception as err:  # noqa: BLE001  (any failure is the verdict)
+        return {"stage": "translate", "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
+    with torch.no_grad():
+        out = model(*inputs)
+    want, returns_tuple = _outputs(out), isinstance(out, tuple | list)
+    failure: dict[str, Any] = {}
+    for number, choice in enumerate(choices):
+        stage = "translate"
+        try:
+            text = write_seed(SeedSource(problem.name, small.read_text(), code, untuned(parse_output(code)),
+                                         choice, len(want), returns_tuple))
+            seed_file = folder / f"seed_{number}.py"
+            seed_file.write_text(text)
+            stage = "run"
+            seed = _load(seed_file, f"audited_seed_{number}")
+            torch.manual_seed(0)
+            candidate = seed.ModelNew(*reference.get_init_inputs())
+            with torch.no_grad():
+                got = _outputs(candidate(*inputs))
+            stage = "compare"
+            if len(got) != len(want) or any(g.shape != w.shape for g, w in zip(got, want, strict=False)):
+                raise ValueError(f"outputs of shapes {[tuple(g.shape) for g in got]}, the reference's "
+                                 f"{[tuple(w.shape) for w in want]}")
+            worst = max((float((g.double() - w.double()).abs().max()) for g, w in zip(got, want, strict=True)
+                         if w.numel()), default=0.0)
+            if not all(torch.allclose(g.double(), w.double(), rtol=1e-3, atol=1e-3, equal_nan=True)
+                       for g, w in zip(got, want, strict=True)):
+                raise ValueError(f"outputs differ (largest difference {worst:.3g})")
+            return {"stage": "ok", "reading": number, "kernels": len(parse_output(code).kernels)}
+        except Exception as err:  # noqa: BLE001
+            failure = failure or {"stage": stage, "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
+    return failure
+
+
+def _child(problem: str, timeout: float) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder], capture_output=True,
+                                  text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return {"stage": "timeout", "error": f"over {timeout:g} s"}
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return {"stage": "crash", "error": tail[:240]}
+    return json.loads(lines[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("problems", nargs="+")
+    args.add_argument("--timeout", type=float, default=300)
+    args.add_argument("--jobs", type=int, default=2)
+    args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
+    parsed = args.parse_args(argv)
+    if parsed.one:  # the child: one problem, its verdict as the last line
+        print(json.dumps(audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]))), flush=True)
+        return 0
+    files: list[Path] = []
+    for name in map(Path, parsed.problems):
+        number = lambda p: (len(p.name.split("_")[0]), p.name)  # noqa: E731  (1_, 2_, ... 10_ in order)
+        files += sorted(name.glob("*.py"), key=number) if name.is_dir() else [name]
+    counts: dict[str, int] = {}
+    with ThreadPoolExecutor(parsed.jobs) as pool:
+        for path, verdict in zip(files, pool.map(lambda p: _child(str(p), parsed.timeout), files), strict=True):
+            counts[verdict["stage"]] = counts.get(verdict["stage"], 0) + 1
+            print(f"{path.stem[:48]:50s} {verdict['stage']:9s} {verdict.get('error', '')}", flush=True)
+    print(json.dumps(counts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
