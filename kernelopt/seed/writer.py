@@ -147,9 +147,9 @@ def binding_choices(bindings: Sequence[Binding], arg_count: int) -> list[list[Bi
 
     A Python number the tracer lifted into a graph input may be specialized away again, and compilers differ in
     which they keep: torch 2.13 kept a module's own `divide_by` and dropped its InstanceNorm's momentum and eps.
-    So each way of dropping lifted numbers to reach the count is a choice (the other inputs stay, in order): all
-    dropped first, then those keeping the module's own numbers before its submodules' (`divide_by` before
-    `norm.eps`); the seed's check against the reference decides among them. None where no way fits."""
+    So each way of dropping lifted numbers to reach the count is a choice (the other inputs stay, in order), those
+    keeping the module's own numbers before those keeping its submodules' (`divide_by` before `norm.eps`); the
+    seed's check against the reference decides among them. None where no way fits."""
     lifted = [i for i, b in enumerate(bindings) if b.kind in LIFTED]
     keep = arg_count - (len(bindings) - len(lifted))
     if not 0 <= keep <= len(lifted):
