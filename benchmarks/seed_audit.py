@@ -40,6 +40,37 @@ def _outputs(value: Any) -> list[Any]:
     return list(value) if isinstance(value, tuple | list) else [value]
 
 
+def interpretable_libdevice() -> None:
+    """libdevice's elementwise functions the compiler writes (tanh, log1p, pow, ...) made to run under Triton's
+    interpreter, which knows none of them, as numpy's: for this audit only (a seed on a GPU keeps libdevice)."""
+    import numpy as np
+    from triton.language import core
+    from triton.language.extra import libdevice
+    from triton.runtime.interpreter import TensorHandle
+
+    def made(fn: Any) -> Any:
+        def call(*args: Any, _semantic: Any = None, **_: Any) -> Any:
+            tensors = [a for a in args if isinstance(a, core.tensor)]
+            values = [a.handle.data if isinstance(a, core.tensor) else a for a in args]
+            out = np.asarray(fn(*values)).astype(tensors[0].handle.data.dtype)
+            return core.tensor(TensorHandle(out, tensors[0].handle.dtype), tensors[0].type)
+        return call
+
+    unary = {"tanh": np.tanh, "log1p": np.log1p, "expm1": np.expm1, "sinh": np.sinh, "cosh": np.cosh,
+             "tan": np.tan, "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh,
+             "acosh": np.arccosh, "atanh": np.arctanh, "trunc": np.trunc, "nearbyint": np.rint, "round": np.round,
+             "exp": np.exp, "log": np.log, "sqrt": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x), "erf": None,
+             "isinf": np.isinf, "isnan": np.isnan, "signbit": np.signbit, "abs": np.abs, "log10": np.log10}
+    binary = {"pow": np.power, "fmod": np.fmod, "atan2": np.arctan2, "copysign": np.copysign,
+              "nextafter": np.nextafter, "hypot": np.hypot}
+    for name, fn in {**unary, **binary}.items():
+        if fn is not None and hasattr(libdevice, name):
+            setattr(libdevice, name, made(fn))
+    if hasattr(libdevice, "erf"):
+        import math
+        setattr(libdevice, "erf", made(np.vectorize(math.erf)))
+
+
 def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
     """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
     import torch
@@ -54,6 +85,7 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
     from kernelopt.seed.output_code import parse_output
     from kernelopt.seed.writer import SeedSource, binding_choices, write_seed
 
+    interpretable_libdevice()
     small = folder / problem.name
     small.write_text(shrink.shrink_source(problem.read_text()))
     record = record_cpu.record(small)
