@@ -68,7 +68,7 @@ def interpretable_libdevice() -> None:
             setattr(libdevice, name, made(fn))
     if hasattr(libdevice, "erf"):
         import math
-        setattr(libdevice, "erf", made(np.vectorize(math.erf)))
+        libdevice.erf = made(np.vectorize(math.erf))
 
 
 def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
