@@ -31,7 +31,7 @@ from kernelopt.seed.writer import Binding, SeedSource, binding_choices, write_se
 ROOT = Path(__file__).parent.parent
 FIXTURES = Path(__file__).parent / "fixtures" / "inductor"
 PROBLEM_DIRS = (ROOT / "benchmarks/kernelbench/problems", ROOT / "benchmarks/kernelbench/level2",
-                ROOT / "tests/data/conv")
+                ROOT / "tests/data/conv", ROOT / "tests/data/seeds")
 # The recorded output whose convolution Inductor left to cuDNN: the seed launches its own Triton
 # convolution there (seed/conv.py).
 CUDNN_CONVOLUTION = ("max_autotune_triton", "1_Conv2D_ReLU_BiasAdd")
@@ -383,6 +383,16 @@ def test_the_seed_tries_each_reading_of_the_lifted_numbers_until_its_check_passe
     made = generate._seed_of(small, problem, inputs, model(*inputs), code, bindings, 1.0)
     assert len(checked) == 2 and "self.divide_by" in checked[0] and made.text == checked[1]
     assert "(divide_by kept) failed its check" in capsys.readouterr().err
+
+
+def test_a_warning_in_the_forward_leaves_one_graph_and_a_seed_that_computes_the_reference(tmp_path: Path) -> None:
+    # InstanceNorm2d on a tensor of one channel warns on every call; traced as it is, the warning broke the graph
+    # in two ("the reference compiles to 2 graphs": no seed, so no start for a public level-2 problem, 28)
+    text, small = _cpu_made_small_seed("rows_instance_norm", tmp_path)
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    expected, got = _run_both(small, seed_file)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
 
 def test_the_lifted_numbers_are_read_every_way_that_fits_the_compiled_graph() -> None:

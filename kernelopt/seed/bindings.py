@@ -7,9 +7,11 @@ the forward's input tensors and the module's parameters are handed over as they 
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
-from collections.abc import Callable, Sequence
+import warnings
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from kernelopt.seed.errors import SeedError
@@ -100,6 +102,21 @@ def recording_backend(model: Any, inputs: Sequence[Any], inner: Callable[..., An
     return backend
 
 
+@contextlib.contextmanager
+def warnings_after_the_graph() -> Iterator[None]:
+    """A `warnings.warn` in the reference's forward (InstanceNorm2d given a tensor whose channels are not its
+    num_features warns on every call) moved after the traced graph instead of breaking it in two: the seed needs
+    one graph. A torch whose Dynamo cannot reorder it traces as before."""
+    import torch._dynamo.config as dynamo_config
+
+    if not hasattr(dynamo_config, "reorderable_logging_functions"):
+        yield
+        return
+    with dynamo_config.patch(reorderable_logging_functions={*dynamo_config.reorderable_logging_functions,
+                                                            warnings.warn}):
+        yield
+
+
 def trace_bindings(model: Any, inputs: Sequence[Any], duck_shape: bool = False) -> list[Binding]:
     """The bindings of the single graph torch.compile (dynamic shapes) makes of `model` (no compiling).
 
@@ -110,7 +127,7 @@ def trace_bindings(model: Any, inputs: Sequence[Any], duck_shape: bool = False) 
 
     recorded: list[list[Binding]] = []
     torch._dynamo.reset()
-    with torch.no_grad(), shape_config.patch(use_duck_shape=duck_shape):
+    with torch.no_grad(), shape_config.patch(use_duck_shape=duck_shape), warnings_after_the_graph():
         torch.compile(model, backend=recording_backend(model, inputs, None, recorded), dynamic=True)(*inputs)
     torch._dynamo.reset()
     if len(recorded) != 1:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.harness.problem import load_problem, read_source
-from kernelopt.seed.bindings import recording_backend
+from kernelopt.seed.bindings import recording_backend, warnings_after_the_graph
 from kernelopt.seed.errors import GO, WHAT_TO_DO, SeedError
 from kernelopt.seed.forward_body import LaunchConfig
 from kernelopt.seed.kernel_text import REWRITES
@@ -158,7 +158,7 @@ def _compile(model: Any, inputs: list[Any]) -> tuple[list[str], list[Binding]]:
     recorded: list[list[Binding]] = []
     torch._dynamo.reset()
     with (torch.no_grad(), shape_config.patch(use_duck_shape=False), inductor_config.patch(COMPILER_SETTINGS),
-          online_softmax_at_its_size(), math_attention()):
+          online_softmax_at_its_size(), math_attention(), warnings_after_the_graph()):
         compiled = torch.compile(model, backend=recording_backend(model, inputs, compile_fx, recorded), dynamic=True)
         try:
             _, codes = run_and_get_code(compiled, *inputs)
