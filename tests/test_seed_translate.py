@@ -10,6 +10,7 @@ import functools
 import importlib.util
 import json
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -407,6 +408,12 @@ def test_the_lifted_numbers_are_read_every_way_that_fits_the_compiled_graph() ->
     assert [c[3:] for c in binding_choices(traced, 5)] == [[momentum, divide], [eps, divide], [momentum, eps]]
     assert binding_choices(traced, 2) == [] and binding_choices(traced, 7) == []  # a tensor is never dropped
     assert binding_choices([x, pi], 2) == [[x, pi]] and binding_choices([x, pi], 1) == [[x]]
+    # a hundred norms' numbers, five kept: the first few readings, made without listing 75 million subsets
+    many = [x, *(Binding("scalar", name=f"norms.{i}.eps") for i in range(100)), divide]
+    started = time.monotonic()
+    readings = binding_choices(many, 6)
+    assert time.monotonic() - started < 1 and 1 < len(readings) <= 6
+    assert all(r[0] == x and divide in r and len(r) == 6 for r in readings)  # the module's own number first
 
 
 def test_a_global_number_the_tracer_lifted_is_passed_as_its_value(tmp_path: Path) -> None:

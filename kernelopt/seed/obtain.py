@@ -83,8 +83,10 @@ def gpu_name(gpu: str | None) -> str:
 # 4: a GEMM template's index type follows its launch's tensors (int32 overflowed past 2**31 elements), a view
 # made in the return statement, a number lifted from a global (math.pi), an fp64 square root; 5: guarded
 # index wraps taken out, sizes specialized at launch (kernel_text.standalone); 6: the online softmax where the row is
-# long (generate.online_softmax_at_its_size); 7: the helpers' exp written as tl.math.exp, as the kernels' own.
-SEED_FORMAT = 7
+# long (generate.online_softmax_at_its_size); 7: the helpers' exp written as tl.math.exp, as the kernels' own;
+# 8: checked against fp32 math, each reading of the lifted numbers tried, a warning moved after the graph, the
+# convolution's tile cut to a group's output channels (failures cached before, such as a broken graph, are stale).
+SEED_FORMAT = 8
 
 
 def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:

@@ -81,7 +81,7 @@ _EDITS = (
     (_HOST, _HOST + "    x = x.movedim(1, -1).contiguous().movedim(-1, 1) if CONV_CHANNELS_LAST else x.contiguous()\n"),
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
-    ocgp = triton.cdiv(ocg, block_n) * block_n
+    ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N  # whole tiles of any launch's BLOCK_N (<= CONV_BLOCK_N)
     block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
     flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # in its memory order
     x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
