@@ -15,7 +15,6 @@ One line a problem, `ok` or the stage that failed (record, translate, run, compa
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import subprocess
 import sys
@@ -26,14 +25,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-
-def _load(path: Path, name: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _outputs(value: Any) -> list[Any]:
@@ -80,6 +71,7 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
     import record_cpu
     import shrink
 
+    from kernelopt.harness.problem import import_file
     from kernelopt.seed.bindings import trace_bindings
     from kernelopt.seed.configs import untuned
     from kernelopt.seed.output_code import parse_output
@@ -92,7 +84,7 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
     if record["error"] or not record["codes"]:
         return {"stage": "record", "error": record["error"] or "no output module"}
     code = record["codes"][0]
-    reference = _load(small, "audited_problem")
+    reference = import_file(small, "audited_problem")
     torch.manual_seed(0)
     model = reference.Model(*reference.get_init_inputs())
     torch.manual_seed(1)
@@ -114,7 +106,7 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
             seed_file = folder / f"seed_{number}.py"
             seed_file.write_text(text)
             stage = "run"
-            seed = _load(seed_file, f"audited_seed_{number}")
+            seed = import_file(seed_file, f"audited_seed_{number}")
             torch.manual_seed(0)
             candidate = seed.ModelNew(*reference.get_init_inputs())
             with torch.no_grad():
