@@ -58,13 +58,15 @@ def aten_case(name: str, case: tuple[Any, ...]) -> tuple[list[Any], torch.Tensor
     return [x, weight, bias, stride, padding, dilation, transposed, output_padding, groups], want
 
 
-@pytest.mark.parametrize("block_k", [32, 1])
+@pytest.mark.parametrize(("block_k", "direct"), [(32, 0), (1, 0), (32, 32)])
 @pytest.mark.parametrize("name", list(CASES))
-def test_the_triton_convolution_computes_atens_convolution(name: str, block_k: int) -> None:
+def test_the_triton_convolution_computes_atens_convolution(name: str, block_k: int, direct: int) -> None:
     # every case's groups have 1-4 channels: at a K step of 32 several kernel offsets share a step (CG_POW), at 1
-    # a step is one channel of one offset (the path of groups of BLOCK_K channels or more)
+    # a step is one channel of one offset (the path of groups of BLOCK_K channels or more); with the direct kernel
+    # on (the seed's default), the ones not transposed take it (conv_direct_kernel)
     args, want = _case(name)
-    helper = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": block_k}))
+    helper = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": block_k,
+                                               "CONV_DIRECT_OUTPUTS": direct}))
     got = helper["conv_triton"](*args[:3], None, *args[3:])
     assert got.shape == want.shape and got.dtype == want.dtype
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
@@ -90,7 +92,8 @@ def test_a_depthwise_convolution_takes_the_stencil_and_the_others_the_implicit_g
 def test_the_tile_is_no_wider_than_a_groups_output_channels(name: str, block_n: int, columns: int) -> None:
     # 3 (or a group's 3) output channels: the seed's default 64-wide tile (or any the sweep sets) launches 16
     # columns, the least a product takes, one column program a group; the output is aten's either way
-    space = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": block_n, "CONV_BLOCK_K": 16}))
+    space = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": block_n, "CONV_BLOCK_K": 16,
+                                              "CONV_DIRECT_OUTPUTS": 0}))
     launches: list[tuple[Any, dict[str, Any]]] = []
     kernel = space["conv_igemm_kernel"]
 

@@ -61,8 +61,9 @@ def test_it_alone_is_offered_where_the_helper_hands_the_convolution_to_it_and_sk
     # 16 outputs a group: the implicit GEMM fills its least tile, so its templates are measured beside the stencil
     wide = tmp_path / "conv_depthwise_16.py"
     wide.write_text(PROBLEM.read_text().replace("2 * channels", "16 * channels"))
-    assert [m.name for m in structural_moves(wide).instances][:3] == ["conv.depthwise", "conv.implicit_gemm",
-                                                                      "conv.split_f16"]
+    # (and the direct kernel, which the helper takes at up to 32 outputs a group, after the stencils)
+    assert [m.name for m in structural_moves(wide).instances][:4] == ["conv.depthwise", "conv.direct",
+                                                                      "conv.implicit_gemm", "conv.split_f16"]
     grouped = structural_moves(CONV2D)  # 4 input channels in 2 groups
     assert "conv.depthwise" not in [m.name for m in grouped.instances]
     assert "4 input channels in 2 group(s)" in {s.name: s.why for s in grouped.skipped}["conv.depthwise"]

@@ -278,3 +278,27 @@ def test_a_round_s_candidates_are_verified_one_per_gpu_and_the_best_timed_on_the
     assert result["best_ms"] is not None and len(result["verdicts"]) == 4
     for name, _round, outcome, _, where in result["verdicts"]:
         assert outcome != "faster" or where == "run's GPU", (name, where)  # a new best is timed on the run's GPU
+
+
+def test_a_sweep_checks_and_times_its_configurations_on_the_gpu(tmp_path: Path, monkeypatch) -> None:
+    # the sweep's jobs on a CUDA device: the checks fanned out, the timing's kept models bounded by the device's free
+    # memory and freed when left behind, and the run's deadline reaching the timing (a grace past it)
+    import time
+
+    from kernelopt.harness.sandbox import sweep_client
+
+    add = ROOT / "tests" / "data" / "add"
+    names = ["kernel_base.py", "kernel_wrong.py", "kernel_fast.py", "kernel_slow.py", "kernel_block128.py"]
+    verifier = Verifier(add / "problem.py", tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False))
+    try:
+        measured = verifier.sweep([add / n for n in names], tmp_path / "sweep")
+        assert measured[1].rule == "incorrect" and measured[1].timing is None
+        timed = [m for m in measured if m.timing is not None]
+        assert len(timed) == 4 and all(m.timing.clock == "cuda_events" for m in timed)
+        monkeypatch.setattr(sweep_client, "TIMING_GRACE_S", -10_000.0)
+        late = verifier.sweep([add / n for n in names], tmp_path / "late", deadline=time.time() + 600)
+        assert sum(m.timing is not None for m in late) == 1
+        assert sorted(m.rule for m in late if m.timing is None) == ["incorrect", "time-budget", "time-budget",
+                                                                    "time-budget"]
+    finally:
+        verifier.close()

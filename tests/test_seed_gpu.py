@@ -41,6 +41,8 @@ PROBLEMS = {
     # cuDNN's convolution then InstanceNorm: the seed checked against fp32 math, not the default TF32's rounding
     # (scaled up by the norm past the check's tolerance), and the module's lifted divide_by kept as the compiler did
     "conv_instance_norm": ROOT / "tests" / "data" / "conv" / "conv_instance_norm.py",
+    # a first layer's 3-D convolution, 3 channels to 16: the helper's direct kernel, not the implicit GEMM
+    "conv3d_rgb": ROOT / "tests" / "data" / "conv" / "conv3d_rgb.py",
     # InstanceNorm2d warning on every call (a one-channel image of F features): one graph, the warning after it
     "rows_instance_norm": ROOT / "tests" / "data" / "seeds" / "rows_instance_norm.py",
     # scaled_dot_product_attention, compiled as its math (its products and softmax), not a fused library kernel

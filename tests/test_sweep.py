@@ -169,3 +169,46 @@ def test_a_sweep_cuts_a_configurations_compile_off_sooner_than_the_verifier(tmp_
     assert reference.input_bytes == 2 * reference.output_bytes > 0, (reference.input_bytes, reference.output_bytes)
     verifying = settings.limits(settings.candidate_phases(reference.cases))
     assert verifying.phases.compile_s == COMPILE_S > sweep_client.SWEEP_COMPILE_S
+
+
+def test_a_models_parameters_count_against_the_checks_that_fit_at_once(monkeypatch) -> None:
+    # a level-2 GEMM with a 4 GB weight and 16 MB of inputs: eight checks at once ran the H100 out of memory
+    from kernelopt.harness.sandbox import sweep_client
+
+    monkeypatch.setattr(sweep_client, "usable_cores", lambda: 16)
+    gpu = HarnessSettings(use_cuda=True)
+    assert check_processes(gpu, 16 << 20, free_bytes=60 << 30) == 8
+    assert check_processes(gpu, 16 << 20, free_bytes=60 << 30, state_bytes=4 << 30) == 3  # 30 GB for 8 GB each
+    assert check_processes(gpu, 16 << 20, free_bytes=60 << 30, state_bytes=16 << 30) == 1
+
+
+def test_the_timing_keeps_models_only_within_its_room() -> None:
+    import torch
+
+    from kernelopt.harness.sandbox.sweep import _kept
+
+    models: dict[int, object] = {}
+    one = torch.nn.Linear(32, 32)  # 4,224 bytes of parameters
+    assert _kept(models, 0, one, room=5000) is one and list(models) == [0]
+    assert _kept(models, 1, torch.nn.Linear(32, 32), room=5000) is not None and list(models) == [0]  # built, not kept
+    assert _kept(models, 2, torch.nn.Linear(32, 32), room=None) is not None and list(models) == [0, 2]
+    assert _kept(models, 3, lambda x: x, room=9000) is not None and 3 in models  # a function holds nothing
+
+
+def test_past_the_deadline_and_its_grace_the_timing_stops_with_one_configuration_timed(tmp_path: Path,
+                                                                                       monkeypatch) -> None:
+    # the checks run (the deadline is ahead), but the timing's own deadline (a grace past it) has gone: the first
+    # configuration is timed, the others say why they were not, and no later stage starts
+    import time
+
+    from kernelopt.harness.sandbox import sweep_client
+
+    monkeypatch.setattr(sweep_client, "TIMING_GRACE_S", -10_000.0)
+    settings = HarnessSettings.detect(seeds=1, time_compile=False, sweep_check_processes=1)
+    verifier = Verifier(ADD / "problem.py", tmp_path / "harness", settings)
+    names = ["kernel_base.py", "kernel_fast.py", "kernel_slow.py"]
+    measured = verifier.sweep([ADD / n for n in names], tmp_path / "sweep", deadline=time.time() + 600)
+    timed = [m for m in measured if m.timing is not None]
+    assert len(timed) == 1 and timed[0].stage == 1, measured
+    late = [m for m in measured if m.timing is None]
+    assert [m.rule for m in late] == ["time-budget"] * 2 and "timing" in late[0].reason

@@ -2,22 +2,20 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 44 got five calls (RESULTS.md (bb)): three on an H100 (test_gpu passed at 1a85415; C by TMA measured; the
-# scan family on the public scans; the outside pass whole, 11 of 11), then two on an H200 (the STORE_TMA test; c3's
-# 9_ again, now 1.673 ms by dot.f16x3; six public level-2 problems from nothing: two found the seed refused, 17 and
-# 19, mended after the calls). Built after the calls, not yet on a GPU: the seed checked against fp32 math and its
-# lifted numbers read every way (generate.py, writer.binding_choices), a warning in the forward moved after the
-# traced graph (bindings.warnings_after_the_graph: public level-2 28 had no seed), the seed convolution's tile cut
-# to a group's output channels (seed/conv.py). Left for the next calls, in this order:
-#   1. test_gpu and test_seed_gpu (kernelopt/seed changed; test_seed_gpu's new conv_instance_norm and
-#      rows_instance_norm cases);
-#   2. on an H200: c3's rows 23, 24, 34, 35, 41, 42, 44 (#22's), then outside_l2_h200 with 17 and 19 again and the
-#      two never run (56, 80); on an H100: the outside pass's 7 (the new STORE_TMA order).
+# Session 45 got three H100 calls after two failed starts (RESULTS.md (bc)): test_gpu passed; the seed's new cases
+# passed (conv_instance_norm, rows_instance_norm, conv3d_rgb on the direct convolution); the outside pass's 7 redone
+# (1.54x); public level-2 problems from nothing on the H100 (outside_l2_h100: 5 of 7, all correct; 56's 4 GB weight
+# ran its sweep out of memory). Built after the calls, not yet on a GPU: the sweep's memory for large models
+# (check_processes counts the parameters, the timing keeps models within a quarter of free memory) and the run's
+# deadline reaching the sweep's timing (harness/sandbox/sweep.py, sweep_client.py). Left for the next calls:
+#   1. test_gpu and test_moves_gpu (the harness's sweep changed), then on an H100 the level-2 pass's 56 and 80
+#      (outside_l2_h100 resumes its committed state), on an H200 c3's rows 23, 24, 34, 35, 41, 42, 44 (#22's);
+#   2. on an H200: c3's rows, then outside_l2_h200 (6, 17, 19 again; 56, 80, 28 never run there); on an H100:
+#      test_seed_gpu whole (17 cases; about a whole call).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
-#                bash benchmarks/h200/redo_rows.sh outside_l2_h200 17_ 19_
-#                bash benchmarks/h200/redo_rows.sh outside_h100 7_
+#                bash benchmarks/h200/redo_rows.sh outside_l2_h200 6_ 17_ 19_
 #                fetch github:ScalingIntelligence/KernelBench, then (M=/work/.mirror/ScalingIntelligence+KernelBench/repo)
 #                bash benchmarks/h200/outside_files.sh $M; LEVEL=2 bash benchmarks/h200/outside_files.sh $M
 #   device (copy each returned NAME.tgz into .gpu/ here before the next call; merge a partial pass's rows into its
@@ -25,8 +23,8 @@
 #     run(command="PART=1 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #     run(command="PART=2 bash benchmarks/h200/next_call.sh", carry=[".whl", ".gpu"], timeout_s=600)
 #
-# PART=1: test_gpu and the seed's new case, then on an H200 c3's rows, on an H100 the outside pass's 7. PART=2: on an
-#         H200 c3's rows, then the level-2 outside pass (outside_l2_h200); on an H100 test_seed_gpu whole.
+# PART=1: test_gpu and the sweep's GPU tests, then on an H200 c3's rows, on an H100 the level-2 pass (56, 80).
+#         PART=2: on an H200 c3's rows, then the level-2 outside pass (outside_l2_h200); on an H100 test_seed_gpu.
 #         PART=seed: test_seed_gpu whole. PART=3: on an H200 c3l2's eight rows. PART=small_k, store, fold, probes,
 #         times86: the probes. PART=final: session 44's last call (the STORE_TMA test, 7, the level-2 pass).
 #         BOX=S: a call of S seconds, not 585 (PART=short: c3's first rows on an H200, rows_h100 on an H100).
@@ -131,9 +129,9 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
 }
 case ${PART:-1} in
 1)
-  bash benchmarks/h200/gpu_tests.sh test_gpu "test_seed_gpu:instance_norm"
+  bash benchmarks/h200/gpu_tests.sh test_gpu "test_moves_gpu:sweep or conv"
   if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else outside h100; fi ;;
+  else outside h100 outside_l2 120; fi ;;
 2)
   if h200; then
     redo c3 $(( ${BOX:-585} - $(elapsed) ))

@@ -39,8 +39,9 @@ SPAN_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"CHUNK": (1024, 1 
 # count, never a side of a program's tile, so no per-program estimate counts it.
 PROGRAM_KNOBS = frozenset({"PROGRAMS"})
 # A structural choice a move's grid makes, 0 or 1 (rows_in_registers's VECTORS: 16-byte accesses or 4-byte ones;
-# standardize.one_read's LAST_MERGES: who merges a row's statistics): no size, so the launch sweep leaves it.
-SWITCH_KNOBS = frozenset({"VECTORS", "LAST_MERGES", "CONV_CHANNELS_LAST"})
+# standardize.one_read's LAST_MERGES: who merges a row's statistics), or a bound choosing a kernel (the seed
+# convolution's CONV_DIRECT_OUTPUTS): no size, so the launch sweep leaves it.
+SWITCH_KNOBS = frozenset({"VECTORS", "LAST_MERGES", "CONV_CHANNELS_LAST", "CONV_DIRECT_OUTPUTS"})
 
 # The offline judger's fixes, in words that `direction_of` reads back (an LLM's fix is read the same way).
 FIX_GROW = "enlarge the block sizes: more elements per program and per thread, num_warps to match"

@@ -22,6 +22,8 @@ A transposed convolution of stride s takes its rows a phase at a time (outputs o
 a phase's outputs gather from the same kernel offsets, worked out in the kernel, so a step visits only
 those (at stride 2 in 3-D, 1/8 of the offsets land on an output; the others were steps masked whole),
 where that takes fewer steps than packing them (a group of few channels and a small stride).
+A group of at most 4 input channels and 32 output channels (a first layer's RGB to 16) takes a direct kernel
+instead (seed/direct.py): each tap's inputs loaded once and multiplied by all the group's output channels.
 (The first version flattened (channel, kernel offset) into K for every group and did int64 index
 arithmetic per element and step: 3.2 TFLOP/s on the H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 import ast
 
+from kernelopt.seed.direct import DIRECT, DIRECT_CHANNELS
 from kernelopt.seed.stencil import DEPTHWISE, DEPTHWISE_OUTPUTS
 
 CONV_HELPER = '''
@@ -40,6 +43,9 @@ CONV_HELPER = '''
 CONV_BLOCK_M = 64
 CONV_BLOCK_N = 64
 CONV_BLOCK_K = 32
+# a group of at most ''' + str(DIRECT_CHANNELS) + ''' input and this many output channels takes the direct kernel
+# (conv_direct: its tile 4 * CONV_BLOCK_M positions by CONV_BLOCK_N channels); 0: never (a choice, no knob)
+CONV_DIRECT_OUTPUTS = 32
 
 
 @triton.jit
@@ -202,7 +208,7 @@ def conv_igemm_kernel(
     tl.store(out_ptr + o_off, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])
 
 
-''' + DEPTHWISE + '''
+''' + DEPTHWISE + DIRECT + '''
 
 
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
@@ -236,6 +242,11 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         weight.stride(0), weight.stride(1), *_three(weight.stride()[2:], 0),
         TRANSPOSED=bool(transposed), BLOCK=lanes,
     )
+    # few input and output channels a group (a first layer's RGB to 16): the direct kernel, no K steps to gather
+    direct = cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and groups * ocg < 2**20
+    if direct and not transposed:
+        return conv_direct(x, wg, bias, out, (KD, KH, KW), _three(stride, 1), _three(padding, 0),
+                           _three(dilation, 1), groups, 4 * CONV_BLOCK_M, CONV_BLOCK_N)
     cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
     strides = _three(stride, 1)
     phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases

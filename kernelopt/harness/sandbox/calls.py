@@ -54,6 +54,13 @@ def build_model(cls: type, problem: Any, init_seed: int, device: torch.device) -
     return model
 
 
+def state_bytes(model: Any) -> int:
+    """The bytes of a module's parameters and buffers (0 for a function): what each built copy of it holds."""
+    if not isinstance(model, torch.nn.Module):
+        return 0
+    return sum(t.nbytes for t in (*model.parameters(), *model.buffers()))
+
+
 def parameter_digest(model: Any) -> str:
     """A short fingerprint of a module's floating parameters and buffers for the logs: the
     reference's and a candidate's, built from one seed, should read the same."""

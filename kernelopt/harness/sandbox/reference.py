@@ -60,7 +60,7 @@ class Reference:
     """
 
     def __init__(self, req: dict[str, Any]) -> None:
-        from kernelopt.harness.sandbox.calls import build_model, parameter_digest
+        from kernelopt.harness.sandbox.calls import build_model, parameter_digest, state_bytes
 
         self.req = req
         self.device = torch.device(req["device"])
@@ -75,6 +75,7 @@ class Reference:
         self.dropped: list[str] = []  # cases the problem itself cannot run
         self.skipped: list[str] = []  # cases not made at this problem's size
         self.input_bytes = self.output_bytes = 0  # the largest case's: how many checks fit on the device at once
+        self.state_bytes = state_bytes(self.model)  # each check's model holds as much (a 4 GB Linear: 4 GB a check)
         largest: list[float] = []
         self.judging: dict[int, Judging] = {}
         base: float | None = None
@@ -383,7 +384,7 @@ def serve(req: dict[str, Any]) -> int:
     if hello.get("op") != "control" or hello.get("secret") != req["control_secret"]:
         return 2
     transfer.send(control, {"ok": True, "cases": ref.cases, "dropped": ref.dropped, "skipped": ref.skipped,
-                            "input_bytes": ref.input_bytes,
+                            "input_bytes": ref.input_bytes, "state_bytes": ref.state_bytes,
                             "output_bytes": ref.output_bytes, "free_bytes": ref.free_bytes, **ref.judging_notes()})
     threading.Thread(target=_serve_connection, args=(control, ref, True), daemon=True).start()
     while True:

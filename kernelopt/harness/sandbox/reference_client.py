@@ -46,6 +46,7 @@ class ReferenceProcess:
         self.skipped: list[str] = reply.get("skipped", [])
         self.input_bytes: int = int(reply.get("input_bytes", 0))
         self.output_bytes: int = int(reply.get("output_bytes", 0))
+        self.state_bytes: int = int(reply.get("state_bytes", 0))  # the model's parameters and buffers
         self.free_bytes: int | None = reply.get("free_bytes")  # the device's, with the reference built
         self.own_scale: list[str] = reply.get("own_scale", [])  # judged on their outputs' own scale
         self.uninformative: list[str] = reply.get("uninformative", [])  # expected outputs all zero

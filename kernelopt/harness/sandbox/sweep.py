@@ -12,7 +12,11 @@ static checks in the parent like any candidate. Two jobs, each a single-use proc
   events, an L2 flush before each trial, the median) by successive halving: every
   configuration with a few trials, the better half with more, the best few with the run's own
   settings. Rows are written to rows.jsonl as they finish, so a configuration that hangs or
-  crashes the process costs only itself: the parent runs the rest again without it.
+  crashes the process costs only itself: the parent runs the rest again without it. A model is
+  kept for the next stage only while the kept ones hold under a quarter of the device's free
+  memory, and a configuration left behind frees its own; past the request's `deadline` (the run's
+  budget and a grace) the first stage's untimed configurations get `time-budget` rows and no
+  further stage starts.
 """
 
 from __future__ import annotations
@@ -32,11 +36,12 @@ from kernelopt.harness.problem import import_file, load_problem
 from kernelopt.harness.sandbox import launches, poison, precision, transfer
 from kernelopt.harness.sandbox import worker as candidate
 from kernelopt.harness.sandbox.audit import install_audit_guard
-from kernelopt.harness.sandbox.calls import Rejected, build_model
+from kernelopt.harness.sandbox.calls import Rejected, build_model, state_bytes
 from kernelopt.harness.sandbox.locks import DeviceLock
 
 ROWS_FILE = "rows.jsonl"
 OUT_OF_TIME = "not checked: the run's time budget (max_wall_s) ran out during the sweep"
+NOT_TIMED = "not timed: the run's time budget (max_wall_s) ran out during the sweep's timing"
 # In the first stage, a configuration whose warm run is this many times the fastest so far is not
 # timed further: 4x is past anything the search keeps alive (2x) or verifies (1.15x).
 GIVE_UP_TIMES = 4.0
@@ -126,6 +131,7 @@ def run_check(req: dict[str, Any]) -> dict[str, Any]:
                 rows.add(_failure(err, req, index))
                 if _gpu_broken(err):
                     break
+            model = None  # freed before the next one is built: a 4 GB weight is not held twice
     progress.mark("done")
     return {"ok": True, "rows": rows.rows}
 
@@ -136,17 +142,25 @@ def run_time(req: dict[str, Any]) -> dict[str, Any]:
     lock = DeviceLock(req["lock_path"])
     survivors = list(range(len(req["variants"])))
     models: dict[int, Any] = {}
+    deadline = req.get("deadline")  # time.time() past which the first stage times no more, and no stage starts
     progress.mark("lock")
     with lock.exclusive(), torch.no_grad():
         poison.pause()
         inputs = case_inputs(problem, req["timing_case"], device)
+        room = torch.cuda.mem_get_info(device)[0] // 4 if device.type == "cuda" else None  # the kept models' share
         for number, stage in enumerate(req["stages"], 1):
             times: dict[int, float] = {}
+            if number > 1 and deadline is not None and time.time() > deadline:
+                break  # the survivors keep their last stage's times
             for index in survivors:
+                if times and deadline is not None and time.time() > deadline:
+                    rows.add({"variant": index, "stage": number, "ok": False, "rule": "time-budget",
+                              "reason": NOT_TIMED})
+                    continue
                 progress.mark("timing")
                 rows.add({"variant": index, "stage": number, "started": True})
                 try:
-                    model = models.get(index) or models.setdefault(index, _model(req, index, problem, device))
+                    model = models.get(index) or _kept(models, index, _model(req, index, problem, device), room)
                     start = launches.COUNTER.total
                     give_up = GIVE_UP_TIMES * min(times.values()) if number == 1 and times else None
                     config = TimingConfig(**{**stage["timing"], "give_up_ms": give_up})
@@ -162,8 +176,19 @@ def run_time(req: dict[str, Any]) -> dict[str, Any]:
                 times[index] = timing.median_ms
                 rows.add({"variant": index, "stage": number, "ok": True, "timing": asdict(timing)})
             survivors = sorted(times, key=times.__getitem__)[: stage["keep"]]
+            for index in [i for i in models if i not in survivors]:  # left behind: its model's memory freed
+                del models[index]
+            model = None
     progress.mark("done")
     return {"ok": True, "rows": rows.rows, "finished_s": time.monotonic()}
+
+
+def _kept(models: dict[int, Any], index: int, model: Any, room: int | None) -> Any:
+    """`model`, kept for the next stages where the kept models (this one too) hold no more than `room` bytes (None:
+    no bound): every configuration's copy of a 4 GB weight, kept, filled an 80 GB device in 15 configurations."""
+    if room is None or sum(state_bytes(m) for m in models.values()) + state_bytes(model) <= room:
+        models[index] = model
+    return model
 
 
 JOBS = {"sweep-check": run_check, "sweep-time": run_time}

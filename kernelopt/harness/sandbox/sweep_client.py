@@ -65,6 +65,10 @@ def halving_stages(timing: Any, count: int) -> list[dict[str, Any]]:
     return [{"keep": k, "timing": asdict(t)} for k, t in zip(keep, (quick, more, timing), strict=True)]
 
 
+# How long past the run's deadline a sweep's timing may go on (the configurations checked by then are timed, the
+# first at least): a sweep-time job that rebuilt a 4 GB model for each of 48 configurations ran on for minutes.
+TIMING_GRACE_S = 20.0
+
 # How many of a sweep's best configurations are checked on the other sizes before it returns.
 FINALISTS = 3
 
@@ -126,25 +130,28 @@ def _in_progress(rows: list[dict[str, Any]]) -> int | None:
 
 # Device memory the concurrent checks of one sweep may take in all, at about four times a case's
 # inputs each (inputs, outputs, the kernel's own and the allocator's slack), or twice its inputs and
-# outputs where the outputs are the larger: half of what the device has free with the reference
-# built, or this where the reference does not say.
+# outputs where the outputs are the larger, and twice the model's parameters and buffers (a configuration's
+# model and the next one's, built before the first is freed): half of what the device has free with the
+# reference built, or this where the reference does not say.
 CHECK_MEMORY_BYTES = 8 << 30
 
 
-def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = None, output_bytes: int = 0) -> int:
+def check_processes(settings: Any, input_bytes: int, free_bytes: int | None = None, output_bytes: int = 0,
+                    state_bytes: int = 0) -> int:
     """How many processes check a sweep's configurations at once: the setting when given; else
     one under the interpreter (it has no compile to overlap), and on a GPU half the cores this
     process may run on, at most 8, fewer where the problem's inputs are large for the device's
     free memory. A check is mostly Triton compiling on one core, then one case on the GPU.
 
     On the H200 a softmax over 6.4 GB checked its 48 configurations in one process for 72 s,
-    when the device had room for more than four such cases.
+    when the device had room for more than four such cases. On the H100 a level-2 GEMM with a 4 GB
+    weight (16 MB of inputs) ran eight checks at once, 8-10 GB each, and one ran out of device memory.
     """
     if settings.sweep_check_processes:
         return max(1, int(settings.sweep_check_processes))
     if not settings.use_cuda:
         return 1
-    each = max(4 * input_bytes, 2 * (input_bytes + output_bytes), 1)
+    each = max(4 * input_bytes, 2 * (input_bytes + output_bytes), 1) + 2 * state_bytes
     by_memory = (free_bytes // 2 if free_bytes is not None else CHECK_MEMORY_BYTES) // each
     return int(max(1, min(8, usable_cores() // 2, by_memory)))
 
@@ -206,7 +213,8 @@ class _Sweep:
         reference = self.harness.reference()
         shards = _shards(pending, check_processes(self.harness.settings, reference.input_bytes,
                                                   getattr(reference, "free_bytes", None),
-                                                  getattr(reference, "output_bytes", 0)))
+                                                  getattr(reference, "output_bytes", 0),
+                                                  getattr(reference, "state_bytes", 0)))
         if len(shards) == 1:  # its own folder too: the timing job's log must not overwrite the check's
             return self._check(paths, pending, work / "check-0", which, deadline)
         with ThreadPoolExecutor(len(shards), thread_name_prefix="kernelopt-sweep-check") as pool:
@@ -247,8 +255,11 @@ class _Sweep:
             pending = [] if left == pending else left
         return passed
 
-    def time(self, paths: list[Path], pending: list[int]) -> dict[int, tuple[Timing, int]]:
-        """Each surviving configuration's time at the last stage it reached."""
+    def time(self, paths: list[Path], pending: list[int],
+             deadline: float | None = None) -> dict[int, tuple[Timing, int]]:
+        """Each surviving configuration's time at the last stage it reached; past `deadline` (time.time()) and
+        TIMING_GRACE_S, the first stage's untimed configurations are not timed and no further stage starts."""
+        until = deadline + TIMING_GRACE_S if deadline is not None else None
         timed: dict[int, tuple[Timing, int]] = {}
         while pending:
             reference = self.harness.reference()
@@ -256,7 +267,7 @@ class _Sweep:
             timing_case = next(c for c in reference.cases if c.get("timing"))
             limits = sweep_limits(self.harness.settings, reference.cases)
             outcome, rows = self._run("sweep-time", [paths[i] for i in pending], limits, stages=stages,
-                                      timing_case=timing_case)
+                                      timing_case=timing_case, deadline=until)
             timed = {}
             for row in rows:
                 if row.get("started"):
@@ -278,7 +289,8 @@ def run_sweep(
 ) -> list[Measured]:
     """Check and time every configuration (kernel files); one `Measured` each, in order. Past
     `deadline` (time.time(): the run's time budget) no configuration starts its check; those
-    checked are still timed, and the finalists still checked on the other sizes."""
+    checked are still timed until TIMING_GRACE_S past it (one at least), and the finalists still
+    checked on the other sizes."""
     paths = [Path(p).resolve() for p in paths]
     work.mkdir(parents=True, exist_ok=True)
     sweep = _Sweep(harness, work, secret_dir, on_progress)
@@ -293,7 +305,7 @@ def run_sweep(
         if violation:
             sweep.failed[i] = violation
     passed = sweep.check(paths, [i for i in range(len(paths)) if i not in sweep.failed], deadline=deadline)
-    timed = sweep.time(paths, passed) if passed else {}
+    timed = sweep.time(paths, passed, deadline) if passed else {}
     if sized_cases(harness.reference().cases) and (best := finalists(timed)):
         sweep.check(paths, best, sized_cases, work / "finalists")  # a failure lands in sweep.failed
         timed = {i: t for i, t in timed.items() if i not in sweep.failed}

@@ -117,6 +117,9 @@ def _rewrites(family: Family | None, source: str,
     if rewritten is None:
         return f16x3[0], (Skipped(name, "the best kernel has no tl.dot multiplying fp32 on the CUDA cores"),
                           *f16x3[1])
+    from kernelopt.offline.moves.conv_direct import gemm_only
+
+    rewritten = gemm_only(rewritten)  # a seed convolution's product rewritten: its implicit GEMM taken
     alike = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
     launch = "its launch unchanged" if alike == rewritten else "each GEMM launch at the first's tile"
     rewritten = alike
@@ -149,8 +152,10 @@ def _f16x3_rewrite(source: str, capability: str) -> tuple[tuple[MoveInstance, ..
     if rewritten is None:
         return (), (Skipped(name, "the best kernel has no statement `acc += tl.dot(a, b)` or `acc = tl.dot(a, b, "
                             "acc)` multiplying fp32 at fp32's accuracy (ieee or tf32x3)"),)
+    from kernelopt.offline.moves.conv_direct import gemm_only
+
     sites = rewritten.count("_fp16_parts(") // 2
-    rewritten = precision.one_tile(rewritten)
+    rewritten = precision.one_tile(gemm_only(rewritten))
     grid = _tf32x3_tiles(rewritten, capability, (matmul_f16x3.TILES, matmul_f16x3.TILES))
     from kernelopt.offline.tuner import knob_values
 

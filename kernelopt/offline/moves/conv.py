@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import conv_depthwise, conv_rows, conv_split
+from kernelopt.offline.moves import conv_depthwise, conv_direct, conv_rows, conv_split
 from kernelopt.offline.moves.precision import TF32X3_TILES
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.writer import reference_init, state_expression
@@ -37,8 +37,9 @@ _IEEE = 'input_precision="ieee"'
 
 def source(family: Family, problem_source: str, precision: str = "ieee", helper: str = "") -> str:
     """The kernel file: the helper, then ModelNew with the reference's constructor calling it. `helper`: "split"
-    (on fp16 parts split once, conv_split.py), "depthwise" (the direct stencil, conv_depthwise.py) or "rows"
-    (the rolling-rows stencil, conv_rows.py)."""
+    (on fp16 parts split once, conv_split.py), "depthwise" (the direct stencil, conv_depthwise.py), "rows"
+    (the rolling-rows stencil, conv_rows.py) or "direct" (few input channels a group, conv_direct.py); else the
+    implicit GEMM, never the helper's direct kernel."""
     _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
     weight, bias = family.state
     x = family.input_names[0]
@@ -52,9 +53,12 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
         head, text = conv_depthwise.HEADER, conv_depthwise.HELPER
     elif helper == "rows":
         head, text = conv_rows.HEADER, conv_rows.helper(family)
+    elif helper == "direct":
+        head, text = conv_direct.HEADER, conv_direct.HELPER
     else:
         head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
-        text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"')
+        text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"').replace(
+            conv_direct.OWN_OUTPUTS, conv_direct.GEMM_ONLY)
     return (head + text + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
@@ -100,10 +104,20 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
             skipped.append(Skipped("conv.depthwise_rows", not_rows))
     else:
         skipped.append(Skipped("conv.depthwise", not_depthwise))
+    not_direct = conv_direct.applies(family)
+    if not_direct is None:  # first where the seed's helper itself takes it (few output channels a group too)
+        direct = MoveInstance("conv.direct", "a group of few input channels: a direct convolution, a tile of output "
+                              "positions by a group's output channels a program, each tap's inputs loaded once",
+                              source(family, problem_source, helper="direct"), conv_direct.tiles(family))
+        few = (conv_depthwise.outputs_a_group(family) or 1 << 30) <= 32
+        stencils = sum(m.name.startswith("conv.depthwise") for m in out)  # a depthwise group's stencils stay first
+        out.insert(stencils if few else len(out), direct)
+    else:
+        skipped.append(Skipped("conv.direct", not_direct))
     if conv_depthwise.dispatched(family):  # the GEMM templates' helper would run the stencil at its own tile
         why_not = (f"{conv_depthwise.outputs_a_group(family)} output channel(s) of one input channel a group: the "
                    "helper hands this convolution to the depthwise stencil, which conv.depthwise sweeps")
-        return out[:-1], [*skipped, *(Skipped(name, why_not) for name in (
+        return [m for m in out if m is not gemm], [*skipped, *(Skipped(name, why_not) for name in (
             "conv.implicit_gemm", "conv.split_f16", "conv.implicit_gemm_tf32x3", "conv.implicit_gemm_f16x3"))]
     if family.dtype != "float32":
         own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"

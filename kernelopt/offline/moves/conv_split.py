@@ -91,7 +91,9 @@ _EDITS = (
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
 '''),
 )
-SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_BLOCK_K = 32\n", "CONV_BLOCK_K = 32\n" + _CHANNELS_LAST), *_EDITS))
+# the implicit GEMM on the parts, never the helper's direct kernel (conv_direct.py: conv.direct is that)
+SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_BLOCK_K = 32\n", "CONV_BLOCK_K = 32\n" + _CHANNELS_LAST),
+                                            ("CONV_DIRECT_OUTPUTS = 32\n", "CONV_DIRECT_OUTPUTS = 0\n"), *_EDITS))
 
 _HEADER = '''"""conv.split_f16: the reference's convolution as an implicit GEMM on fp16 parts split once (kernelopt's
 template): each sample of the input and each output channel of the weight scaled by a power of two and split into an
@@ -146,7 +148,9 @@ def rewrite(source: str) -> str | None:
         split = _replaced(region, _EDITS)
     except AssertionError:
         return None
-    return ("".join(lines[:start]) + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER
+    from kernelopt.offline.moves.conv_direct import gemm_only
+
+    return (gemm_only("".join(lines[:start])) + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER
             + "".join(lines[host.end_lineno:]))
 
 

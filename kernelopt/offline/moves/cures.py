@@ -48,6 +48,8 @@ CURES: dict[str, tuple[str, ...]] = {
     "implicit_gemm_f16x3": ("compute", "memory", "other"),
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
     "depthwise": ("memory", "latency", "occupancy", "compute", "other"),  # a stencil, not a GEMM of one column
+    # few input channels a group: each tap's inputs loaded once for all a group's outputs, no K columns gathered
+    "direct": ("compute", "memory", "latency", "other"),
     # each input row loaded once a strip, into the running sums of the KH output rows it feeds: KW loads an output
     "depthwise_rows": ("memory", "latency", "compute", "other"),
     # a depthwise convolution and the 1 x 1 convolution of its output in one kernel: the intermediate never written

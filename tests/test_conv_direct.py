@@ -1,0 +1,126 @@
+"""The seed convolution's direct kernel (seed/direct.py) for groups of few input and output channels, and the
+convolution family's `conv.direct` move: under the interpreter it computes aten.convolution where the helper takes it,
+the helper takes it exactly there, and the implicit GEMM's templates never do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from test_conv import _helper, aten_case
+
+from kernelopt.harness.problem import import_file
+from kernelopt.offline.moves import structural_moves
+from kernelopt.offline.moves.conv_direct import gemm_only
+from kernelopt.offline.tuner import kind_of, knob_values, with_config
+from kernelopt.seed.conv import CONV_HELPER
+
+# (input shape, weight shape, bias, stride, padding, dilation, transposed, output padding, groups), direct or not
+CASES = {
+    "rgb 3d to 16": (((2, 3, 5, 6, 7), (16, 3, 3, 3, 3), True, (1, 1, 1), (0, 0, 0), (1, 1, 1), False, (0, 0, 0), 1),
+                     True),
+    "rgb 2d strided padded dilated to 24": (((2, 3, 11, 13), (24, 3, 3, 5), False, (2, 1), (1, 2), (1, 2), False,
+                                             (0, 0), 1), True),
+    "grouped, 2 channels a group": (((2, 4, 7, 9), (6, 2, 3, 2), True, (1, 2), (1, 0), (1, 1), False, (0, 0), 2), True),
+    "1d, one channel to 20": (((3, 1, 40), (20, 1, 5), True, (1,), (2,), (1,), False, (0,), 1), True),
+    "five input channels": (((1, 5, 6, 6), (8, 5, 3, 3), True, (1, 1), (1, 1), (1, 1), False, (0, 0), 1), False),
+    "33 output channels": (((1, 3, 6, 6), (33, 3, 3, 3), True, (1, 1), (0, 0), (1, 1), False, (0, 0), 1), False),
+    "transposed": (((1, 3, 4, 5), (3, 8, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 1), False),
+}
+
+
+class Recorded:
+    """A kernel's launches recorded, then run."""
+
+    def __init__(self, kernel: Any) -> None:
+        self.kernel, self.launches = kernel, []
+
+    def __getitem__(self, grid: Any) -> Any:
+        def launch(*args: Any, **kwargs: Any) -> Any:
+            self.launches.append((grid, kwargs))
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+def _run(name: str, config: dict[str, int]) -> tuple[Recorded, Recorded, torch.Tensor, torch.Tensor]:
+    space = _helper(with_config(CONV_HELPER, config))
+    direct, gemm = Recorded(space["conv_direct_kernel"]), Recorded(space["conv_igemm_kernel"])
+    space["conv_direct_kernel"], space["conv_igemm_kernel"] = direct, gemm
+    args, want = aten_case(name, CASES[name][0])
+    return direct, gemm, space["conv_triton"](*args[:3], None, *args[3:]), want
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_few_input_and_output_channels_a_group_take_the_direct_kernel_and_compute_atens_convolution(name: str) -> None:
+    direct, gemm, got, want = _run(name, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64})
+    assert got.shape == want.shape
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    assert (len(direct.launches), len(gemm.launches)) == ((1, 0) if CASES[name][1] else (0, 1))
+
+
+def test_the_direct_tile_is_cut_to_the_convolution_and_the_bound_turns_it_off() -> None:
+    # 4 * CONV_BLOCK_M positions (cut to a sample's 4 x 6 x 7 = 168... here 64) by a group's 16 channels of 64
+    direct, _, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64})
+    [(grid, kwargs)] = direct.launches
+    assert (kwargs["BLOCK_P"], kwargs["BLOCK_OC"], kwargs["CG"], kwargs["KW"]) == (64, 16, 3, 3)
+    assert grid == (2 * -(-3 * 4 * 5 // 64), 1)
+    # a narrower CONV_BLOCK_N splits the group's channels over the grid's second axis
+    direct, _, got, want = _run("rgb 2d strided padded dilated to 24", {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 8})
+    [(grid, kwargs)] = direct.launches
+    assert kwargs["BLOCK_OC"] == 8 and grid[1] == 3 and kwargs["BLOCK_P"] == 64  # 6 x 9 = 54 positions a sample
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    direct, gemm, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16, "CONV_DIRECT_OUTPUTS": 0})
+    assert not direct.launches and len(gemm.launches) == 1
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_half_precision_input_sums_in_fp32_and_writes_its_own_dtype() -> None:
+    space = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16}))
+    args, want = aten_case("rgb 3d to 16", CASES["rgb 3d to 16"][0])
+    x, weight, bias = (t.half() for t in args[:3])
+    got = space["conv_triton"](x, weight, bias, None, *args[3:])
+    assert got.dtype == torch.float16
+    torch.testing.assert_close(got.float(), want, rtol=2e-2, atol=2e-2)
+
+
+def test_the_bound_is_a_choice_no_sweep_turns_and_gemm_rewrites_set_it_off() -> None:
+    assert knob_values(CONV_HELPER)["CONV_DIRECT_OUTPUTS"] == 32 and kind_of("CONV_DIRECT_OUTPUTS") == "switch"
+    assert knob_values(gemm_only(CONV_HELPER))["CONV_DIRECT_OUTPUTS"] == 0
+
+
+RGB = Path(__file__).parent / "data" / "conv" / "conv3d_rgb.py"
+
+
+def test_the_family_offers_the_direct_move_first_and_its_gemm_templates_never_take_it(tmp_path: Path) -> None:
+    problem = tmp_path / "rgb.py"  # the project's first-layer problem shrunk, its convolution alone
+    problem.write_text(RGB.read_text().replace("return torch.nn.functional.hardswish(self.conv(x)).amax(dim=1)",
+                                               "return self.conv(x)").replace("16, 64, 64", "4, 6, 7")
+                       .replace("batch_size = 16", "batch_size = 2"))
+    moves = structural_moves(problem)
+    names = [m.name for m in moves.instances]
+    assert names[0] == "conv.direct" and "conv.implicit_gemm" in names
+    for move in moves.instances:
+        bound = knob_values(move.source)["CONV_DIRECT_OUTPUTS"]
+        assert (bound > 32) if move.name == "conv.direct" else (bound == 0), move.name
+    direct = next(m for m in moves.instances if m.name == "conv.direct")
+    assert {c["CONV_BLOCK_N"] for c in direct.grid} == {8, 16}  # cut to the group's 16 channels
+    reference = import_file(problem, "kernelopt_test_conv_direct_ref")
+    kernel = tmp_path / "direct.py"
+    kernel.write_text(with_config(direct.source, direct.grid[0]))
+    model = import_file(kernel, "kernelopt_test_conv_direct_kernel")
+    torch.manual_seed(0)
+    ref = reference.Model(*reference.get_init_inputs())
+    torch.manual_seed(0)
+    new = model.ModelNew(*reference.get_init_inputs())
+    x = reference.get_inputs()[0]
+    torch.testing.assert_close(new(x), ref(x), rtol=1e-4, atol=1e-4)
+
+
+def test_the_family_says_why_the_direct_move_does_not_apply(tmp_path: Path) -> None:
+    many = tmp_path / "many.py"
+    many.write_text(RGB.read_text().replace("in_channels = 3", "in_channels = 8").replace("16, 64, 64", "4, 6, 7")
+                    .replace("return torch.nn.functional.hardswish(self.conv(x)).amax(dim=1)", "return self.conv(x)"))
+    why = {s.name: s.why for s in structural_moves(many).skipped}
+    assert "8 input channels a group" in why["conv.direct"]
