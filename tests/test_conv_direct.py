@@ -1,6 +1,7 @@
 """The seed convolution's direct kernel (seed/direct.py) for groups of few input and output channels, and the
 convolution family's `conv.direct` move: under the interpreter it computes aten.convolution where the helper takes it,
-the helper takes it exactly there, and the implicit GEMM's templates never do."""
+the helper takes it exactly there (a transposed convolution a stride phase at a time), and the implicit GEMM's
+templates never do."""
 
 from __future__ import annotations
 
@@ -27,27 +28,42 @@ CASES = {
     "1d, one channel to 20": (((3, 1, 40), (20, 1, 5), True, (1,), (2,), (1,), False, (0,), 1), True),
     "five input channels": (((1, 5, 6, 6), (8, 5, 3, 3), True, (1, 1), (1, 1), (1, 1), False, (0, 0), 1), False),
     "33 output channels": (((1, 3, 6, 6), (33, 3, 3, 3), True, (1, 1), (0, 0), (1, 1), False, (0, 0), 1), False),
-    "transposed": (((1, 3, 4, 5), (3, 8, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 1), False),
+    # transposed: a stride phase at a time, each phase's own kernel offsets (3-D at stride 2: 1/8 of the offsets)
+    "transposed 2d": (((1, 3, 4, 5), (3, 8, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 1), True),
+    "transposed 3d rgb to 16, output padding": (((2, 3, 3, 4, 5), (3, 16, 3, 3, 3), True, (2, 2, 2), (1, 1, 1),
+                                                 (1, 1, 1), True, (1, 1, 1), 1), True),
+    "transposed 1d stride 3 over a kernel of 2, dilated": (((2, 2, 6), (2, 3, 2), False, (3,), (1,), (2,), True,
+                                                           (2,), 1), True),
+    "transposed grouped, unit stride": (((2, 4, 5, 6), (4, 5, 2, 3), True, (1, 1), (0, 1), (1, 1), True, (0, 0), 2),
+                                        True),
+    "transposed, 40 output channels": (((1, 3, 4, 5), (3, 40, 3, 3), True, (2, 2), (1, 1), (1, 1), True, (1, 1), 1),
+                                       False),
 }
 
 
 class Recorded:
-    """A kernel's launches recorded, then run."""
+    """Kernels' launches recorded in one list, then run: `Recorded(space, names)` stands in for each named kernel."""
 
-    def __init__(self, kernel: Any) -> None:
-        self.kernel, self.launches = kernel, []
+    def __init__(self, space: dict[str, Any], *names: str) -> None:
+        self.launches: list[tuple[Any, dict[str, Any]]] = []
+        for name in names:
+            space[name] = self._stand_in(space[name])
 
-    def __getitem__(self, grid: Any) -> Any:
-        def launch(*args: Any, **kwargs: Any) -> Any:
-            self.launches.append((grid, kwargs))
-            return self.kernel[grid](*args, **kwargs)
-        return launch
+    def _stand_in(self, kernel: Any) -> Any:
+        recorded = self
+
+        class StandIn:
+            def __getitem__(self, grid: Any) -> Any:
+                def launch(*args: Any, **kwargs: Any) -> Any:
+                    recorded.launches.append((grid, kwargs))
+                    return kernel[grid](*args, **kwargs)
+                return launch
+        return StandIn()
 
 
 def _run(name: str, config: dict[str, int]) -> tuple[Recorded, Recorded, torch.Tensor, torch.Tensor]:
     space = _helper(with_config(CONV_HELPER, config))
-    direct, gemm = Recorded(space["conv_direct_kernel"]), Recorded(space["conv_igemm_kernel"])
-    space["conv_direct_kernel"], space["conv_igemm_kernel"] = direct, gemm
+    direct, gemm = Recorded(space, "conv_direct_kernel", "conv_direct_t_kernel"), Recorded(space, "conv_igemm_kernel")
     args, want = aten_case(name, CASES[name][0])
     return direct, gemm, space["conv_triton"](*args[:3], None, *args[3:]), want
 
@@ -124,3 +140,13 @@ def test_the_family_says_why_the_direct_move_does_not_apply(tmp_path: Path) -> N
                     .replace("return torch.nn.functional.hardswish(self.conv(x)).amax(dim=1)", "return self.conv(x)"))
     why = {s.name: s.why for s in structural_moves(many).skipped}
     assert "8 input channels a group" in why["conv.direct"]
+
+
+def test_a_transposed_convolutions_phases_each_take_their_own_offsets() -> None:
+    # 3-D at stride 2: 8 phases of the outputs, a program's outputs all of one phase (the grid's first axis: samples
+    # by phases by tiles), and the sums aten's
+    direct, _, got, want = _run("transposed 3d rgb to 16, output padding", {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64})
+    [(grid, kwargs)] = direct.launches
+    out = want.shape[2:]  # (6, 8, 10): each phase 3 x 4 x 5 = 60 outputs, a tile of 64
+    assert kwargs["BLOCK_P"] == 64 and grid == (2 * 8 * 1, 1) and tuple(out) == (6, 8, 10)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)

@@ -23,7 +23,8 @@ a phase's outputs gather from the same kernel offsets, worked out in the kernel,
 those (at stride 2 in 3-D, 1/8 of the offsets land on an output; the others were steps masked whole),
 where that takes fewer steps than packing them (a group of few channels and a small stride).
 A group of at most 4 input channels and 32 output channels (a first layer's RGB to 16) takes a direct kernel
-instead (seed/direct.py): each tap's inputs loaded once and multiplied by all the group's output channels.
+instead (seed/direct.py): each tap's inputs loaded once and multiplied by all the group's output channels (a
+transposed convolution's a stride phase at a time).
 (The first version flattened (channel, kernel offset) into K for every group and did int64 index
 arithmetic per element and step: 3.2 TFLOP/s on the H200 at level 2's size.) fp32 multiplies at
 `input_precision="ieee"`, so the offline optimizer's `dot.tf32x3` move can take it to the tensor
@@ -242,11 +243,12 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         weight.stride(0), weight.stride(1), *_three(weight.stride()[2:], 0),
         TRANSPOSED=bool(transposed), BLOCK=lanes,
     )
-    # few input and output channels a group (a first layer's RGB to 16): the direct kernel, no K steps to gather
-    direct = cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and groups * ocg < 2**20
-    if direct and not transposed:
-        return conv_direct(x, wg, bias, out, (KD, KH, KW), _three(stride, 1), _three(padding, 0),
-                           _three(dilation, 1), groups, 4 * CONV_BLOCK_M, CONV_BLOCK_N)
+    # few input and output channels a group (a first layer's RGB to 16): the direct kernel, no K steps to gather (a
+    # transposed one's by stride phases)
+    if cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and groups * ocg < 2**20:
+        return (conv_direct_t if transposed else conv_direct)(
+            x, wg, bias, out, (KD, KH, KW), _three(stride, 1), _three(padding, 0), _three(dilation, 1), groups,
+            4 * CONV_BLOCK_M, CONV_BLOCK_N)
     cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
     strides = _three(stride, 1)
     phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases

@@ -64,6 +64,65 @@ def conv_direct_kernel(
     tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=oc_ok[:, None] & p_ok[None, :])
 
 
+@triton.jit
+def conv_direct_t_kernel(
+    x_ptr, wg_ptr, b_ptr, out_ptr, QP, TILES_P, OC_TILES, OCG, OD, OH, OW, QH, QW, D, H, W, KD, KH, KW,
+    sxn, sxc, sxd, sxh, sxw, son, soc, sod, soh, sow,
+    std, sth, stw, pdd, pdh, pdw, dld, dlh, dlw,
+    CG: tl.constexpr, HAS_BIAS: tl.constexpr, WIDE: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_OC: tl.constexpr,
+):
+    # A transposed convolution's outputs a stride phase at a time (o = q * stride + phase, as the implicit GEMM's
+    # PHASED steps): a phase's outputs gather from the same kernel offsets (conv_phase_taps, a dim at a time), each
+    # landing on an input position exactly, so the loop visits those offsets alone. Program: BLOCK_P outputs of one
+    # phase of sample n by BLOCK_OC output channels of group g.
+    phases = std * sth * stw
+    n = tl.program_id(0) // (phases * TILES_P)
+    phase = (tl.program_id(0) // TILES_P) % phases
+    q = (tl.program_id(0) % TILES_P) * BLOCK_P + tl.arange(0, BLOCK_P)
+    g = tl.program_id(1) // OC_TILES
+    oc = (tl.program_id(1) % OC_TILES) * BLOCK_OC + tl.arange(0, BLOCK_OC)
+    if WIDE:  # an offset may pass 2**31
+        n, g, q = n.to(tl.int64), g.to(tl.int64), q.to(tl.int64)
+    p_d = phase // (sth * stw)
+    p_h = (phase // stw) % sth
+    p_w = phase % stw
+    qw = q % QW
+    t = q // QW
+    od = (t // QH) * std + p_d
+    oh = (t % QH) * sth + p_h
+    ow = qw * stw + p_w
+    p_ok = (q < QP) & (od < OD) & (oh < OH) & (ow < OW)
+    oc_ok = oc < OCG
+    fd, sd, nd = conv_phase_taps(p_d, std, pdd, dld, KD)
+    fh, sh, nh = conv_phase_taps(p_h, sth, pdh, dlh, KH)
+    fw, sw, nw = conv_phase_taps(p_w, stw, pdw, dlw, KW)
+    x_g = x_ptr + n * sxn + (g * CG) * sxc
+    w_g = wg_ptr + g * (KD * KH * KW * CG * OCG) + oc
+    acc = tl.zeros((BLOCK_OC, BLOCK_P), dtype=tl.float32)
+    for jd in range(nd):
+        kd = fd + jd * sd
+        i_d = (od + pdd - kd * dld) // std  # an exact multiple of the stride: no rounding either way
+        d_ok = p_ok & (i_d >= 0) & (i_d < D)
+        for jh in range(nh):
+            kh = fh + jh * sh
+            i_h = (oh + pdh - kh * dlh) // sth
+            h_ok = d_ok & (i_h >= 0) & (i_h < H)
+            row = x_g + i_d * sxd + i_h * sxh
+            for jw in range(nw):
+                kw = fw + jw * sw
+                i_w = (ow + pdw - kw * dlw) // stw
+                ok = h_ok & (i_w >= 0) & (i_w < W)
+                w_tap = w_g + ((kd * KH + kh) * KW + kw) * (CG * OCG)
+                for c in tl.static_range(CG):
+                    xv = tl.load(row + i_w * sxw + c * sxc, mask=ok, other=0.0).to(tl.float32)
+                    wv = tl.load(w_tap + c * OCG, mask=oc_ok, other=0.0).to(tl.float32)
+                    acc += wv[:, None] * xv[None, :]
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + g * OCG + oc, mask=oc_ok, other=0.0).to(tl.float32)[:, None]
+    o = out_ptr + n * son + ((g * OCG + oc) * soc)[:, None] + (od * sod + oh * soh + ow * sow)[None, :]
+    tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=oc_ok[:, None] & p_ok[None, :])
+
+
 def conv_direct(x, wg, bias, out, kernel, stride, padding, dilation, groups, block_p, block_oc):
     """A (not transposed) convolution of few input channels a group on `conv_direct_kernel`, into `out`: its weight
     laid out as `wg` (group, kernel offset, input channel, output channel), `kernel` its (KD, KH, KW) and the
@@ -81,6 +140,29 @@ def conv_direct(x, wg, bias, out, kernel, stride, padding, dilation, groups, blo
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *stride, *padding, *dilation,
         KW=KW, CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31,
+        BLOCK_P=block_p, BLOCK_OC=block_oc, num_warps=4,
+    )
+    return out
+
+
+def conv_direct_t(x, wg, bias, out, kernel, stride, padding, dilation, groups, block_p, block_oc):
+    """A transposed convolution of few input channels a group on `conv_direct_t_kernel`, as `conv_direct` takes
+    a convolution: block_p outputs of one stride phase (cut to a phase's) by block_oc output channels."""
+    OD, OH, OW = _three(out.shape[2:], 1)
+    ocg = wg.shape[3]
+    q = [triton.cdiv(o, s) for o, s in zip((OD, OH, OW), stride, strict=True)]
+    QP = q[0] * q[1] * q[2]
+    block_p = min(block_p, max(16, triton.next_power_of_2(QP)))
+    block_oc = min(block_oc, triton.next_power_of_2(ocg))
+    tiles_p, oc_tiles = triton.cdiv(QP, block_p), triton.cdiv(ocg, block_oc)
+    phases = stride[0] * stride[1] * stride[2]
+    conv_direct_t_kernel[(x.shape[0] * phases * tiles_p, groups * oc_tiles)](
+        x, wg, bias if bias is not None else x, out, QP, tiles_p, oc_tiles, ocg, OD, OH, OW, q[1], q[2],
+        *_three(x.shape[2:], 1), *kernel,
+        x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
+        out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
+        *stride, *padding, *dilation,
+        CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31,
         BLOCK_P=block_p, BLOCK_OC=block_oc, num_warps=4,
     )
     return out

@@ -46,12 +46,10 @@ TILES = ((64, 16, 4), (64, 32, 8), (32, 32, 4), (128, 16, 8), (32, 64, 8), (16, 
 
 
 def applies(family: Family) -> str | None:
-    """None where the direct kernel takes the convolution (not transposed, at most DIRECT_CHANNELS input channels a
-    group, not one the helper hands to the depthwise stencil), else why not."""
-    transposed, groups = family.scalars[6], max(family.scalars[8], 1)
+    """None where the direct kernel takes the convolution (at most DIRECT_CHANNELS input channels a group, not one the
+    helper hands to the depthwise stencil; a transposed one too, by stride phases), else why not."""
+    groups = max(family.scalars[8], 1)
     shape = family.shapes[0] if family.shapes else ()
-    if transposed:
-        return "a transposed convolution: its outputs gather by stride phases (the implicit GEMM's PHASED steps)"
     if len(shape) < 3:
         return "the input's channels were not traced"
     if shape[1] // groups > DIRECT_CHANNELS:
