@@ -63,7 +63,8 @@ def aten_case(name: str, case: tuple[Any, ...]) -> tuple[list[Any], torch.Tensor
 def test_the_triton_convolution_computes_atens_convolution(name: str, block_k: int, direct: int) -> None:
     # every case's groups have 1-4 channels: at a K step of 32 several kernel offsets share a step (CG_POW), at 1
     # a step is one channel of one offset (the path of groups of BLOCK_K channels or more); with the direct kernel
-    # on (the seed's default), the ones not transposed take it (conv_direct_kernel)
+    # on (the seed's default), the groups of 1-4 channels take it instead (conv_direct_kernel, conv_direct_t_kernel),
+    # but for the depthwise one, which the stencil takes
     args, want = _case(name)
     helper = _helper(with_config(CONV_HELPER, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": block_k,
                                                "CONV_DIRECT_OUTPUTS": direct}))

@@ -104,6 +104,11 @@ def test_a_half_precision_input_sums_in_fp32_and_writes_its_own_dtype() -> None:
 def test_the_bound_is_a_choice_no_sweep_turns_and_gemm_rewrites_set_it_off() -> None:
     assert knob_values(CONV_HELPER)["CONV_DIRECT_OUTPUTS"] == 32 and kind_of("CONV_DIRECT_OUTPUTS") == "switch"
     assert knob_values(gemm_only(CONV_HELPER))["CONV_DIRECT_OUTPUTS"] == 0
+    # a rewrite of the helper's own product turns it off; one that left the helper's kernel as it was does not
+    rewritten = CONV_HELPER.replace('input_precision="ieee"', 'input_precision="tf32x3"')
+    assert knob_values(gemm_only(rewritten, CONV_HELPER))["CONV_DIRECT_OUTPUTS"] == 0
+    beside = CONV_HELPER + "\n\n@triton.jit\ndef other_kernel(x):\n    pass\n"
+    assert knob_values(gemm_only(beside, CONV_HELPER))["CONV_DIRECT_OUTPUTS"] == 32
 
 
 RGB = Path(__file__).parent / "data" / "conv" / "conv3d_rgb.py"

@@ -188,11 +188,12 @@ def test_the_timing_keeps_models_only_within_its_room() -> None:
     from kernelopt.harness.sandbox.sweep import _kept
 
     models: dict[int, object] = {}
-    one = torch.nn.Linear(32, 32)  # 4,224 bytes of parameters
-    assert _kept(models, 0, one, room=5000) is one and list(models) == [0]
-    assert _kept(models, 1, torch.nn.Linear(32, 32), room=5000) is not None and list(models) == [0]  # built, not kept
-    assert _kept(models, 2, torch.nn.Linear(32, 32), room=None) is not None and list(models) == [0, 2]
-    assert _kept(models, 3, lambda x: x, room=9000) is not None and 3 in models  # a function holds nothing
+    one, two, three = (torch.nn.Linear(32, 32) for _ in range(3))  # 4,224 bytes of parameters each
+    assert _kept(models, 0, one, room=5000) is one and models == {0: one}
+    assert _kept(models, 1, two, room=5000) is two and models == {0: one}  # returned to be timed, not kept
+    assert _kept(models, 2, three, room=None) is three and models == {0: one, 2: three}
+    function = lambda x: x  # noqa: E731  (a model that is a function holds nothing)
+    assert _kept(models, 3, function, room=9000) is function and models[3] is function
 
 
 def test_past_the_deadline_and_its_grace_the_timing_stops_with_one_configuration_timed(tmp_path: Path,

@@ -244,8 +244,10 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         TRANSPOSED=bool(transposed), BLOCK=lanes,
     )
     # few input and output channels a group (a first layer's RGB to 16): the direct kernel, no K steps to gather (a
-    # transposed one's by stride phases)
-    if cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and groups * ocg < 2**20:
+    # transposed one's by stride phases); its grid's second axis (groups by tiles of 8 channels at least) under 65536,
+    # its taps along W and the group's channels unrolled
+    few = cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and KW * cg <= 64
+    if few and groups * triton.cdiv(ocg, 8) < 65536:
         return (conv_direct_t if transposed else conv_direct)(
             x, wg, bias, out, (KD, KH, KW), _three(stride, 1), _three(padding, 0), _three(dilation, 1), groups,
             4 * CONV_BLOCK_M, CONV_BLOCK_N)

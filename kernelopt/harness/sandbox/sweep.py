@@ -153,7 +153,10 @@ def run_time(req: dict[str, Any]) -> dict[str, Any]:
             if number > 1 and deadline is not None and time.time() > deadline:
                 break  # the survivors keep their last stage's times
             for index in survivors:
+                model = None  # the last configuration's model let go before this one's is built
                 if times and deadline is not None and time.time() > deadline:
+                    if number > 1:
+                        break  # the survivors not timed again keep their last stage's times
                     rows.add({"variant": index, "stage": number, "ok": False, "rule": "time-budget",
                               "reason": NOT_TIMED})
                     continue
@@ -178,7 +181,6 @@ def run_time(req: dict[str, Any]) -> dict[str, Any]:
             survivors = sorted(times, key=times.__getitem__)[: stage["keep"]]
             for index in [i for i in models if i not in survivors]:  # left behind: its model's memory freed
                 del models[index]
-            model = None
     progress.mark("done")
     return {"ok": True, "rows": rows.rows, "finished_s": time.monotonic()}
 

@@ -131,8 +131,8 @@ def _in_progress(rows: list[dict[str, Any]]) -> int | None:
 # Device memory the concurrent checks of one sweep may take in all, at about four times a case's
 # inputs each (inputs, outputs, the kernel's own and the allocator's slack), or twice its inputs and
 # outputs where the outputs are the larger, and twice the model's parameters and buffers (a configuration's
-# model and the next one's, built before the first is freed): half of what the device has free with the
-# reference built, or this where the reference does not say.
+# model and what building it takes: a module may draw or copy its weights on the device): half of what the
+# device has free with the reference built, or this where the reference does not say.
 CHECK_MEMORY_BYTES = 8 << 30
 
 

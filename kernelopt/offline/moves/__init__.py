@@ -119,7 +119,7 @@ def _rewrites(family: Family | None, source: str,
                           *f16x3[1])
     from kernelopt.offline.moves.conv_direct import gemm_only
 
-    rewritten = gemm_only(rewritten)  # a seed convolution's product rewritten: its implicit GEMM taken
+    rewritten = gemm_only(rewritten, source)  # a seed convolution's product rewritten: its implicit GEMM taken
     alike = precision.one_tile(rewritten)  # the tiles below are each GEMM's, not the first's to scale the rest by
     launch = "its launch unchanged" if alike == rewritten else "each GEMM launch at the first's tile"
     rewritten = alike
@@ -155,7 +155,7 @@ def _f16x3_rewrite(source: str, capability: str) -> tuple[tuple[MoveInstance, ..
     from kernelopt.offline.moves.conv_direct import gemm_only
 
     sites = rewritten.count("_fp16_parts(") // 2
-    rewritten = precision.one_tile(gemm_only(rewritten))
+    rewritten = precision.one_tile(gemm_only(rewritten, source))
     grid = _tf32x3_tiles(rewritten, capability, (matmul_f16x3.TILES, matmul_f16x3.TILES))
     from kernelopt.offline.tuner import knob_values
 

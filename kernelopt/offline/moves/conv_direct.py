@@ -11,6 +11,7 @@ measures both.
 
 from __future__ import annotations
 
+import ast
 import re
 from typing import TYPE_CHECKING
 
@@ -73,7 +74,23 @@ def tiles(family: Family) -> tuple[dict[str, int], ...]:
     return tuple(out)
 
 
-def gemm_only(source: str) -> str:
+def gemm_only(source: str, before: str | None = None) -> str:
     """A kernel file holding the seed's convolution helper with the direct kernel never taken: a rewrite of the
-    implicit GEMM's product (at 3xTF32, on fp16 parts) is measured on the GEMM it rewrote."""
+    implicit GEMM's product (at 3xTF32, on fp16 parts) is measured on the GEMM it rewrote. With `before` (the file
+    the rewrite was made from), only where the rewrite changed `conv_igemm_kernel`: a rewrite of another product
+    beside it (a Linear after a first layer's convolution) leaves the convolution as it ran."""
+    if before is not None and _igemm(before) == _igemm(source):
+        return source
     return re.sub(r"^CONV_DIRECT_OUTPUTS = \d+$", GEMM_ONLY.strip(), source, flags=re.M)
+
+
+def _igemm(source: str) -> str | None:
+    """The text of a file's `conv_igemm_kernel` (None where it has none, or does not parse)."""
+    from kernelopt.syntax import parse
+
+    try:
+        tree = parse(source)
+    except SyntaxError:
+        return None
+    found = next((n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "conv_igemm_kernel"), None)
+    return ast.unparse(found) if found is not None else None
