@@ -7,7 +7,12 @@ Triton's interpreter against the reference, as the seed's own check does on a GP
 differs (its GEMM templates, its autotuner's picks), so a problem that passes here may still fail there; one that
 fails here shows a translator fault without spending device time.
 
-    TRITON_INTERPRET=1 python benchmarks/seed_audit.py PROBLEM_OR_DIR [...] [--timeout 300] [--jobs 2]
+    TRITON_INTERPRET=1 python benchmarks/seed_audit.py PROBLEM_OR_DIR [...] [--timeout 300] [--jobs 2] [--tiny]
+
+--tiny also cuts the sizes the shrink keeps (64 and under) where their names say they are a batch or a spatial
+extent (`batch_size`, `depth, height, width`, `D, H, W`, `length`): a level-2 convolution's epilogue kernels over
+(3, 16, 14, 30, 30) ran past 240 s under the interpreter, at (2, 16, 2, 6, 6) in seconds. A size so small that a
+problem's own pooling or kernel leaves nothing fails at `record` (its fake-tensor run says so).
 
 One line a problem, `ok` or the stage that failed (record, translate, run, compare) with its first line of error.
 """
@@ -15,7 +20,9 @@ One line a problem, `ok` or the stage that failed (record, translate, run, compa
 from __future__ import annotations
 
 import argparse
+import ast
 import json
+import re
 import subprocess
 import sys
 import tempfile
@@ -62,7 +69,35 @@ def interpretable_libdevice() -> None:
         libdevice.erf = made(np.vectorize(math.erf))
 
 
-def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
+# a name whose sizes --tiny cuts: a batch or a spatial extent (the channels and kernel sizes stay as they are)
+TINY_NAMES = re.compile(r"^(batch_size|batch|depth|height|width|length|seq_len|D|H|W|L)$")
+TINY_SIZES = {"batch_size": 2, "batch": 2}  # every other name: 8 (a 3-wide kernel, two 2-wide pools: 1 left)
+
+
+def tiny_source(text: str) -> str:
+    """A problem's module-level batch and spatial sizes cut to a few (`D, H, W = 16, 32, 32` -> `8, 8, 8`), each
+    only where it is larger; everything else as written."""
+    tree = ast.parse(text)
+    lines = text.splitlines(keepends=True)
+    for node in reversed(tree.body):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and node.end_lineno == node.lineno):
+            continue
+        target, value = node.targets[0], node.value
+        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+        values = [value] if isinstance(target, ast.Name) else list(getattr(value, "elts", []))
+        if len(names) != len(values) or not names or not all(isinstance(n, ast.Name) for n in names):
+            continue
+        if not all(TINY_NAMES.match(n.id) for n in names):  # type: ignore[attr-defined]
+            continue
+        if not all(isinstance(v, ast.Constant) and type(v.value) is int for v in values):
+            continue
+        cut = [min(v.value, TINY_SIZES.get(n.id, 8)) for n, v in zip(names, values, strict=True)]  # type: ignore
+        written = f"{ast.get_source_segment(text, target)} = {', '.join(map(str, cut))}\n"
+        lines[node.lineno - 1] = lines[node.lineno - 1][:node.col_offset] + written
+    return "".join(lines)
+
+
+def audit_one(problem: Path, folder: Path, tiny: bool = False) -> dict[str, Any]:
     """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
     import torch
 
@@ -79,7 +114,7 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
 
     interpretable_libdevice()
     small = folder / problem.name
-    small.write_text(shrink.shrink_source(problem.read_text()))
+    small.write_text(shrink.shrink_source(tiny_source(problem.read_text()) if tiny else problem.read_text()))
     record = record_cpu.record(small)
     if record["error"] or not record["codes"]:
         return {"stage": "record", "error": record["error"] or "no output module"}
@@ -126,11 +161,11 @@ def audit_one(problem: Path, folder: Path) -> dict[str, Any]:
     return failure
 
 
-def _child(problem: str, timeout: float) -> dict[str, Any]:
+def _child(problem: str, timeout: float, tiny: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         try:
-            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder], capture_output=True,
-                                  text=True, timeout=timeout)
+            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder, *(["--tiny"] if tiny else [])],
+                                  capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"stage": "timeout", "error": f"over {timeout:g} s"}
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
@@ -145,10 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("problems", nargs="+")
     args.add_argument("--timeout", type=float, default=300)
     args.add_argument("--jobs", type=int, default=2)
+    args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parsed = args.parse_args(argv)
     if parsed.one:  # the child: one problem, its verdict as the last line
-        print(json.dumps(audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]))), flush=True)
+        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny)
+        print(json.dumps(verdict), flush=True)
         return 0
     files: list[Path] = []
     for name in map(Path, parsed.problems):
@@ -156,7 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         files += sorted(name.glob("*.py"), key=number) if name.is_dir() else [name]
     counts: dict[str, int] = {}
     with ThreadPoolExecutor(parsed.jobs) as pool:
-        for path, verdict in zip(files, pool.map(lambda p: _child(str(p), parsed.timeout), files), strict=True):
+        verdicts = pool.map(lambda p: _child(str(p), parsed.timeout, parsed.tiny), files)
+        for path, verdict in zip(files, verdicts, strict=True):
             counts[verdict["stage"]] = counts.get(verdict["stage"], 0) + 1
             print(f"{path.stem[:48]:50s} {verdict['stage']:9s} {verdict.get('error', '')}", flush=True)
     print(json.dumps(counts))

@@ -1,0 +1,39 @@
+"""benchmarks/seed_audit.py's --tiny: a problem's batch and spatial sizes cut to a few, its channels and kernel sizes
+as written, so a level-2 convolution's seed runs under the interpreter in seconds."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import seed_audit  # noqa: E402
+
+PROBLEM = '''import torch
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+depth, height, width = 16, 32, 6
+D, H, W = 16, 4, 64
+kernel_size = 3
+length = 4096
+features = 4096
+shape = (batch_size, in_channels)
+
+
+def get_inputs():
+    return [torch.rand(batch_size, in_channels, depth, height, width)]
+'''
+
+
+def test_tiny_cuts_batch_and_spatial_sizes_only_where_larger() -> None:
+    tiny = seed_audit.tiny_source(PROBLEM)
+    assert "batch_size = 2\n" in tiny and "depth, height, width = 8, 8, 6\n" in tiny and "D, H, W = 8, 4, 8\n" in tiny
+    assert "length = 8\n" in tiny
+    # channels, kernel sizes, other names and expressions as written
+    for kept in ("in_channels = 3\n", "out_channels = 16\n", "kernel_size = 3\n", "features = 4096\n",
+                 "shape = (batch_size, in_channels)\n", "    return [torch.rand(batch_size,"):
+        assert kept in tiny, kept
+    compile(tiny, "tiny", "exec")
