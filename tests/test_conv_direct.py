@@ -155,3 +155,18 @@ def test_a_transposed_convolutions_phases_each_take_their_own_offsets() -> None:
     out = want.shape[2:]  # (6, 8, 10): each phase 3 x 4 x 5 = 60 outputs, a tile of 64
     assert kwargs["BLOCK_P"] == 64 and grid == (2 * 8 * 1, 1) and tuple(out) == (6, 8, 10)
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", ["rgb 3d to 16", "transposed 3d rgb to 16, output padding"])
+def test_64_bit_offsets_compute_the_same_and_are_taken_where_strides_reach_past_2_31(name: str) -> None:
+    # WIDE on a small case (the int64 path), then the rule: an offset's reach as the strides lay the tensor
+    text = with_config(CONV_HELPER, {"CONV_BLOCK_M": 16})
+    assert text.count("WIDE=_wide(x, out, wg)") == 2
+    space = _helper(text.replace("WIDE=_wide(x, out, wg)", "WIDE=True"))
+    args, want = aten_case(name, CASES[name][0])
+    torch.testing.assert_close(space["conv_triton"](*args[:3], None, *args[3:]), want, rtol=1e-4, atol=1e-4)
+    wide = _helper(CONV_HELPER)["_wide"]
+    small = torch.empty_strided((2, 3), (3, 1), device="meta")
+    spread = torch.empty_strided((2, 3), (2**31, 1), device="meta")  # 6 elements, the second row 2**31 on
+    assert not wide(small) and wide(spread) and wide(small, spread)
+    assert not wide(torch.empty(0, device="meta"))

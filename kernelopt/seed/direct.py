@@ -123,6 +123,13 @@ def conv_direct_t_kernel(
     tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=oc_ok[:, None] & p_ok[None, :])
 
 
+def _wide(*tensors):
+    """Whether an offset into any of the tensors may pass 2**31: its furthest element's, as its strides lay it (a
+    view of a larger buffer, an output with padded strides), not its count of elements."""
+    return any(sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 - 1
+               for t in tensors if t.numel())
+
+
 def conv_direct(x, wg, bias, out, kernel, stride, padding, dilation, groups, block_p, block_oc):
     """A (not transposed) convolution of few input channels a group on `conv_direct_kernel`, into `out`: its weight
     laid out as `wg` (group, kernel offset, input channel, output channel), `kernel` its (KD, KH, KW) and the
@@ -139,7 +146,7 @@ def conv_direct(x, wg, bias, out, kernel, stride, padding, dilation, groups, blo
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *stride, *padding, *dilation,
-        KW=KW, CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31,
+        KW=KW, CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=_wide(x, out, wg),
         BLOCK_P=block_p, BLOCK_OC=block_oc, num_warps=4,
     )
     return out
@@ -162,7 +169,7 @@ def conv_direct_t(x, wg, bias, out, kernel, stride, padding, dilation, groups, b
         x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *stride, *padding, *dilation,
-        CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31,
+        CG=wg.shape[2], HAS_BIAS=bias is not None, WIDE=_wide(x, out, wg),
         BLOCK_P=block_p, BLOCK_OC=block_oc, num_warps=4,
     )
     return out
