@@ -67,15 +67,7 @@ def tiles(table: tuple[tuple[int, ...], ...], family: Family) -> tuple[dict[str,
     """A tile table's configurations for this convolution, BLOCK_N cut to its group's output channels (at least 16,
     a tensor-core product's least): a group of 8 spread over 64 columns multiplies 8 times the work. In order,
     without repeats."""
-    outputs = conv_depthwise.outputs_a_group(family) or 1 << 30
-    most = max(16, 1 << max(outputs - 1, 0).bit_length())
-    out: list[dict[str, int]] = []
-    for tile in table:
-        config = dict(zip(_KEYS, tile, strict=True))
-        config["CONV_BLOCK_N"] = min(config["CONV_BLOCK_N"], most)
-        if config not in out:
-            out.append(config)
-    return tuple(out)
+    return conv_depthwise.cut_tiles(table, _KEYS, family, least=16)
 
 
 def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:

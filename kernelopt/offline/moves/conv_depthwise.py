@@ -57,6 +57,21 @@ def outputs_a_group(family: Family) -> int | None:
     return weight[1] if transposed else weight[0] // max(groups, 1)
 
 
+def cut_tiles(table: tuple[tuple[int, ...], ...], keys: tuple[str, ...], family: Family,
+              least: int = 1) -> tuple[dict[str, int], ...]:
+    """A tile table's configurations for this convolution, CONV_BLOCK_N cut to its group's output channels (a power
+    of two, `least` at least), in order, without repeats."""
+    outputs = outputs_a_group(family) or 1 << 30
+    most = max(least, 1 << max(outputs - 1, 0).bit_length())
+    out: list[dict[str, int]] = []
+    for tile in table:
+        config = dict(zip(keys, tile, strict=True))
+        config["CONV_BLOCK_N"] = min(config["CONV_BLOCK_N"], most)
+        if config not in out:
+            out.append(config)
+    return tuple(out)
+
+
 def applies(family: Family) -> str | None:
     """None where the convolution's output channels each read one input channel (not transposed), else why not."""
     transposed, groups = family.scalars[6], family.scalars[8]

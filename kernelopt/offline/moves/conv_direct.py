@@ -63,15 +63,7 @@ def applies(family: Family) -> str | None:
 
 def tiles(family: Family) -> tuple[dict[str, int], ...]:
     """The tile table, CONV_BLOCK_N cut to a group's output channels (a power of two), in order, without repeats."""
-    outputs = conv_depthwise.outputs_a_group(family) or 1 << 30
-    most = 1 << max(outputs - 1, 0).bit_length()
-    out: list[dict[str, int]] = []
-    for tile in TILES:
-        config = dict(zip(KEYS, tile, strict=True))
-        config["CONV_BLOCK_N"] = min(config["CONV_BLOCK_N"], most)
-        if config not in out:
-            out.append(config)
-    return tuple(out)
+    return conv_depthwise.cut_tiles(TILES, KEYS, family)
 
 
 def gemm_only(source: str, before: str | None = None) -> str:
