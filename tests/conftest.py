@@ -29,10 +29,14 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
 # With `--dist loadfile` a worker takes one file at a time: started last, a long file keeps one
 # worker busy while the other has nothing left (pytest-xdist's own order, by number of tests,
 # put resume_signals and ray last). The rest follow in their usual order.
+# Session 45 (1,747 tests, 11.6-12 min on two cores): the template files that had grown to 30-50 s each (separable,
+# split_f16, moves_ptx, conv_rows, pooling3d), unlisted, ran last by name and left one worker alone at the end.
 LONGEST_FIRST = (
-    "test_moves.py", "test_seed_translate.py", "test_verifier.py", "test_cli.py", "test_resume_signals.py",
-    "test_suite.py", "test_ray.py", "test_resume.py", "test_studio.py", "test_scale.py", "test_seed_conv.py",
-    "test_graph.py", "test_approval.py", "test_parallel.py", "test_llm_client.py",
+    "test_moves.py", "test_seed_translate.py", "test_verifier.py", "test_cli.py", "test_suite.py",
+    "test_separable.py", "test_split_f16.py", "test_resume_signals.py", "test_ray.py", "test_resume.py",
+    "test_moves_ptx.py", "test_conv_rows.py", "test_pooling3d.py", "test_studio.py", "test_scale.py",
+    "test_seed_conv.py", "test_conv_depthwise.py", "test_conv_split.py", "test_seed_split.py", "test_graph.py",
+    "test_approval.py", "test_parallel.py", "test_llm_client.py",
 )
 
 
