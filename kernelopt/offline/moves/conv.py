@@ -57,8 +57,7 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
         head, text = conv_direct.HEADER, conv_direct.HELPER
     else:
         head = _HEADER.replace("$name", "implicit_gemm" + ("_tf32x3" if precision == "tf32x3" else ""))
-        text = CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"').replace(
-            conv_direct.OWN_OUTPUTS, conv_direct.GEMM_ONLY)
+        text = conv_direct.gemm_only(CONV_HELPER.replace(_IEEE, f'input_precision="{precision}"'))
     return (head + text + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")
 
