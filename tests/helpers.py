@@ -47,3 +47,19 @@ def product_problem(tmp_path: Path, forward: str, inputs: str, name: str = "prob
     path.write_text(text.replace("torch.matmul(A, B)", forward)
                     .replace("[torch.randn(N, M, K), torch.randn(K, L)]", inputs))
     return path
+
+
+def assert_computes_the_reference(problem: Path, kernel: Path, name: str, tol: float = 1e-4) -> None:
+    """The kernel file's ModelNew against the problem's Model on its first input, both built from the same seed (the
+    same parameters), at the problem's own size: a tile checked without the verifier's derived cases."""
+    import torch
+
+    from kernelopt.harness.problem import import_file
+
+    reference, module = import_file(problem, f"{name}_reference"), import_file(kernel, f"{name}_kernel")
+    torch.manual_seed(0)
+    want = reference.Model(*reference.get_init_inputs())
+    torch.manual_seed(0)
+    got = module.ModelNew(*reference.get_init_inputs())
+    x = reference.get_inputs()[0]
+    torch.testing.assert_close(got(x), want(x), rtol=tol, atol=tol)

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 import torch
+from helpers import assert_computes_the_reference
 from test_conv import _helper, aten_case
 
-from kernelopt.harness.problem import import_file
 from kernelopt.offline.moves import structural_moves
 from kernelopt.offline.moves.conv_direct import gemm_only
 from kernelopt.offline.tuner import kind_of, knob_values, with_config
@@ -26,6 +26,8 @@ CASES = {
                                              (0, 0), 1), True),
     "grouped, 2 channels a group": (((2, 4, 7, 9), (6, 2, 3, 2), True, (1, 2), (1, 0), (1, 1), False, (0, 0), 2), True),
     "1d, one channel to 20": (((3, 1, 40), (20, 1, 5), True, (1,), (2,), (1,), False, (0,), 1), True),
+    # a run's window with columns no tap reads (3 * j + kw: 2, 5, 8 never), its last run cut (13 outputs)
+    "1d stride 3 over a kernel of 2": (((2, 3, 40), (8, 3, 2), True, (3,), (1,), (1,), False, (0,), 1), True),
     "five input channels": (((1, 5, 6, 6), (8, 5, 3, 3), True, (1, 1), (1, 1), (1, 1), False, (0, 0), 1), False),
     "33 output channels": (((1, 3, 6, 6), (33, 3, 3, 3), True, (1, 1), (0, 0), (1, 1), False, (0, 0), 1), False),
     # transposed: a stride phase at a time, each phase's own kernel offsets (3-D at stride 2: 1/8 of the offsets)
@@ -68,24 +70,40 @@ def _run(name: str, config: dict[str, int]) -> tuple[Recorded, Recorded, torch.T
     return direct, gemm, space["conv_triton"](*args[:3], None, *args[3:]), want
 
 
+@pytest.mark.parametrize("run", [1, 4])  # one output a thread (the seed's), runs of 4 along W sharing their inputs
 @pytest.mark.parametrize("name", list(CASES))
-def test_few_input_and_output_channels_a_group_take_the_direct_kernel_and_compute_atens_convolution(name: str) -> None:
-    direct, gemm, got, want = _run(name, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64})
+def test_few_input_and_output_channels_a_group_take_the_direct_kernel_and_compute_atens_convolution(
+        name: str, run: int) -> None:
+    direct, gemm, got, want = _run(name, {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64, "CONV_DIRECT_RUN": run})
     assert got.shape == want.shape
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     assert (len(direct.launches), len(gemm.launches)) == ((1, 0) if CASES[name][1] else (0, 1))
 
 
 def test_the_direct_tile_is_cut_to_the_convolution_and_the_bound_turns_it_off() -> None:
-    # 4 * CONV_BLOCK_M positions (cut to a sample's 4 x 6 x 7 = 168... here 64) by a group's 16 channels of 64
-    direct, _, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64})
+    # 4 * CONV_BLOCK_M outputs (64) a tile in runs of CONV_DIRECT_RUN along W: at runs of 4, 16 runs, of a sample's
+    # 3 x 4 rows of 5 outputs two runs a row (the second cut to one output): 24 runs, two tiles; by a group's 16
+    # channels of 64; a run's window is 4 + 3 - 1 columns, each read
+    direct, _, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 64, "CONV_DIRECT_RUN": 4})
     [(grid, kwargs)] = direct.launches
-    assert (kwargs["BLOCK_P"], kwargs["BLOCK_OC"], kwargs["CG"], kwargs["KW"]) == (64, 16, 3, 3)
-    assert grid == (2 * -(-3 * 4 * 5 // 64), 1)
-    # a narrower CONV_BLOCK_N splits the group's channels over the grid's second axis
-    direct, _, got, want = _run("rgb 2d strided padded dilated to 24", {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 8})
+    assert (kwargs["BLOCK_R"], kwargs["RUN"], kwargs["BLOCK_OC"], kwargs["CG"], kwargs["KW"]) == (16, 4, 16, 3, 3)
+    assert kwargs["USED"] == 0b111111 and grid == (2 * 2, 1)
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    direct, _, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16})  # the seed's runs of 1: 60 outputs, one tile
     [(grid, kwargs)] = direct.launches
-    assert kwargs["BLOCK_OC"] == 8 and grid[1] == 3 and kwargs["BLOCK_P"] == 64  # 6 x 9 = 54 positions a sample
+    assert (kwargs["BLOCK_R"], kwargs["RUN"], kwargs["USED"]) == (64, 1, 0b111) and grid == (2, 1)
+    # a narrower CONV_BLOCK_N splits the group's channels over the grid's second axis; runs of 2 at a dilation of
+    # 2 along W read every other column of the window: 2 outputs by 5 taps, columns j + 2 * kw
+    direct, _, got, want = _run("rgb 2d strided padded dilated to 24",
+                                {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 8, "CONV_DIRECT_RUN": 2})
+    [(grid, kwargs)] = direct.launches
+    assert kwargs["BLOCK_OC"] == 8 and grid[1] == 3 and kwargs["BLOCK_R"] == 32  # 6 rows of 5 runs: 30
+    assert kwargs["RUN"] == 2 and kwargs["USED"] == 0b11_1111_1111
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+    # one output a thread (the seed's): each tap's column its own
+    direct, _, got, want = _run("rgb 2d strided padded dilated to 24", {"CONV_DIRECT_RUN": 1})
+    [(grid, kwargs)] = direct.launches
+    assert kwargs["RUN"] == 1 and kwargs["USED"] == 0b101010101
     torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
     direct, gemm, got, want = _run("rgb 3d to 16", {"CONV_BLOCK_M": 16, "CONV_DIRECT_OUTPUTS": 0})
     assert not direct.launches and len(gemm.launches) == 1
@@ -127,16 +145,9 @@ def test_the_family_offers_the_direct_move_first_and_its_gemm_templates_never_ta
         assert (bound > 32) if move.name == "conv.direct" else (bound == 0), move.name
     direct = next(m for m in moves.instances if m.name == "conv.direct")
     assert {c["CONV_BLOCK_N"] for c in direct.grid} == {8, 16}  # cut to the group's 16 channels
-    reference = import_file(problem, "kernelopt_test_conv_direct_ref")
     kernel = tmp_path / "direct.py"
     kernel.write_text(with_config(direct.source, direct.grid[0]))
-    model = import_file(kernel, "kernelopt_test_conv_direct_kernel")
-    torch.manual_seed(0)
-    ref = reference.Model(*reference.get_init_inputs())
-    torch.manual_seed(0)
-    new = model.ModelNew(*reference.get_init_inputs())
-    x = reference.get_inputs()[0]
-    torch.testing.assert_close(new(x), ref(x), rtol=1e-4, atol=1e-4)
+    assert_computes_the_reference(problem, kernel, "kernelopt_test_conv_direct")
 
 
 def test_the_family_says_why_the_direct_move_does_not_apply(tmp_path: Path) -> None:

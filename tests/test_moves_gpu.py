@@ -46,6 +46,32 @@ def _time_ms(problem: Path, source: str, tmp_path: Path, name: str, measured: bo
     return verdict.timing.median_ms
 
 
+def _one_module_problem(path: Path, module: str, draw: str, shape: tuple[int, ...]) -> Path:
+    """A KernelBench problem file at `path` whose forward is the one module `module` (its constructor's text) on one
+    input of `shape` drawn by torch.`draw`."""
+    path.write_text(f'''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.module = {module}
+
+    def forward(self, x):
+        return self.module(x)
+
+
+def get_inputs():
+    return [torch.{draw}{shape}]
+
+
+def get_init_inputs():
+    return []
+''')
+    return path
+
+
 def _best_ms(problem: Path, source: str, configs: Iterable[Mapping[str, int]], tmp_path: Path, tag: str) -> float:
     """The fastest of `source` at each configuration, each verified and timed (`tag` and its index name it)."""
     return min(_time_ms(problem, with_config(source, c), tmp_path, f"{tag}{n}") for n, c in enumerate(configs))
@@ -375,6 +401,24 @@ def test_the_split_convolution_is_measured_and_timed_at_a_kernelbench_size(tmp_p
           f"implicit_gemm_tf32x3 {rival_ms:.4f} ms")
 
 
+@pytest.mark.parametrize(("conv", "shape"), [
+    ("nn.ConvTranspose3d(3, 16, 3, stride=2, padding=1, output_padding=1)", (32, 3, 16, 32, 32)),
+    ("nn.Conv3d(3, 16, 3)", (32, 3, 16, 64, 64))])
+def test_the_direct_convolutions_are_correct_at_a_level_2_size_and_timed_beside_the_implicit_gemm(
+        conv: str, shape: tuple[int, ...], tmp_path: Path) -> None:
+    # A first layer's 3 input channels to 16 (the public level-2 problems' convolutions, transposed and plain):
+    # conv.direct's first two tiles (seed/direct.py; the transposed one a stride phase at a time, its stores
+    # stride-apart within a phase) verified at full size, timed beside the 3xTF32 implicit GEMM's first
+    from kernelopt.offline.moves import structural_moves
+
+    problem = _one_module_problem(tmp_path / "conv_rgb.py", conv, "randn", shape)
+    moves = {m.name: m for m in structural_moves(problem).instances}
+    direct = _best_ms(problem, moves["conv.direct"].source, moves["conv.direct"].grid[:2], tmp_path, "direct")
+    rival = moves["conv.implicit_gemm_tf32x3"]
+    rival_ms = _time_ms(problem, with_config(rival.source, rival.grid[0]), tmp_path, "conv_tf32x3")
+    print(f"{conv} on {shape}: conv.direct {direct:.4f} ms; implicit_gemm_tf32x3 {rival_ms:.4f} ms")
+
+
 def test_the_triangle_of_a_product_is_correct_at_full_size_and_timed_beside_the_whole_product(tmp_path: Path) -> None:
     # torch.triu(A @ B), 4096 square fp32 (the public KernelBench's 14): the fp16 split product computing only the
     # tiles the triangle keeps (matmul_triangle.py), verified at full size with every derived case (the triangle's
@@ -399,39 +443,20 @@ def test_the_triangle_of_a_product_is_correct_at_full_size_and_timed_beside_the_
     ("nn.MaxPool3d(kernel_size=3, stride=2, padding=1, dilation=3)", (16, 32, 128, 128, 128)),
     ("nn.AvgPool3d(kernel_size=3, stride=2, padding=1)", (16, 32, 128, 128, 256))])
 def test_the_3d_pools_are_correct_at_the_kernelbench_size(pool: str, shape: tuple[int, ...], tmp_path: Path) -> None:
-    # The public KernelBench's 43 and 46 (3 x 3 x 3 windows, 27 values: torch.compile hands them to ATen): both
-    # templates verified at full size at their first two configurations, timed beside eager
+    # The public KernelBench's 43 and 46 (3 x 3 x 3 windows, 27 values: torch.compile hands them to ATen): each
+    # template verified at full size at its first two configurations, timed beside eager
     from kernelopt.offline.moves import structural_moves
 
-    problem = tmp_path / "pool3d.py"
-    problem.write_text(f'''import torch
-import torch.nn as nn
-
-
-class Model(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.pool = {pool}
-
-    def forward(self, x):
-        return self.pool(x)
-
-
-def get_inputs():
-    return [torch.rand{shape}]
-
-
-def get_init_inputs():
-    return []
-''')
+    problem = _one_module_problem(tmp_path / "pool3d.py", pool, "rand", shape)
     moves = {m.name: m for m in structural_moves(problem).instances}
-    assert set(moves) == {"pooling.flat", "pooling.tiled"}
+    assert {"pooling.flat", "pooling.tiled"} <= set(moves)  # and interior (session 40), where it applies
     times = {name: _best_ms(problem, move.source, move.grid[:2], tmp_path, name.split(".")[1])
              for name, move in moves.items()}
     x = torch.rand(shape, device="cuda")
     module = eval(pool, {"nn": torch.nn})  # noqa: S307 - the test's own text
     eager = _bench_ms(lambda: module(x))
-    print(f"{pool}: flat {times['pooling.flat']:.4f} ms, tiled {times['pooling.tiled']:.4f} ms, eager {eager:.4f} ms")
+    each = ", ".join(f"{name.split('.')[1]} {ms:.4f} ms" for name, ms in times.items())
+    print(f"{pool}: {each}, eager {eager:.4f} ms")
 
 
 def _bench_ms(fn) -> float:  # noqa: ANN001

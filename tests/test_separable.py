@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-import torch
+from helpers import assert_computes_the_reference
 
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.harness.problem import import_file
@@ -62,13 +62,7 @@ def test_the_fused_pair_passes_the_verifier(move: str, tmp_path: Path) -> None:
         kernel, time=False)
     assert verdict.accepted, verdict.reason
     kernel.write_text(with_config(fused.source, {"SEP_BLOCK_M": 64, "SEP_BLOCK_N": 32, "SEP_BLOCK_K": 64}))
-    reference, module = import_file(PROBLEM, "kernelopt_sep_ref"), import_file(kernel, f"kernelopt_sep_{len(move)}")
-    torch.manual_seed(0)
-    want_model = reference.Model(*reference.get_init_inputs())
-    torch.manual_seed(0)
-    got_model = module.ModelNew(*reference.get_init_inputs())
-    x = reference.get_inputs()[0]
-    torch.testing.assert_close(got_model(x), want_model(x), rtol=1e-4, atol=1e-4)
+    assert_computes_the_reference(PROBLEM, kernel, f"kernelopt_sep_{len(move)}")
 
 
 def test_any_number_of_middle_channels_is_offered_and_16_bit_inputs_take_their_own_product() -> None:

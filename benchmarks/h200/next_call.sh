@@ -2,16 +2,15 @@
 # The next planned GPU calls, kept in the repository (a new checkout loses the git-ignored .gpu/): rewrite it after
 # each session, and quote it in RESULTS.md with what it returned.
 #
-# Session 45 got three H100 calls after two failed starts (RESULTS.md (bc)): test_gpu passed; the seed's new cases
-# passed (conv_instance_norm, rows_instance_norm, conv3d_rgb on the direct convolution); the outside pass's 7 redone
-# (1.54x); public level-2 problems from nothing on the H100 (outside_l2_h100: 5 of 7, all correct; 56's 4 GB weight
-# ran its sweep out of memory). Built after the calls, not yet on a GPU: the sweep's memory for large models
-# (check_processes counts the parameters, the timing keeps models within a quarter of free memory) and the run's
-# deadline reaching the sweep's timing (harness/sandbox/sweep.py, sweep_client.py). Left for the next calls:
-#   1. test_gpu and test_moves_gpu (the harness's sweep changed), then on an H100 the level-2 pass's 56 and 80
-#      (outside_l2_h100 resumes its committed state), on an H200 c3's rows 23, 24, 34, 35, 41, 42, 44 (#22's);
-#   2. on an H200: c3's rows, then outside_l2_h200 (6, 17, 19 again; 56, 80, 28 never run there); on an H100:
-#      test_seed_gpu whole (17 cases; about a whole call).
+# Session 46 got four H100 calls (two full, two short) between five failed starts (RESULTS.md (bd)): test_gpu (31
+# passed), test_moves_gpu's conv and sweep tests and six test_seed_gpu conv cases passed; the level-2 pass finished on
+# the H100 (56's 4 GB weight at 1.82x: the sweep's memory mends held; 80 not judged, its outputs all zero); the direct
+# convolution's runs along W were probed (PART=direct) and not taken as the seed's default (CONV_DIRECT_RUN = 1).
+# Left for the next calls:
+#   1. on an H200: c3's rows 23, 24, 34, 35, 41, 42, 44 (#22's), then outside_l2_h200 (PART=2);
+#   2. on an H100: PART=direct (the probe and the direct kernel's GPU tests at the default of runs of 1, which the
+#      session's last calls could not reach), then test_moves_gpu whole (its 3-D pool test never ran on a GPU: its
+#      list of moves now admits pooling.interior) and test_seed_gpu whole (PART=seed).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
@@ -127,6 +126,26 @@ redo() {  # a pass's rows again, where redo_rows.sh left its marker here (withou
   else echo "[$1: no .gpu/$1.redo: run benchmarks/h200/redo_rows.sh here first, as the header says]" | tee -a "$OUT/card.txt"
        return 1; fi
 }
+direct() {  # the direct convolution's runs along W (session 46) against the kernel before them, tile by tile at level-2
+  # sizes beside cuDNN (.gpu/helper_old.txt, helper_new.txt: each helper's text, written here), then its GPU tests
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local probe="benchmarks/h200/direct_probe.py" t o='"CONV_DIRECT_OUTPUTS": 64'
+  t="[$(for c in 64,16,4,1 64,16,4,2 32,16,4,1 32,16,4,2 64,16,4,4 32,16,2,4; do
+        IFS=, read m n w r <<< "$c"
+        echo -n "{\"CONV_BLOCK_M\": $m, \"CONV_BLOCK_N\": $n, \"num_warps\": $w, \"CONV_DIRECT_RUN\": $r, $o},"
+      done | sed 's/,$//')]"
+  local new="" old=""  # without the helpers' texts (git-ignored: session 46 wrote them), the installed helper alone
+  [ -f .gpu/helper_new.txt ] && new=.gpu/helper_new.txt
+  [ -f .gpu/helper_old.txt ] && old=.gpu/helper_old.txt
+  PYTHONPATH=/tmp/site:$PWD timeout 150 python3 $probe $new --only '^conv[23]d' --tiles "$t" \
+    > "$OUT/direct_new.md" 2>&1
+  t='[{"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 16, "num_warps": 4, '$o'}, {"CONV_BLOCK_M": 32, "CONV_BLOCK_N": 16, '
+  t+='"num_warps": 4, '$o'}]'
+  [ -n "$old" ] && PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $probe $old --only '^conv[23]d' --tiles "$t" \
+    > "$OUT/direct_old.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 80 python3 $probe $old $new --only '^convT' --tiles "$t" > "$OUT/direct_t.md" 2>&1
+  [ -n "${PROBE_ONLY:-}" ] || bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:direct" "test_seed_gpu:conv3d_rgb or conv_transpose3d"
+}
 case ${PART:-1} in
 1)
   bash benchmarks/h200/gpu_tests.sh test_gpu "test_moves_gpu:sweep or conv"
@@ -151,6 +170,9 @@ seed)
 short)  # a call of BOX seconds: the first of c3's rows on an H200, else 42 beside rows_h100's on an H100
   if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else ROWS="23 24 34 35 41 42" rows_h100; fi ;;
+direct)  # then, on an H200, c3's rows for what is left of the box
+  direct
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) )); fi ;;
 fold)
   fold ;;
 probes)

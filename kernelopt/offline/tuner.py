@@ -29,6 +29,7 @@ COMPILER_BLOCKS: Mapping[str, tuple[int, int]] = MappingProxyType(
     | {name: (2, 4096) for name in ("RBLOCK", "R0_BLOCK", "R1_BLOCK")}
     | {name: (16, 256) for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K")}
     | {name: (16, 256) for name in ("CONV_BLOCK_M", "CONV_BLOCK_N", "CONV_BLOCK_K")}  # seed/conv.py's tile
+    | {"CONV_DIRECT_RUN": (1, 8)}  # the direct convolution's outputs a thread along W (seed/direct.py)
 )
 GROUP_KNOBS: Mapping[str, tuple[int, int]] = MappingProxyType({"GROUP_M": (1, 32), "GROUP_SIZE_M": (1, 32)})
 # A structural move's piece of a row or plane: beside a BLOCK it is the span a program walks in BLOCK

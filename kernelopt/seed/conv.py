@@ -45,8 +45,12 @@ CONV_BLOCK_M = 64
 CONV_BLOCK_N = 64
 CONV_BLOCK_K = 32
 # a group of at most ''' + str(DIRECT_CHANNELS) + ''' input and this many output channels takes the direct kernel
-# (conv_direct: its tile 4 * CONV_BLOCK_M positions by CONV_BLOCK_N channels); 0: never (a choice, no knob)
+# (conv_direct: its tile 4 * CONV_BLOCK_M outputs, in runs of CONV_DIRECT_RUN along W, by CONV_BLOCK_N channels); 0:
+# never (a choice, no knob)
 CONV_DIRECT_OUTPUTS = 32
+# the direct kernel's outputs along a row a thread takes, sharing their taps' inputs (1: one a thread; on the H100, 2
+# was 7% faster on a 3-D convolution of 3 to 16 channels and 10-50% slower on 2-D ones: the sweep's to choose)
+CONV_DIRECT_RUN = 1
 
 
 @triton.jit
@@ -248,9 +252,10 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     # its taps along W and the group's channels unrolled
     few = cg <= ''' + str(DIRECT_CHANNELS) + ''' and ocg <= CONV_DIRECT_OUTPUTS and KW * cg <= 64
     if few and groups * triton.cdiv(ocg, 8) < 65536:
-        return (conv_direct_t if transposed else conv_direct)(
-            x, wg, bias, out, (KD, KH, KW), _three(stride, 1), _three(padding, 0), _three(dilation, 1), groups,
-            4 * CONV_BLOCK_M, CONV_BLOCK_N)
+        settings = (KD, KH, KW), _three(stride, 1), _three(padding, 0), _three(dilation, 1), groups
+        if transposed:
+            return conv_direct_t(x, wg, bias, out, *settings, 4 * CONV_BLOCK_M, CONV_BLOCK_N)
+        return conv_direct(x, wg, bias, out, *settings, 4 * CONV_BLOCK_M, CONV_BLOCK_N, CONV_DIRECT_RUN)
     cg_pow = triton.next_power_of_2(cg)  # a group of fewer channels than a K step: several offsets a step
     strides = _three(stride, 1)
     phases = strides[0] * strides[1] * strides[2] if transposed else 1  # a strided transposed one's output phases

@@ -86,8 +86,9 @@ def gpu_name(gpu: str | None) -> str:
 # long (generate.online_softmax_at_its_size); 7: the helpers' exp written as tl.math.exp, as the kernels' own;
 # 8: checked against fp32 math, each reading of the lifted numbers tried, a warning moved after the graph, the
 # convolution's tile cut to a group's output channels (failures cached before, such as a broken graph, are stale);
-# 9: a group of few input and output channels on the direct convolution (seed/direct.py).
-SEED_FORMAT = 9
+# 9: a group of few input and output channels on the direct convolution (seed/direct.py); 10: its transposed kernel's
+# tap offsets a division a tap, its plain one's runs along W (CONV_DIRECT_RUN).
+SEED_FORMAT = 10
 
 
 def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:
