@@ -88,7 +88,7 @@ def test_the_move_passes_the_verifier(tmp_path: Path) -> None:
     problem.write_text(DEPTHWISE.read_text().replace("dilation=(2, 1)", "dilation=(1, 1)"))
     rows = {m.name: m for m in structural_moves(problem).instances}["conv.depthwise_rows"]
     kernel = tmp_path / "kernel.py"
-    kernel.write_text(with_config(rows.source, {"DW_ROWS": 4, "DW_ROW_W": 8, "num_warps": 1}))
+    kernel.write_text(with_config(rows.source, {"DW_ROWS": 8, "DW_ROW_W": 16, "num_warps": 1}))  # both cut at the edge
     verdict = Verifier(problem, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False)).verify(
         kernel, time=False)
     assert verdict.accepted, verdict.reason

@@ -565,8 +565,9 @@ def test_the_rolling_pool_carries_row_reductions_down_a_strip_and_passes_the_ver
     kh = int(window.strip("[]").split(",")[0])
     # the window's other rows, reduced before the strip and carried
     assert len(re.findall(r"^    h\d+ = across\(", move.source, re.MULTILINE)) == kh - 1
-    # strips of 4 rows and blocks of 8 columns: both masked at the edges (13 x 17 or 11 x 14 inputs)
-    accepted, reason = _verify(path, with_config(move.source, {"ROWS": 4, "BLOCK_W": 8}), tmp_path, settings)
+    # strips of 4 rows and blocks of 16 columns over 13 x 17 or 11 x 14 inputs, the window's padding masked at the
+    # edges (a wider block: half the interpreted programs of 8)
+    accepted, reason = _verify(path, with_config(move.source, {"ROWS": 4, "BLOCK_W": 16}), tmp_path, settings)
     assert accepted, reason
 
 
