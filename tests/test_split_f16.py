@@ -149,10 +149,11 @@ def test_the_fp16_split_template_passes_the_verifier(problem: str, tma: bool, tm
     kernel.write_text(with_config(_source(MOVES / problem, tma), TINY))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
-    # fp16 products on fp32 data: measured against float64, well within the bound (10x). At K=3 torch's own sum
-    # rounds a few times, while each split product keeps 22 bits, not fp32's 24: a larger ratio, still far inside
+    # fp16 products on fp32 data: measured against float64, within the bound (10x). At K=3 torch's own sum
+    # rounds twice, while each split product keeps 22 bits, not fp32's 24: about 4x the per-product error, and the
+    # ratio of the worst outputs moves with the private seeds (2.2x-4.9x over 24 verifications), so its bound is 8
     assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason
-    assert float(verdict.reason.split("measured at ")[1].split("x")[0]) < (4 if "small_k" in problem else 2)
+    assert float(verdict.reason.split("measured at ")[1].split("x")[0]) < (8 if "small_k" in problem else 2)
 
 
 @pytest.mark.parametrize("problem", ["bmm.py", "matmul.py", "matmul_small_k.py"])
