@@ -80,8 +80,8 @@ def test_the_stencil_takes_64_bit_offsets_where_a_sample_is_wide() -> None:
     x, weight, bias = torch.randn(shape), torch.randn(weight_shape), torch.randn(weight_shape[0])
     want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False,
                                       [0, 0, 0], groups)
-    assert "WIDE=max(x.numel(), out.numel()) >= 2**31" in conv_depthwise.HELPER
-    conv = _helper(conv_depthwise.HELPER.replace("WIDE=max(x.numel(), out.numel()) >= 2**31", "WIDE=True"))
+    assert "WIDE=_wide(x, out)" in conv_depthwise.HELPER
+    conv = _helper(conv_depthwise.HELPER.replace("WIDE=_wide(x, out)", "WIDE=True"))
     got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0, 0, 0), groups)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
 

@@ -102,8 +102,8 @@ def test_the_walk_takes_64_bit_offsets_where_a_sample_is_wide() -> None:
     want = torch.ops.aten.convolution(x, weight, bias, list(stride), list(padding), list(dilation), False, [0, 0],
                                       groups)
     text = conv_rows.helper(_family(*weight_shape[2:]))
-    assert "WIDE=max(x.numel(), out.numel()) >= 2**31" in text
-    conv = _helper(with_config(text.replace("WIDE=max(x.numel(), out.numel()) >= 2**31", "WIDE=True"),
+    assert "WIDE=_wide(x, out)" in text
+    conv = _helper(with_config(text.replace("WIDE=_wide(x, out)", "WIDE=True"),
                                {"DW_ROWS": 4, "DW_ROW_W": 8, "num_warps": 1}))
     got = conv["conv_triton"](x, weight, bias, None, stride, padding, dilation, False, (0, 0), groups)
     torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)

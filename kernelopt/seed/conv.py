@@ -272,7 +272,7 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
         mq, *q,
         TRANSPOSED=bool(transposed), HAS_BIAS=bias is not None, IS_FP32=x.dtype == torch.float32,
-        WIDE=max(x.numel(), out.numel()) >= 2**31,
+        WIDE=_wide(x, out),
         BLOCK_M=CONV_BLOCK_M, BLOCK_N=block_n, BLOCK_K=CONV_BLOCK_K,
         CG_POW=cg_pow if cg_pow < CONV_BLOCK_K and phases == 1 else 0, PHASED=phases > 1, num_warps=4, num_stages=3,
     )

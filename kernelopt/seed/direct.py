@@ -152,13 +152,6 @@ def conv_direct_t_kernel(
     tl.store(o, acc.to(out_ptr.dtype.element_ty), mask=oc_ok[:, None] & p_ok[None, :])
 
 
-def _wide(*tensors):
-    """Whether an offset into any of the tensors may pass 2**31: its furthest element's, as its strides lay it (a
-    view of a larger buffer, an output with padded strides), not its count of elements."""
-    return any(sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 - 1
-               for t in tensors if t.numel())
-
-
 def conv_direct(x, wg, bias, out, kernel, stride, padding, dilation, groups, block_p, block_oc, run):
     """A (not transposed) convolution of few input channels a group on `conv_direct_kernel`, into `out`: its weight
     laid out as `wg` (group, kernel offset, input channel, output channel), `kernel` its (KD, KH, KW) and the

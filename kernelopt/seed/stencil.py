@@ -12,6 +12,13 @@ def _conv_out(x, weight, stride, padding, dilation):
     sizes = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, s, p, d, k in
              zip(x.shape[2:], stride, padding, dilation, weight.shape[2:], strict=True)]
     return torch.empty((x.shape[0], weight.shape[0], *sizes), dtype=x.dtype, device=x.device)
+
+
+def _wide(*tensors):
+    """Whether an offset into any of the tensors may pass 2**31: its furthest element's, as its strides lay it (a
+    view of a larger buffer, an output with padded strides), not its count of elements."""
+    return any(sum((n - 1) * abs(s) for n, s in zip(t.shape, t.stride(), strict=True)) >= 2**31 - 1
+               for t in tensors if t.numel())
 '''
 
 DEPTHWISE = '''
@@ -123,7 +130,7 @@ def conv_depthwise(x, weight, bias, out, stride, padding, dilation, groups, bloc
         out.stride(0), out.stride(1), *_three(out.stride()[2:], 0),
         *_three(stride, 1), *_three(padding, 0), *_three(dilation, 1),
         KD=KD, KH=KH, KW=KW, PADDED=any(padding), HAS_BIAS=bias is not None,
-        WIDE=max(x.numel(), out.numel()) >= 2**31, BLOCK_H=block_h, BLOCK_W=block_w, num_warps=8,
+        WIDE=_wide(x, out), BLOCK_H=block_h, BLOCK_W=block_w, num_warps=8,
     )
     return out
 '''

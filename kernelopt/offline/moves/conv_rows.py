@@ -116,7 +116,7 @@ def conv_depthwise_rows(x, weight, bias, out, stride, padding, dilation, groups,
     conv_dw_rows_kernel[(x.shape[0] * out.shape[1], triton.cdiv(OW, block_w), triton.cdiv(OH, rows))](
         x, weight.reshape(weight.shape[0], -1).contiguous(), bias if bias is not None else weight, out, out.shape[1],
         OH, OW, x.shape[2], x.shape[3], out.shape[1] // groups, *x.stride(), *out.stride(), stride[1], padding[0],
-        padding[1], dilation[1], HAS_BIAS=bias is not None, WIDE=max(x.numel(), out.numel()) >= 2**31, ROWS=rows,
+        padding[1], dilation[1], HAS_BIAS=bias is not None, WIDE=_wide(x, out), ROWS=rows,
         BLOCK_W=block_w, num_warps=4,
     )
     return out
