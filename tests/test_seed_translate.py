@@ -426,6 +426,28 @@ def test_a_global_number_the_tracer_lifted_is_passed_as_its_value(tmp_path: Path
     assert check_kernel_source(text) == []
 
 
+def test_numbers_the_forward_takes_are_read_as_the_numbers_given(tmp_path: Path) -> None:
+    # `A * s + shift` on (s, A, shift) (KernelBench's 5 takes `A, s`): torch 2.13 passes the float as a 0-d float64
+    # tensor that call reads with .item(), the int as a symbol of its own; neither is a tensor input nor a size of
+    # one ("the compiled graph takes 5 arguments but 4 were traced": no seed). Read back as the forward's own
+    # numbers, not baked in, and the outputs made on the tensor's device (not the first input's: a number)
+    record = json.loads((CPU_MADE / "numbers_as_inputs.json").read_text())
+    assert [i.get("value") for i in record["inputs"]] == [3.14, None, 7]
+    text = cpu_made_seed("numbers_as_inputs")
+    assert check_kernel_source(text) == []
+    launch = next(line for line in text.splitlines() if "triton_poi_fused_" in line and "[lambda meta" in line)
+    symbol = re.search(r"^ +(\w+) = shift$", text, re.MULTILINE)
+    assert symbol and f"(A, s, buf0, {symbol.group(1)}," in launch and "3.14" not in text
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    expected, got = _run_both(problem_path("numbers_as_inputs"), seed_file)
+    torch.testing.assert_close(got, expected)
+    seed = _load(seed_file, "seed_of_numbers")
+    x = torch.rand(5, 6)
+    assert "device=A.device" in text
+    torch.testing.assert_close(seed.ModelNew()(-0.5, x, -2), x * -0.5 - 2)
+
+
 def test_the_written_out_root_keeps_each_precision_under_the_interpreter(tmp_path: Path) -> None:
     kernel = tmp_path / "root.py"
     kernel.write_text(

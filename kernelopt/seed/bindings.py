@@ -32,11 +32,18 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
         for name, t in [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
     }
     found: list[Binding] = []
+    numbers = _forward_numbers(model, inputs)
     for node in graph_module.graph.nodes:
         if node.op != "placeholder":
             continue
         graph_arg = node.meta.get("grapharg")
         example = getattr(graph_arg, "example", None)
+        if (index := numbers.get(_local_name(graph_arg) or "")) is not None:
+            # a number the forward takes (`A * s`): a float arrives as a 0-d float64 tensor, which call reads with
+            # .item(); an int as itself
+            found.append(Binding("number", index=index, name=str(example.dtype).removeprefix("torch.")
+                                 if isinstance(example, torch.Tensor) else ""))
+            continue
         if isinstance(example, int | torch.SymInt):
             found.append(Binding("size"))
             continue
@@ -56,6 +63,27 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
         elif (value := _global_number(graph_arg, example)) is not None:
             found.append(Binding("constant", name=value))
     return found
+
+
+def _forward_numbers(model: Any, inputs: Sequence[Any]) -> dict[str, int]:
+    """The forward's inputs that are Python numbers, by parameter name: their positions."""
+    import inspect
+
+    try:
+        names = list(inspect.signature(model.forward).parameters)
+    except (TypeError, ValueError):
+        return {}
+    return {names[i]: i for i, x in enumerate(inputs)
+            if i < len(names) and isinstance(x, int | float) and not isinstance(x, bool)}
+
+
+def _local_name(graph_arg: Any) -> str | None:
+    """`s` for an input the tracer took from the forward's argument `L['s']`; None for anything else."""
+    source = getattr(graph_arg, "source", None)
+    name = getattr(source, "name", None)
+    text = name() if callable(name) else name
+    found = re.fullmatch(r"L\['(\w+)'\]", text) if isinstance(text, str) else None
+    return found.group(1) if found and found.group(1) != "self" else None
 
 
 def _global_number(graph_arg: Any, example: Any) -> str | None:

@@ -60,9 +60,11 @@ def index_dtype(*args):
 class Binding:
     """What one graph input of the compiled reference is: a forward input, a parameter or buffer, a size."""
 
-    kind: str  # "input" | "state" | "size" | "scalar" | "constant"
+    kind: str  # "input" | "state" | "size" | "scalar" | "constant" | "number" (a forward input that is a number)
     index: int = -1  # the forward input's position
-    name: str = ""  # the parameter's or buffer's state_dict name; a scalar's attribute path (`ln.eps`)
+    # the parameter's or buffer's state_dict name; a scalar's attribute path (`ln.eps`); a number's tensor dtype
+    # where the graph takes it as a 0-d tensor (`float64`), else ""
+    name: str = ""
 
 
 @dataclass(frozen=True)
@@ -178,6 +180,10 @@ def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
             bindings[arg] = names[binding.index]
         elif binding.kind == "state":
             bindings[arg] = state_expression(binding.name)
+        elif binding.kind == "number":  # read back with .item() as the number itself, else as the graph took it
+            scalars[arg] = names[binding.index]
+            bindings[arg] = (f"torch.tensor({names[binding.index]}, dtype=torch.{binding.name})" if binding.name
+                             else names[binding.index])
         elif binding.kind == "scalar":
             scalars[arg] = state_expression(binding.name)
         elif binding.kind == "constant":  # a global's number, read back as its value
@@ -192,7 +198,7 @@ def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
             configs=source.configs,
             bindings=bindings,
             scalars=scalars,
-            device_expr=f"{names[0]}.device",
+            device_expr=f"{next((names[b.index] for b in traced if b.kind == 'input'), names[0])}.device",
             outputs=source.outputs,
             returns_tuple=source.returns_tuple,
         )
