@@ -200,6 +200,47 @@ def test_the_wide_and_shifted_cases_scale_each_input_anew_and_leave_the_problems
     assert torch.equal(made[0], before * 2.0) and torch.equal(kept, before)  # the problem's own tensor untouched
 
 
+SCALE_BY = """
+class Model(nn.Module):
+    def forward(self, x, s, k):
+        return x * s + k
+
+def get_inputs():
+    return [torch.randn(6, 5), 3.14, 2]
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_the_forwards_floats_are_drawn_anew_in_a_case_of_their_own(tmp_path: Path) -> None:
+    # each float times a private factor, its sign kept; ints (a dim, a kernel size), bools and tensors as given
+    problem = _problem(tmp_path, SCALE_BY)
+    [numbers] = [c for c in plan_cases(problem, [11, 12]) if "numbers" in c]
+    assert case_label(numbers) == "the forward's float inputs drawn anew"
+    x, s, k = case_inputs(problem, numbers, torch.device("cpu"))
+    assert s != 3.14 and 3.14 * 0.5 <= s <= 3.14 * 2 and k == 2 and x.shape == (6, 5)
+    assert case_inputs(problem, numbers, torch.device("cpu"))[1] == s  # the same in the reference and the kernel
+    negative = SimpleNamespace(get_inputs=lambda: [-2.5, True, 0.0])
+    got = case_inputs(negative, {"seed": 1, "numbers": 7}, torch.device("cpu"))
+    assert -5.0 <= got[0] <= -1.25 and got[1] is True and got[2] == 0.0
+    for body in (HINGE, SCALE_BY.replace("3.14", "0.0")):  # no float, or only a zero: nothing to draw
+        assert not any("numbers" in c for c in plan_cases(_problem(tmp_path, body, "other"), [11]))
+
+
+def test_a_reference_that_refuses_the_drawn_numbers_drops_their_case(tmp_path: Path) -> None:
+    # a number the problem fixes (it raises on any other): the case is dropped, and the honest kernel still passes
+    from kernelopt.harness.verify import HarnessSettings, Verifier
+
+    problem = tmp_path / "problem.py"
+    fixed = "        if s != 3.14:\n            raise ValueError('s is 3.14')\n        return x * s\n"
+    problem.write_text((CHEATS / "problem_scale_by.py").read_text().replace("        return x * s\n", fixed))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verdict = Verifier(problem, tmp_path / "harness", settings).verify(CHEATS / "honest_scale_by.py", time=False)
+    assert verdict.accepted, verdict.reason
+    assert "dropped: the forward's float inputs drawn anew: the reference raised ValueError" in verdict.reason
+
+
 def test_an_80_gb_card_judges_kernelbench_s_batch_norm_against_the_float64_truth() -> None:
     # (64, 64, 512, 512) fp32: 4.3 GB in, 4.3 GB out. On the H100 (about 79 GB free at the start, a quarter of 80 kept
     # for yardsticks) half the rest did not hold the float64 run, and an honest kernel was judged against PyTorch's

@@ -55,6 +55,7 @@ RUNTIME_RULES = {
     "cheat_fp16_matmul_long_k": {"one-tf32-product"},  # one fp16 product: measured within 10x, but no split's chain
     "cheat_fp16_matmul_unrolled3": {"one-tf32-product"},  # three on one accumulator, but not a split's three terms
     "cheat_layernorm_skips_affine": {"incorrect"},  # right on weight 1 and bias 0: the drawn ones tell
+    "cheat_baked_number": {"incorrect"},  # right on get_inputs' s = 3.14: the number drawn anew tells
 }
 TIMED_RULES = {"cheat_less_work_when_timed": "incorrect-when-timed"}  # caught only when timed
 GPU_ONLY = {"cheat_race"}  # the interpreter runs programs one after another: no race to see

@@ -2,7 +2,8 @@
 
 Every private seed on get_inputs; each of the problem's extra input sets; other sizes, smaller
 and larger (module-level ints that get_inputs reads, or, where it uses literal sizes, those
-literals); and the first seed's inputs scaled up (wide values). A case is a small JSON dict, so
+literals); the first seed's inputs scaled up (wide values) and shifted; where the forward takes Python floats
+(`A * s`), those drawn anew. A case is a small JSON dict, so
 that the reference and the candidate processes build exactly the same inputs from it.
 """
 
@@ -46,6 +47,8 @@ def _case_values(problem: Any, case: dict[str, Any]) -> list[Any]:
         return list(get_inputs())  # type: ignore[misc]
     if "scale" in case or "shift" in case:
         return _scaled(list(problem.get_inputs()), case.get("scale", 1.0), case.get("shift", 0.0))
+    if "numbers" in case:
+        return _other_numbers(list(problem.get_inputs()), case["numbers"])
     saved = {name: getattr(problem, name) for name in case.get("overrides", {})}
     try:
         for name, value in case.get("overrides", {}).items():
@@ -75,6 +78,28 @@ def _scaled(values: list[Any], scale: float, shift: float) -> list[Any]:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             values[i] = (value * scale).add_(shift)
     return values
+
+
+# The other-numbers case: each Python float the forward takes, times a private factor in this range (its sign
+# kept, so a scale stays a scale and an eps stays positive). A kernel that bakes the given value in (3.14 for
+# `A * s`) fails it; a reference that refuses the new value (a probability past 1) drops the case, as it does a
+# size it does not allow. Ints are left alone: they may be a dim or a kernel size, which a kernel may specialize.
+NUMBER_FACTORS = (0.5, 2.0)
+
+
+def _other_numbers(values: list[Any], seed: int) -> list[Any]:
+    rng = random.Random(seed)
+    return [v * rng.uniform(*NUMBER_FACTORS) if type(v) is float else v for v in values]
+
+
+def takes_floats(problem: Any, seed: int) -> bool:
+    """Whether get_inputs gives the forward a nonzero Python float (found on the meta device: no memory)."""
+    try:
+        torch.manual_seed(seed)
+        with torch.device("meta"):
+            return any(type(v) is float and v != 0.0 for v in problem.get_inputs())
+    except Exception:
+        return False
 
 
 def _size_values(value: Any) -> list[int]:
@@ -155,7 +180,8 @@ def case_choices(case: dict[str, Any]) -> list[dict[str, Any]]:
 
 def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
     """Every seed on get_inputs, each extra input set, other sizes (smaller and larger), wide and
-    shifted values, and (for a model with norm layers) their weights and biases drawn."""
+    shifted values, the forward's float inputs drawn anew, and (for a model with norm layers) their
+    weights and biases drawn."""
     cases: list[dict[str, Any]] = [{"seed": seed} for seed in seeds]
     if hasattr(problem, "get_extra_inputs"):
         torch.manual_seed(seeds[0])
@@ -177,6 +203,8 @@ def plan_cases(problem: Any, seeds: list[int]) -> list[dict[str, Any]]:
         cases.append(grown)
     cases.append({"seed": seeds[0] + 2000, "scale": WIDE_SCALE})
     cases.append({"seed": seeds[0] + 2001, "shift": SHIFT})
+    if takes_floats(problem, seeds[0]):
+        cases.append({"seed": seeds[0] + 2003, "numbers": seeds[0] + 5000})
     if reference_norm_parameters(problem):  # weight 1 and bias 0 would hide a kernel that skips them
         cases.append({"seed": seeds[0] + 2002, "params": seeds[0] + 4000})
     # Inputs for timing only: no checked call sees them, so no answer can be remembered.
@@ -260,6 +288,8 @@ def case_label(case: dict[str, Any]) -> str:
         return f"other sizes: get_inputs' literal sizes {'grown' if case['literal'] == 'larger' else 'halved'}"
     if "extra" in case:
         return f"extra input set {case['extra']}"
+    if "numbers" in case:
+        return "the forward's float inputs drawn anew"
     if "params" in case:
         return "norm layers' weights and biases drawn from the case's seed"
     return ""

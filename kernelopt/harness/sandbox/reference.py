@@ -252,8 +252,8 @@ def _wide(case: dict[str, Any]) -> bool:
 
 
 def _derived(case: dict[str, Any]) -> bool:
-    """A case kernelopt made up (other sizes): the problem may not allow it."""
-    return "overrides" in case or "literal" in case
+    """A case kernelopt made up (other sizes, other numbers): the problem may not allow it."""
+    return "overrides" in case or "literal" in case or "numbers" in case
 
 
 def _answer(ref: Reference, op: str, message: dict[str, Any]) -> dict[str, Any]:
