@@ -79,12 +79,17 @@ def tiny_source(text: str) -> str:
     only where it is larger; everything else as written."""
     tree = ast.parse(text)
     lines = text.splitlines(keepends=True)
-    for node in reversed(tree.body):
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and node.end_lineno == node.lineno):
+    for node in reversed(tree.body):  # from the bottom up, and right to left on a line (`d = 16; h = w = 64`)
+        if not (isinstance(node, ast.Assign) and node.end_lineno == node.lineno):
             continue
-        target, value = node.targets[0], node.value
-        names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
-        values = [value] if isinstance(target, ast.Name) else list(getattr(value, "elts", []))
+        value = node.value
+        if len(node.targets) > 1:  # `height = width = 64`: one value for every name
+            names: list[ast.expr] = list(node.targets)
+            values = [value] * len(names)
+        else:
+            target = node.targets[0]
+            names = [target] if isinstance(target, ast.Name) else list(getattr(target, "elts", []))
+            values = [value] if isinstance(target, ast.Name) else list(getattr(value, "elts", []))
         if len(names) != len(values) or not names or not all(isinstance(n, ast.Name) for n in names):
             continue
         if not all(TINY_NAMES.match(n.id) for n in names):  # type: ignore[attr-defined]
@@ -92,8 +97,12 @@ def tiny_source(text: str) -> str:
         if not all(isinstance(v, ast.Constant) and type(v.value) is int for v in values):
             continue
         cut = [min(v.value, TINY_SIZES.get(n.id, 8)) for n, v in zip(names, values, strict=True)]  # type: ignore
-        written = f"{ast.get_source_segment(text, target)} = {', '.join(map(str, cut))}\n"
-        lines[node.lineno - 1] = lines[node.lineno - 1][:node.col_offset] + written
+        if len(node.targets) > 1:
+            written = " = ".join(n.id for n in names) + f" = {min(cut)}"  # type: ignore[attr-defined]
+        else:
+            written = f"{ast.get_source_segment(text, node.targets[0])} = {', '.join(map(str, cut))}"
+        line = lines[node.lineno - 1]
+        lines[node.lineno - 1] = line[:node.col_offset] + written + line[node.end_col_offset:]
     return "".join(lines)
 
 
