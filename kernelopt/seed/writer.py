@@ -103,33 +103,57 @@ def _method(model: ast.ClassDef, name: str) -> ast.FunctionDef | None:
     return next((n for n in model.body if isinstance(n, ast.FunctionDef) and n.name == name), None)
 
 
-def _init_source(problem_source: str, model: ast.ClassDef) -> str:
-    init = _method(model, "__init__")
-    if init is None:
-        return "    def __init__(self):\n        super().__init__()\n"
-    text = ast.get_source_segment(problem_source, init, padded=True) or ""
-    tree = parse(problem_source)
-    needed = prelude(tree, problem_source, init, model.name)
+def _function_source(problem_source: str, tree: ast.Module, model: ast.ClassDef, func: ast.FunctionDef) -> str:
+    """A method of the reference's Model as ModelNew's (indented, `super().__init__()`), the module-level names
+    its body and its signature read defined where they run now (init_names.py), its decorators kept."""
+    text = ast.get_source_segment(problem_source, func, padded=True) or ""
+    needed = prelude(tree, problem_source, func, model.name)
     if needed:  # the module-level names it reads, defined where it runs now (init_names.py)
-        first = init.body[1] if ast.get_docstring(init) is not None and len(init.body) > 1 else init.body[0]
+        first = func.body[1] if ast.get_docstring(func) is not None and len(func.body) > 1 else func.body[0]
         lines = text.splitlines()
-        at = first.lineno - init.lineno
+        at = first.lineno - func.lineno
         indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
-        lines[at:at] = [f"{indent}# the reference module's own names this __init__ reads",
+        lines[at:at] = [f"{indent}# the reference module's own names this {func.name} reads",
                         *(indent + line for line in needed)]
         text = "\n".join(lines)
-    signature = prelude(tree, problem_source, init, model.name, signature=True)  # what the class body runs
-    if signature:
-        text = "\n".join(["    # the reference module's own names its signature reads",
-                          *("    " + line for line in signature), text])
+    decorators = [" " * func.col_offset + "@" + (ast.get_source_segment(problem_source, d) or "")
+                  for d in func.decorator_list]
+    signature = prelude(tree, problem_source, func, model.name, signature=True)  # what the class body runs
+    text = "\n".join([*(["    # the reference module's own names its signature reads", *("    " + line for line in
+                                                                                          signature)]
+                         if signature else []), *decorators, text])
     text = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text)
     return "\n".join(line if line.startswith("    ") else "    " + line.lstrip() for line in text.splitlines()) + "\n"
 
 
+def _init_source(problem_source: str, model: ast.ClassDef) -> str:
+    init = _method(model, "__init__")
+    if init is None:
+        return "    def __init__(self):\n        super().__init__()\n"
+    return _function_source(problem_source, parse(problem_source), model, init)
+
+
+def _members_source(problem_source: str, model: ast.ClassDef) -> str:
+    """The Model's own members besides __init__ and forward, as ModelNew's: class attributes and the methods its
+    __init__ or forward call (a ResNet block's `expansion = 1`, a dense block's `self._make_layer(...)`)."""
+    tree = parse(problem_source)
+    parts = []
+    for node in model.body:
+        if isinstance(node, ast.FunctionDef) and node.name not in ("__init__", "forward"):
+            parts.append("\n" + _function_source(problem_source, tree, model, node))
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            text = ast.get_source_segment(problem_source, node, padded=True) or ""
+            parts.append("\n" + "\n".join(line if line.startswith("    ") else "    " + line.lstrip()
+                                            for line in text.splitlines()) + "\n")
+    return "".join(parts)
+
+
 def reference_init(problem_source: str) -> str:
     """The reference Model's __init__ as ModelNew's (indented, `super().__init__()`): the same
-    arguments and parameters, so a seeded init or a state_dict matches."""
-    return _init_source(problem_source, _model_class(problem_source))
+    arguments and parameters, so a seeded init or a state_dict matches; then the Model's other members
+    (class attributes, helper methods) that it may call."""
+    model = _model_class(problem_source)
+    return _init_source(problem_source, model) + _members_source(problem_source, model)
 
 
 def forward_parameters(problem_source: str) -> list[str]:
