@@ -56,6 +56,18 @@ def _model_new(init: str) -> type:
     return scope["ModelNew"]
 
 
+def _built_alike(problem: str, init: str) -> tuple[torch.nn.Module, torch.nn.Module]:
+    """The problem's Model and ModelNew with the copied `init`, each built from seed 0: the same state_dict keys."""
+    scope: dict = {}
+    exec(problem, scope)  # noqa: S102
+    torch.manual_seed(0)
+    reference = scope["Model"]()
+    torch.manual_seed(0)
+    copied = _model_new(init)()
+    assert list(copied.state_dict()) == list(reference.state_dict())
+    return reference, copied
+
+
 def test_the_copied_init_defines_the_module_names_it_reads_and_builds_the_same_parameters(tmp_path: Path) -> None:
     init = reference_init(PROBLEM)
     assert "HIDDEN = C + 2" in init and "import math" in init and "class Scaled(nn.Module):" in init
@@ -63,13 +75,7 @@ def test_the_copied_init_defines_the_module_names_it_reads_and_builds_the_same_p
     assert signature.startswith("    # the reference module's own names its signature reads\n")
     assert "        KERNEL = 3" in signature and "    KERNEL, = _reference_module_names()" in signature
     assert "get_inputs" not in init and "class Model(" not in init and "def forward" not in init.split("__init__")[0]
-    scope: dict = {}
-    exec(PROBLEM, scope)  # noqa: S102
-    torch.manual_seed(0)
-    reference = scope["Model"]()
-    torch.manual_seed(0)
-    copied = _model_new(init)()
-    assert list(copied.state_dict()) == list(reference.state_dict())
+    reference, copied = _built_alike(PROBLEM, init)
     assert all(torch.equal(a, b) for a, b in zip(copied.state_dict().values(), reference.state_dict().values(),
                                                   strict=True))
 
@@ -126,13 +132,7 @@ def test_the_models_class_attributes_and_helper_methods_are_copied_with_its_init
     assert "    expansion: int = 2\n" in init and "    layers = 2\n" in init and "    @staticmethod\n" in init
     assert "    def _make_layer(self, n):" in init and "    def _run(self, x):" in init and "def forward" not in init
     assert "        WIDTH = 6" in init.split("def _width")[1]  # the module name the static method reads
-    scope: dict = {}
-    exec(BLOCK, scope)  # noqa: S102
-    torch.manual_seed(0)
-    reference = scope["Model"]()
-    torch.manual_seed(0)
-    copied = _model_new(init)()
-    assert list(copied.state_dict()) == list(reference.state_dict())
+    reference, copied = _built_alike(BLOCK, init)
     x = torch.randn(3, 4)
     with torch.no_grad():
         torch.testing.assert_close(copied._run(copied.first(x)), reference(x))
