@@ -11,6 +11,11 @@
 #   2. on an H100: PART=direct (the probe and the direct kernel's GPU tests at the default of runs of 1, which the
 #      session's last calls could not reach), then test_moves_gpu whole (its 3-D pool test never ran on a GPU: its
 #      list of moves now admits pooling.interior) and test_seed_gpu whole (PART=seed).
+# Session 47 had no device (RESULTS.md (be)). Its commits change code the GPU runs, so the first call runs PART=1
+# (test_gpu: the harness's new other-numbers case) and, on either card, PART=seed; then, in the same call if time
+# allows, the seeds that failed before it, each `python3 -m kernelopt.seed PROBLEM /tmp/seedNN.py` (a CUDA host):
+# the public level-1 5_Matrix_scalar_multiplication (a float input) and level-3 8_ResNetBasicBlock and
+# 14_DenseNet121DenseBlock (the Model's class attribute and helper method).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
