@@ -1,5 +1,4 @@
-"""Cheat: x times 3.14, the number get_inputs gives, whatever number the forward is given. Caught by: runtime:
-other numbers case.
+"""Cheat: x times get_inputs' 3.14, whatever number the forward is given. Caught by: runtime: other numbers case.
 
 Every case built from get_inputs keeps s = 3.14 (other sizes, wide and shifted values change only the tensors),
 so the outputs are right there. The other-numbers case draws each float the forward takes anew, and they differ.
