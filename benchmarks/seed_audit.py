@@ -7,12 +7,15 @@ Triton's interpreter against the reference, as the seed's own check does on a GP
 differs (its GEMM templates, its autotuner's picks), so a problem that passes here may still fail there; one that
 fails here shows a translator fault without spending device time.
 
-    TRITON_INTERPRET=1 python benchmarks/seed_audit.py PROBLEM_OR_DIR [...] [--timeout 300] [--jobs 2] [--tiny]
+    TRITON_INTERPRET=1 python benchmarks/seed_audit.py PROBLEM_OR_DIR [...] [--timeout 300] [--jobs 2] [--tiny] [--even]
 
 --tiny also cuts the sizes the shrink keeps (64 and under) where their names say they are a batch or a spatial
 extent (`batch_size`, `depth, height, width`, `D, H, W`, `length`): a level-2 convolution's epilogue kernels over
 (3, 16, 14, 30, 30) ran past 240 s under the interpreter, at (2, 16, 2, 6, 6) in seconds. A size so small that a
 problem's own pooling or kernel leaves nothing fails at `record` (its fake-tensor run says so).
+
+--even makes every large size 48, not the shrink's odd 37, 45, ...: a module that checks a divisibility in its
+constructor (a GroupNorm's groups, an attention's heads, a ShuffleNet's channels by 4) raised on the odd ones.
 
 One line a problem, `ok` or the stage that failed (record, translate, run, compare) with its first line of error.
 """
@@ -106,7 +109,12 @@ def tiny_source(text: str) -> str:
     return "".join(lines)
 
 
-def audit_one(problem: Path, folder: Path, tiny: bool = False) -> dict[str, Any]:
+# --even: every large size becomes this one value, divisible by the counts a module checks (a GroupNorm's groups, an
+# attention's heads, a ShuffleNet's 4): the odd sizes the shrink gives broke their constructors' asserts
+EVEN_SIZE = 48
+
+
+def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False) -> dict[str, Any]:
     """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
     import torch
 
@@ -123,7 +131,8 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False) -> dict[str, Any]
 
     interpretable_libdevice()
     small = folder / problem.name
-    small.write_text(shrink.shrink_source(tiny_source(problem.read_text()) if tiny else problem.read_text()))
+    text = tiny_source(problem.read_text()) if tiny else problem.read_text()
+    small.write_text(shrink.shrink_source(text, (EVEN_SIZE,)) if even else shrink.shrink_source(text))
     record = record_cpu.record(small)
     if record["error"] or not record["codes"]:
         return {"stage": "record", "error": record["error"] or "no output module"}
@@ -170,10 +179,10 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False) -> dict[str, Any]
     return failure
 
 
-def _child(problem: str, timeout: float, tiny: bool = False) -> dict[str, Any]:
+def _child(problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as folder:
         try:
-            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder, *(["--tiny"] if tiny else [])],
+            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder, *flags],
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"stage": "timeout", "error": f"over {timeout:g} s"}
@@ -190,10 +199,11 @@ def main(argv: list[str] | None = None) -> int:
     args.add_argument("--timeout", type=float, default=300)
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
+    args.add_argument("--even", action="store_true", help=f"every large size {EVEN_SIZE}, not the shrink's odd ones")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     parsed = args.parse_args(argv)
     if parsed.one:  # the child: one problem, its verdict as the last line
-        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny)
+        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even)
         print(json.dumps(verdict), flush=True)
         return 0
     files: list[Path] = []
@@ -202,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         files += sorted(name.glob("*.py"), key=number) if name.is_dir() else [name]
     counts: dict[str, int] = {}
     with ThreadPoolExecutor(parsed.jobs) as pool:
-        verdicts = pool.map(lambda p: _child(str(p), parsed.timeout, parsed.tiny), files)
+        flags = [*(["--tiny"] if parsed.tiny else []), *(["--even"] if parsed.even else [])]
+        verdicts = pool.map(lambda p: _child(str(p), parsed.timeout, flags), files)
         for path, verdict in zip(files, verdicts, strict=True):
             counts[verdict["stage"]] = counts.get(verdict["stage"], 0) + 1
             print(f"{path.stem[:48]:50s} {verdict['stage']:9s} {verdict.get('error', '')}", flush=True)

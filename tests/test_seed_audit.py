@@ -40,3 +40,16 @@ def test_tiny_cuts_batch_and_spatial_sizes_only_where_larger() -> None:
                  "shape = (batch_size, in_channels)\n", "    return [torch.rand(batch_size,"):
         assert kept in tiny, kept
     compile(tiny, "tiny", "exec")
+
+
+def test_even_makes_every_large_size_one_value_a_constructor_can_divide() -> None:
+    # the shrink's odd sizes (37, 45, ...) broke `assert n_embd % n_head == 0` and GroupNorm's groups; --even's 48
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks" / "kernelbench"))
+    import shrink  # benchmarks/kernelbench/shrink.py
+
+    source = "n_embd = 768\nn_head = 8\nnum_groups = 512\nchannels = 1024\nbatch_size = 128\n"
+    odd = shrink.shrink_source(source)
+    assert "n_embd = 37\n" in odd and "num_groups = 45\n" in odd
+    even = shrink.shrink_source(source, (seed_audit.EVEN_SIZE,))
+    assert "n_embd = 48\n" in even and "n_head = 8\n" in even and "num_groups = 48\n" in even
+    assert "channels = 48\n" in even and "batch_size = 3\n" in even

@@ -47,8 +47,9 @@ def _sizes(tree: ast.Module) -> list[tuple[list[str], ast.expr, int | tuple[int,
     return found
 
 
-def small_mapping(sizes: list[tuple[list[str], ast.expr, int | tuple[int, ...]]]) -> dict[int, int]:
-    """Each size value over KEPT_MAX that is not a batch size -> its small value."""
+def small_mapping(sizes: list[tuple[list[str], ast.expr, int | tuple[int, ...]]],
+                  small: tuple[int, ...] = SMALL_SIZES) -> dict[int, int]:
+    """Each size value over KEPT_MAX that is not a batch size -> its small value (`small`'s, in turn)."""
     other: list[int] = []
     for names, _, value in sizes:
         if isinstance(value, int) and _is_batch(names, value, sizes):
@@ -56,7 +57,7 @@ def small_mapping(sizes: list[tuple[list[str], ast.expr, int | tuple[int, ...]]]
         for v in value if isinstance(value, tuple) else (value,):
             if v > KEPT_MAX and v not in other:
                 other.append(v)
-    return {v: SMALL_SIZES[i % len(SMALL_SIZES)] for i, v in enumerate(other)}
+    return {v: small[i % len(small)] for i, v in enumerate(other)}
 
 
 def _is_batch(names: list[str], value: int, sizes: list[tuple[list[str], ast.expr, int | tuple[int, ...]]]) -> bool:
@@ -66,11 +67,11 @@ def _is_batch(names: list[str], value: int, sizes: list[tuple[list[str], ast.exp
     return any("batch" in n for n in names) and value > BATCH_SIZE and value not in in_tuples
 
 
-def shrink_source(source: str) -> str:
-    """The problem's source with its large module-level sizes made small."""
+def shrink_source(source: str, small: tuple[int, ...] = SMALL_SIZES) -> str:
+    """The problem's source with its large module-level sizes made small (`small`'s values, in turn)."""
     tree = ast.parse(source)
     sizes = _sizes(tree)
-    mapping = small_mapping(sizes)
+    mapping = small_mapping(sizes, small)
     lines = source.splitlines(keepends=True)
     # Replace from the bottom up so that earlier positions stay valid.
     for names, node, value in sorted(sizes, key=lambda s: (s[1].lineno, s[1].col_offset), reverse=True):
