@@ -8,6 +8,7 @@ the forward's input tensors and the module's parameters are handed over as they 
 from __future__ import annotations
 
 import contextlib
+import inspect
 import math
 import re
 import warnings
@@ -65,10 +66,15 @@ def bind(model: Any, inputs: Sequence[Any], graph_module: Any) -> list[Binding]:
     return found
 
 
+def _source_name(graph_arg: Any) -> str | None:
+    """Where the tracer took a graph input from, as Dynamo names it (`L['x']`, `L['self'].eps`, `G['math'].pi`)."""
+    name = getattr(getattr(graph_arg, "source", None), "name", None)
+    text = name() if callable(name) else name
+    return text if isinstance(text, str) else None
+
+
 def _forward_numbers(model: Any, inputs: Sequence[Any]) -> dict[str, int]:
     """The forward's inputs that are Python numbers, by parameter name: their positions."""
-    import inspect
-
     try:
         names = list(inspect.signature(model.forward).parameters)
     except (TypeError, ValueError):
@@ -79,20 +85,16 @@ def _forward_numbers(model: Any, inputs: Sequence[Any]) -> dict[str, int]:
 
 def _local_name(graph_arg: Any) -> str | None:
     """`s` for an input the tracer took from the forward's argument `L['s']`; None for anything else."""
-    source = getattr(graph_arg, "source", None)
-    name = getattr(source, "name", None)
-    text = name() if callable(name) else name
-    found = re.fullmatch(r"L\['(\w+)'\]", text) if isinstance(text, str) else None
+    text = _source_name(graph_arg)
+    found = re.fullmatch(r"L\['(\w+)'\]", text) if text is not None else None
     return found.group(1) if found and found.group(1) != "self" else None
 
 
 def _global_number(graph_arg: Any, example: Any) -> str | None:
     """The value, as an exact literal, of a Python number the tracer lifted from a global of the
     reference's module (`math.pi` in `math.sqrt(2.0 / math.pi)`); None for anything else."""
-    source = getattr(graph_arg, "source", None)
-    name = getattr(source, "name", None)
-    text = name() if callable(name) else name
-    if not isinstance(text, str) or not text.startswith("G[") or example.numel() != 1:
+    text = _source_name(graph_arg)
+    if text is None or not text.startswith("G[") or example.numel() != 1:
         return None
     value = example.item()
     return repr(value) if isinstance(value, int | float) and math.isfinite(value) else None
@@ -100,10 +102,8 @@ def _global_number(graph_arg: Any, example: Any) -> str | None:
 
 def _attribute_path(graph_arg: Any) -> str | None:
     """`ln.eps` for a number the tracer lifted from `L['self']._modules['ln'].eps`; None for anything else."""
-    source = getattr(graph_arg, "source", None)
-    name = getattr(source, "name", None)
-    text = name() if callable(name) else name
-    if not isinstance(text, str) or not text.startswith("L['self']"):
+    text = _source_name(graph_arg)
+    if text is None or not text.startswith("L['self']"):
         return None
     path = re.sub(r"\._(?:modules|parameters|buffers)\['([^']+)'\]", r".\1", text[len("L['self']") :])
     return path.lstrip(".") if re.fullmatch(r"(\.\w+)+", path) else None

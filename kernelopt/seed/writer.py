@@ -122,29 +122,30 @@ def _function_source(problem_source: str, tree: ast.Module, model: ast.ClassDef,
     text = "\n".join([*(["    # the reference module's own names its signature reads", *("    " + line for line in
                                                                                           signature)]
                          if signature else []), *decorators, text])
-    text = re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text)
+    return _in_class(re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text))
+
+
+def _in_class(text: str) -> str:
+    """A member's source at the class body's indent (four spaces), each line ended."""
     return "\n".join(line if line.startswith("    ") else "    " + line.lstrip() for line in text.splitlines()) + "\n"
 
 
-def _init_source(problem_source: str, model: ast.ClassDef) -> str:
+def _init_source(problem_source: str, tree: ast.Module, model: ast.ClassDef) -> str:
     init = _method(model, "__init__")
     if init is None:
         return "    def __init__(self):\n        super().__init__()\n"
-    return _function_source(problem_source, parse(problem_source), model, init)
+    return _function_source(problem_source, tree, model, init)
 
 
-def _members_source(problem_source: str, model: ast.ClassDef) -> str:
+def _members_source(problem_source: str, tree: ast.Module, model: ast.ClassDef) -> str:
     """The Model's own members besides __init__ and forward, as ModelNew's: class attributes and the methods its
     __init__ or forward call (a ResNet block's `expansion = 1`, a dense block's `self._make_layer(...)`)."""
-    tree = parse(problem_source)
     parts = []
     for node in model.body:
         if isinstance(node, ast.FunctionDef) and node.name not in ("__init__", "forward"):
             parts.append("\n" + _function_source(problem_source, tree, model, node))
         elif isinstance(node, ast.Assign | ast.AnnAssign):
-            text = ast.get_source_segment(problem_source, node, padded=True) or ""
-            parts.append("\n" + "\n".join(line if line.startswith("    ") else "    " + line.lstrip()
-                                            for line in text.splitlines()) + "\n")
+            parts.append("\n" + _in_class(ast.get_source_segment(problem_source, node, padded=True) or ""))
     return "".join(parts)
 
 
@@ -152,8 +153,9 @@ def reference_init(problem_source: str) -> str:
     """The reference Model's __init__ as ModelNew's (indented, `super().__init__()`): the same
     arguments and parameters, so a seeded init or a state_dict matches; then the Model's other members
     (class attributes, helper methods) that it may call."""
+    tree = parse(problem_source)
     model = _model_class(problem_source)
-    return _init_source(problem_source, model) + _members_source(problem_source, model)
+    return _init_source(problem_source, tree, model) + _members_source(problem_source, tree, model)
 
 
 def forward_parameters(problem_source: str) -> list[str]:
