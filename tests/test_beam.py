@@ -129,9 +129,17 @@ def test_a_branch_that_fails_its_repairs_ends_alone_and_an_interrupted_beam_resu
     tree = report.split("## Search tree", 1)[1].split("\n## ", 1)[0]
     assert "- `r000_a0.py` start" in tree
     assert re.search(r"\n  - `r001_a0_b1\.py` from `r000_a0\.py`: .*ms", tree)  # 128, a child of the start
-    assert re.search(r"\n    - `r002_a0_b1\.py` from `r001_a0_b1\.py`: .*\(new best\) \*in the beam\*", tree)  # 4096
+    # round 2's branches are named by their parents' order in the beam, which the interpreter's times decide
+    found = next(a for a in final["attempts"] if a.round == 2 and a.new_best)
+    wrong = next(a for a in final["attempts"] if a.round == 2 and a.outcome == "incorrect")
+    assert _block(Path(found.parent).read_text()) == 128 and _block(Path(wrong.parent).read_text()) == 256
+    names = {a.kernel_path: re.escape(Path(a.kernel_path).name) for a in final["attempts"] if a.kernel_path}
+    assert {Path(found.kernel_path).name, Path(wrong.kernel_path).name} == {"r002_a0.py", "r002_a0_b1.py"}
+    best_line = rf"\n    - `{names[found.kernel_path]}` from `{names[found.parent]}`: .*\(new best\) \*in the beam\*"
+    assert re.search(best_line, tree)  # 4096
     # the wrong kernel's repair wrote no kernel that parses: the branch ends there
-    dead = r"\n      - no kernel \(round 2, repair 1\), repair of `r002_a0\.py`: failed \(kernel does not parse"
+    dead = (rf"\n      - no kernel \(round 2, repair 1\), repair of `{names[wrong.kernel_path]}`: "
+            r"failed \(kernel does not parse")
     assert re.search(dead, tree)
 
 
