@@ -118,10 +118,8 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
     import torch
 
-    sys.path.insert(0, str(ROOT / "benchmarks" / "kernelbench"))
     sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "inductor" / "cpu_made"))
     import record_cpu
-    import shrink
 
     from kernelopt.harness.problem import import_file
     from kernelopt.seed.bindings import trace_bindings
@@ -130,9 +128,7 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     from kernelopt.seed.writer import SeedSource, binding_choices, write_seed
 
     interpretable_libdevice()
-    small = folder / problem.name
-    text = tiny_source(problem.read_text()) if tiny else problem.read_text()
-    small.write_text(shrink.shrink_source(text, (EVEN_SIZE,)) if even else shrink.shrink_source(text))
+    small = shrunk_copy(problem, folder, tiny, even)
     record = record_cpu.record(small)
     if record["error"] or not record["codes"]:
         return {"stage": "record", "error": record["error"] or "no output module"}
@@ -179,10 +175,11 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     return failure
 
 
-def _child(problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
+def child(script: str, problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
+    """`script --one PROBLEM FOLDER FLAGS` in a process of its own: its last JSON line, or why it gave none."""
     with tempfile.TemporaryDirectory() as folder:
         try:
-            proc = subprocess.run([sys.executable, __file__, "--one", problem, folder, *flags],
+            proc = subprocess.run([sys.executable, script, "--one", problem, folder, *flags],
                                   capture_output=True, text=True, timeout=timeout)
         except subprocess.TimeoutExpired:
             return {"stage": "timeout", "error": f"over {timeout:g} s"}
@@ -193,19 +190,32 @@ def _child(problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
     return json.loads(lines[-1])
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def audit_parser(doc: str) -> argparse.ArgumentParser:
+    """The options every audit here takes (problems or folders, a time limit each, jobs, the shrink's kind)."""
+    args = argparse.ArgumentParser(description=doc.splitlines()[0])
     args.add_argument("problems", nargs="+")
     args.add_argument("--timeout", type=float, default=300)
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
     args.add_argument("--even", action="store_true", help=f"every large size {EVEN_SIZE}, not the shrink's odd ones")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
-    parsed = args.parse_args(argv)
-    if parsed.one:  # the child: one problem, its verdict as the last line
-        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even)
-        print(json.dumps(verdict), flush=True)
-        return 0
+    return args
+
+
+def shrunk_copy(problem: Path, folder: Path, tiny: bool, even: bool) -> Path:
+    """The problem shrunk (kernelbench/shrink.py, then --tiny or --even) as a file in `folder`."""
+    sys.path.insert(0, str(ROOT / "benchmarks" / "kernelbench"))
+    import shrink
+
+    small = folder / problem.name
+    text = tiny_source(problem.read_text()) if tiny else problem.read_text()
+    small.write_text(shrink.shrink_source(text, (EVEN_SIZE,)) if even else shrink.shrink_source(text))
+    return small
+
+
+def drive(parsed: argparse.Namespace, script: str, line: Any) -> int:
+    """Each problem (folders in their numbers' order) in a child of `script`, `jobs` at once; one printed line
+    each (`line(verdict)`: what follows the problem's name), then the count of each stage."""
     files: list[Path] = []
     for name in map(Path, parsed.problems):
         number = lambda p: (len(p.name.split("_")[0]), p.name)  # noqa: E731  (1_, 2_, ... 10_ in order)
@@ -213,12 +223,21 @@ def main(argv: list[str] | None = None) -> int:
     counts: dict[str, int] = {}
     with ThreadPoolExecutor(parsed.jobs) as pool:
         flags = [*(["--tiny"] if parsed.tiny else []), *(["--even"] if parsed.even else [])]
-        verdicts = pool.map(lambda p: _child(str(p), parsed.timeout, flags), files)
+        verdicts = pool.map(lambda p: child(script, str(p), parsed.timeout, flags), files)
         for path, verdict in zip(files, verdicts, strict=True):
             counts[verdict["stage"]] = counts.get(verdict["stage"], 0) + 1
-            print(f"{path.stem[:48]:50s} {verdict['stage']:9s} {verdict.get('error', '')}", flush=True)
+            print(f"{path.stem[:48]:50s} {line(verdict)}", flush=True)
     print(json.dumps(counts))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parsed = audit_parser(__doc__ or "").parse_args(argv)
+    if parsed.one:  # the child: one problem, its verdict as the last line
+        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even)
+        print(json.dumps(verdict), flush=True)
+        return 0
+    return drive(parsed, __file__, lambda verdict: f"{verdict['stage']:9s} {verdict.get('error', '')}")
 
 
 if __name__ == "__main__":

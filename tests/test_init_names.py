@@ -112,7 +112,8 @@ class Model(nn.Module):
         return n + WIDTH - WIDTH
 
     def _make_layer(self, n):
-        return nn.Linear(n, self._width(n))
+        assert isinstance(self, Model)  # the class named in a helper: ModelNew where it is copied
+        return nn.Linear(n, Model._width(n))
 
     def _run(self, x):
         for block in self.blocks:
@@ -132,6 +133,8 @@ def test_the_models_class_attributes_and_helper_methods_are_copied_with_its_init
     assert "    expansion: int = 2\n" in init and "    layers = 2\n" in init and "    @staticmethod\n" in init
     assert "    def _make_layer(self, n):" in init and "    def _run(self, x):" in init and "def forward" not in init
     assert "        WIDTH = 6" in init.split("def _width")[1]  # the module name the static method reads
+    assert "isinstance(self, ModelNew)" in init and "nn.Linear(n, ModelNew._width(n))" in init
+    assert "Model" not in init.replace("ModelNew", "")  # its super(Model, self) too
     reference, copied = _built_alike(BLOCK, init)
     x = torch.randn(3, 4)
     with torch.no_grad():

@@ -106,7 +106,7 @@ def _method(model: ast.ClassDef, name: str) -> ast.FunctionDef | None:
 def _function_source(problem_source: str, tree: ast.Module, model: ast.ClassDef, func: ast.FunctionDef) -> str:
     """A method of the reference's Model as ModelNew's (indented, `super().__init__()`), the module-level names
     its body and its signature read defined where they run now (init_names.py), its decorators kept."""
-    text = ast.get_source_segment(problem_source, func, padded=True) or ""
+    text = _model_renamed(ast.get_source_segment(problem_source, func, padded=True) or "", func, model.name)
     needed = prelude(tree, problem_source, func, model.name)
     if needed:  # the module-level names it reads, defined where it runs now (init_names.py)
         first = func.body[1] if ast.get_docstring(func) is not None and len(func.body) > 1 else func.body[0]
@@ -123,6 +123,21 @@ def _function_source(problem_source: str, tree: ast.Module, model: ast.ClassDef,
                                                                                           signature)]
                          if signature else []), *decorators, text])
     return _in_class(re.sub(r"super\(\s*Model\s*,\s*self\s*\)", "super()", text))
+
+
+def _model_renamed(text: str, func: ast.FunctionDef, model: str) -> str:
+    """A method's source (from its `def` line) with the reference class's name, where the method reads it (a static
+    helper called as `Model._width(n)`, `isinstance(m, Model)`), made ModelNew's: the reference class is not defined
+    where ModelNew runs. `super(Model, self)` is left to become `super()`."""
+    in_super = {id(arg) for node in ast.walk(func) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "super" for arg in node.args}
+    spots = sorted(((n.lineno - func.lineno, n.col_offset, n.end_col_offset) for n in ast.walk(func)
+                    if isinstance(n, ast.Name) and n.id == model and id(n) not in in_super), reverse=True)
+    lines = text.splitlines(keepends=True)
+    for row, start, end in spots:
+        raw = lines[row].encode()  # the AST's columns count UTF-8 bytes
+        lines[row] = (raw[:start] + b"ModelNew" + raw[end:]).decode()
+    return "".join(lines)
 
 
 def _in_class(text: str) -> str:
