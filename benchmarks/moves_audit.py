@@ -1,9 +1,11 @@
 """The offline optimizer's structural moves on problems nobody wrote them for, on a machine without a GPU.
 
 Each problem is shrunk as seed_audit.py does (kernelbench/shrink.py, then --tiny or --even). The moves that apply to
-the shrunk copy (`structural_moves`: the templates its family reader picks, at its own shapes) are each written at
-the first knob setting their grid would try and run through kernelopt's verifier under Triton's interpreter (one
-seed, every derived case, no timing). A move the family reader offers that the verifier then refuses is a fault: the
+the problem at its own size and to the shrunk copy (`structural_moves`: the templates its family reader picks for
+those shapes; a move both take, as the problem's own size writes it) are each written at the first knob setting
+their grid would try and run on the shrunk copy through kernelopt's verifier under Triton's interpreter (one seed,
+every derived case, no timing): a template must compute the reference at any size, as the verifier's other-size
+cases already demand. A move the family reader offers that the verifier then refuses is a fault: the
 reader took the problem for something it is not, or the template is wrong at a shape nobody tested. On a GPU such a
 move costs a verification and yields nothing; here it costs no device time.
 
@@ -37,16 +39,17 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
         small = seed_audit.shrunk_copy(problem, folder, tiny, even)
     except Exception as err:  # noqa: BLE001  (any failure is the verdict)
         return {"stage": "shrink", "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
-    try:
-        found = structural_moves(small)
+    try:  # the moves at the problem's own size (split-K, persistent programs, ...), then those only the copy takes
+        full, found = structural_moves(problem), structural_moves(small)
     except Exception as err:  # noqa: BLE001
         return {"stage": "moves", "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
     family = found.family.name if found.family else "none"
-    if not found.instances:
+    offered = {m.name: m for m in found.instances} | {m.name: m for m in full.instances}
+    if not offered:
         return {"stage": "none", "family": family, "moves": {}}
     settings = HarnessSettings.detect(seeds=1, time_compile=False)
     verdicts: dict[str, str] = {}
-    for number, move in enumerate(found.instances):
+    for number, move in enumerate(offered.values()):
         kernel = folder / f"move_{number}.py"
         kernel.write_text(with_config(move.source, move.grid[0]) if move.grid else move.source)
         try:

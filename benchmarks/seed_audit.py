@@ -72,8 +72,9 @@ def interpretable_libdevice() -> None:
         libdevice.erf = made(np.vectorize(math.erf))
 
 
-# a name whose sizes --tiny cuts: a batch or a spatial extent (the channels and kernel sizes stay as they are)
-TINY_NAMES = re.compile(r"^(batch_size|batch|depth|height|width|length|seq_len|D|H|W|L)$")
+# a name whose sizes --tiny cuts: a batch or a spatial extent (the channels and kernel sizes stay as they are); `dim1`,
+# `dim2`, ...: a 3-D pool's extents, a reduction's row and column (under the interpreter at 37^3 x 32 channels: 400 s)
+TINY_NAMES = re.compile(r"^(batch_size|batch|depth|height|width|length|seq_len|D|H|W|L|dim\d+)$")
 TINY_SIZES = {"batch_size": 2, "batch": 2}  # every other name: 8 (a 3-wide kernel, two 2-wide pools: 1 left)
 
 

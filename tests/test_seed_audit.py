@@ -21,6 +21,8 @@ kernel_size = 3
 length = 4096
 features = 4096
 batch = 16; seq_len = L = 64
+dim1, dim2 = 256, 4
+dim = 4096
 shape = (batch_size, in_channels)
 
 
@@ -32,11 +34,11 @@ def get_inputs():
 def test_tiny_cuts_batch_and_spatial_sizes_only_where_larger() -> None:
     tiny = seed_audit.tiny_source(PROBLEM)
     assert "batch_size = 2\n" in tiny and "depth, height, width = 8, 8, 6\n" in tiny and "D, H, W = 8, 4, 8\n" in tiny
-    assert "length = 8\n" in tiny
+    assert "length = 8\n" in tiny and "dim1, dim2 = 8, 4\n" in tiny
     # two statements on a line (public level-2 8's `depth = 16; height = width = 64`): each cut, neither lost
     assert "batch = 2; seq_len = L = 8\n" in tiny
     # channels, kernel sizes, other names and expressions as written
-    for kept in ("in_channels = 3\n", "out_channels = 16\n", "kernel_size = 3\n", "features = 4096\n",
+    for kept in ("dim = 4096\n", "in_channels = 3\n", "out_channels = 16\n", "kernel_size = 3\n", "features = 4096\n",
                  "shape = (batch_size, in_channels)\n", "    return [torch.rand(batch_size,"):
         assert kept in tiny, kept
     compile(tiny, "tiny", "exec")
