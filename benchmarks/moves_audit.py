@@ -28,6 +28,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import seed_audit  # noqa: E402
 
+PHASE_LIMIT_S = 240.0
+
 
 def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False) -> dict[str, Any]:
     """One problem's moves: its stage (ok, refused, none, shrink, moves), family, and each move's verdict."""
@@ -47,7 +49,8 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     offered = {m.name: m for m in found.instances} | {m.name: m for m in full.instances}
     if not offered:
         return {"stage": "none", "family": family, "moves": {}}
-    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    # one limit for each phase: the limits that follow the reference's time are a GPU's, not the interpreter's
+    settings = HarnessSettings.detect(seeds=1, time_compile=False, timeout_s=PHASE_LIMIT_S)
     verdicts: dict[str, str] = {}
     for number, move in enumerate(offered.values()):
         kernel = folder / f"move_{number}.py"
