@@ -97,6 +97,8 @@ def test_each_template_on_the_triangle_passes_the_verifier(template: str, tmp_pa
     kernel.write_text(with_config(source, config))
     verdict = Verifier(problem, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
+    if template not in ("grouped", "bmm.batched"):  # the check that can fail: once each for matmul and bmm
+        return
     # the template as it was, every output written: refused (the triangle's zeros are the reference's work)
     kernel.write_text(with_config(_TEMPLATES[template](), config))
     verdict = Verifier(problem, tmp_path / "harness_full", settings).verify(kernel, time=False)
