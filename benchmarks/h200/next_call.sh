@@ -16,6 +16,8 @@
 # allows, the seeds that failed before it, each `python3 -m kernelopt.seed PROBLEM /tmp/seedNN.py` (a CUDA host):
 # the public level-1 5_Matrix_scalar_multiplication (a float input) and level-3 8_ResNetBasicBlock and
 # 14_DenseNet121DenseBlock (the Model's class attribute and helper method).
+# Session 48 had no device either (225 s left, RESULTS.md (bf)); the plan above stands. Its GPU-facing change is
+# the seed's (a copied method's `Model` read as ModelNew, SEED_FORMAT 14): PART=seed covers it.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
