@@ -45,6 +45,8 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
         full, found = structural_moves(problem), structural_moves(small)
     except Exception as err:  # noqa: BLE001
         return {"stage": "moves", "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
+    if found.family is None and full.family is not None:  # a size the reference itself refuses (a kernel past it)
+        return {"stage": "shrink", "error": "the shrunk copy's reference does not trace (its sizes too small?)"}
     family = found.family.name if found.family else "none"
     offered = {m.name: m for m in found.instances} | {m.name: m for m in full.instances}
     if not offered:
