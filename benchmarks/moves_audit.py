@@ -11,8 +11,9 @@ move costs a verification and yields nothing; here it costs no device time.
 
     TRITON_INTERPRET=1 python benchmarks/moves_audit.py PROBLEM_OR_DIR [...] [--timeout 600] [--jobs 2] [--tiny]
 
-One line a problem: its family, then `ok N/N` or the moves refused with the verifier's first line; a problem no
-template applies to says so (`none`), and one that failed before any verification says where (`shrink`, `moves`).
+One line a problem: its family, then `ok N/N` or the moves refused with the verifier's first line (`refused`); a
+move past the limit is `slow` (the interpreter's pace, not a verdict), a problem no template applies to says so
+(`none`), and one that failed before any verification says where (`shrink`, `moves`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import seed_audit  # noqa: E402
 
 PHASE_LIMIT_S = 240.0
+SLOW = "slow under the interpreter: "
 
 
 def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False) -> dict[str, Any]:
@@ -59,12 +61,15 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
         kernel.write_text(with_config(move.source, move.grid[0]) if move.grid else move.source)
         try:
             verdict = Verifier(small, folder / f"harness_{number}", settings).verify(kernel, time=False)
-            verdicts[move.name] = "ok" if verdict.accepted else (verdict.reason or verdict.rule or "").splitlines()[0]
+            why = "ok" if verdict.accepted else (verdict.reason or verdict.rule or "").splitlines()[0]
+            # past the limit: the interpreter's pace (a scan it runs value by value), the audit's limit, not a fault
+            verdicts[move.name] = f"{SLOW}{why}" if verdict.rule == "timeout" else why
         except Exception as err:  # noqa: BLE001  (the harness's own failure: reported, the rest still run)
             verdicts[move.name] = f"harness: {type(err).__name__}: {str(err).strip()[:200]}"
-    refused = {name: why for name, why in verdicts.items() if why != "ok"}
-    return {"stage": "refused" if refused else "ok", "family": family, "moves": verdicts,
-            "error": "; ".join(f"{name}: {why[:160]}" for name, why in refused.items())}
+    refused = {name: why for name, why in verdicts.items() if why != "ok" and not why.startswith(SLOW)}
+    slow = {name: why for name, why in verdicts.items() if why.startswith(SLOW)}
+    return {"stage": "refused" if refused else "slow" if slow else "ok", "family": family, "moves": verdicts,
+            "error": "; ".join(f"{name}: {why[:160]}" for name, why in (refused or slow).items())}
 
 
 def _line(verdict: dict[str, Any]) -> str:
