@@ -649,7 +649,7 @@ def test_each_standardize_template_passes_the_verifier(
     source = make(family.dim, family.eps, family.input_names, affine, family.groups)
     accepted, reason = _verify(MOVES / problem, with_config(source, config), tmp_path, settings)
     assert accepted, reason
-    if affine:  # the same file with the affine left out is wrong on the drawn weights
+    if affine and template == "looped_online":  # the affine left out is wrong on the drawn weights (once a problem)
         plain = make(family.dim, family.eps, family.input_names, standardize.Affine(affine.init, "None", "None"),
                      family.groups)
         (tmp_path / "plain").mkdir()
