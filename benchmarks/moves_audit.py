@@ -1,8 +1,10 @@
 """The offline optimizer's structural moves on problems nobody wrote them for, on a machine without a GPU.
 
 Each problem is shrunk as seed_audit.py does (kernelbench/shrink.py, then --tiny or --even). The moves that apply to
-the problem at its own size and to the shrunk copy (`structural_moves`: the templates its family reader picks for
-those shapes; a move both take, as the problem's own size writes it) are each written at the first knob setting
+the shrunk copy (`structural_moves`: the templates its family reader picks for its shapes), and, where the shrink
+left the constructor's inputs as they were, those that apply at the problem's own size (split-K, persistent programs:
+a move both take as the own size writes it; a template takes the constructor's values, such as a convolution's
+groups, so one written for other values is no test) are each written at the first knob setting
 their grid would try and run on the shrunk copy through kernelopt's verifier under Triton's interpreter (one seed,
 every derived case, no timing): a template must compute the reference at any size, as the verifier's other-size
 cases already demand. A move the family reader offers that the verifier then refuses is a fault: the
@@ -50,7 +52,9 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     if found.family is None and full.family is not None:  # a size the reference itself refuses (a kernel past it)
         return {"stage": "shrink", "error": "the shrunk copy's reference does not trace (its sizes too small?)"}
     family = found.family.name if found.family else "none"
-    offered = {m.name: m for m in found.instances} | {m.name: m for m in full.instances}
+    offered = {m.name: m for m in found.instances}
+    if _init_inputs(problem) == _init_inputs(small):  # a template takes the constructor's values (a conv's groups)
+        offered |= {m.name: m for m in full.instances}
     if not offered:
         return {"stage": "none", "family": family, "moves": {}}
     # one limit for each phase: the limits that follow the reference's time are a GPU's, not the interpreter's
@@ -70,6 +74,15 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     slow = {name: why for name, why in verdicts.items() if why.startswith(SLOW)}
     return {"stage": "refused" if refused else "slow" if slow else "ok", "family": family, "moves": verdicts,
             "error": "; ".join(f"{name}: {why[:160]}" for name, why in (refused or slow).items())}
+
+
+def _init_inputs(problem: Path) -> Any:
+    from kernelopt.harness.problem import import_file
+
+    try:
+        return repr(import_file(problem, f"audited_init_{abs(hash(str(problem)))}").get_init_inputs())
+    except Exception as err:  # noqa: BLE001  (unequal to any other: the moves at its own size only)
+        return f"{problem}: {err}"
 
 
 def _line(verdict: dict[str, Any]) -> str:
