@@ -73,8 +73,9 @@ def interpretable_libdevice() -> None:
 
 
 # a name whose sizes --tiny cuts: a batch or a spatial extent (the channels and kernel sizes stay as they are); `dim1`,
-# `dim2`, ...: a 3-D pool's extents, a reduction's row and column (under the interpreter at 37^3 x 32 channels: 400 s)
-TINY_NAMES = re.compile(r"^(batch_size|batch|depth|height|width|length|seq_len|D|H|W|L|dim\d+)$")
+# `dim2`, ...: a 3-D pool's extents, a reduction's row and column (under the interpreter at 37^3 x 32 channels: 400 s);
+# `height_in`, ...: a convolution's input extents
+TINY_NAMES = re.compile(r"^(batch_size|batch|depth|height|width|length|seq_len|D|H|W|L|dim\d+)(_in)?$")
 TINY_SIZES = {"batch_size": 2, "batch": 2}  # every other name: 8 (a 3-wide kernel, two 2-wide pools: 1 left)
 
 

@@ -22,6 +22,7 @@ length = 4096
 features = 4096
 batch = 16; seq_len = L = 64
 dim1, dim2 = 256, 4
+height_in, width_in = 256, 512
 dim = 4096
 shape = (batch_size, in_channels)
 
@@ -34,7 +35,7 @@ def get_inputs():
 def test_tiny_cuts_batch_and_spatial_sizes_only_where_larger() -> None:
     tiny = seed_audit.tiny_source(PROBLEM)
     assert "batch_size = 2\n" in tiny and "depth, height, width = 8, 8, 6\n" in tiny and "D, H, W = 8, 4, 8\n" in tiny
-    assert "length = 8\n" in tiny and "dim1, dim2 = 8, 4\n" in tiny
+    assert "length = 8\n" in tiny and "dim1, dim2 = 8, 4\n" in tiny and "height_in, width_in = 8, 8\n" in tiny
     # two statements on a line (public level-2 8's `depth = 16; height = width = 64`): each cut, neither lost
     assert "batch = 2; seq_len = L = 8\n" in tiny
     # channels, kernel sizes, other names and expressions as written
