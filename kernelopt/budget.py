@@ -6,9 +6,11 @@ merged by `add_tokens` so that nodes (and parallel branches) only ever send what
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -75,3 +77,34 @@ def check_budget(state: Mapping[str, Any], ctx: Context, now: float | None = Non
     if ctx.max_wall_s is not None and now - start >= ctx.max_wall_s:
         return f"time_budget: {now - start:,.0f} s elapsed of {ctx.max_wall_s:,.0f} s", update
     return None, update
+
+
+# The events after which a round's measuring is done and its closing begins (the candidates' full verification, the
+# new best's profile, the next diagnosis): round 0's start kernel after the baselines or the compiler seed, a later
+# round after its sweep. The events that end a closing: the next round, or the run's stop.
+_CLOSING_FROM = ("baselines", "compiler_seed", "sweep")
+_CLOSING_UNTIL = ("round_started", "stopped")
+
+
+def closing_s(run_dir: str | Path | None) -> float:
+    """The longest a round of this run has taken to close, in seconds, from events.jsonl's times (0.0 before any
+    round closed): from its measuring's end (the baselines or compiler seed for round 0, the sweep for a later one)
+    to the next round or the stop. A problem of many GB verifies and profiles for tens of seconds, so a fixed
+    reserve before the time budget ends lets its last round run past the budget; this measures its own."""
+    events = Path(run_dir) / "events.jsonl" if run_dir else None
+    if events is None or not events.is_file():
+        return 0.0
+    longest, began = 0.0, None
+    for line in events.read_text().splitlines():
+        try:
+            event = json.loads(line)
+            kind, now = event.get("event"), float(event["time"])
+        except (json.JSONDecodeError, KeyError, TypeError, ValueError):
+            continue  # a line cut by a kill
+        if kind in _CLOSING_FROM:
+            began = now
+        elif kind in _CLOSING_UNTIL and began is not None:
+            longest, began = max(longest, now - began), None
+        elif kind == "resumed":
+            began = None  # the time a run lay stopped is no closing
+    return longest

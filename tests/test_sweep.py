@@ -3,6 +3,7 @@ does; the other sizes are checked for the finalists only."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from kernelopt.harness.measure.timing import TimingConfig
@@ -126,6 +127,43 @@ def test_the_sweep_s_deadline_leaves_the_round_a_reserve_of_the_budget() -> None
     assert sweep_deadline(task, Context(max_wall_s=600)) == 1000.0 + 600 - SWEEP_RESERVE_S  # type: ignore[arg-type]
     assert sweep_deadline(task, Context(max_wall_s=50)) == 1000.0 + 40  # type: ignore[arg-type]
     assert sweep_deadline({"started_at": None}, Context(max_wall_s=50)) is None  # type: ignore[arg-type]
+
+
+def _events(run_dir: Path, timeline: list[tuple[float, str]]) -> None:
+    lines = [json.dumps({"time": t, "event": kind, "round": 1}) for t, kind in timeline]
+    (run_dir / "events.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_a_run_whose_rounds_close_slowly_keeps_a_reserve_of_its_own_measure(tmp_path: Path) -> None:
+    # A 4 GB problem (56's level-2 GEMM on the H100, 120 s budget): its start took 31 s from the compiler seed to
+    # round 1 (verification and profile), round 1 closed in 35 s after its sweep. A fixed 24 s reserve let the
+    # last sweep start checks 96 s in, and the run ended at 162 s.
+    from kernelopt.budget import closing_s
+    from kernelopt.context import Context
+    from kernelopt.harness.sandbox.sweep_client import TIMING_GRACE_S
+    from kernelopt.nodes.tune import RESERVE_MAX_SHARE, sweep_deadline
+
+    _events(tmp_path, [(0.0, "setup"), (8.0, "baselines"), (20.0, "compiler_seed"), (30.0, "verdict"),
+                       (51.0, "roofline"), (51.0, "round_started"), (80.0, "sweep"), (95.0, "verdict"),
+                       (108.0, "new_best"), (115.0, "roofline"), (115.0, "round_started")])
+    assert closing_s(tmp_path) == 35.0  # round 1: sweep 80 s to round 2 at 115 s (round 0: 20 to 51, 31 s)
+    task = {"started_at": 1000.0, "run_dir": str(tmp_path)}
+    assert sweep_deadline(task, Context(max_wall_s=120)) == 1000.0 + 120 - (TIMING_GRACE_S + 35.0)  # type: ignore
+    # the fixed reserve stands where it is the larger; the measured one never takes more than its share
+    assert sweep_deadline(task, Context(max_wall_s=6000)) == 1000.0 + 6000 - 55.0  # type: ignore[arg-type]
+    assert sweep_deadline(task, Context(max_wall_s=100)) == 1000.0 + 100 * (1 - RESERVE_MAX_SHARE)  # type: ignore
+    _events(tmp_path, [(0.0, "baselines"), (3.0, "verdict"), (4.0, "round_started")])
+    assert sweep_deadline(task, Context(max_wall_s=600)) == 1000.0 + 600 - 30.0  # type: ignore[arg-type]
+
+
+def test_the_closing_measure_leaves_out_a_resumed_run_s_pause_and_a_cut_line(tmp_path: Path) -> None:
+    from kernelopt.budget import closing_s
+
+    assert closing_s(None) == 0.0 and closing_s(tmp_path) == 0.0  # no run folder, no events yet
+    _events(tmp_path, [(0.0, "baselines"), (5.0, "round_started"), (10.0, "sweep"), (12.0, "verdict"),
+                       (900.0, "resumed"), (905.0, "round_started")])
+    (tmp_path / "events.jsonl").write_text((tmp_path / "events.jsonl").read_text() + '{"time": 9')
+    assert closing_s(tmp_path) == 5.0  # round 0's 5 s; round 1 lay stopped before its resume
 
 
 def test_the_halving_gives_the_full_protocol_to_a_few_configurations_only() -> None:
