@@ -448,6 +448,29 @@ def test_numbers_the_forward_takes_are_read_as_the_numbers_given(tmp_path: Path)
     torch.testing.assert_close(seed.ModelNew()(-0.5, x, -2), x * -0.5 - 2)
 
 
+def test_a_number_a_kernel_loads_as_a_tensor_is_made_on_the_inputs_device(tmp_path: Path) -> None:
+    # Where the compiled graph passes the forward's float to a kernel as a 0-d tensor (a pointer it loads from)
+    # rather than reading it with .item(), the seed makes that tensor from the forward's number, on the inputs'
+    # device: a tensor made on the CPU is a host pointer to a GPU kernel.
+    record = json.loads((CPU_MADE / "numbers_as_inputs.json").read_text())
+    code = record["codes"][0]
+    assert "tmp1 = in_ptr1\n" in code and "arg3_1.item(), buf0" in code
+    code = code.replace("tmp1 = in_ptr1\n", "tmp1 = tl.load(in_ptr1 + 0)\n")
+    code = code.replace("arg3_1.item(), buf0", "arg3_1, buf0")
+    path = problem_path("numbers_as_inputs")
+    problem = _load(path)
+    bindings = trace_bindings(problem.Model(*problem.get_init_inputs()), problem.get_inputs(),
+                              duck_shape=record["duck_shape"])
+    text = write_seed(SeedSource("numbers_as_inputs", path.read_text(), code, untuned(parse_output(code)), bindings, 1,
+                                 False))
+    assert "torch.tensor(s, dtype=torch.float64, device=A.device)" in text and "3.14" not in text
+    seed_file = tmp_path / "seed.py"
+    seed_file.write_text(text)
+    seed = _load(seed_file, "seed_of_a_loaded_number")
+    x = torch.rand(5, 6)
+    torch.testing.assert_close(seed.ModelNew()(-0.5, x, -2), x * -0.5 - 2)
+
+
 def test_the_written_out_root_keeps_each_precision_under_the_interpreter(tmp_path: Path) -> None:
     kernel = tmp_path / "root.py"
     kernel.write_text(

@@ -91,8 +91,9 @@ def gpu_name(gpu: str | None) -> str:
 # offsets taken where a tensor's strides reach past 2**31, not its count of elements (a view, padded strides); 12: a
 # number the forward takes (`A, s`) read as that argument (its seed failed: more graph inputs than traced); 13: the
 # Model's class attributes and helper methods copied beside its __init__ (`expansion`, `_make_layer`: no seed); 14:
-# the class's own name in a copied method (`Model._width(n)`, `isinstance(m, Model)`) read as ModelNew (NameError).
-SEED_FORMAT = 14
+# the class's own name in a copied method (`Model._width(n)`, `isinstance(m, Model)`) read as ModelNew (NameError);
+# 15: a float the forward takes, where a kernel loads it as a 0-d tensor, made on the inputs' device (it was the CPU's).
+SEED_FORMAT = 15
 
 
 def cache_key(problem_source: str, torch_version: str, gpu: str) -> str:

@@ -214,6 +214,9 @@ def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
                         "traced")
     traced = choices[0]
     names = forward_parameters(source.problem_source)
+    if not names:
+        raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
+    device = f"{next((names[b.index] for b in traced if b.kind == 'input'), names[0])}.device"
     bindings: dict[str, str] = {}
     scalars: dict[str, str] = {}
     for arg, binding in zip(module.arg_names, traced, strict=True):
@@ -223,14 +226,12 @@ def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
             bindings[arg] = state_expression(binding.name)
         elif binding.kind == "number":  # read back with .item() as the number itself, else as the graph took it
             scalars[arg] = names[binding.index]
-            bindings[arg] = (f"torch.tensor({names[binding.index]}, dtype=torch.{binding.name})" if binding.name
-                             else names[binding.index])
+            bindings[arg] = (f"torch.tensor({names[binding.index]}, dtype=torch.{binding.name}, device={device})"
+                             if binding.name else names[binding.index])  # a kernel's pointer: on the inputs' device
         elif binding.kind == "scalar":
             scalars[arg] = state_expression(binding.name)
         elif binding.kind == "constant":  # a global's number, read back as its value
             scalars[arg] = binding.name
-    if not names:
-        raise SeedError("the reference's forward takes no inputs; the seed has nothing to read sizes from")
     kernels = {name: standalone(kernel, rewrites) for name, kernel in module.kernels.items()}
     body = forward_lines(
         ForwardInputs(
@@ -239,7 +240,7 @@ def write_seed(source: SeedSource, rewrites: Collection[str] = REWRITES) -> str:
             configs=source.configs,
             bindings=bindings,
             scalars=scalars,
-            device_expr=f"{next((names[b.index] for b in traced if b.kind == 'input'), names[0])}.device",
+            device_expr=device,
             outputs=source.outputs,
             returns_tuple=source.returns_tuple,
         )
