@@ -419,6 +419,25 @@ def test_the_direct_convolutions_are_correct_at_a_level_2_size_and_timed_beside_
     print(f"{conv} on {shape}: conv.direct {direct:.4f} ms; implicit_gemm_tf32x3 {rival_ms:.4f} ms")
 
 
+@pytest.mark.parametrize(("conv", "shape"), [("nn.Conv2d(256, 64, 1)", (64, 256, 56, 56)),
+                                             ("nn.Conv2d(64, 256, 1, bias=False)", (16, 64, 112, 112))])
+def test_the_pointwise_convolution_is_correct_at_a_bottleneck_size_and_timed_beside_the_implicit_gemm(
+        conv: str, shape: tuple[int, ...], tmp_path: Path) -> None:
+    # A bottleneck block's 1 x 1 convolutions (channels reduced 4x, then expanded 4x; fp32): conv.pointwise's first
+    # two tiles and its 3xTF32 and split-in-registers twins' first, each verified at full size, beside the implicit
+    # GEMM's first (ieee and 3xTF32)
+    from kernelopt.offline.moves import structural_moves
+
+    problem = _one_module_problem(tmp_path / "conv_1x1.py", conv, "randn", shape)
+    moves = {m.name: m for m in structural_moves(problem).instances}
+    times = {"conv.pointwise": _best_ms(problem, moves["conv.pointwise"].source, moves["conv.pointwise"].grid[:2],
+                                        tmp_path, "pointwise")}
+    for name in ("conv.pointwise_tf32x3", "conv.pointwise_f16x3", "conv.implicit_gemm", "conv.implicit_gemm_tf32x3"):
+        times[name] = _time_ms(problem, with_config(moves[name].source, moves[name].grid[0]), tmp_path,
+                               name.split(".")[1])
+    print(f"{conv} on {shape}: " + ", ".join(f"{name} {ms:.4f} ms" for name, ms in times.items()))
+
+
 def test_the_triangle_of_a_product_is_correct_at_full_size_and_timed_beside_the_whole_product(tmp_path: Path) -> None:
     # torch.triu(A @ B), 4096 square fp32 (the public KernelBench's 14): the fp16 split product computing only the
     # tiles the triangle keeps (matmul_triangle.py), verified at full size with every derived case (the triangle's

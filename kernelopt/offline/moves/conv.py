@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from kernelopt.offline.moves import conv_depthwise, conv_direct, conv_rows, conv_split
+from kernelopt.offline.moves import conv_depthwise, conv_direct, conv_pointwise, conv_rows, conv_split
 from kernelopt.offline.moves.precision import TF32X3_TILES
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.seed.writer import reference_init, state_expression
@@ -105,6 +105,9 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
         out.insert(stencils if few else len(out), direct)
     else:
         skipped.append(Skipped("conv.direct", not_direct))
+    pointwise, not_pointwise = _pointwise_moves(family, problem_source)
+    out[:0] = pointwise  # first: the implicit GEMM's gathers and masks, for a product of contiguous rows
+    skipped += not_pointwise
     if conv_depthwise.dispatched(family):  # the GEMM templates' helper would run the stencil at its own tile
         why_not = (f"{conv_depthwise.outputs_a_group(family)} output channel(s) of one input channel a group: the "
                    "helper hands this convolution to the depthwise stencil, which conv.depthwise sweeps")
@@ -128,3 +131,30 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
                             split.replace("conv.implicit_gemm:", "conv.implicit_gemm_f16x3:", 1),
                             tiles(matmul_f16x3.TILES, family)))
     return out, skipped
+
+
+def _pointwise_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
+    """conv.pointwise for a 1 x 1 convolution at unit stride, and for fp32 its twins at 3xTF32 and split in registers;
+    else why not."""
+    from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3
+
+    names = ("conv.pointwise", "conv.pointwise_tf32x3", "conv.pointwise_f16x3")
+    why_not = conv_pointwise.applies(family)
+    if why_not is None and conv_depthwise.applies(family) is None:  # a product of one useful channel a K step
+        why_not = "each output channel reads one input channel: a per-channel scale, the depthwise stencil's"
+    if why_not is not None:
+        return [], [Skipped(name, why_not) for name in names]
+    why = ("a 1 x 1 convolution as a product per sample: a group's output channels by contiguous positions a "
+           "program, its tiles loaded and stored whole (no gathered offsets, no masks inside the tensor)")
+    grid = conv_pointwise.tiles(family)
+    plain = MoveInstance(names[0], why, conv_pointwise.source(family, problem_source), grid)
+    if family.dtype != "float32":
+        own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
+        return [plain], [Skipped(names[1], own), Skipped(names[2], own)]
+    split = dot_f16x3.to_f16x3(plain.source)
+    assert split is not None, "the pointwise product is no longer `acc = tl.dot(a, b, acc, ...)`"
+    return [plain, MoveInstance(names[1], f"{why}; fp32 products at 3xTF32 on the tensor cores",
+                                conv_pointwise.source(family, problem_source, "tf32x3"), grid),
+            MoveInstance(names[2], f"{why}; fp32 products as three fp16 products of the tiles, scaled by powers of "
+                         "two and split in registers each K step",
+                         split.replace("conv.pointwise:", "conv.pointwise_f16x3:", 1), grid)], []

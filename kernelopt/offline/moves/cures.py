@@ -47,6 +47,10 @@ CURES: dict[str, tuple[str, ...]] = {
     "implicit_gemm_tf32x3": ("compute", "memory", "other"),
     "implicit_gemm_f16x3": ("compute", "memory", "other"),
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
+    # a 1 x 1 convolution as a product of contiguous rows: no gathered offsets, no masks inside the tensor
+    "pointwise": ("memory", "latency", "compute", "other"),
+    "pointwise_tf32x3": ("compute", "memory", "other"),
+    "pointwise_f16x3": ("compute", "memory", "other"),
     "depthwise": ("memory", "latency", "occupancy", "compute", "other"),  # a stencil, not a GEMM of one column
     # few input channels a group: each tap's inputs loaded once for all a group's outputs, no K columns gathered
     "direct": ("compute", "memory", "latency", "other"),

@@ -1,0 +1,164 @@
+"""The convolution family's template for 1 x 1 convolutions at unit stride (`conv.pointwise`: KernelBench's 87, the
+1 x 1 layers of bottleneck, inverted-residual and dense blocks).
+
+Such a convolution is a product per sample: out[n] (C_OUT x P) = W (C_OUT x C_IN) @ x[n] (C_IN x P), P the
+sample's positions, contiguous in both x and out. The implicit GEMM (seed/conv.py) gets there too, but it finds each
+row's input position by dividing its flat index by the output's sizes, gathers its A tile through offsets the
+compiler cannot prove contiguous (element by element, no vector loads) and masks every load for padding that a
+1 x 1 convolution never has. Here a program takes BLOCK_CO output channels by BLOCK_P positions of one sample and
+group: its x tile is BLOCK_C channel rows of BLOCK_P contiguous positions (16-byte loads), its output tile is stored
+the same way, and a tile that lies whole inside the tensor is read and written with no mask. fp32 products at the
+problem's precision ("ieee": FMAs, as the reference's own), or at 3xTF32 for a twin, or split in registers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kernelopt.offline.moves.family import Family
+
+HELPER = '''
+
+# conv_pw_kernel's tile: output channels by positions, and the input channels of a K step (the offline sweep's knobs;
+# each cut to the convolution's own sizes at launch)
+PW_BLOCK_CO = 128
+PW_BLOCK_P = 128
+PW_BLOCK_C = 32
+
+
+@triton.jit
+def conv_pw_kernel(
+    x_ptr, w_ptr, b_ptr, out_ptr, P, CG, OCG, G, sxn, sxc, son, soc,
+    HAS_BIAS: tl.constexpr, EVEN: tl.constexpr, WIDE: tl.constexpr,
+    BLOCK_CO: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # Program: BLOCK_CO output channels of one group by BLOCK_P positions of one sample. EVEN: every tile lies whole
+    # inside the tensors (P, CG and OCG multiples of the blocks): no mask.
+    pid_p = tl.program_id(0)
+    pid_co = tl.program_id(1)
+    ng = tl.program_id(2)
+    n = ng // G
+    g = ng % G
+    rp = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    rco = pid_co * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    rc = tl.arange(0, BLOCK_C)
+    rp = tl.max_contiguous(tl.multiple_of(rp, BLOCK_P), BLOCK_P)
+    if WIDE:  # a sample's offsets may pass 2**31
+        rp = rp.to(tl.int64)
+        rco = rco.to(tl.int64)
+        rc = rc.to(tl.int64)
+    x_tile = x_ptr + n.to(tl.int64) * sxn + (g * CG).to(tl.int64) * sxc
+    w_tile = w_ptr + (g * OCG).to(tl.int64) * CG
+    acc = tl.zeros((BLOCK_CO, BLOCK_P), dtype=tl.float32)
+    for c0 in range(0, CG, BLOCK_C):
+        c = c0 + rc
+        w_off = rco[:, None] * CG + c[None, :]
+        x_off = c[:, None] * sxc + rp[None, :]
+        if EVEN:
+            w = tl.load(w_tile + w_off)
+            a = tl.load(x_tile + x_off)
+        else:
+            w = tl.load(w_tile + w_off, mask=(rco < OCG)[:, None] & (c < CG)[None, :], other=0.0)
+            a = tl.load(x_tile + x_off, mask=(c < CG)[:, None] & (rp < P)[None, :], other=0.0)
+        acc = tl.dot(w, a, acc, input_precision="ieee")
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + g * OCG + rco, mask=rco < OCG, other=0.0).to(tl.float32)[:, None]
+    out_off = n.to(tl.int64) * son + (g * OCG).to(tl.int64) * soc + rco[:, None] * soc + rp[None, :]
+    if EVEN:
+        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty))
+    else:
+        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=(rco < OCG)[:, None] & (rp < P)[None, :])
+
+
+def conv_pointwise(x, weight, bias, groups, block_co, block_p, block_c):
+    """torch's 1 x 1 convolution at unit stride and no padding (any dilation: one tap has no spacing) of x (N, C, ...)
+    on `conv_pw_kernel`: a product of a group's weight rows and a sample's positions a tile."""
+    n, c_in = x.shape[:2]
+    c_out = weight.shape[0]
+    x = x.contiguous()  # positions contiguous, channels P apart
+    p = x[0, 0].numel() if n and c_in else 0
+    out = torch.empty((n, c_out, *x.shape[2:]), device=x.device, dtype=x.dtype)
+    if out.numel() == 0:
+        return out
+    w = weight.reshape(c_out, -1).contiguous()
+    cg, ocg = c_in // groups, c_out // groups
+    # each block cut to its dimension (16 at least: a tensor-core product's least side)
+    block_co = max(16, min(block_co, triton.next_power_of_2(ocg)))
+    block_c = max(16, min(block_c, triton.next_power_of_2(cg)))
+    block_p = max(16, min(block_p, triton.next_power_of_2(p)))
+    even = p % block_p == 0 and cg % block_c == 0 and ocg % block_co == 0
+    wide = (max(c_in, c_out) + 256) * (p + 256) >= 2**31  # a sample's offsets, a masked tile's overhang included
+    grid = (triton.cdiv(p, block_p), triton.cdiv(ocg, block_co), n * groups)
+    conv_pw_kernel[grid](
+        x, w, bias if bias is not None else w, out, p, cg, ocg, groups, x.stride(0), x.stride(1),
+        out.stride(0), out.stride(1), HAS_BIAS=bias is not None, EVEN=even, WIDE=wide,
+        BLOCK_CO=block_co, BLOCK_P=block_p, BLOCK_C=block_c, num_warps=8, num_stages=3,
+    )
+    return out
+
+
+def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
+    # a 1 x 1 convolution at unit stride with no padding (the move is offered only so): the product at the swept tile
+    return conv_pointwise(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_C)
+'''
+
+HEADER = '''"""conv.$name: the reference's 1 x 1 convolution as a product per sample and group (kernelopt's
+template): output channels by contiguous positions a program, whole tiles read and written with no mask."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+# (PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_C, num_warps, num_stages): a tile of all of a 128-channel group's outputs first
+TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 256, 16, 8, 3), (64, 64, 64, 4, 3),
+         (128, 128, 64, 8, 2), (32, 256, 32, 4, 3), (64, 256, 32, 8, 3))
+KEYS = ("PW_BLOCK_CO", "PW_BLOCK_P", "PW_BLOCK_C", "num_warps", "num_stages")
+
+
+def applies(family: Family) -> str | None:
+    """None where the convolution is 1 x 1 at unit stride with no padding (not transposed), else why not."""
+    _, _, _, stride, padding, _, transposed, _, _ = family.scalars[:9]
+    kernel = tuple(family.weight_shape[2:])
+    if transposed:
+        return "a transposed convolution: its outputs gather from input positions a stride apart"
+    if not kernel or any(k != 1 for k in kernel):
+        return f"a {' x '.join(map(str, kernel)) or '?'} kernel: each output reads a window, not one position"
+    if any(s != 1 for s in stride) or any(p != 0 for p in padding):
+        return f"stride {tuple(stride)}, padding {tuple(padding)}: the outputs' positions are not the inputs'"
+    return None
+
+
+def tiles(family: Family) -> tuple[dict[str, int], ...]:
+    """TILES for this convolution: each block cut to its own dimension as the launch cuts it (16 at least), in order,
+    without repeats."""
+    weight = family.weight_shape
+    groups = max(int(family.scalars[8]), 1)
+    sizes = {"PW_BLOCK_CO": weight[0] // groups, "PW_BLOCK_C": weight[1]}
+    out: list[dict[str, int]] = []
+    for tile in TILES:
+        config = dict(zip(KEYS, tile, strict=True))
+        for key, size in sizes.items():
+            config[key] = max(16, min(config[key], 1 << max(size - 1, 0).bit_length()))
+        if config not in out:
+            out.append(config)
+    return tuple(out)
+
+
+def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
+    """The kernel file: the helper, its products at `precision` ("ieee", "tf32x3"; a 16-bit problem's are the tensor
+    cores' own), then ModelNew with the reference's constructor calling it."""
+    from kernelopt.seed.writer import reference_init, state_expression
+
+    weight, bias = family.state
+    x = family.input_names[0]
+    helper = HELPER.replace('input_precision="ieee"', f'input_precision="{precision}"')
+    if family.dtype != "float32":
+        helper = HELPER.replace(', input_precision="ieee"', "")
+    call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, None, "
+            f"None, None, None, False, None, {int(family.scalars[8])})")
+    name = "pointwise" + ("_tf32x3" if precision == "tf32x3" else "")
+    return (HEADER.replace("$name", name) + helper + "\n\nclass ModelNew(nn.Module):\n" + reference_init(problem_source)
+            + f"\n    def forward(self, {x}):\n        return {call}\n")
