@@ -29,7 +29,7 @@ CASES = {
 
 
 def _tile(co: int, p: int, c: int) -> dict[str, int]:
-    return {"PW_BLOCK_CO": co, "PW_BLOCK_P": p, "PW_BLOCK_C": c, "num_warps": 4, "num_stages": 2}
+    return {"PW_BLOCK_CO": co, "PW_BLOCK_P": p, "PW_BLOCK_K": c, "num_warps": 4, "num_stages": 2}
 
 
 @pytest.mark.parametrize("tile", [(16, 16, 16), (32, 64, 16)])
@@ -65,7 +65,7 @@ def test_it_is_offered_first_for_a_1x1_convolution_and_skipped_with_why_elsewher
     for move in moves.instances[:3]:
         assert check_kernel_source(move.source) == [] and "compute" in move.cures and "memory" in move.cures
         # each block cut to the convolution's own sizes (40 output channels, 24 input channels: 64 and 32 at most)
-        assert all(c["PW_BLOCK_CO"] <= 64 and c["PW_BLOCK_C"] <= 32 for c in move.grid)
+        assert all(c["PW_BLOCK_CO"] <= 64 and c["PW_BLOCK_K"] <= 32 for c in move.grid)
     assert 'input_precision="tf32x3"' in moves.instances[1].source
     # a 3 x 3 kernel, a stride, a transposed convolution, a depthwise 1 x 1: each says why not
     grouped = structural_moves(CONV2D)

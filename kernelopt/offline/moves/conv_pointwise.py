@@ -24,7 +24,7 @@ HELPER = '''
 # each cut to the convolution's own sizes at launch)
 PW_BLOCK_CO = 128
 PW_BLOCK_P = 128
-PW_BLOCK_C = 32
+PW_BLOCK_K = 32
 
 
 @triton.jit
@@ -100,7 +100,7 @@ def conv_pointwise(x, weight, bias, groups, block_co, block_p, block_c):
 
 def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
     # a 1 x 1 convolution at unit stride with no padding (the move is offered only so): the product at the swept tile
-    return conv_pointwise(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_C)
+    return conv_pointwise(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_K)
 '''
 
 HEADER = '''"""conv.$name: the reference's 1 x 1 convolution as a product per sample and group (kernelopt's
@@ -112,10 +112,10 @@ import triton
 import triton.language as tl
 '''
 
-# (PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_C, num_warps, num_stages): a tile of all of a 128-channel group's outputs first
+# (PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_K, num_warps, num_stages): a tile of all of a 128-channel group's outputs first
 TILES = ((128, 128, 32, 8, 3), (128, 64, 32, 4, 3), (64, 128, 32, 4, 3), (128, 256, 16, 8, 3), (64, 64, 64, 4, 3),
          (128, 128, 64, 8, 2), (32, 256, 32, 4, 3), (64, 256, 32, 8, 3))
-KEYS = ("PW_BLOCK_CO", "PW_BLOCK_P", "PW_BLOCK_C", "num_warps", "num_stages")
+KEYS = ("PW_BLOCK_CO", "PW_BLOCK_P", "PW_BLOCK_K", "num_warps", "num_stages")
 
 
 def applies(family: Family) -> str | None:
@@ -136,7 +136,7 @@ def tiles(family: Family) -> tuple[dict[str, int], ...]:
     without repeats."""
     weight = family.weight_shape
     groups = max(int(family.scalars[8]), 1)
-    sizes = {"PW_BLOCK_CO": weight[0] // groups, "PW_BLOCK_C": weight[1]}
+    sizes = {"PW_BLOCK_CO": weight[0] // groups, "PW_BLOCK_K": weight[1]}
     out: list[dict[str, int]] = []
     for tile in TILES:
         config = dict(zip(KEYS, tile, strict=True))
