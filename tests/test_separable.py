@@ -68,11 +68,12 @@ def test_the_fused_pair_passes_the_verifier(move: str, tmp_path: Path) -> None:
 def test_any_number_of_middle_channels_is_offered_and_16_bit_inputs_take_their_own_product() -> None:
     family = trace_family(import_file(KB86, "kernelopt_sep86_wide"))
     wide = separable.separable_moves(replace(family, weight_shape=(512, 1, 3, 3)), KB86.read_text())
-    assert [m.name for m in wide[0]] == ["separable.two_pass", "separable.two_pass_f16x3", "separable.fused_f16x3",
-                                         "separable.fused"]
+    assert [m.name for m in wide[0]] == ["separable.two_pass", "separable.two_pass_pointwise",
+                                         "separable.two_pass_f16x3", "separable.fused_f16x3", "separable.fused"]
     half, skipped = separable.separable_moves(replace(family, dtype="float16"), KB86.read_text())
-    assert [m.name for m in half] == ["separable.two_pass", "separable.fused"] and "float16" in skipped[0].why
-    assert "acc = tl.dot(w, a, acc)\n" in half[0].source  # a 16-bit product: the tensor cores' own, no precision
+    assert [m.name for m in half] == ["separable.two_pass", "separable.two_pass_pointwise", "separable.fused"]
+    assert "float16" in skipped[0].why and "input_precision" not in half[1].source
+    assert "tl.dot(a, b, acc, input_precision=\"ieee\")" in half[0].source  # the product left as the seed wrote it
 
 
 UNDILATED = ("dilation=(2, 1)", "dilation=(1, 1)")
@@ -83,27 +84,35 @@ def test_the_two_pass_pair_passes_the_verifier_with_each_kernel_at_its_own_warps
     # short), 19 outputs a row at stride 2 along W. The GEMM's tile and warps leave the stencil's strip and its
     # DW_WARPS as they were.
     dilated = structural_moves(PROBLEM)
-    assert not {"separable.two_pass", "separable.two_pass_f16x3"} & {m.name for m in dilated.instances}
-    assert all("dilation 2 along H" in next(s.why for s in dilated.skipped if s.name == name)
-               for name in ("separable.two_pass", "separable.two_pass_f16x3"))
+    pairs = ("separable.two_pass", "separable.two_pass_pointwise", "separable.two_pass_f16x3")
+    assert not set(pairs) & {m.name for m in dilated.instances}
+    assert all("dilation 2 along H" in next(s.why for s in dilated.skipped if s.name == name) for name in pairs)
     problem = tmp_path / "undilated.py"
     problem.write_text(PROBLEM.read_text().replace(*UNDILATED))
     moves = {m.name: m for m in structural_moves(problem).instances}
-    assert list(moves) == ["separable.two_pass", "separable.two_pass_f16x3", "separable.fused_f16x3",
-                           "separable.fused"]
+    assert list(moves) == [*pairs, "separable.fused_f16x3", "separable.fused"]
     ieee, split = moves["separable.two_pass"], moves["separable.two_pass_f16x3"]
     assert "_fp16_parts" not in ieee.source and 'input_precision="ieee"' in ieee.source
     assert "_fp16_parts" in split.source and split.source.startswith('"""separable.two_pass_f16x3:')
     assert {"compute", "memory"} <= set(split.cures) and ieee.cures[0] == "memory"
-    small = {"DW_ROWS": 4, "DW_ROW_W": 32, "DW_WARPS": 1, "PW_BLOCK_CO": 32, "PW_BLOCK_P": 64, "PW_BLOCK_K": 16,
+    small = {"DW_ROWS": 4, "DW_ROW_W": 32, "DW_WARPS": 1, "CONV_BLOCK_M": 64, "CONV_BLOCK_N": 32, "CONV_BLOCK_K": 32,
              "num_warps": 2, "num_stages": 1}
     verifier = Verifier(problem, tmp_path / "harness", HarnessSettings.detect(seeds=1, time_compile=False))
     for move, products in ((ieee, "correct on"), (split, "low-precision products on fp32")):
         assert check_kernel_source(move.source) == []
-        assert all(c["PW_BLOCK_CO"] <= 32 for c in move.grid)  # cut to the 20 output channels
+        assert all(c["CONV_BLOCK_N"] == 32 for c in move.grid)  # cut to the 20 output channels
         text = with_config(move.source, small)
         assert "DW_WARPS = 1" in text and "BLOCK_W=block_w, num_warps=DW_WARPS," in text
         kernel = tmp_path / f"{move.name}.py"
         kernel.write_text(text)
         verdict = verifier.verify(kernel, time=False)
         assert verdict.accepted and products in verdict.reason, (move.name, verdict.reason)
+    # the pair with its product per sample: the product's own tile beside the stencil's strip and warps
+    pointwise = moves["separable.two_pass_pointwise"]
+    assert check_kernel_source(pointwise.source) == [] and "conv_pw_kernel" in pointwise.source
+    assert all(c["PW_BLOCK_CO"] <= 32 for c in pointwise.grid)  # cut to the 20 output channels
+    kernel = tmp_path / "pointwise.py"
+    kernel.write_text(with_config(pointwise.source, {"DW_ROWS": 4, "DW_ROW_W": 32, "DW_WARPS": 1, "PW_BLOCK_CO": 32,
+                                                     "PW_BLOCK_P": 64, "PW_BLOCK_K": 16, "num_warps": 2}))
+    verdict = verifier.verify(kernel, time=False)
+    assert verdict.accepted and "correct on" in verdict.reason, verdict.reason

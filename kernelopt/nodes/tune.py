@@ -22,7 +22,7 @@ from kernelopt.context import Context
 from kernelopt.events import CandidateWritten, SweepDone, SweepStarted
 from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
-from kernelopt.harness.sandbox.sweep_client import TIMING_GRACE_S
+from kernelopt.harness.verify import SWEEP_TIMING_GRACE_S
 from kernelopt.nodes.common import emit, verifier_for, written
 from kernelopt.offline.moves import TEMPLATE_START, Moves, by_diagnosis, structural_moves
 from kernelopt.offline.space import Config, limits_for, plan
@@ -219,13 +219,13 @@ def sweep_deadline(task: Branch, ctx: Context) -> float | None:
     """The time.time() past which this round's sweep starts no check: the run's time budget less a reserve; None
     without a budget. The reserve is SWEEP_RESERVE_S (SWEEP_RESERVE_SHARE of a short budget), or where this run's
     rounds have taken longer to close (budget.closing_s: verification, profile, diagnosis), that plus the sweep's
-    TIMING_GRACE_S, up to RESERVE_MAX_SHARE of the budget."""
+    SWEEP_TIMING_GRACE_S, up to RESERVE_MAX_SHARE of the budget."""
     started = task.get("started_at")
     if ctx.max_wall_s is None or started is None:
         return None
     fixed = min(SWEEP_RESERVE_S, SWEEP_RESERVE_SHARE * ctx.max_wall_s)
     closing = closing_s(task.get("run_dir"))
-    measured = min(TIMING_GRACE_S + closing, RESERVE_MAX_SHARE * ctx.max_wall_s) if closing else 0.0
+    measured = min(SWEEP_TIMING_GRACE_S + closing, RESERVE_MAX_SHARE * ctx.max_wall_s) if closing else 0.0
     return float(started) + ctx.max_wall_s - max(fixed, measured)
 
 

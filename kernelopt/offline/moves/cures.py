@@ -63,6 +63,7 @@ CURES: dict[str, tuple[str, ...]] = {
     # split in registers for fp32
     "two_pass": ("memory", "latency", "compute", "other"),
     "two_pass_f16x3": ("compute", "memory", "latency", "other"),
+    "two_pass_pointwise": ("memory", "latency", "compute", "other"),  # the same, the product per sample
     # a row's pieces walked twice by one kernel, the second walk from L2 (standardize_l2.py)
     "l2_pieces": ("memory", "latency", "other"),
     # BatchNorm's channels as pieces of planes: a channel per program (the seed's) leaves SMs idle

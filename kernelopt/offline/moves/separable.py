@@ -15,8 +15,9 @@ registers (`separable.fused_f16x3`, the dot.f16x3 rewrite of it: dot_f16x3.py); 
 dtype on the tensor cores.
 
 Where the rolling-rows stencil applies, the pair is also offered as two kernels (`separable.two_pass`): the stencil,
-then the 1 x 1 product as conv.pointwise's product per sample (conv_pointwise.py) at the seed's precision, and for
-fp32 with that product split in registers (`separable.two_pass_f16x3`).
+then the 1 x 1 product on the seed helper's implicit GEMM at the seed's precision, and for fp32 with that product
+split in registers (`separable.two_pass_f16x3`); and with the product as conv.pointwise's product per sample
+(`separable.two_pass_pointwise`, conv_pointwise.py).
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def source(family: Family, problem_source: str) -> str:
 
 
 TWO_PASS_HEADER = '''"""separable.$name: the reference's depthwise convolution on the rolling-rows stencil, then the
-1 x 1 convolution of its output as a product per sample (kernelopt's template): two kernels, the intermediate
-written once."""
+1 x 1 convolution of its output on the implicit GEMM (kernelopt's template): two kernels, the intermediate written
+once."""
 
 import torch
 import torch.nn as nn
@@ -154,10 +155,13 @@ import triton
 import triton.language as tl
 '''
 
-def two_pass_source(family: Family, problem_source: str) -> str:
-    """The kernel file: the 1 x 1 product per sample (conv_pointwise.py's helper) and the rolling-rows stencil for the
-    depthwise convolution, and ModelNew running one then the other."""
+def two_pass_source(family: Family, problem_source: str, pointwise: bool = False) -> str:
+    """The kernel file: the seed's convolution helper (its implicit GEMM for the 1 x 1 product; with `pointwise`,
+    conv_pointwise.py's product per sample) and the rolling-rows stencil for the depthwise convolution, and ModelNew
+    running one then the other."""
     from kernelopt.offline.moves import conv_pointwise, conv_rows
+    from kernelopt.seed.conv import CONV_HELPER
+    from kernelopt.seed.stencil import CONV_OUT
 
     _, _, _, stride, padding, dilation, _, _, groups = family.scalars[:9]
     w_dw, b_dw, w_pw, b_pw = (state_expression(s) if s else "None" for s in family.state)
@@ -171,12 +175,12 @@ def two_pass_source(family: Family, problem_source: str) -> str:
     names = ("DW_ROWS", "DW_ROW_W", "DW_WARPS")
     strip = "\n".join(f"{k} = {v}" for k, v in zip(names, conv_rows.TILES[0], strict=True))
     x = family.input_names[0]
-    from kernelopt.seed.stencil import CONV_OUT
-
-    product = conv_pointwise.HELPER + CONV_OUT  # the stencil's output and offset width (the seed helper's own)
-    if family.dtype != "float32":  # a 16-bit product is the tensor cores' own
-        product = product.replace(', input_precision="ieee"', "")
-    return (TWO_PASS_HEADER.replace("$name", "two_pass") + product
+    product, name = CONV_HELPER, "two_pass"
+    if pointwise:  # the stencil's output and offset width beside it (the seed helper's own)
+        product, name = conv_pointwise.HELPER + CONV_OUT, "two_pass_pointwise"
+        if family.dtype != "float32":  # a 16-bit product is the tensor cores' own
+            product = product.replace(', input_precision="ieee"', "")
+    return (TWO_PASS_HEADER.replace("$name", name) + product
             + "\n\n# conv_dw_rows_kernel's strip of output rows and its warps: the offline sweep's knobs\n" + strip
             + rows + "\n\nclass ModelNew(nn.Module):\n" + reference_init(problem_source)
             + f"\n    def forward(self, {x}):\n"
@@ -189,7 +193,7 @@ def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInsta
     """The two kernels at their best (the rolling-rows stencil, then the 1 x 1 product at the seed's precision and,
     for fp32, split in registers) and the fused pair, and for fp32 its product as three fp16 products split in
     registers."""
-    from kernelopt.offline.moves import MoveInstance, Skipped, conv_pointwise, conv_rows, dot_f16x3
+    from kernelopt.offline.moves import MoveInstance, Skipped, conv, conv_pointwise, conv_rows, dot_f16x3, matmul_f16x3
 
     grid = tuple(dict(zip(KEYS, t, strict=True)) for t in TILES)
     text = source(family, problem_source)
@@ -200,9 +204,9 @@ def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInsta
     skipped: list[Skipped] = []
     low = family.dtype != "float32"
     two_why = ("the depthwise convolution on the rolling-rows stencil (KW loads an output), then the 1 x 1 "
-               "convolution of its output as a product per sample (contiguous positions, whole tiles unmasked)")
+               "convolution of its output on the implicit GEMM")
     if (not_rows := conv_rows.rows_applies(family)) is not None:
-        names = ("separable.two_pass",) + (() if low else ("separable.two_pass_f16x3",))
+        names = ("separable.two_pass", "separable.two_pass_pointwise") + (() if low else ("separable.two_pass_f16x3",))
         skipped += [Skipped(name, not_rows) for name in names]
     else:
         # The 1 x 1 product's K is the middle channels (64 at 86's size): a GEMM bound by its bytes, where the seed's
@@ -210,14 +214,19 @@ def separable_moves(family: Family, problem_source: str) -> tuple[list[MoveInsta
         # 2.79 ms against 2.93 and 3.69), and the product split in registers took the pair to 3.48. Both are offered.
         two = two_pass_source(family, problem_source)
         pointwise = replace(family, weight_shape=family.pointwise_shape, scalars=(*family.scalars[:8], 1))
-        out.append(MoveInstance("separable.two_pass", two_why, two, conv_pointwise.tiles(pointwise)))
+        out.append(MoveInstance("separable.two_pass", two_why, two, conv.tiles(conv.TILES, pointwise)))
+        # the 1 x 1 product per sample (at 87's channels on the H100, ieee: 7.49 ms swept against the implicit
+        # GEMM's 8.08); 86's pair with it, kernel by kernel over three tiles, 2.64 ms (RESULTS (bg)): both are swept
+        out.append(MoveInstance("separable.two_pass_pointwise", two_why.replace(
+            "on the implicit GEMM", "as a product per sample (contiguous positions, whole tiles unmasked)"),
+            two_pass_source(family, problem_source, pointwise=True), conv_pointwise.tiles(pointwise)))
         if not low:
             split = dot_f16x3.to_f16x3(two)
             assert split is not None, "the convolution helper's fp32 product is no longer `acc = tl.dot(a, b, acc)`"
             split = split.replace("separable.two_pass:", "separable.two_pass_f16x3:", 1)
             out.append(MoveInstance("separable.two_pass_f16x3", f"{two_why}; its fp32 products as three fp16 "
                                     "products split in registers each K step", split,
-                                    conv_pointwise.tiles(pointwise)))  # each block cut to the product's sizes
+                                    conv.tiles(matmul_f16x3.TILES, pointwise)))  # BLOCK_N cut to C_OUT
     if low:
         return [*out, fused], [*skipped, Skipped("separable.fused_f16x3", f"the problem's dtype is {family.dtype}: "
                                                  "its product is the tensor cores' own")]
