@@ -18,6 +18,16 @@
 # 14_DenseNet121DenseBlock (the Model's class attribute and helper method).
 # Session 48 had no device either (225 s left, RESULTS.md (bf)); the plan above stands. Its GPU-facing change is
 # the seed's (a copied method's `Model` read as ModelNew, SEED_FORMAT 14): PART=seed covers it.
+# Session 49 (RESULTS.md (bg), three H100 calls): test_gpu passed, the three seeds are made, PART=direct passed, 87
+# redone (conv.pointwise_tf32x3). Not run, for the next calls:
+#   1. on an H200: c3's rows 23, 24, 34, 35, 41, 42, 44 (#22's bars), then outside_l2_h200 (PART=2);
+#   2. on either card: test_moves_gpu from matmul3d.py on (`-k "not ..."`: call 2 ran its first 25) and test_seed_gpu's
+#      test_optimize_with_neither_kernel_nor_model_starts_from_the_seed and its level-2 split tests (PART=seed runs the
+#      file whole, about 10 minutes); `test_the_3d_pools_are_correct...[AvgPool3d]` ran out of memory on the H100 (a
+#      60 GB process beside it): run it alone, and on an H200;
+#   3. the changes of session 49 the GPU has not run: the seed's 0-d number tensor on the inputs' device (no GPU test
+#      has such a graph), `separable.two_pass_pointwise` verified whole (its kernels each passed), the sweep's measured
+#      reserve (87 ran with it) and SWEEP_TIMING_GRACE_S read through harness.verify (a constant, after the calls).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
