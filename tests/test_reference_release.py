@@ -100,3 +100,29 @@ def test_a_suite_problem_that_fails_stops_its_reference_process_before_the_next(
     assert started and not started[0].alive and not _kept_under(tmp_path / "run")
     assert kept.alive and _kept_under(tmp_path / "other") == [kept]
     other.close()
+
+
+
+def test_a_reference_killed_at_close_is_gone_before_close_returns(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A reference that does not exit when its connection closes (a process freeing tens of GB) is killed, and close
+    # returns only once it has ended: the next problem's reference never starts beside a dying one's memory
+    import socket
+    import threading
+
+    class Dying:  # the child's side: it ends 0.3 s after its kill, never on its own
+        def __init__(self) -> None:
+            self.ended, self.killed = threading.Event(), False
+
+        def wait(self, timeout_s: float | None) -> int | None:
+            self.ended.wait(timeout_s)
+            return -9 if self.ended.is_set() else None
+
+        def kill(self) -> None:
+            self.killed = True
+            threading.Timer(0.3, self.ended.set).start()
+
+    monkeypatch.setattr(reference_client, "EXIT_S", 0.05)
+    process = reference_client.ReferenceProcess.__new__(reference_client.ReferenceProcess)
+    process._sock, process._child = socket.socket(), Dying()
+    process.close()
+    assert process._child.killed and not process.alive

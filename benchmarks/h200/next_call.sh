@@ -24,10 +24,11 @@
 #   2. on either card: test_moves_gpu from matmul3d.py on (`-k "not ..."`: call 2 ran its first 25) and test_seed_gpu's
 #      test_optimize_with_neither_kernel_nor_model_starts_from_the_seed and its level-2 split tests (PART=seed runs the
 #      file whole, about 10 minutes); `test_the_3d_pools_are_correct...[AvgPool3d]` ran out of memory on the H100 (a
-#      60 GB process beside it): run it alone, and on an H200;
+#      60 GB process beside it; a killed reference is now waited for): run it alone, and on an H200;
 #   3. the changes of session 49 the GPU has not run: the seed's 0-d number tensor on the inputs' device (no GPU test
 #      has such a graph), `separable.two_pass_pointwise` verified whole (its kernels each passed), the sweep's measured
-#      reserve (87 ran with it) and SWEEP_TIMING_GRACE_S read through harness.verify (a constant, after the calls).
+#      reserve (87 ran with it), SWEEP_TIMING_GRACE_S read through harness.verify (a constant, after the calls) and
+#      a reference killed at close waited for (reference_client.close).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_

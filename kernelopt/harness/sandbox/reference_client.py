@@ -88,9 +88,18 @@ class ReferenceProcess:
         return not self._child.ended.is_set()
 
     def close(self) -> None:
+        """Stop it, and return once it is gone: the next problem's reference must not start beside its memory."""
         self._sock.close()  # it exits when its control connection closes
-        if self._child.wait(5) is None:
+        if self._child.wait(EXIT_S) is None:
             self._child.kill()
+            self._child.wait(KILLED_S)
+
+
+# How long a reference process may take to exit once its connection closes, before it is killed; then how long its kill
+# may take to end it. A reference holds a problem's inputs, outputs and yardsticks on the GPU (tens of GB); one killed
+# and left dying while the next started may be what left the next one too little on the H100 (a 3-D pool's reference
+# ran out of memory beside a 60.6 GB process, RESULTS (bg)).
+EXIT_S, KILLED_S = 5.0, 30.0
 
 
 PROBES = 7  # at most this many resizes fail on one problem (two derived cases, up to three resizes each)
