@@ -6,7 +6,7 @@ sample's positions, contiguous in both x and out. The implicit GEMM (seed/conv.p
 row's input position by dividing its flat index by the output's sizes, gathers its A tile through offsets the
 compiler cannot prove contiguous (element by element, no vector loads) and masks every load for padding that a
 1 x 1 convolution never has. Here a program takes BLOCK_CO output channels by BLOCK_P positions of one sample and
-group: its x tile is BLOCK_C channel rows of BLOCK_P contiguous positions (16-byte loads), its output tile is stored
+group: its x tile is BLOCK_K channel rows of BLOCK_P contiguous positions (16-byte loads), its output tile is stored
 the same way, and a tile that lies whole inside the tensor is read and written with no mask. fp32 products at the
 problem's precision ("ieee": FMAs, as the reference's own), or at 3xTF32 for a twin, or split in registers.
 """
@@ -147,18 +147,22 @@ def tiles(family: Family) -> tuple[dict[str, int], ...]:
     return tuple(out)
 
 
+def helper(dtype: str, precision: str = "ieee") -> str:
+    """HELPER with its fp32 products at `precision` ("ieee", "tf32x3"); a 16-bit problem's products are the tensor
+    cores' own (no precision named)."""
+    if dtype != "float32":
+        return HELPER.replace(', input_precision="ieee"', "")
+    return HELPER.replace('input_precision="ieee"', f'input_precision="{precision}"')
+
+
 def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
-    """The kernel file: the helper, its products at `precision` ("ieee", "tf32x3"; a 16-bit problem's are the tensor
-    cores' own), then ModelNew with the reference's constructor calling it."""
+    """The kernel file: the helper at `precision`, then ModelNew with the reference's constructor calling it."""
     from kernelopt.seed.writer import reference_init, state_expression
 
     weight, bias = family.state
     x = family.input_names[0]
-    helper = HELPER.replace('input_precision="ieee"', f'input_precision="{precision}"')
-    if family.dtype != "float32":
-        helper = HELPER.replace(', input_precision="ieee"', "")
     call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, None, "
             f"None, None, None, False, None, {int(family.scalars[8])})")
     name = "pointwise" + ("_tf32x3" if precision == "tf32x3" else "")
-    return (HEADER.replace("$name", name) + helper + "\n\nclass ModelNew(nn.Module):\n" + reference_init(problem_source)
-            + f"\n    def forward(self, {x}):\n        return {call}\n")
+    return (HEADER.replace("$name", name) + helper(family.dtype, precision) + "\n\nclass ModelNew(nn.Module):\n"
+            + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")

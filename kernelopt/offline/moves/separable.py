@@ -177,9 +177,7 @@ def two_pass_source(family: Family, problem_source: str, pointwise: bool = False
     x = family.input_names[0]
     product, name = CONV_HELPER, "two_pass"
     if pointwise:  # the stencil's output and offset width beside it (the seed helper's own)
-        product, name = conv_pointwise.HELPER + CONV_OUT, "two_pass_pointwise"
-        if family.dtype != "float32":  # a 16-bit product is the tensor cores' own
-            product = product.replace(', input_precision="ieee"', "")
+        product, name = conv_pointwise.helper(family.dtype) + CONV_OUT, "two_pass_pointwise"
     return (TWO_PASS_HEADER.replace("$name", name) + product
             + "\n\n# conv_dw_rows_kernel's strip of output rows and its warps: the offline sweep's knobs\n" + strip
             + rows + "\n\nclass ModelNew(nn.Module):\n" + reference_init(problem_source)
