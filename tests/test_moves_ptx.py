@@ -53,7 +53,7 @@ _PTX = r"""
 import importlib.util, json, sys, warnings
 import triton
 from triton.backends.compiler import GPUTarget
-path, name, signature, fixed, warps, aligned = json.load(sys.stdin)
+path, name, signature, fixed, warps, aligned, asm = json.load(sys.stdin)
 spec = importlib.util.spec_from_file_location("kernel_file", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
@@ -63,17 +63,17 @@ with warnings.catch_warnings():
     attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind.startswith("*")}
     source = triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-print(json.dumps(kernel.asm["ptx"]))
+print(json.dumps(kernel.asm[asm]))
 """
 
 
 def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int,
-         aligned: bool = False) -> str:
-    """The sm_90 PTX of one kernel of a file at `warps` warps, compiled in a child without the interpreter
-    (`aligned`: with its pointers known 16-byte aligned)."""
+         aligned: bool = False, asm: str = "ptx") -> str:
+    """The sm_90 PTX (or the `asm` Triton names: "ttgir") of one kernel of a file at `warps` warps, compiled in a
+    child without the interpreter (`aligned`: with its pointers known 16-byte aligned)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _PTX],
-                          input=json.dumps([str(path), name, signature, fixed, warps, aligned]),
+                          input=json.dumps([str(path), name, signature, fixed, warps, aligned, asm]),
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(json.loads(done.stdout))
@@ -276,3 +276,32 @@ def test_the_l2_pieces_kernel_keeps_its_first_walk_in_l2_and_reads_the_row_after
     # (scalar here: the row's length is a run-time size; a launch's n divisible by 16 is specialized to vectors)
     assert re.search(r"st\.global\.L1::evict_first(\.L2::cache_hint)?(\.v4)?\.b32", ptx), sorted(
         set(re.findall(r"st\.global[.\w:]*", ptx)))
+
+
+def test_the_pointwise_split_product_never_writes_its_operands_back_to_shared_memory(tmp_path: Path) -> None:
+    # conv.pointwise_split's kernel at 87's sizes and first tile (64 -> 128 channels, 8 warps, 3 stages) in the
+    # H200's TTGIR: wgmma products, and every shared-memory buffer is a pipeline stage filled by async copies; none
+    # is made from registers in the K loop. Its 3xTF32 twin splits its B operand (x's tile) in registers and writes
+    # both parts back to shared memory every K step, waiting on each product (0.43 ms against 0.16 at ieee on a
+    # bottleneck's 1 x 1 reduce, RESULTS.md (bg)); here x is the A operand, which wgmma reads from registers.
+    from kernelopt.offline.moves import conv_pointwise
+
+    imports = "import torch\nimport triton\nimport triton.language as tl\n"
+    sizes = {"P": "i32", "CG": "i32", "OCG": "i32", "G": "i32"}
+    strides = dict.fromkeys(("sxn", "sxc", "son", "soc"), "i32")
+    fixed = {"HAS_BIAS": False, "EVEN": True, "WIDE": False, "BLOCK_CO": 128, "BLOCK_P": 128, "BLOCK_C": 32}
+    made_in_registers = re.compile(r"ttg\.local_alloc %")
+    kernels = {
+        "split": ("conv_pw_split_kernel", {"x_ptr": "*fp32", "wh_ptr": "*fp32", "wl_ptr": "*fp32", "b_ptr": "*fp32",
+                                           "out_ptr": "*fp32", **sizes, "CO_TILES": "i32", **strides}),
+        "tf32x3": ("conv_pw_kernel", {"x_ptr": "*fp32", "w_ptr": "*fp32", "b_ptr": "*fp32", "out_ptr": "*fp32",
+                                      **sizes, **strides}),
+    }
+    written = {}
+    for precision, (name, signature) in kernels.items():
+        kernel = tmp_path / f"{precision}.py"
+        kernel.write_text(imports + conv_pointwise.helper("float32", precision))
+        ttgir = _ptx(kernel, name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir")
+        assert "ttng.warp_group_dot" in ttgir, precision
+        written[precision] = len(made_in_registers.findall(ttgir))
+    assert written["split"] == 0 and written["tf32x3"] > 0, written

@@ -134,11 +134,11 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
 
 
 def _pointwise_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance], list[Skipped]]:
-    """conv.pointwise for a 1 x 1 convolution at unit stride, and for fp32 its twins at 3xTF32 and split in registers;
-    else why not."""
+    """conv.pointwise for a 1 x 1 convolution at unit stride, and for fp32 its twins on TF32 parts, at 3xTF32 and split
+    in registers; else why not."""
     from kernelopt.offline.moves import MoveInstance, Skipped, dot_f16x3
 
-    names = ("conv.pointwise", "conv.pointwise_tf32x3", "conv.pointwise_f16x3")
+    names = ("conv.pointwise", "conv.pointwise_split", "conv.pointwise_tf32x3", "conv.pointwise_f16x3")
     why_not = conv_pointwise.applies(family)
     if why_not is None and conv_depthwise.applies(family) is None:  # a product of one useful channel a K step
         why_not = "each output channel reads one input channel: a per-channel scale, the depthwise stencil's"
@@ -150,11 +150,14 @@ def _pointwise_moves(family: Family, problem_source: str) -> tuple[list[MoveInst
     plain = MoveInstance(names[0], why, conv_pointwise.source(family, problem_source), grid)
     if family.dtype != "float32":
         own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
-        return [plain], [Skipped(names[1], own), Skipped(names[2], own)]
+        return [plain], [Skipped(name, own) for name in names[1:]]
     split = dot_f16x3.to_f16x3(plain.source)
     assert split is not None, "the pointwise product is no longer `acc = tl.dot(a, b, acc, ...)`"
-    return [plain, MoveInstance(names[1], f"{why}; fp32 products at 3xTF32 on the tensor cores",
-                                conv_pointwise.source(family, problem_source, "tf32x3"), grid),
-            MoveInstance(names[2], f"{why}; fp32 products as three fp16 products of the tiles, scaled by powers of "
+    return [plain, MoveInstance(names[1], f"{why}; fp32 products as three TF32 products of the positions' tile (split "
+                                "in registers, the tensor cores' A operand) and the weight (split once, K-major)",
+                                conv_pointwise.source(family, problem_source, "split"), grid),
+            MoveInstance(names[2], f"{why}; fp32 products at 3xTF32 on the tensor cores",
+                         conv_pointwise.source(family, problem_source, "tf32x3"), grid),
+            MoveInstance(names[3], f"{why}; fp32 products as three fp16 products of the tiles, scaled by powers of "
                          "two and split in registers each K step",
                          split.replace("conv.pointwise:", "conv.pointwise_f16x3:", 1), grid)], []

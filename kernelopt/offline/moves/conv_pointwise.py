@@ -103,6 +103,123 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     return conv_pointwise(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_K)
 '''
 
+SPLIT_HELPER = '''
+
+# conv_pw_split_kernel's tile: output channels by positions, and the input channels of a K step (the offline sweep's
+# knobs; each cut to the convolution's own sizes at launch)
+PW_BLOCK_CO = 128
+PW_BLOCK_P = 128
+PW_BLOCK_K = 32
+
+
+@triton.jit
+def tf32_parts_kernel(w_ptr, hi_ptr, lo_ptr, numel, BLOCK: tl.constexpr):
+    # w = hi + lo exactly: hi is w rounded to TF32 (10 mantissa bits), lo the rest
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < numel
+    w = tl.load(w_ptr + offs, mask=inside, other=0.0)
+    hi = ((w.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+    tl.store(hi_ptr + offs, hi, mask=inside)
+    tl.store(lo_ptr + offs, w - hi, mask=inside)
+
+
+@triton.jit
+def conv_pw_split_kernel(
+    x_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr, P, CG, OCG, G, CO_TILES, sxn, sxc, son, soc,
+    HAS_BIAS: tl.constexpr, EVEN: tl.constexpr, WIDE: tl.constexpr,
+    BLOCK_CO: tl.constexpr, BLOCK_P: tl.constexpr, BLOCK_C: tl.constexpr,
+):
+    # out[n]^T = x[n]^T W^T: a program takes BLOCK_P positions of one sample by BLOCK_CO output channels of one group.
+    # x's tile (positions by channels) is the tensor cores' A operand, read from registers, where it is split into two
+    # TF32 parts; the weight, split once before the launch, is B, K-major in shared memory: three TF32 products
+    # (xh wh + xl wh + xh wl), no operand written back to shared memory. A position tile's output-channel tiles are
+    # neighbouring programs (x read once from DRAM). EVEN: every tile lies whole inside the tensors: no mask.
+    pid = tl.program_id(0)
+    ng = tl.program_id(1)
+    pid_co = pid % CO_TILES
+    pid_p = pid // CO_TILES
+    n = ng // G
+    g = ng % G
+    rp = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    rco = pid_co * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    rc = tl.arange(0, BLOCK_C)
+    rp = tl.max_contiguous(tl.multiple_of(rp, BLOCK_P), BLOCK_P)
+    if WIDE:  # a sample's offsets may pass 2**31
+        rp = rp.to(tl.int64)
+        rco = rco.to(tl.int64)
+        rc = rc.to(tl.int64)
+    x_tile = x_ptr + n.to(tl.int64) * sxn + (g * CG).to(tl.int64) * sxc
+    w_off0 = (g * OCG).to(tl.int64) * CG
+    acc = tl.zeros((BLOCK_P, BLOCK_CO), dtype=tl.float32)
+    for c0 in range(0, CG, BLOCK_C):
+        c = c0 + rc
+        w_off = w_off0 + rco[None, :] * CG + c[:, None]
+        x_off = c[None, :] * sxc + rp[:, None]
+        if EVEN:
+            wh = tl.load(wh_ptr + w_off)
+            wl = tl.load(wl_ptr + w_off)
+            xt = tl.load(x_tile + x_off)
+        else:
+            w_in = (c < CG)[:, None] & (rco < OCG)[None, :]
+            wh = tl.load(wh_ptr + w_off, mask=w_in, other=0.0)
+            wl = tl.load(wl_ptr + w_off, mask=w_in, other=0.0)
+            xt = tl.load(x_tile + x_off, mask=(rp < P)[:, None] & (c < CG)[None, :], other=0.0)
+        xh = ((xt.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        xl = xt - xh
+        acc = tl.dot(xl, wh, acc, input_precision="tf32")
+        acc = tl.dot(xh, wl, acc, input_precision="tf32")
+        acc = tl.dot(xh, wh, acc, input_precision="tf32")
+    if HAS_BIAS:
+        acc += tl.load(b_ptr + g * OCG + rco, mask=rco < OCG, other=0.0).to(tl.float32)[None, :]
+    out_off = n.to(tl.int64) * son + (g * OCG).to(tl.int64) * soc + rco[None, :] * soc + rp[:, None]
+    if EVEN:
+        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty))
+    else:
+        tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=(rp < P)[:, None] & (rco < OCG)[None, :])
+
+
+def tf32_parts(w):
+    """(hi, lo), w's two TF32 parts (hi + lo == w, each exact in fp32), in w's shape."""
+    w = w.contiguous()
+    hi, lo = torch.empty_like(w), torch.empty_like(w)
+    if w.numel():
+        tf32_parts_kernel[(triton.cdiv(w.numel(), 1024),)](w, hi, lo, w.numel(), BLOCK=1024)
+    return hi, lo
+
+
+def conv_pointwise_split(x, weight, bias, groups, block_co, block_p, block_c):
+    """torch's fp32 1 x 1 convolution at unit stride and no padding of x (N, C, ...) as three TF32 products a tile
+    on `conv_pw_split_kernel` (x split in registers, the weight once here)."""
+    n, c_in = x.shape[:2]
+    c_out = weight.shape[0]
+    x = x.contiguous()  # positions contiguous, channels P apart
+    p = x[0, 0].numel() if n and c_in else 0
+    out = torch.empty((n, c_out, *x.shape[2:]), device=x.device, dtype=x.dtype)
+    if out.numel() == 0:
+        return out
+    wh, wl = tf32_parts(weight.reshape(c_out, -1))
+    cg, ocg = c_in // groups, c_out // groups
+    # each block cut to its dimension (16 at least: a tensor-core product's least side)
+    block_co = max(16, min(block_co, triton.next_power_of_2(ocg)))
+    block_c = max(16, min(block_c, triton.next_power_of_2(cg)))
+    block_p = max(16, min(block_p, triton.next_power_of_2(p)))
+    even = p % block_p == 0 and cg % block_c == 0 and ocg % block_co == 0
+    wide = (max(c_in, c_out) + 256) * (p + 256) >= 2**31  # a sample's offsets, a masked tile's overhang included
+    co_tiles = triton.cdiv(ocg, block_co)
+    grid = (triton.cdiv(p, block_p) * co_tiles, n * groups)
+    conv_pw_split_kernel[grid](
+        x, wh, wl, bias if bias is not None else wh, out, p, cg, ocg, groups, co_tiles, x.stride(0), x.stride(1),
+        out.stride(0), out.stride(1), HAS_BIAS=bias is not None, EVEN=even, WIDE=wide,
+        BLOCK_CO=block_co, BLOCK_P=block_p, BLOCK_C=block_c, num_warps=8, num_stages=3,
+    )
+    return out
+
+
+def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):
+    # a 1 x 1 convolution at unit stride with no padding (the move is offered only so): the product at the swept tile
+    return conv_pointwise_split(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_K)
+'''
+
 HEADER = '''"""conv.$name: the reference's 1 x 1 convolution as a product per sample and group (kernelopt's
 template): output channels by contiguous positions a program, whole tiles read and written with no mask."""
 
@@ -148,8 +265,11 @@ def tiles(family: Family) -> tuple[dict[str, int], ...]:
 
 
 def helper(dtype: str, precision: str = "ieee") -> str:
-    """HELPER with its fp32 products at `precision` ("ieee", "tf32x3"); a 16-bit problem's products are the tensor
-    cores' own (no precision named)."""
+    """HELPER with its fp32 products at `precision` ("ieee", "tf32x3"; "split": SPLIT_HELPER's, three TF32 products of
+    operands split in registers and once before); a 16-bit problem's products are the tensor cores' own (no precision
+    named)."""
+    if precision == "split":
+        return SPLIT_HELPER
     if dtype != "float32":
         return HELPER.replace(', input_precision="ieee"', "")
     return HELPER.replace('input_precision="ieee"', f'input_precision="{precision}"')
@@ -163,6 +283,6 @@ def source(family: Family, problem_source: str, precision: str = "ieee") -> str:
     x = family.input_names[0]
     call = (f"conv_triton({x}, {state_expression(weight)}, {state_expression(bias) if bias else 'None'}, None, "
             f"None, None, None, False, None, {int(family.scalars[8])})")
-    name = "pointwise" + ("_tf32x3" if precision == "tf32x3" else "")
+    name = "pointwise" + {"ieee": "", "tf32x3": "_tf32x3", "split": "_split"}[precision]
     return (HEADER.replace("$name", name) + helper(family.dtype, precision) + "\n\nclass ModelNew(nn.Module):\n"
             + reference_init(problem_source) + f"\n    def forward(self, {x}):\n        return {call}\n")

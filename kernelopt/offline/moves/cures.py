@@ -49,6 +49,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
     # a 1 x 1 convolution as a product of contiguous rows: no gathered offsets, no masks inside the tensor
     "pointwise": ("memory", "latency", "compute", "other"),
+    "pointwise_split": ("compute", "memory", "other"),
     "pointwise_tf32x3": ("compute", "memory", "other"),
     "pointwise_f16x3": ("compute", "memory", "other"),
     "depthwise": ("memory", "latency", "occupancy", "compute", "other"),  # a stencil, not a GEMM of one column
