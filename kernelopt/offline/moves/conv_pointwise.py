@@ -18,6 +18,37 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
 
+# the text both helpers share: a program's sample, group, positions, channels and input tile (its pids first), and the
+# launch's output and blocks
+_PROGRAM = '''    n = ng // G
+    g = ng % G
+    rp = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
+    rco = pid_co * BLOCK_CO + tl.arange(0, BLOCK_CO)
+    rc = tl.arange(0, BLOCK_C)
+    rp = tl.max_contiguous(tl.multiple_of(rp, BLOCK_P), BLOCK_P)
+    if WIDE:  # a sample's offsets may pass 2**31
+        rp = rp.to(tl.int64)
+        rco = rco.to(tl.int64)
+        rc = rc.to(tl.int64)
+    x_tile = x_ptr + n.to(tl.int64) * sxn + (g * CG).to(tl.int64) * sxc
+'''
+_OUT = '''    n, c_in = x.shape[:2]
+    c_out = weight.shape[0]
+    x = x.contiguous()  # positions contiguous, channels P apart
+    p = x[0, 0].numel() if n and c_in else 0
+    out = torch.empty((n, c_out, *x.shape[2:]), device=x.device, dtype=x.dtype)
+    if out.numel() == 0:
+        return out
+'''
+_BLOCKS = '''    cg, ocg = c_in // groups, c_out // groups
+    # each block cut to its dimension (16 at least: a tensor-core product's least side)
+    block_co = max(16, min(block_co, triton.next_power_of_2(ocg)))
+    block_c = max(16, min(block_c, triton.next_power_of_2(cg)))
+    block_p = max(16, min(block_p, triton.next_power_of_2(p)))
+    even = p % block_p == 0 and cg % block_c == 0 and ocg % block_co == 0
+    wide = (max(c_in, c_out) + 256) * (p + 256) >= 2**31  # a sample's offsets, a masked tile's overhang included
+'''
+
 HELPER = '''
 
 # conv_pw_kernel's tile: output channels by positions, and the input channels of a K step (the offline sweep's knobs;
@@ -38,18 +69,7 @@ def conv_pw_kernel(
     pid_p = tl.program_id(0)
     pid_co = tl.program_id(1)
     ng = tl.program_id(2)
-    n = ng // G
-    g = ng % G
-    rp = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-    rco = pid_co * BLOCK_CO + tl.arange(0, BLOCK_CO)
-    rc = tl.arange(0, BLOCK_C)
-    rp = tl.max_contiguous(tl.multiple_of(rp, BLOCK_P), BLOCK_P)
-    if WIDE:  # a sample's offsets may pass 2**31
-        rp = rp.to(tl.int64)
-        rco = rco.to(tl.int64)
-        rc = rc.to(tl.int64)
-    x_tile = x_ptr + n.to(tl.int64) * sxn + (g * CG).to(tl.int64) * sxc
-    w_tile = w_ptr + (g * OCG).to(tl.int64) * CG
+''' + _PROGRAM + '''    w_tile = w_ptr + (g * OCG).to(tl.int64) * CG
     acc = tl.zeros((BLOCK_CO, BLOCK_P), dtype=tl.float32)
     for c0 in range(0, CG, BLOCK_C):
         c = c0 + rc
@@ -74,22 +94,8 @@ def conv_pw_kernel(
 def conv_pointwise(x, weight, bias, groups, block_co, block_p, block_c):
     """torch's 1 x 1 convolution at unit stride and no padding (any dilation: one tap has no spacing) of x (N, C, ...)
     on `conv_pw_kernel`: a product of a group's weight rows and a sample's positions a tile."""
-    n, c_in = x.shape[:2]
-    c_out = weight.shape[0]
-    x = x.contiguous()  # positions contiguous, channels P apart
-    p = x[0, 0].numel() if n and c_in else 0
-    out = torch.empty((n, c_out, *x.shape[2:]), device=x.device, dtype=x.dtype)
-    if out.numel() == 0:
-        return out
-    w = weight.reshape(c_out, -1).contiguous()
-    cg, ocg = c_in // groups, c_out // groups
-    # each block cut to its dimension (16 at least: a tensor-core product's least side)
-    block_co = max(16, min(block_co, triton.next_power_of_2(ocg)))
-    block_c = max(16, min(block_c, triton.next_power_of_2(cg)))
-    block_p = max(16, min(block_p, triton.next_power_of_2(p)))
-    even = p % block_p == 0 and cg % block_c == 0 and ocg % block_co == 0
-    wide = (max(c_in, c_out) + 256) * (p + 256) >= 2**31  # a sample's offsets, a masked tile's overhang included
-    grid = (triton.cdiv(p, block_p), triton.cdiv(ocg, block_co), n * groups)
+''' + _OUT + '''    w = weight.reshape(c_out, -1).contiguous()
+''' + _BLOCKS + '''    grid = (triton.cdiv(p, block_p), triton.cdiv(ocg, block_co), n * groups)
     conv_pw_kernel[grid](
         x, w, bias if bias is not None else w, out, p, cg, ocg, groups, x.stride(0), x.stride(1),
         out.stride(0), out.stride(1), HAS_BIAS=bias is not None, EVEN=even, WIDE=wide,
@@ -138,18 +144,7 @@ def conv_pw_split_kernel(
     ng = tl.program_id(1)
     pid_co = pid % CO_TILES
     pid_p = pid // CO_TILES
-    n = ng // G
-    g = ng % G
-    rp = pid_p * BLOCK_P + tl.arange(0, BLOCK_P)
-    rco = pid_co * BLOCK_CO + tl.arange(0, BLOCK_CO)
-    rc = tl.arange(0, BLOCK_C)
-    rp = tl.max_contiguous(tl.multiple_of(rp, BLOCK_P), BLOCK_P)
-    if WIDE:  # a sample's offsets may pass 2**31
-        rp = rp.to(tl.int64)
-        rco = rco.to(tl.int64)
-        rc = rc.to(tl.int64)
-    x_tile = x_ptr + n.to(tl.int64) * sxn + (g * CG).to(tl.int64) * sxc
-    w_off0 = (g * OCG).to(tl.int64) * CG
+''' + _PROGRAM + '''    w_off0 = (g * OCG).to(tl.int64) * CG
     acc = tl.zeros((BLOCK_P, BLOCK_CO), dtype=tl.float32)
     for c0 in range(0, CG, BLOCK_C):
         c = c0 + rc
@@ -190,22 +185,8 @@ def tf32_parts(w):
 def conv_pointwise_split(x, weight, bias, groups, block_co, block_p, block_c):
     """torch's fp32 1 x 1 convolution at unit stride and no padding of x (N, C, ...) as three TF32 products a tile
     on `conv_pw_split_kernel` (x split in registers, the weight once here)."""
-    n, c_in = x.shape[:2]
-    c_out = weight.shape[0]
-    x = x.contiguous()  # positions contiguous, channels P apart
-    p = x[0, 0].numel() if n and c_in else 0
-    out = torch.empty((n, c_out, *x.shape[2:]), device=x.device, dtype=x.dtype)
-    if out.numel() == 0:
-        return out
-    wh, wl = tf32_parts(weight.reshape(c_out, -1))
-    cg, ocg = c_in // groups, c_out // groups
-    # each block cut to its dimension (16 at least: a tensor-core product's least side)
-    block_co = max(16, min(block_co, triton.next_power_of_2(ocg)))
-    block_c = max(16, min(block_c, triton.next_power_of_2(cg)))
-    block_p = max(16, min(block_p, triton.next_power_of_2(p)))
-    even = p % block_p == 0 and cg % block_c == 0 and ocg % block_co == 0
-    wide = (max(c_in, c_out) + 256) * (p + 256) >= 2**31  # a sample's offsets, a masked tile's overhang included
-    co_tiles = triton.cdiv(ocg, block_co)
+''' + _OUT + '''    wh, wl = tf32_parts(weight.reshape(c_out, -1))
+''' + _BLOCKS + '''    co_tiles = triton.cdiv(ocg, block_co)
     grid = (triton.cdiv(p, block_p) * co_tiles, n * groups)
     conv_pw_split_kernel[grid](
         x, wh, wl, bias if bias is not None else wh, out, p, cg, ocg, groups, co_tiles, x.stride(0), x.stride(1),
