@@ -102,8 +102,9 @@ def test_only_fp32_takes_it_and_the_helper_it_edits_is_checked(tmp_path: Path) -
                                                   "torch.rand(batch_size, in_channels, height, width).half()")
                        .replace("groups=groups, bias=bias)", "groups=groups, bias=bias).half()"))
     moves = structural_moves(problem)
-    assert "conv.split_f16" not in [m.name for m in moves.instances]
-    assert "float16" in {s.name: s.why for s in moves.skipped}["conv.split_f16"]
+    assert not {"conv.split_f16", "conv.split_tf32"} & {m.name for m in moves.instances}
+    skipped = {s.name: s.why for s in moves.skipped}
+    assert "float16" in skipped["conv.split_f16"] and "float16" in skipped["conv.split_tf32"]
     with pytest.raises(AssertionError, match="the convolution helper changed"):
         conv_split._replaced("no such text", (("a = tl.load(x_ptr", "b"),))
 
@@ -182,3 +183,31 @@ def test_the_in_register_split_stays_for_products_beside_the_convolution() -> No
     conv = seed_text("max_autotune_triton", LEVEL2_CONV)
     bmm = seed_text("max_autotune_triton", "3_Batched_matrix_multiplication")
     assert not conv_split.products_beside(conv) and conv_split.products_beside(bmm)
+
+
+@pytest.mark.parametrize("block_k", [16, 1])
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_tf32_split_convolution_computes_atens_convolution(name: str, block_k: int) -> None:
+    # conv.split_tf32's helper: the interpreter's TF32 products are exact fp32, so this checks that the input tile's
+    # parts add up to it, that the weight's K-major parts are read where the template's layout had it (several kernel
+    # offsets a step at 16, one channel a step at 1) and that the remainders' product is the only term left out
+    args, want = _case(name)
+    conv = _helper(with_config(conv_split.tf32_helper(), {**SMALL, "CONV_BLOCK_K": block_k}))["conv_triton"]
+    got = conv(*args[:3], None, *args[3:])
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-4)
+
+
+def test_the_tf32_split_move_is_offered_after_the_fp16_split_and_passes_the_verifier(tmp_path: Path) -> None:
+    moves = {m.name: m for m in structural_moves(CONV2D).instances}
+    names = list(moves)
+    split = names.index("conv.split_tf32")
+    assert names.index("conv.split_f16") + 1 == split < names.index("conv.implicit_gemm_tf32x3")
+    move = moves["conv.split_tf32"]
+    assert check_kernel_source(move.source) == [] and "compute" in move.cures
+    assert "(2, 1), (1, 1), (1, 2), False, (0, 0), 2)" in move.source  # the reference's own settings
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(move.source, {**move.grid[0], **SMALL}))
+    settings = HarnessSettings.detect(seeds=1, time_compile=False)
+    verdict = Verifier(CONV2D, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason

@@ -305,3 +305,33 @@ def test_the_pointwise_split_product_never_writes_its_operands_back_to_shared_me
         assert "ttng.warp_group_dot" in ttgir, precision
         written[precision] = len(made_in_registers.findall(ttgir))
     assert written["split"] == 0 and written["tf32x3"] > 0, written
+
+
+def test_the_tf32_split_convolution_never_writes_its_operands_back_to_shared_memory(tmp_path: Path) -> None:
+    # conv.split_tf32's implicit GEMM at a 3 x 3 convolution's first tile (128 x 128 x 32, 8 warps, 3 stages) in the
+    # H200's TTGIR: wgmma products, no shared-memory buffer made from registers in the K loop (the gathered input
+    # tile is split in registers as the A operand, the weight's parts come K-major from memory); the 3xTF32 twin
+    # (implicit_gemm_tf32x3) writes its B operand's parts back to shared memory every K step.
+    from kernelopt.offline.moves import conv_split
+    from kernelopt.offline.moves.conv import _IEEE
+    from kernelopt.seed.conv import CONV_HELPER
+
+    imports = "import torch\nimport triton\nimport triton.language as tl\n"
+    sizes = ("OD", "OH", "OW", "D", "H", "W", "KD", "KH", "KW", "M", "CG", "OCG", "sxn", "sxc", "sxd", "sxh", "sxw",
+             "son", "soc", "sod", "soh", "sow", "std", "sth", "stw", "pdd", "pdh", "pdw", "dld", "dlh", "dlw", "MQ",
+             "QD", "QH", "QW")
+    fixed = {"TRANSPOSED": False, "HAS_BIAS": False, "IS_FP32": True, "WIDE": False, "BLOCK_M": 128, "BLOCK_N": 128,
+             "BLOCK_K": 32, "CG_POW": 0, "PHASED": False}
+    texts = {"split_tf32": (conv_split.tf32_helper(), ("x_ptr", "wg_ptr", "wl_ptr", "b_ptr", "out_ptr"), ("KKCG",)),
+             "tf32x3": (CONV_HELPER.replace(_IEEE, 'input_precision="tf32x3"'),
+                        ("x_ptr", "wg_ptr", "b_ptr", "out_ptr"), ())}
+    written = {}
+    for name, (text, pointers, extra) in texts.items():
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(imports + text)
+        signature = {**dict.fromkeys(pointers, "*fp32"), **dict.fromkeys((*extra, *sizes), "i32"),
+                     **dict.fromkeys(fixed, "constexpr")}
+        ttgir = _ptx(kernel, "conv_igemm_kernel", signature, fixed, 8, True, "ttgir")
+        assert "ttng.warp_group_dot" in ttgir, name
+        written[name] = len(re.findall(r"ttg\.local_alloc %", ttgir))
+    assert written["split_tf32"] == 0 and written["tf32x3"] > 0, written

@@ -109,16 +109,9 @@ def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, out
     return conv_pointwise(x, weight, bias, groups, PW_BLOCK_CO, PW_BLOCK_P, PW_BLOCK_K)
 '''
 
-SPLIT_HELPER = '''
-
-# conv_pw_split_kernel's tile: output channels by positions, and the input channels of a K step (the offline sweep's
-# knobs; each cut to the convolution's own sizes at launch)
-PW_BLOCK_CO = 128
-PW_BLOCK_P = 128
-PW_BLOCK_K = 32
-
-
-@triton.jit
+# a weight's two TF32 parts, made once a call before the product: the kernel, then its host function (conv_split.py's
+# split_tf32 shares them)
+TF32_PARTS_KERNEL = '''@triton.jit
 def tf32_parts_kernel(w_ptr, hi_ptr, lo_ptr, numel, BLOCK: tl.constexpr):
     # w = hi + lo exactly: hi is w rounded to TF32 (10 mantissa bits), lo the rest
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -129,7 +122,27 @@ def tf32_parts_kernel(w_ptr, hi_ptr, lo_ptr, numel, BLOCK: tl.constexpr):
     tl.store(lo_ptr + offs, w - hi, mask=inside)
 
 
-@triton.jit
+'''
+TF32_PARTS = '''def tf32_parts(w):
+    """(hi, lo), w's two TF32 parts (hi + lo == w, each exact in fp32), in w's shape."""
+    w = w.contiguous()
+    hi, lo = torch.empty_like(w), torch.empty_like(w)
+    if w.numel():
+        tf32_parts_kernel[(triton.cdiv(w.numel(), 1024),)](w, hi, lo, w.numel(), BLOCK=1024)
+    return hi, lo
+
+
+'''
+SPLIT_HELPER = '''
+
+# conv_pw_split_kernel's tile: output channels by positions, and the input channels of a K step (the offline sweep's
+# knobs; each cut to the convolution's own sizes at launch)
+PW_BLOCK_CO = 128
+PW_BLOCK_P = 128
+PW_BLOCK_K = 32
+
+
+''' + TF32_PARTS_KERNEL + '''@triton.jit
 def conv_pw_split_kernel(
     x_ptr, wh_ptr, wl_ptr, b_ptr, out_ptr, P, CG, OCG, G, CO_TILES, sxn, sxc, son, soc,
     HAS_BIAS: tl.constexpr, EVEN: tl.constexpr, WIDE: tl.constexpr,
@@ -173,16 +186,7 @@ def conv_pw_split_kernel(
         tl.store(out_ptr + out_off, acc.to(out_ptr.dtype.element_ty), mask=(rp < P)[:, None] & (rco < OCG)[None, :])
 
 
-def tf32_parts(w):
-    """(hi, lo), w's two TF32 parts (hi + lo == w, each exact in fp32), in w's shape."""
-    w = w.contiguous()
-    hi, lo = torch.empty_like(w), torch.empty_like(w)
-    if w.numel():
-        tf32_parts_kernel[(triton.cdiv(w.numel(), 1024),)](w, hi, lo, w.numel(), BLOCK=1024)
-    return hi, lo
-
-
-def conv_pointwise_split(x, weight, bias, groups, block_co, block_p, block_c):
+''' + TF32_PARTS + '''def conv_pointwise_split(x, weight, bias, groups, block_co, block_p, block_c):
     """torch's fp32 1 x 1 convolution at unit stride and no padding of x (N, C, ...) as three TF32 products a tile
     on `conv_pw_split_kernel` (x split in registers, the weight once here)."""
 ''' + _OUT + '''    wh, wl = tf32_parts(weight.reshape(c_out, -1))

@@ -111,6 +111,49 @@ def helper() -> str:
     return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER
 
 
+# conv.split_tf32: the gathered input tile split into TF32 parts in registers each K step (the tensor cores' A
+# operand, which wgmma reads from registers: no pass over the input first), the weight split once a call into TF32
+# parts laid out K-major (B, which a TF32 product must find K-major in shared memory: the 3xTF32 twin splits B in
+# registers and writes both parts back every step). TF32 keeps fp32's exponent: no scale.
+_TF32_EDITS = (
+    ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n", "    x_ptr, wg_ptr, wl_ptr, b_ptr, out_ptr, KKCG,\n"),
+    # the weight's parts: K-major (kernel offset, input channel), a column per output channel of the group
+    ("        w_off = ((g * KD * KH * KW + kk) * CG + c)[:, None] * OCG + rn[None, :]\n",
+     "        w_off = (kk * CG + c)[:, None] + (g * OCG + rn)[None, :] * KKCG\n"),
+    (_LOAD_B, _LOAD_B + _LOAD_B.replace("b = tl.load(wg_ptr", "b_lo = tl.load(wl_ptr")),
+    (_PRODUCT, '''        # a's TF32 parts in registers; three TF32 products (the remainders' left out, as 3xTF32 does)
+        a_hi = ((a.to(tl.uint32, bitcast=True) + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
+        acc = tl.dot(a - a_hi, b, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b_lo, acc, input_precision="tf32")
+        acc = tl.dot(a_hi, b, acc, input_precision="tf32")
+'''),
+    (_LAUNCH, '''    # the weight's TF32 parts, K-major: a column of (kernel offset, input channel) an output channel
+    kkcg = wg[0].numel() // max(ocg, 1)
+    w_hi, w_lo = tf32_parts(wg.view(groups, kkcg, ocg).transpose(1, 2))
+    conv_igemm_kernel[grid](
+        x, w_hi, w_lo, bias if bias is not None else x, out, kkcg,
+'''),
+)
+TF32_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_DIRECT_OUTPUTS = 32\n", "CONV_DIRECT_OUTPUTS = 0\n"), *_TF32_EDITS))
+
+TF32_HEADER = '''"""conv.split_tf32: the reference's convolution as an implicit GEMM of three TF32 products a K step
+(kernelopt's template): the gathered input tile split into TF32 parts in registers, the weight split once a call,
+K-major."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+
+def tf32_helper() -> str:
+    """The kernels and host functions a split_tf32 convolution's file holds before its ModelNew."""
+    from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
+
+    return "\n\n" + TF32_PARTS_KERNEL + TF32_CONV_HELPER + "\n\n" + TF32_PARTS
+
+
 def header() -> str:
     return _HEADER
 
