@@ -9,6 +9,12 @@ compiler cannot prove contiguous (element by element, no vector loads) and masks
 group: its x tile is BLOCK_K channel rows of BLOCK_P contiguous positions (16-byte loads), its output tile is stored
 the same way, and a tile that lies whole inside the tensor is read and written with no mask. fp32 products at the
 problem's precision ("ieee": FMAs, as the reference's own), or at 3xTF32 for a twin, or split in registers.
+
+`conv.pointwise_split` (SPLIT_HELPER) takes the product transposed, out[n]^T = x[n]^T W^T: x's tile is then the
+tensor cores' A operand, which wgmma reads from registers, so it is split into two TF32 parts there; the weight,
+split once a call, is a K-major B read from shared memory as the loads left it. A TF32 product needs both operands
+K-major in shared memory, and x's tile (positions contiguous) is not: the 3xTF32 twin splits it in registers and
+writes both parts back to shared memory every K step, waiting on each product (sm_90 TTGIR, tests/test_moves_ptx.py).
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ implicit GEMM reads every channel of its sample. An inf or NaN lies whole in its
 
 The gather, its masks, the transposed, strided, dilated and grouped cases are the template's own (seed/conv.py):
 this file's helper is that helper with its loads, its product and its launch replaced.
+
+`conv.split_tf32` (tf32_helper) makes no pass over the input: the gathered tile is split into two TF32 parts in
+registers, where wgmma reads its A operand, and only the weight is split once a call, into K-major TF32 parts (B, as
+a TF32 product must find it in shared memory). TF32 has fp32's exponent, so nothing is scaled. Its three products a
+step run at TF32's rate, half fp16's: it is for the convolutions the split_f16 input pass costs more than it saves.
 """
 
 from __future__ import annotations
