@@ -121,7 +121,7 @@ def test_a_seeds_convolution_is_rewritten_on_split_parts_and_still_computes_the_
     assert rewrite.source == conv_split.rewrite(seed) and rewrite.cures == ("compute", "memory", "other")
     assert rewrite.grid[:2] == ({}, {"CONV_CHANNELS_LAST": 0})
     assert [tuple(c.values()) for c in rewrite.grid[2:]] == list(conv_split.TILES)
-    assert "dot.conv_split_f16 applies" in {s.name: s.why for s in moves.skipped}["dot.f16x3"]
+    assert "dot.conv_split_f16 and dot.conv_split_tf32 apply" in {s.name: s.why for s in moves.skipped}["dot.f16x3"]
     assert check_kernel_source(rewrite.source) == []
     problem = shrunk_problem(problem_path(LEVEL2_CONV), tmp_path / f"{LEVEL2_CONV}.py")
     # as the seed left it, and after dot.tf32x3 gave its product three TF32 products: the same split either way
@@ -211,3 +211,22 @@ def test_the_tf32_split_move_is_offered_after_the_fp16_split_and_passes_the_veri
     settings = HarnessSettings.detect(seeds=1, time_compile=False)
     verdict = Verifier(CONV2D, tmp_path / "harness", settings).verify(kernel, time=False)
     assert verdict.accepted, verdict.reason
+
+
+def test_a_seeds_convolution_is_rewritten_on_tf32_parts_and_still_computes_the_reference(tmp_path: Path) -> None:
+    from test_seed_translate import _run_both, problem_path, seed_text, shrunk_problem
+
+    seed = seed_text("max_autotune_triton", LEVEL2_CONV)
+    moves = {m.name: m for m in structural_moves(problem_path(LEVEL2_CONV), 132, seed).instances}
+    rewrite = moves["dot.conv_split_tf32"]
+    assert rewrite.source == conv_split.rewrite(seed, tf32=True) and "compute" in rewrite.cures
+    assert rewrite.grid[0] == {} and len(rewrite.grid) > 1 and check_kernel_source(rewrite.source) == []
+    assert "a_hi = ((a.to(tl.uint32" in rewrite.source and "CONV_CHANNELS_LAST" not in rewrite.source
+    # after dot.tf32x3 gave the seed's product three TF32 products: the same rewrite
+    assert conv_split.rewrite(moves["dot.tf32x3"].source, tf32=True) == rewrite.source
+    assert conv_split.rewrite(rewrite.source, tf32=True) is None  # its names are taken: not rewritten twice
+    problem = shrunk_problem(problem_path(LEVEL2_CONV), tmp_path / f"{LEVEL2_CONV}.py")
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(rewrite.source, SMALL))
+    expected, got = _run_both(problem, kernel)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)

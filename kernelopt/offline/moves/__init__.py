@@ -100,7 +100,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
     split, why = split + conv, why + not_conv
     if covered:  # the products' operands split once before their launch: no split of each K step's tiles too
         instances = tuple(m for m in instances if m.name != "dot.f16x3")
-        skipped += (Skipped("dot.f16x3", f"{' and '.join(m.name for m in split)} applies: the operands are split "
+        verb = "applies" if len(split) == 1 else "apply"
+        skipped += (Skipped("dot.f16x3", f"{' and '.join(m.name for m in split)} {verb}: the operands are split "
                             "once before the product, not every K step in every program"),)
     return Moves(moves.family, moves.instances + instances + split, moves.skipped + skipped + why)
 
@@ -207,10 +208,19 @@ def _conv_split(family: Family | None, source: str,
                             "rewritten otherwise), or the split's names are taken"),)
     grid = _tf32x3_tiles(rewritten, capability, (conv_split.TILES, conv_split.TILES))
     grid.insert(1, {"CONV_CHANNELS_LAST": 0})  # its own launch as the input lies too
-    return (MoveInstance(name, "the best kernel's convolution on the input's samples and the weight's output "
-                         "channels scaled by powers of two into fp16's range and split once before the product, "
-                         "three fp16 products a K step added in fp32; the seed's other kernels kept", rewritten,
-                         tuple(grid)),), ()
+    moves = [MoveInstance(name, "the best kernel's convolution on the input's samples and the weight's output "
+                          "channels scaled by powers of two into fp16's range and split once before the product, "
+                          "three fp16 products a K step added in fp32; the seed's other kernels kept", rewritten,
+                          tuple(grid))]
+    tf32 = conv_split.rewrite(source, tf32=True)
+    if tf32 is not None:
+        from kernelopt.offline.moves.conv import TF32X3_TILES
+
+        moves.append(MoveInstance("dot.conv_split_tf32", "the best kernel's convolution as three TF32 products a K "
+                                  "step: its gathered input tile split in registers, the weight split once before "
+                                  "the product, K-major; the seed's other kernels kept", tf32,
+                                  tuple(_tf32x3_tiles(tf32, capability, (TF32X3_TILES, TF32X3_TILES)))))
+    return tuple(moves), ()
 
 
 Tiles = tuple[tuple[int, ...], ...]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) rows

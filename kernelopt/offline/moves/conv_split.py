@@ -171,18 +171,20 @@ TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 1
 
 
 _NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split")
+_TF32_NAMES = ("tf32_parts_kernel", "tf32_parts")
 
 
-def rewrite(source: str) -> str | None:
+def rewrite(source: str, tf32: bool = False) -> str | None:
     """A kernel file holding the seed's convolution helper (a compiler seed's `conv_triton`, as a sweep or the
-    `dot.tf32x3` rewrite left it) with the helper on fp16 parts split once; None where the helper is not there as
-    written (its product rewritten in registers, say) or the split's names are taken."""
+    `dot.tf32x3` rewrite left it) with the helper on fp16 parts split once (`tf32`: on TF32 parts, split_tf32's);
+    None where the helper is not there as written (its product rewritten in registers, say) or the split's names
+    are taken."""
     try:
         tree = parse(source)
     except SyntaxError:
         return None
     found = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    if not {"conv_igemm_kernel", "conv_triton"} <= found.keys() or set(_NAMES) & found.keys():
+    if not {"conv_igemm_kernel", "conv_triton"} <= found.keys() or set(_TF32_NAMES if tf32 else _NAMES) & found.keys():
         return None
     kernel, host = found["conv_igemm_kernel"], found["conv_triton"]
     start = min(n.lineno for n in (kernel, *kernel.decorator_list)) - 1
@@ -193,13 +195,16 @@ def rewrite(source: str) -> str | None:
     region = "".join(lines[start:host.end_lineno])
     region = re.sub(r'input_precision=(["\'])(ieee|tf32x3)\1', 'input_precision="ieee"', region)
     try:
-        split = _replaced(region, _EDITS)
+        split = _replaced(region, _TF32_EDITS if tf32 else _EDITS)
     except AssertionError:
         return None
     from kernelopt.offline.moves.conv_direct import gemm_only
+    from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
 
-    return (gemm_only("".join(lines[:start])) + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER
-            + "".join(lines[host.end_lineno:]))
+    before, after = gemm_only("".join(lines[:start])), "".join(lines[host.end_lineno:])
+    if tf32:
+        return before + TF32_PARTS_KERNEL + split + "\n\n" + TF32_PARTS.rstrip("\n") + "\n" + after
+    return before + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER + after
 
 
 def products_beside(source: str) -> bool:
