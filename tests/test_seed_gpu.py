@@ -177,7 +177,8 @@ def test_the_seeds_convolution_on_split_parts_is_accepted_and_timed_at_full_size
     # dot.conv_split_f16 (conv_split.rewrite) on the compiler's seed of level 2's convolution: the input's samples
     # and the weight's output channels split once into fp16 parts before the implicit GEMM. Verified at full size
     # with every derived case, its fp16 products measured against float64, timed at the split's first two tiles
-    # beside the seed at 3xTF32 (pass c3l2's best, 6.77 ms) and the products split in registers (dot.f16x3).
+    # beside the seed at 3xTF32 (pass c3l2's best, 6.77 ms), on TF32 parts (dot.conv_split_tf32) and the products split
+    # in registers (dot.f16x3).
     from kernelopt.offline.moves import conv_split
     from kernelopt.offline.moves.dot_f16x3 import to_f16x3
     from kernelopt.offline.moves.precision import to_tf32x3
@@ -191,8 +192,11 @@ def test_the_seeds_convolution_on_split_parts_is_accepted_and_timed_at_full_size
     tiles = [dict(zip(keys, tile, strict=True)) for tile in conv_split.TILES[:2]]
     verifier = Verifier(problem, tmp_path / "verify", HarnessSettings.detect(seeds=1))
     try:
+        tf32 = conv_split.rewrite(seed, tf32=True)  # dot.conv_split_tf32: the input split in registers
+        assert tf32 is not None
         for label, source in (("split 0", with_config(split, tiles[0])), ("split 1", with_config(split, tiles[1])),
-                              ("tf32x3", to_tf32x3(seed) or seed), ("f16x3", to_f16x3(seed) or seed)):
+                              ("split_tf32", tf32), ("tf32x3", to_tf32x3(seed) or seed),
+                              ("f16x3", to_f16x3(seed) or seed)):
             kernel = tmp_path / f"{label.replace(' ', '_')}.py"
             kernel.write_text(source)
             verdict = verifier.verify(kernel)
