@@ -31,6 +31,18 @@
 #      a reference killed at close waited for (reference_client.close).
 #   PART=rest runs 2 (about 10 minutes, a box of 585 s: test_moves_gpu's remainder may need a second call); then 3's
 #   items are covered but for the 0-d number tensor (no test graph has one).
+# Session 50 (RESULTS.md (bh)): one H100 call (PART=rest: test_moves_gpu's remainder passed but 35's one_read, an OOM
+# beside the test's own cached input, mended; the 3-D average pool alone passed; test_seed_gpu's start from nothing and
+# two level-2 splits passed), then eight failed starts. New moves, CPU-checked (interpreter and sm_90 TTGIR) only:
+# conv.pointwise_split, conv.split_tf32, dot.conv_split_tf32. For the next calls (.gpu/call2.sh, call3.sh are copied
+# into benchmarks/h200/logs/s50/):
+#   1. `bash benchmarks/h200/logs/s50/call3.sh` (about 240 s, either card): 87's pointwise_split beside cuDNN, 55's
+#      split_tf32 beside split_f16, the new moves through the verifier at the conv test problems' sizes;
+#   2. on an H100, 87 in the outside pass with the new move (`redo_rows.sh outside_h100 87_` here first, then
+#      `outside h100 outside 150`: call2.sh); on an H200, c3's rows (#22's bars) and outside_l2_h200 (PART=2);
+#   3. left of the GPU tests: test_moves_gpu's pointwise_convolution (now with pointwise_split), one_read_rows_of_more
+#      (35, after the OOM mend), c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers and
+#      convolution_on_split_parts (now with dot.conv_split_tf32).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
