@@ -34,12 +34,11 @@
 # Session 50 (RESULTS.md (bh)): one H100 call (PART=rest: test_moves_gpu's remainder passed but 35's one_read, an OOM
 # beside the test's own cached input, mended; the 3-D average pool alone passed; test_seed_gpu's start from nothing and
 # two level-2 splits passed), then eight failed starts. New moves, CPU-checked (interpreter and sm_90 TTGIR) only:
-# conv.pointwise_split, conv.split_tf32, dot.conv_split_tf32. For the next calls (.gpu/call2.sh, call3.sh are copied
-# into benchmarks/h200/logs/s50/):
-#   1. `bash benchmarks/h200/logs/s50/call3.sh` (about 240 s, either card): 87's pointwise_split beside cuDNN, 55's
+# conv.pointwise_split, conv.split_tf32, dot.conv_split_tf32. For the next calls:
+#   1. `BOX=240 PART=tf32 bash benchmarks/h200/next_call.sh` (either card): 87's pointwise_split beside cuDNN, 55's
 #      split_tf32 beside split_f16, the new moves through the verifier at the conv test problems' sizes;
-#   2. on an H100, 87 in the outside pass with the new move (`redo_rows.sh outside_h100 87_` here first, then
-#      `outside h100 outside 150`: call2.sh); on an H200, c3's rows (#22's bars) and outside_l2_h200 (PART=2);
+#   2. on an H100, 87 in the outside pass with the new move (`redo_rows.sh outside_h100 87_` here first; PART=tf32
+#      with BOX=585 runs it before 1); on an H200, c3's rows (#22's bars) and outside_l2_h200 (PART=2);
 #   3. left of the GPU tests: test_moves_gpu's pointwise_convolution (now with pointwise_split), one_read_rows_of_more
 #      (35, after the OOM mend), c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers and
 #      convolution_on_split_parts (now with dot.conv_split_tf32).
@@ -193,7 +192,26 @@ rest() {  # what session 49's calls left of the GPU tests (RESULTS.md (bg)): tes
   timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh \
     "test_seed_gpu:neither or split_fp16_operands or split_in_registers or convolution_on_split_parts"
 }
+tf32parts() {  # session 50's TF32-parts moves, first on a GPU (about 240 s): conv.pointwise_split on the public 87 (in
+  # .gpu/outside) kernel by kernel beside cuDNN, conv.split_tf32 on 55 beside split_f16, then the new moves through
+  # the verifier at the conv test problems' sizes in what is left of the box
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local k=benchmarks/h200/kernel_times.py p55 p87 left
+  p87=$(ls .gpu/outside/87_*.py 2>/dev/null | head -1)
+  p55=$(ls benchmarks/kernelbench/families/55_*.py)
+  [ -n "$p87" ] && PYTHONPATH=/tmp/site:$PWD timeout 75 python3 $k $p87 --reference --move conv.pointwise_split \
+    --configs 4 > "$OUT/t87.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 40 python3 $k $p55 --move conv.split_tf32 --configs 2 > "$OUT/t55.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 25 python3 $k $p55 --move conv.split_f16 --configs 1 >> "$OUT/t55.md" 2>&1
+  echo "[tf32parts' timings: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  left=$(( ${BOX:-240} - $(elapsed) ))
+  [ $left -gt 30 ] && timeout $left bash benchmarks/h200/gpu_tests.sh \
+    "test_moves_gpu:(every_move and (conv_pointwise or conv2d)) or pointwise_convolution"
+}
 case ${PART:-1} in
+tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
+  if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
+  tf32parts ;;
 rest)
   rest ;;
 1)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import ast
 import re
 
+from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
 from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.syntax import parse
@@ -154,8 +155,6 @@ import triton.language as tl
 
 def tf32_helper() -> str:
     """The kernels and host functions a split_tf32 convolution's file holds before its ModelNew."""
-    from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
-
     return "\n\n" + TF32_PARTS_KERNEL + TF32_CONV_HELPER + "\n\n" + TF32_PARTS
 
 
@@ -199,7 +198,6 @@ def rewrite(source: str, tf32: bool = False) -> str | None:
     except AssertionError:
         return None
     from kernelopt.offline.moves.conv_direct import gemm_only
-    from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
 
     before, after = gemm_only("".join(lines[:start])), "".join(lines[host.end_lineno:])
     if tf32:
