@@ -203,12 +203,22 @@ tf32parts() {  # session 50's TF32-parts moves, first on a GPU (about 240 s): co
     --configs 4 > "$OUT/t87.md" 2>&1
   PYTHONPATH=/tmp/site:$PWD timeout 40 python3 $k $p55 --move conv.split_tf32 --configs 2 > "$OUT/t55.md" 2>&1
   PYTHONPATH=/tmp/site:$PWD timeout 25 python3 $k $p55 --move conv.split_f16 --configs 1 >> "$OUT/t55.md" 2>&1
+  # session 51's matmul.split_k_parts on 6 (B's TF32 parts, A split in registers) beside c3's best structure there
+  local p6=benchmarks/kernelbench/problems/6_Matmul_with_large_K_dimension_.py
+  PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p6 --move matmul.split_k_parts --configs 3 > "$OUT/t6.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 30 python3 $k $p6 --move matmul.k_major_split_k_tf32x3 --configs 1 \
+    >> "$OUT/t6.md" 2>&1
   echo "[tf32parts' timings: at $(elapsed) s]" | tee -a "$OUT/card.txt"
   left=$(( ${BOX:-240} - $(elapsed) ))
   [ $left -gt 30 ] && timeout $left bash benchmarks/h200/gpu_tests.sh \
-    "test_moves_gpu:(every_move and (conv_pointwise or conv2d)) or pointwise_convolution"
+    "test_moves_gpu:(every_move and (conv_pointwise or conv2d)) or pointwise_convolution or (in_register and 6_Mat)"
 }
 case ${PART:-1} in
+s51)  # session 51's first call (585 s): the TF32-parts moves' timings (about 230 s; no tests), then on an H200 c3's
+  # rows (#22's bars), on an H100 87 in the outside pass with the new move
+  BOX=0 tf32parts
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else outside h100 outside 150; fi ;;
 tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
   if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
   tf32parts ;;

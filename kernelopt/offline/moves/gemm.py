@@ -16,6 +16,7 @@ from kernelopt.offline.moves import (
     matmul,
     matmul_f16x3,
     matmul_kmajor,
+    matmul_parts,
     matmul_split,
     matmul_split_f16,
     matmul_tma,
@@ -85,6 +86,7 @@ def matmul_moves(family: Family, sm_count: int, capability: str = "9.0") -> tupl
         out, skipped = _k_major(family, out + twins, skipped, capability, sm_count)
         out, skipped = _split_tf32(family, out, skipped, capability, sm_count)
         out, skipped = _f16x3(family, out, skipped, capability, sm_count, "matmul.split_k")
+        out, skipped = matmul_parts.offered(family, out, skipped, capability)
     if family.rows_flattened:
         out = [dataclasses.replace(m, source=_on_rows(m.source, family)) for m in out]
     return _on_triangle(family, out, skipped)
@@ -275,10 +277,8 @@ def bmm_moves(family: Family, capability: str = "9.0",
         return _on_triangle(family, _on_batches(family, out), [])
     out.append(_tf32x3_twin(out[0], family, capability))
     why = _k_strided(family)
-    skipped = []
-    if why is None:
-        skipped.append(Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS))
-    else:
+    skipped = [Skipped("bmm.k_major_tf32x3", _K_CONTIGUOUS)] if why is None else []
+    if why is not None:
         kmajor = matmul.on_tensor_cores(matmul_kmajor.bmm_k_major(family.input_names, family.operands,
                                                                   family.transposed))
         out.append(MoveInstance("bmm.k_major_tf32x3", why.replace("copied K-major", "each batch copied K-major"),

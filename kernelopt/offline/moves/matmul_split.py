@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from kernelopt.offline.moves import matmul
 
-_SPLIT_KERNEL = '''
+SPLIT_KERNEL = '''
 
 @triton.jit
 def split_kernel(src_ptr, hi_ptr, lo_ptr, rows, cols, s_b, s_r, s_c, rows_p, ld, row_blocks,
@@ -130,7 +130,7 @@ def split_bmm_kernel(ah_ptr, al_ptr, bh_ptr, bl_ptr, c_ptr, M, N, Mp, Np, Kp, sc
         return c
 '''
 
-_SPLIT_HELPER = '''
+SPLIT_HELPER = '''
 
 # after forward: the product's launch comes first, so its num_warps is the knob the sweep sets
 def _split(x, rows, ld):
@@ -155,15 +155,15 @@ def split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: t
     """The grouped matmul on A and B split once into TF32 parts and remainders, K-major and padded."""
     body = matmul.filled(_MATMUL, params, operands, transposed)
     return _head("A and B split once into TF32 parts and remainders, three TF32 products a K step added in "
-                 "fp32, GROUP_M program order") + body + _SPLIT_HELPER
+                 "fp32, GROUP_M program order") + body + SPLIT_HELPER
 
 
 def bmm_split_tf32(params: tuple[str, ...], operands: tuple[int, ...], transposed: tuple[bool, ...]) -> str:
     """torch.bmm on each batch's A and B split once into TF32 parts and remainders, K-major and padded."""
     body = matmul.filled(_BMM, params, operands, transposed, batched=True)
     return _head("batched (torch.bmm), each batch's A and B split once into TF32 parts and remainders, three TF32 "
-                 "products a K step added in fp32, GROUP_M order per batch") + body + _SPLIT_HELPER
+                 "products a K step added in fp32, GROUP_M order per batch") + body + SPLIT_HELPER
 
 
 def _head(what: str) -> str:
-    return matmul.header(what) + matmul.TILE_IDS + _SPLIT_KERNEL + PRODUCT
+    return matmul.header(what) + matmul.TILE_IDS + SPLIT_KERNEL + PRODUCT
