@@ -15,7 +15,7 @@ from kernelopt.harness.problem import import_file
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import SM_COUNT, matmul_split_f16, structural_moves
 from kernelopt.offline.moves.family import trace_family
-from kernelopt.offline.moves.gemm import output_bound
+from kernelopt.offline.moves.gemm_split import output_bound
 from kernelopt.offline.tuner import with_config
 
 ROOT = Path(__file__).resolve().parents[1]
