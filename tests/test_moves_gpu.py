@@ -367,12 +367,14 @@ def test_the_split_matmuls_are_measured_as_accurate_as_fp32_at_the_kernelbench_s
 @pytest.mark.parametrize(("problem", "move", "rival"), [
     ("6_Matmul_with_large_K_dimension_.py", "matmul.split_k_f16x3", "matmul.k_major_split_k_tf32x3"),
     ("3_Batched_matrix_multiplication.py", "bmm.batched_f16x3", "bmm.split_f16"),
-    ("6_Matmul_with_large_K_dimension_.py", "matmul.split_k_parts", "matmul.k_major_split_k_tf32x3")])
+    ("6_Matmul_with_large_K_dimension_.py", "matmul.split_k_parts", "matmul.k_major_split_k_tf32x3"),
+    ("3_Batched_matrix_multiplication.py", "bmm.split_f16_regs", "bmm.split_f16")])
 def test_the_in_register_splits_are_measured_and_timed_at_the_kernelbench_size(problem: str, move: str, rival: str,
                                                                                tmp_path: Path) -> None:
     # Each K step's fp32 tiles scaled by powers of two and split into fp16 parts in registers (matmul_f16x3.py):
     # no pass over A and B before the product; or A's tiles split into TF32 parts in registers, B's split once
-    # (matmul_parts.py). Pass c3's best on 6 was k_major_split_k_tf32x3 at 1.046 ms (21% of
+    # (matmul_parts.py); or the larger operand's tiles split into fp16 parts in registers, the smaller once
+    # (matmul_regs.py). Pass c3's best on 6 was k_major_split_k_tf32x3 at 1.046 ms (21% of
     # the floor: a K-major copy of B, then three TF32 products), on 3 bmm.split_f16 at 2.617 ms (its split passes
     # about 40% of that). The compiled TTIR has fp16 products on fp32 data, so the verifier measures the outputs
     # against float64 (within 10x of PyTorch's own fp32 error), at full size with every derived case. Timed at

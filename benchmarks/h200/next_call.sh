@@ -208,6 +208,10 @@ tf32parts() {  # session 50's TF32-parts moves, first on a GPU (about 240 s): co
   PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p6 --move matmul.split_k_parts --configs 3 > "$OUT/t6.md" 2>&1
   PYTHONPATH=/tmp/site:$PWD timeout 30 python3 $k $p6 --move matmul.k_major_split_k_tf32x3 --configs 1 \
     >> "$OUT/t6.md" 2>&1
+  # and bmm.split_f16_regs on 3 (B, the larger, split in registers; A split once) beside bmm.split_f16
+  local p3=benchmarks/kernelbench/problems/3_Batched_matrix_multiplication.py
+  PYTHONPATH=/tmp/site:$PWD timeout 50 python3 $k $p3 --move bmm.split_f16_regs --configs 2 > "$OUT/t3.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 30 python3 $k $p3 --move bmm.split_f16 --configs 1 >> "$OUT/t3.md" 2>&1
   echo "[tf32parts' timings: at $(elapsed) s]" | tee -a "$OUT/card.txt"
   left=$(( ${BOX:-240} - $(elapsed) ))
   [ $left -gt 30 ] && timeout $left bash benchmarks/h200/gpu_tests.sh \

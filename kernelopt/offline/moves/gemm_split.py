@@ -8,7 +8,7 @@ import math
 from typing import TYPE_CHECKING
 
 from kernelopt.hardware.ncu import capability_major
-from kernelopt.offline.moves import MoveInstance, Skipped, matmul_split, matmul_split_f16
+from kernelopt.offline.moves import MoveInstance, Skipped, matmul_regs, matmul_split, matmul_split_f16
 
 if TYPE_CHECKING:
     from kernelopt.offline.moves.family import Family
@@ -33,11 +33,13 @@ def split_products(family: Family, out: list[MoveInstance], skipped: list[Skippe
     elif 2 * tiles < sm_count:
         why = (f"{tiles} output tiles of 128 x 128 for {sm_count} SMs: a product of a program per tile leaves "
                "most SMs idle (the split-K moves take such a K)")
-    names = (f"{family.name}.split_f16", f"{family.name}.split_tf32", f"{family.name}.split_f16_tma")
+    names = (f"{family.name}.split_f16", f"{family.name}.split_tf32", f"{family.name}.split_f16_tma",
+             f"{family.name}.split_f16_regs")
     if why:
         old = "no TF32 tensor cores (sm_80 and later)"  # Triton's fp16 products reach them from sm_80 too
         f16_why = why.replace(old, "no tensor-core products in Triton (sm_80 and later)")
-        return out, [*skipped, Skipped(names[0], f16_why), Skipped(names[1], why), Skipped(names[2], f16_why)]
+        return out, [*skipped, Skipped(names[0], f16_why), Skipped(names[1], why), Skipped(names[2], f16_why),
+                     Skipped(names[3], f16_why)]
     keys = ("BLOCK_M", "BLOCK_N", "BLOCK_K", "num_warps", "num_stages")
     bmm = family.name == "bmm"
     each = "each batch's " if bmm else ""
@@ -64,7 +66,12 @@ def split_products(family: Family, out: list[MoveInstance], skipped: list[Skippe
     if (capability_major(capability) or 99) < 9:
         tma, skipped = [], [*skipped, Skipped(names[2], f"the GPU (compute capability {capability}) has no TMA: "
                                               "tensor descriptors need sm_90 (Hopper) or later")]
-    return [*out, MoveInstance(names[0], f16_why, f16, tuple(f16_tiles)), *tma,
+    regs_why = matmul_regs.applies(m * k, k * n)
+    regs_source = matmul_regs.split_f16_regs(family.input_names, family.operands, family.transposed, bmm)
+    regs_grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_regs.TILES)
+    regs = [] if regs_why else [MoveInstance(names[3], f"{each}product, {matmul_regs.WHAT}", regs_source, regs_grid)]
+    skipped = [*skipped, Skipped(names[3], regs_why)] if regs_why else skipped
+    return [*out, MoveInstance(names[0], f16_why, f16, tuple(f16_tiles)), *tma, *regs,
             MoveInstance(names[1], f"{each}A and B split once into TF32 parts and remainders (K-major, padded to "
                          "whole tiles), then three TF32 products a K step added in fp32 on the tensor cores: nothing "
                          "split, nor written back to shared memory, inside the loop", tf32,
