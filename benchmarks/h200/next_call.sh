@@ -218,11 +218,11 @@ tf32parts() {  # session 50's TF32-parts moves, first on a GPU (about 240 s): co
     "test_moves_gpu:(every_move and (conv_pointwise or conv2d)) or pointwise_convolution or (in_register and 6_Mat)"
 }
 case ${PART:-1} in
-s51)  # session 51's first call (585 s): the TF32-parts moves' timings (about 230 s; no tests), then on an H200 c3's
-  # rows (#22's bars), on an H100 87 in the outside pass with the new move
-  BOX=0 tf32parts
-  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else outside h100 outside 150; fi ;;
+s51)  # session 51's first call (585 s). On an H200: c3's softmax and log-softmax rows first (#22's bars; about 170 s),
+  # then the TF32-parts and register-split moves' timings (about 300 s; no tests). On an H100: the timings, then 87
+  # in the outside pass with conv.pointwise_split
+  if h200; then redo c3 200; BOX=0 tf32parts
+  else BOX=0 tf32parts; outside h100 outside 150; fi ;;
 tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
   if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
   tf32parts ;;
