@@ -276,7 +276,7 @@ def test_the_batched_matmul_is_a_move_of_torch_bmm_problems(tmp_path: Path) -> N
     bmm = structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py")
     assert [m.name for m in bmm.instances] == ["bmm.batched", "bmm.batched_tf32x3", "bmm.k_major_tf32x3",
                                                "bmm.split_f16", "bmm.split_f16_tma", "bmm.split_tf32",
-                                               "bmm.batched_f16x3"]
+                                               "bmm.split_f16_regs", "bmm.batched_f16x3"]
     assert "bmm_kernel" in bmm.instances[0].source and "B.transpose" not in bmm.instances[0].source
     assert 'precision = "tf32x3"' in bmm.instances[1].source and "compute" in bmm.instances[1].cures
     # each batch of B is stored K x N (N contiguous): copied K-major before the TF32 products

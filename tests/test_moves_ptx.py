@@ -53,14 +53,16 @@ _PTX = r"""
 import importlib.util, json, sys, warnings
 import triton
 from triton.backends.compiler import GPUTarget
-path, name, signature, fixed, warps, aligned, asm = json.load(sys.stdin)
+path, name, signature, fixed, warps, aligned, asm, divisible = json.load(sys.stdin)
 spec = importlib.util.spec_from_file_location("kernel_file", path)
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     # aligned: each pointer 16-byte aligned, as Triton specializes a launch on a tensor's address (torch's are)
-    attrs = {(i,): [["tt.divisibility", 16]] for i, kind in enumerate(signature.values()) if kind.startswith("*")}
+    # divisible: the integers a launch passes as multiples of 16, which Triton specializes so (padded sizes)
+    attrs = {(i,): [["tt.divisibility", 16]] for i, (arg, kind) in enumerate(signature.items())
+             if kind.startswith("*") or arg in divisible}
     source = triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None)
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
 print(json.dumps(kernel.asm[asm]))
@@ -68,12 +70,13 @@ print(json.dumps(kernel.asm[asm]))
 
 
 def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int,
-         aligned: bool = False, asm: str = "ptx") -> str:
+         aligned: bool = False, asm: str = "ptx", divisible: tuple[str, ...] = ()) -> str:
     """The sm_90 PTX (or the `asm` Triton names: "ttgir") of one kernel of a file at `warps` warps, compiled in a
-    child without the interpreter (`aligned`: with its pointers known 16-byte aligned)."""
+    child without the interpreter (`aligned`: with its pointers, and the integers named in `divisible`, known
+    multiples of 16, as a launch specializes them)."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = subprocess.run([sys.executable, "-c", _PTX],
-                          input=json.dumps([str(path), name, signature, fixed, warps, aligned, asm]),
+                          input=json.dumps([str(path), name, signature, fixed, warps, aligned, asm, divisible]),
                           capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     return str(json.loads(done.stdout))
@@ -362,3 +365,36 @@ def test_the_split_k_product_on_b_parts_never_writes_its_operands_back_to_shared
         assert "ttng.warp_group_dot" in ttgir, name
         written[name] = len(re.findall(r"ttg\.local_alloc %", ttgir))
     assert written["parts"] == 0 and written["tf32x3"] > 0, written
+
+
+def test_the_register_split_product_never_writes_its_operands_back_to_shared_memory(tmp_path: Path) -> None:
+    # bmm.split_f16_regs' product at 3_Batched's first tile (128 x 128 x 64, 8 warps) in the H200's TTGIR: wgmma
+    # products, every operand tile a pipeline stage filled by async copies, none made from registers: x's tile is
+    # scaled by its rows' powers of two (found before the launch: a reduction here would move the tile out of the
+    # layout wgmma reads A in) and split in registers, y's parts come K-major from memory. The batched twin that
+    # splits both tiles in registers (bmm.batched_f16x3, 7.30 ms against split_f16's 2.69 on the H200) writes its B
+    # operand's parts back every K step. The padded sizes are multiples of 16, as a launch specializes them: an fp16
+    # row not known to start 16 bytes apart is loaded element by element, with no async copy.
+    from kernelopt.offline.moves import matmul, matmul_f16x3, matmul_regs
+
+    operands = (("A", "B"), (0, 1), (False, False))
+    tile = {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "GROUP_M": 8}
+    regs = {**dict.fromkeys(("x_ptr", "iy_ptr", "c_ptr"), "*fp32"), "bx_ptr": "*i32", "yh_ptr": "*fp16",
+            "yl_ptr": "*fp16", **dict.fromkeys(("P", "Q", "K", "Pp", "Qp", "Kp", "sxb", "sxp", "scb", "scp"), "i32")}
+    twin = {**dict.fromkeys(("a_ptr", "b_ptr", "c_ptr"), "*fp32"),
+            **dict.fromkeys(("M", "N", "K", "sab", "sam", "sbb", "sbk", "scb", "scm"), "i32")}
+    kernels = {
+        "regs": (matmul_regs.split_f16_regs(*operands, batched=True), "regs_split_kernel", regs,
+                 {**tile, "EVEN": True, "sxk": 1, "scq": 1}, ("Pp", "Qp", "Kp", "K", "sxb", "sxp", "scb", "scp")),
+        "f16x3": (matmul_f16x3.on_fp16_splits(matmul.batched(*operands)), "bmm_kernel", twin,
+                  {**tile, "sak": 1, "sbn": 1, "scn": 1}, ("K", "sab", "sam", "sbb", "sbk", "scb", "scm")),
+    }
+    written = {}
+    for name, (source, kernel_name, signature, fixed, divisible) in kernels.items():
+        kernel = tmp_path / f"{name}.py"
+        kernel.write_text(source)
+        ttgir = _ptx(kernel, kernel_name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir",
+                     divisible)
+        assert "ttng.warp_group_dot" in ttgir, name
+        written[name] = (len(re.findall(r"ttg\.local_alloc %", ttgir)), ttgir.count("async_copy_global_to_local"))
+    assert written["regs"][0] == 0 and written["regs"][1] > 0 and written["f16x3"][0] > 0, written

@@ -33,6 +33,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "split_tf32": ("compute", "memory", "other"),  # operands split once: three plain TF32 products a step
     "split_f16": ("compute", "memory", "other"),  # rows scaled into fp16's range, split once: three fp16 products
     "split_f16_tma": ("compute", "memory", "latency", "other"),  # the same, its tiles loaded whole by TMA
+    "split_f16_regs": ("compute", "memory", "other"),  # the same, the larger operand split in registers instead
     # each K step's tiles scaled and split in registers: three fp16 products with no pass over the operands first,
     # but each tile split again for every output tile it meets. Not a cure for "memory": on the H200 they lost to
     # the operands split once at both shapes measured (6: 1.85 against 1.04 ms; 3: 7.30 against 2.69; RESULTS (ap))

@@ -71,11 +71,11 @@ def split_products(family: Family, out: list[MoveInstance], skipped: list[Skippe
     regs_grid = tuple(dict(zip(keys, t, strict=True)) for t in matmul_regs.TILES)
     regs = [] if regs_why else [MoveInstance(names[3], f"{each}product, {matmul_regs.WHAT}", regs_source, regs_grid)]
     skipped = [*skipped, Skipped(names[3], regs_why)] if regs_why else skipped
-    return [*out, MoveInstance(names[0], f16_why, f16, tuple(f16_tiles)), *tma, *regs,
+    return [*out, MoveInstance(names[0], f16_why, f16, tuple(f16_tiles)), *tma,
             MoveInstance(names[1], f"{each}A and B split once into TF32 parts and remainders (K-major, padded to "
                          "whole tiles), then three TF32 products a K step added in fp32 on the tensor cores: nothing "
                          "split, nor written back to shared memory, inside the loop", tf32,
-                         tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES))], skipped
+                         tuple(dict(zip(keys, t, strict=True)) for t in matmul_split.TILES)), *regs], skipped
 
 
 SPLIT_MIN = 128  # elements: a product with a dimension under this is memory-bound at fp32 on an H100/H200
