@@ -42,6 +42,13 @@
 #   3. left of the GPU tests: test_moves_gpu's pointwise_convolution (now with pointwise_split), one_read_rows_of_more
 #      (35, after the OOM mend), c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers and
 #      convolution_on_split_parts (now with dot.conv_split_tf32).
+# Session 51 (RESULTS.md (bi)): the device failed to start, try after try. Two more moves that split an operand where
+# wgmma reads it, CPU-checked (interpreter, verifier, sm_90 TTGIR with Triton 3.6 and 3.9): matmul.split_k_parts (6)
+# and matmul/bmm.split_f16_regs (3, 2, 17). PART=s51 is the first call to make (585 s): on an H200 c3's 23 and 24
+# first, then `tf32parts` (87, 55, 6 and 3, each new move beside what it would replace, kernel by kernel); on an H100
+# the timings, then 87 in the outside pass. Then the GPU tests left: test_moves_gpu's pointwise_convolution,
+# in_register (6 and 3 now), one_read_rows_of_more, c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers,
+# convolution_on_split_parts.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
