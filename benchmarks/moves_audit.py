@@ -12,6 +12,7 @@ reader took the problem for something it is not, or the template is wrong at a s
 move costs a verification and yields nothing; here it costs no device time.
 
     TRITON_INTERPRET=1 python benchmarks/moves_audit.py PROBLEM_OR_DIR [...] [--timeout 600] [--jobs 2] [--tiny]
+                                                        [--only TEXT (the moves whose name holds it)]
 
 One line a problem: its family, then `ok N/N` or the moves refused with the verifier's first line (`refused`); a
 move past the limit is `slow` (the interpreter's pace, not a verdict), a problem no template applies to says so
@@ -35,8 +36,9 @@ PHASE_LIMIT_S = 240.0
 SLOW = "slow under the interpreter: "
 
 
-def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False) -> dict[str, Any]:
-    """One problem's moves: its stage (ok, refused, none, shrink, moves), family, and each move's verdict."""
+def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False, only: str = "") -> dict[str, Any]:
+    """One problem's moves (those whose name holds `only`): its stage (ok, refused, none, shrink, moves), family, and
+    each move's verdict."""
     from kernelopt.harness.verify import HarnessSettings, Verifier
     from kernelopt.offline.moves import structural_moves
     from kernelopt.offline.tuner import with_config
@@ -55,6 +57,7 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
     offered = {m.name: m for m in found.instances}
     if _init_inputs(problem) == _init_inputs(small):  # a template takes the constructor's values (a conv's groups)
         offered |= {m.name: m for m in full.instances}
+    offered = {name: m for name, m in offered.items() if only in name}
     if not offered:
         return {"stage": "none", "family": family, "moves": {}}
     # one limit for each phase: the limits that follow the reference's time are a GPU's, not the interpreter's
@@ -95,7 +98,7 @@ def _line(verdict: dict[str, Any]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parsed = seed_audit.audit_parser(__doc__ or "").parse_args(argv)
     if parsed.one:  # the child: one problem, its verdict as the last line
-        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even)
+        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even, parsed.only)
         print(json.dumps(verdict), flush=True)
         return 0
     return seed_audit.drive(parsed, __file__, _line)

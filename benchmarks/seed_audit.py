@@ -200,6 +200,7 @@ def audit_parser(doc: str) -> argparse.ArgumentParser:
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
     args.add_argument("--even", action="store_true", help=f"every large size {EVEN_SIZE}, not the shrink's odd ones")
+    args.add_argument("--only", default="", help="moves_audit: only the moves whose name holds this text")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     return args
 
@@ -224,7 +225,8 @@ def drive(parsed: argparse.Namespace, script: str, line: Any) -> int:
         files += sorted(name.glob("*.py"), key=number) if name.is_dir() else [name]
     counts: dict[str, int] = {}
     with ThreadPoolExecutor(parsed.jobs) as pool:
-        flags = [*(["--tiny"] if parsed.tiny else []), *(["--even"] if parsed.even else [])]
+        flags = [*(["--tiny"] if parsed.tiny else []), *(["--even"] if parsed.even else []),
+                 *(["--only", parsed.only] if parsed.only else [])]
         verdicts = pool.map(lambda p: child(script, str(p), parsed.timeout, flags), files)
         for path, verdict in zip(files, verdicts, strict=True):
             counts[verdict["stage"]] = counts.get(verdict["stage"], 0) + 1

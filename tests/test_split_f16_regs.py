@@ -82,13 +82,16 @@ def test_an_infinity_gives_torchs_outputs_and_nan_only_where_torch_does(shape: t
     assert torch.equal(got[want.isfinite()], want[want.isfinite()])
 
 
-@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "bmm.py"])
+@pytest.mark.parametrize("problem", ["matmul.py", "matmul_bt.py", "bmm.py", "matmul3d.py"])
 def test_the_template_passes_the_verifier(problem: str, tmp_path: Path, settings: HarnessSettings) -> None:
     from kernelopt.harness.problem import import_file
+    from kernelopt.offline.moves import gemm
     from kernelopt.offline.moves.family import trace_family
 
     family = trace_family(import_file(MOVES / problem, "kernelopt_test_regs_family"))
     source = matmul_regs.split_f16_regs(family.input_names, family.operands, family.transposed, family.name == "bmm")
+    if family.rows_flattened:  # torch.matmul's A of more dims: its rows, as matmul_moves gives every template (the
+        source = gemm._on_rows(source, family)  # public 10 and 11 once came back as their rows: forward's return)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(with_config(source, TINY))
     verdict = Verifier(MOVES / problem, tmp_path / "harness", settings).verify(kernel, time=False)

@@ -73,32 +73,38 @@ def regs_split_kernel(x_ptr, bx_ptr, yh_ptr, yl_ptr, iy_ptr, c_ptr, P, Q, K, Pp,
 
 '''
 
-# forward's tail once a, b (batches x M x K, batches x K N) and c (batches x M x N) are set: the larger operand x,
-# the smaller split once (y^T's rows: B's columns, or A's rows when out is C transposed)
-_LAUNCH = '''        if c.numel() == 0:
-            return c
-        if a[0].numel() < b[0].numel():  # out = C^T = B^T A^T: B, the larger, split in registers
-            x, yt, P, Q, scp, scq = b.transpose(1, 2), a, N, M, c.stride(2), c.stride(1)
-        else:
-            x, yt, P, Q, scp, scq = a, b.transpose(1, 2), M, N, c.stride(1), c.stride(2)
-        Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
-        Pp, Qp = triton.cdiv(P, BLOCK_M) * BLOCK_M, triton.cdiv(Q, BLOCK_N) * BLOCK_N
-        y_hi, y_lo, y_inv = _split(yt, Qp, Kp)
-        x_big = _row_max(x, Pp)
-        grid = (batches * triton.cdiv(P, BLOCK_M) * triton.cdiv(Q, BLOCK_N),)
-        regs_split_kernel[grid](x, x_big, y_hi, y_lo, y_inv, c, P, Q, K, Pp, Qp, Kp, x.stride(0), x.stride(1),
-                                x.stride(2), c.stride(0), scp, scq, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                                BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, EVEN=P % BLOCK_M == 0 and K % BLOCK_K == 0,
-                                num_warps=8, num_stages=3)
-'''
-
-_MATMUL = _KERNEL + matmul.FORWARD_HEAD + '''        a, b, batches = a[None], b[None], 1
-        c = torch.empty((1, M, N), device=a.device, dtype=a.dtype)
-''' + _LAUNCH + '''        return c[0]
+_MATMUL = _KERNEL + matmul.FORWARD_HEAD + '''        c = torch.empty((M, N), device=a.device, dtype=a.dtype)
+        _product(a[None], b[None], c[None], 1, M, N, K)
+        return c
 '''
 
 _BMM = _KERNEL + matmul.BMM_FORWARD_HEAD + '''        c = torch.empty((batches, M, N), device=a.device, dtype=a.dtype)
-''' + _LAUNCH + '''        return c
+        _product(a, b, c, batches, M, N, K)
+        return c
+'''
+
+# after forward (a function of its own, so that forward's return is the templates' `return c`, which the views of
+# more dims rewrite), before the split's helpers: the product's launch comes first, so its num_warps is the knob the
+# sweep sets
+_PRODUCT = '''
+
+def _product(a, b, c, batches, M, N, K):
+    # c (batches x M x N) = a @ b: the larger operand x split in registers, the smaller split once (y^T's rows: B's
+    # columns, or A's rows where x is B and the product C transposed)
+    if c.numel() == 0:
+        return
+    if a[0].numel() < b[0].numel():  # out = C^T = B^T A^T
+        x, yt, P, Q, scp, scq = b.transpose(1, 2), a, N, M, c.stride(2), c.stride(1)
+    else:
+        x, yt, P, Q, scp, scq = a, b.transpose(1, 2), M, N, c.stride(1), c.stride(2)
+    Kp = triton.cdiv(K, BLOCK_K) * BLOCK_K
+    Pp, Qp = triton.cdiv(P, BLOCK_M) * BLOCK_M, triton.cdiv(Q, BLOCK_N) * BLOCK_N
+    y_hi, y_lo, y_inv = _split(yt, Qp, Kp)
+    x_big = _row_max(x, Pp)
+    grid = (batches * triton.cdiv(P, BLOCK_M) * triton.cdiv(Q, BLOCK_N),)
+    regs_split_kernel[grid](x, x_big, y_hi, y_lo, y_inv, c, P, Q, K, Pp, Qp, Kp, x.stride(0), x.stride(1), x.stride(2),
+                            c.stride(0), scp, scq, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+                            EVEN=P % BLOCK_M == 0 and K % BLOCK_K == 0, num_warps=8, num_stages=3)
 '''
 
 # fp16 tiles (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages): x's fp32 tile and y's two fp16 parts a stage (64 KB
@@ -115,8 +121,9 @@ def split_f16_regs(params: tuple[str, ...], operands: tuple[int, ...], transpose
     smaller split once into fp16 parts."""
     body = matmul.filled(_BMM if batched else _MATMUL, params, operands, transposed, batched)
     head = matmul.header(("batched (torch.bmm), each batch's product: " if batched else "") + WHAT)
-    return (head + matmul.TILE_IDS + matmul_split_f16.SPLIT_KERNELS + matmul_split_f16.UNSCALE + body
-            + matmul_split_f16.SPLIT_HELPER + _ROW_MAX)
+    return (head + matmul.TILE_IDS + matmul_split_f16.SPLIT_KERNELS + matmul_split_f16.UNSCALE + body + _PRODUCT
+            + matmul_split_f16.SPLIT_HELPER.replace("\n# after forward: the product's launch comes first, so its "
+                                                    "num_warps is the knob the sweep sets\n", "\n") + _ROW_MAX)
 
 
 _ROW_MAX = '''
