@@ -62,6 +62,13 @@ def add_problem() -> Path:
     return DATA / "add" / "problem.py"
 
 
+@pytest.fixture(scope="module")
+def settings():  # noqa: ANN201 - kernelopt.harness.verify.HarnessSettings, imported only where a test asks for it
+    """The verifier's settings of the tests that verify kernels: one seed, no compile timing."""
+    from kernelopt.harness.verify import HarnessSettings
+
+    return HarnessSettings.detect(seeds=1, time_compile=False)
+
 
 # KERNELOPT_FAILURES_NOW=1 (benchmarks/h200/gpu_tests.sh sets it): a failing test's traceback is written to the log as
 # it fails, not only in the summary at the end, which a time box that kills pytest never lets it reach (session 38's

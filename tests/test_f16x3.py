@@ -17,11 +17,6 @@ from kernelopt.offline.moves import matmul, matmul_f16x3, structural_moves
 from kernelopt.offline.tuner import with_config
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _moves(problem: str, capability: str = "9.0") -> tuple[dict, dict]:
     found = structural_moves(PROBLEMS / problem, capability=capability)
     return {m.name: m for m in found.instances}, {s.name: s.why for s in found.skipped}

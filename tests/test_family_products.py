@@ -29,11 +29,6 @@ MOVES = Path(__file__).parent / "data" / "moves"
 TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 @pytest.mark.parametrize(("forward", "inputs", "expected"), [
     ("torch.matmul(A, B)", "[torch.randn(2, 3, M, K), torch.randn(2, 3, K, L)]", ("bmm", (False, False), True)),
     ("A @ B.transpose(-1, -2)", "[torch.randn(2, 3, M, K), torch.randn(2, 3, L, K)]", ("bmm", (False, True), True)),

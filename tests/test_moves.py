@@ -449,11 +449,6 @@ ROW_CASES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _verify(problem: Path, source: str, tmp_path: Path, settings: HarnessSettings) -> tuple[bool, str]:
     kernel = tmp_path / "kernel.py"
     kernel.write_text(source)

@@ -18,11 +18,6 @@ MOVES = Path(__file__).parent / "data" / "moves"
 SMALL = {"flat": {"BLOCK": 64}, "tiled": {"BLOCK_H": 4, "BLOCK_W": 8}}  # masked blocks and tiles on every edge
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _module(tmp_path: Path, source: str, name: str):  # noqa: ANN202 - the kernel module
     path = tmp_path / f"{name}.py"
     path.write_text(source)

@@ -16,11 +16,6 @@ from kernelopt.offline.tuner import knob_values, with_config
 MOVES = Path(__file__).parent / "data" / "moves"
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _problem(tmp_path: Path, name: str, window: str, pad: str | None = None) -> Path:
     # two planes (one sample of two channels), not six: the interpreter runs each program in turn
     text = (MOVES / name).read_text().replace("batch, channels, length = 2, 3,", "batch, channels, length = 1, 2,")

@@ -24,11 +24,6 @@ PROBLEMS = ROOT / "benchmarks" / "kernelbench" / "problems"
 TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _source(problem: Path, tma: bool = False) -> str:
     family = trace_family(import_file(problem, "kernelopt_test_split_f16_family"))
     if tma:

@@ -9,38 +9,29 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_split_tf32 import MOVES, PROBLEMS, TINY, _load
+from test_f16x3 import _moves
+from test_split_tf32 import MOVES, TINY, _load
 
 from kernelopt.harness.sandbox import precision
 from kernelopt.harness.verify import HarnessSettings, Verifier
-from kernelopt.offline.moves import matmul_regs, structural_moves
+from kernelopt.offline.moves import matmul_regs
 from kernelopt.offline.tuner import with_config
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
-def _moves(problem: Path, capability: str = "9.0") -> tuple[dict, dict]:
-    found = structural_moves(problem, capability=capability)
-    return {m.name: m for m in found.instances}, {s.name: s.why for s in found.skipped}
-
-
 def test_it_is_offered_where_one_operand_is_at_most_half_the_other_and_says_why_not_elsewhere() -> None:
-    bmm, _ = _moves(PROBLEMS / "3_Batched_matrix_multiplication.py")  # B (1024 x 2048) four times A (512 x 1024)
+    bmm, _ = _moves("3_Batched_matrix_multiplication.py")  # B (1024 x 2048) four times A (512 x 1024)
     move = bmm["bmm.split_f16_regs"]
     assert "split into fp16 parts in registers" in move.why and "no operand written back" in move.why
     assert move.source.count("tl.dot(") == 3 and list(bmm).index("bmm.split_f16") < list(bmm).index(move.name)
     assert move.grid[0] == {"BLOCK_M": 128, "BLOCK_N": 128, "BLOCK_K": 64, "num_warps": 8, "num_stages": 3}
     assert set(move.cures) == set(bmm["bmm.split_f16"].cures)
-    standard, _ = _moves(PROBLEMS / "2_Standard_matrix_multiplication_.py")  # B twice A
+    standard, _ = _moves("2_Standard_matrix_multiplication_.py")  # B twice A
     assert "matmul.split_f16_regs" in standard
-    _, square = _moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    _, square = _moves("1_Square_matrix_multiplication_.py")
     assert "within 2x of each other" in square["matmul.split_f16_regs"]
-    _, large_k = _moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")  # split_f16's own reason: few tiles
+    _, large_k = _moves("6_Matmul_with_large_K_dimension_.py")  # split_f16's own reason: few tiles
     assert "leaves most SMs idle" in large_k["matmul.split_f16_regs"]
-    _, volta = _moves(PROBLEMS / "3_Batched_matrix_multiplication.py", capability="7.0")
+    _, volta = _moves("3_Batched_matrix_multiplication.py", capability="7.0")
     assert "no tensor-core products in Triton" in volta["bmm.split_f16_regs"]
 
 

@@ -9,22 +9,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_split_tf32 import MOVES, PROBLEMS, TINY, _load
+from test_f16x3 import _moves
+from test_split_tf32 import MOVES, TINY, _load
 
 from kernelopt.harness.sandbox import precision
 from kernelopt.harness.verify import HarnessSettings, Verifier
 from kernelopt.offline.moves import matmul_parts, structural_moves
 from kernelopt.offline.tuner import with_config
-
-
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
-def _moves(problem: Path, capability: str = "9.0") -> tuple[dict, dict]:
-    found = structural_moves(problem, capability=capability)
-    return {m.name: m for m in found.instances}, {s.name: s.why for s in found.skipped}
 
 
 def _module(tmp_path: Path, split_k: int, transposed: tuple[bool, bool] = (False, False)):  # noqa: ANN202
@@ -33,15 +24,15 @@ def _module(tmp_path: Path, split_k: int, transposed: tuple[bool, bool] = (False
 
 
 def test_it_is_offered_where_split_k_is_at_its_grid_and_says_why_not_elsewhere() -> None:
-    large_k, _ = _moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py")
+    large_k, _ = _moves("6_Matmul_with_large_K_dimension_.py")
     move = large_k["matmul.split_k_parts"]
     assert "K=524288 split in SPLIT_K slices" in move.why and "no operand written back" in move.why
     assert move.grid == large_k["matmul.split_k"].grid and move.grid[0]["SPLIT_K"] == 32
     assert {"memory", "occupancy"} <= set(move.cures)
     assert move.source.count("tl.dot(") == 3 and 'input_precision="tf32"' in move.source
-    _, square = _moves(PROBLEMS / "1_Square_matrix_multiplication_.py")
+    _, square = _moves("1_Square_matrix_multiplication_.py")
     assert "already fill 132 SMs" in square["matmul.split_k_parts"]
-    _, volta = _moves(PROBLEMS / "6_Matmul_with_large_K_dimension_.py", capability="7.0")
+    _, volta = _moves("6_Matmul_with_large_K_dimension_.py", capability="7.0")
     assert "no TF32 tensor cores" in volta["matmul.split_k_parts"]
     fp16 = structural_moves(MOVES / "matmul_fp16.py")
     assert "matmul.split_k_parts" not in [m.name for m in fp16.instances] + [s.name for s in fp16.skipped]

@@ -26,11 +26,6 @@ CHEATS = ROOT / "tests" / "cheats"
 TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 def _source(problem: Path) -> str:
     from kernelopt.harness.problem import import_file
 

@@ -26,11 +26,6 @@ TINY = {"BLOCK_M": 16, "BLOCK_N": 16, "BLOCK_K": 16, "GROUP_M": 2}
 AB, FLAT = ("A", "B"), (False, False)
 
 
-@pytest.fixture(scope="module")
-def settings() -> HarnessSettings:
-    return HarnessSettings.detect(seeds=1, time_compile=False)
-
-
 @pytest.mark.parametrize(("forward", "inputs", "expected"), [
     ("torch.triu(torch.matmul(A, B))", "[torch.randn(M, K), torch.randn(K, L)]", ("matmul", ("triu", 0))),
     ("torch.tril(A @ B, diagonal=-2)", "[torch.randn(M, K), torch.randn(K, L)]", ("matmul", ("tril", -2))),
