@@ -30,6 +30,16 @@ def _count(path: Path, name: str, signature: dict[str, str], fixed: dict[str, ob
     return int(json.loads(done.stdout)[name])
 
 
+def _stages(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object],
+            divisible: tuple[str, ...] = ()) -> tuple[int, int]:
+    """One kernel's sm_90 TTGIR at 8 warps (its products on wgmma, asserted): how many shared-memory buffers it makes
+    from registers (`local_alloc` of a tensor: an operand written back, or a layout changed through shared memory),
+    and how many tiles it copies into shared memory asynchronously (a pipeline's stages)."""
+    ttgir = _ptx(path, name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir", divisible)
+    assert "ttng.warp_group_dot" in ttgir, name
+    return len(re.findall(r"ttg\.local_alloc %", ttgir)), ttgir.count("async_copy_global_to_local")
+
+
 def test_the_flat_pooling_divides_by_no_run_time_size_and_keeps_nans_at_kernelbench_sizes(tmp_path: Path) -> None:
     # Its sizes are constants of each compile: splitting a flat index into plane, row and column
     # divides by constants (multiplications in PTX), with 32-bit offsets (KernelBench's 1-D max
@@ -293,7 +303,6 @@ def test_the_pointwise_split_product_never_writes_its_operands_back_to_shared_me
     sizes = {"P": "i32", "CG": "i32", "OCG": "i32", "G": "i32"}
     strides = dict.fromkeys(("sxn", "sxc", "son", "soc"), "i32")
     fixed = {"HAS_BIAS": False, "EVEN": True, "WIDE": False, "BLOCK_CO": 128, "BLOCK_P": 128, "BLOCK_C": 32}
-    made_in_registers = re.compile(r"ttg\.local_alloc %")
     kernels = {
         "split": ("conv_pw_split_kernel", {"x_ptr": "*fp32", "wh_ptr": "*fp32", "wl_ptr": "*fp32", "b_ptr": "*fp32",
                                            "out_ptr": "*fp32", **sizes, "CO_TILES": "i32", **strides}),
@@ -304,9 +313,7 @@ def test_the_pointwise_split_product_never_writes_its_operands_back_to_shared_me
     for precision, (name, signature) in kernels.items():
         kernel = tmp_path / f"{precision}.py"
         kernel.write_text(imports + conv_pointwise.helper("float32", precision))
-        ttgir = _ptx(kernel, name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir")
-        assert "ttng.warp_group_dot" in ttgir, precision
-        written[precision] = len(made_in_registers.findall(ttgir))
+        written[precision] = _stages(kernel, name, signature, fixed)[0]
     assert written["split"] == 0 and written["tf32x3"] > 0, written
 
 
@@ -332,11 +339,8 @@ def test_the_tf32_split_convolution_never_writes_its_operands_back_to_shared_mem
     for name, (text, pointers, extra) in texts.items():
         kernel = tmp_path / f"{name}.py"
         kernel.write_text(imports + text)
-        signature = {**dict.fromkeys(pointers, "*fp32"), **dict.fromkeys((*extra, *sizes), "i32"),
-                     **dict.fromkeys(fixed, "constexpr")}
-        ttgir = _ptx(kernel, "conv_igemm_kernel", signature, fixed, 8, True, "ttgir")
-        assert "ttng.warp_group_dot" in ttgir, name
-        written[name] = len(re.findall(r"ttg\.local_alloc %", ttgir))
+        signature = {**dict.fromkeys(pointers, "*fp32"), **dict.fromkeys((*extra, *sizes), "i32")}
+        written[name] = _stages(kernel, "conv_igemm_kernel", signature, fixed)[0]
     assert written["split_tf32"] == 0 and written["tf32x3"] > 0, written
 
 
@@ -359,11 +363,8 @@ def test_the_split_k_product_on_b_parts_never_writes_its_operands_back_to_shared
     }
     written = {}
     for name, (source, kernel_name, signature, fixed) in kernels.items():
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(source)
-        ttgir = _ptx(kernel, kernel_name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir")
-        assert "ttng.warp_group_dot" in ttgir, name
-        written[name] = len(re.findall(r"ttg\.local_alloc %", ttgir))
+        (tmp_path / f"{name}.py").write_text(source)
+        written[name] = _stages(tmp_path / f"{name}.py", kernel_name, signature, fixed)[0]
     assert written["parts"] == 0 and written["tf32x3"] > 0, written
 
 
@@ -391,10 +392,6 @@ def test_the_register_split_product_never_writes_its_operands_back_to_shared_mem
     }
     written = {}
     for name, (source, kernel_name, signature, fixed, divisible) in kernels.items():
-        kernel = tmp_path / f"{name}.py"
-        kernel.write_text(source)
-        ttgir = _ptx(kernel, kernel_name, {**signature, **dict.fromkeys(fixed, "constexpr")}, fixed, 8, True, "ttgir",
-                     divisible)
-        assert "ttng.warp_group_dot" in ttgir, name
-        written[name] = (len(re.findall(r"ttg\.local_alloc %", ttgir)), ttgir.count("async_copy_global_to_local"))
+        (tmp_path / f"{name}.py").write_text(source)
+        written[name] = _stages(tmp_path / f"{name}.py", kernel_name, signature, fixed, divisible)
     assert written["regs"][0] == 0 and written["regs"][1] > 0 and written["f16x3"][0] > 0, written
