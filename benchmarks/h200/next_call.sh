@@ -199,40 +199,38 @@ rest() {  # what session 49's calls left of the GPU tests (RESULTS.md (bg)): tes
   timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh \
     "test_seed_gpu:neither or split_fp16_operands or split_in_registers or convolution_on_split_parts"
 }
-tf32parts() {  # session 50's TF32-parts moves, first on a GPU (about 240 s): conv.pointwise_split on the public 87 (in
-  # .gpu/outside) kernel by kernel beside cuDNN, conv.split_tf32 on 55 beside split_f16, then the new moves through
-  # the verifier at the conv test problems' sizes in what is left of the box
+timed() {  # timed SECONDS OUT.md ARGS...: kernel_times.py ARGS into $OUT/OUT.md (appended), where the box has the time
+  [ $(( $(elapsed) + $1 )) -le ${BOX:-585} ] || { echo "[$2 ${*:3}: no time left]" >> "$OUT/card.txt"; return 1; }
+  PYTHONPATH=/tmp/site:$PWD timeout "$1" python3 benchmarks/h200/kernel_times.py "${@:3}" >> "$OUT/$2.md" 2>&1
+}
+tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 50 and 51), first on a GPU, kernel by
+  # kernel, each beside what it would replace, most promising first, as far as BOX allows (about 310 s in all):
+  # bmm.split_f16_regs on 3, matmul.split_k_parts on 6, conv.pointwise_split on the public 87 (in .gpu/outside) beside
+  # cuDNN, conv.split_tf32 on 55 beside split_f16; then, with 60 s or more left, the new moves' GPU tests
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  local k=benchmarks/h200/kernel_times.py p55 p87 left
+  local p=benchmarks/kernelbench/problems p55 p87 left
   p87=$(ls .gpu/outside/87_*.py 2>/dev/null | head -1)
   p55=$(ls benchmarks/kernelbench/families/55_*.py)
-  [ -n "$p87" ] && PYTHONPATH=/tmp/site:$PWD timeout 75 python3 $k $p87 --reference --move conv.pointwise_split \
-    --configs 4 > "$OUT/t87.md" 2>&1
-  PYTHONPATH=/tmp/site:$PWD timeout 40 python3 $k $p55 --move conv.split_tf32 --configs 2 > "$OUT/t55.md" 2>&1
-  PYTHONPATH=/tmp/site:$PWD timeout 25 python3 $k $p55 --move conv.split_f16 --configs 1 >> "$OUT/t55.md" 2>&1
-  # session 51's matmul.split_k_parts on 6 (B's TF32 parts, A split in registers) beside c3's best structure there
-  local p6=benchmarks/kernelbench/problems/6_Matmul_with_large_K_dimension_.py
-  PYTHONPATH=/tmp/site:$PWD timeout 60 python3 $k $p6 --move matmul.split_k_parts --configs 3 > "$OUT/t6.md" 2>&1
-  PYTHONPATH=/tmp/site:$PWD timeout 30 python3 $k $p6 --move matmul.k_major_split_k_tf32x3 --configs 1 \
-    >> "$OUT/t6.md" 2>&1
-  # and bmm.split_f16_regs on 3 (B, the larger, split in registers; A split once) beside bmm.split_f16
-  local p3=benchmarks/kernelbench/problems/3_Batched_matrix_multiplication.py
-  PYTHONPATH=/tmp/site:$PWD timeout 50 python3 $k $p3 --move bmm.split_f16_regs --configs 2 > "$OUT/t3.md" 2>&1
-  PYTHONPATH=/tmp/site:$PWD timeout 30 python3 $k $p3 --move bmm.split_f16 --configs 1 >> "$OUT/t3.md" 2>&1
+  timed 50 t3 $p/3_Batched_matrix_multiplication.py --move bmm.split_f16_regs --configs 2 &&
+    timed 30 t3 $p/3_Batched_matrix_multiplication.py --move bmm.split_f16 --configs 1
+  timed 60 t6 $p/6_Matmul_with_large_K_dimension_.py --move matmul.split_k_parts --configs 3 &&
+    timed 30 t6 $p/6_Matmul_with_large_K_dimension_.py --move matmul.k_major_split_k_tf32x3 --configs 1
+  [ -n "$p87" ] && timed 75 t87 $p87 --reference --move conv.pointwise_split --configs 4
+  timed 40 t55 $p55 --move conv.split_tf32 --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
   echo "[tf32parts' timings: at $(elapsed) s]" | tee -a "$OUT/card.txt"
-  left=$(( ${BOX:-240} - $(elapsed) ))
-  [ $left -gt 30 ] && timeout $left bash benchmarks/h200/gpu_tests.sh \
-    "test_moves_gpu:(every_move and (conv_pointwise or conv2d)) or pointwise_convolution or (in_register and 6_Mat)"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 60 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:pointwise_convolution or \
+(in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
-s51)  # session 51's first call (585 s). On an H200: c3's softmax and log-softmax rows first (#22's bars; about 170 s),
-  # then the TF32-parts and register-split moves' timings (about 300 s; no tests). On an H100: the timings, then 87
-  # in the outside pass with conv.pointwise_split
-  if h200; then redo c3 200; BOX=0 tf32parts
-  else BOX=0 tf32parts; outside h100 outside 150; fi ;;
+s51)  # session 51's call (BOX seconds, 585 unless told). On an H200: c3's softmax and log-softmax rows first (#22's
+  # bars; 200 s), then the split moves' timings (tf32parts) in what is left; on an H100 the timings, then 87 in the
+  # outside pass with conv.pointwise_split where 160 s are left
+  if h200; then redo c3 200; tf32parts
+  else tf32parts; [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && outside h100 outside 150; fi ;;
 tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
   if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
-  tf32parts ;;
+  BOX=${BOX:-240} tf32parts ;;
 rest)
   rest ;;
 1)
