@@ -223,11 +223,11 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
-s51)  # session 51's call (BOX seconds, 585 unless told). On an H200: c3's softmax and log-softmax rows first (#22's
-  # bars; 200 s), then the split moves' timings (tf32parts) in what is left; on an H100 the timings, then 87 in the
-  # outside pass with conv.pointwise_split where 160 s are left
-  if h200; then redo c3 200; tf32parts
-  else tf32parts; [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && outside h100 outside 150; fi ;;
+s51)  # session 51's call (BOX seconds, 585 unless told). On an H200 with a box of 330 s or more: c3's softmax and
+  # log-softmax rows first (#22's bars; 200 s), then the split moves' timings (tf32parts) in what is left; otherwise
+  # the timings, then on an H100 87 in the outside pass with conv.pointwise_split where 160 s are left
+  if h200 && [ ${BOX:-585} -ge 330 ]; then redo c3 200; tf32parts
+  else tf32parts; [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && ! h200 && outside h100 outside 150; fi ;;
 tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
   if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
   BOX=${BOX:-240} tf32parts ;;
