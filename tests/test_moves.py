@@ -956,7 +956,7 @@ def test_the_diagnosis_puts_the_moves_that_answer_it_first() -> None:
     # the products split in registers answer no "memory" diagnosis (measured slower than the splits made once)
     assert [m.name for m in by_diagnosis(large_k.instances, "memory")] == [
         "matmul.grouped", "matmul.grouped_tf32x3", "matmul.k_major_tf32x3", "matmul.k_major_split_k_tf32x3",
-        "matmul.split_k_parts", "matmul.split_k", "matmul.split_k_tf32x3", "matmul.split_k_f16x3"]
+        "matmul.split_k", "matmul.split_k_tf32x3", "matmul.split_k_f16x3", "matmul.split_k_parts"]
     bmm = [m.name for m in by_diagnosis(structural_moves(PROBLEMS / "3_Batched_matrix_multiplication.py").instances,
                                         "memory")]
     assert bmm[-1] == "bmm.batched_f16x3" and bmm.index("bmm.split_f16") < bmm.index("bmm.batched_f16x3")

@@ -28,7 +28,7 @@ def test_it_is_offered_where_split_k_is_at_its_grid_and_says_why_not_elsewhere()
     move = large_k["matmul.split_k_parts"]
     assert "K=524288 split in SPLIT_K slices" in move.why and "no operand written back" in move.why
     assert move.grid == large_k["matmul.split_k"].grid and move.grid[0]["SPLIT_K"] == 32
-    assert {"memory", "occupancy"} <= set(move.cures)
+    assert "occupancy" in move.cures and "memory" not in move.cures  # measured slower than the K-major copy's (H100)
     assert move.source.count("tl.dot(") == 3 and 'input_precision="tf32"' in move.source
     _, square = _moves("1_Square_matrix_multiplication_.py")
     assert "already fill 132 SMs" in square["matmul.split_k_parts"]

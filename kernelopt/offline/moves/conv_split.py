@@ -28,6 +28,8 @@ this file's helper is that helper with its loads, its product and its launch rep
 registers, where wgmma reads its A operand, and only the weight is split once a call, into K-major TF32 parts (B, as
 a TF32 product must find it in shared memory). TF32 has fp32's exponent, so nothing is scaled. Its three products a
 step run at TF32's rate, half fp16's: it is for the convolutions the split_f16 input pass costs more than it saves.
+55 is not one: on the H100 it took 8.46 ms against split_f16's 7.25, whose product took 4.92 and its passes over the
+input (a channels-last copy, the row maxima, the split) 2.2 (RESULTS.md (bi)).
 """
 
 from __future__ import annotations

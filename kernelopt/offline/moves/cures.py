@@ -38,8 +38,10 @@ CURES: dict[str, tuple[str, ...]] = {
     # but each tile split again for every output tile it meets. Not a cure for "memory": on the H200 they lost to
     # the operands split once at both shapes measured (6: 1.85 against 1.04 ms; 3: 7.30 against 2.69; RESULTS (ap))
     "split_k_f16x3": ("compute", "occupancy"),
-    # B split once, A's tiles split where wgmma reads them: no operand written back to shared memory a step
-    "split_k_parts": ("compute", "occupancy", "memory", "other"),
+    # B split once, A's tiles split where wgmma reads them: no operand written back to shared memory a step. Not a
+    # cure for "memory": on the H100 its product barely beat the K-major copy's (6: 0.74 against 0.76 ms) and its
+    # split pass wrote twice the copy's bytes (0.59 against 0.37 ms): 1.41 against 1.19 ms in all (RESULTS (bi))
+    "split_k_parts": ("compute", "occupancy"),
     "batched_f16x3": ("compute",),
     "aligned": ("memory", "other"),  # rows no multiple of 16 elements: tiles gathered element by element
     "aligned_tf32x3": ("compute", "memory", "other"),

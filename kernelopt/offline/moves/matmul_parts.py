@@ -14,7 +14,9 @@ the SPLIT_K slices (matmul.py's).
 
 The bytes: B read once and its parts written (12 bytes an element), A once (4); against the K-major copy's 8 and 4
 per element of B and A, plus the split product's in-register work on B. It pays where the split-K products wait on
-that work, not on memory.
+that work, not on memory. On the H100 at 6's size (benchmarks/h200/kernel_times.py, RESULTS.md (bi)) they did not:
+the product took 0.74 ms against the K-major copy's 0.76, and B's split pass 0.59 against the copy's 0.37, so 1.41 ms
+in all against 1.19. It stays a move, measured where split-K applies, and cures no "memory" diagnosis (cures.py).
 """
 
 from __future__ import annotations
