@@ -42,13 +42,17 @@
 #   3. left of the GPU tests: test_moves_gpu's pointwise_convolution (now with pointwise_split), one_read_rows_of_more
 #      (35, after the OOM mend), c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers and
 #      convolution_on_split_parts (now with dot.conv_split_tf32).
-# Session 51 (RESULTS.md (bi)): the device failed to start, try after try. Two more moves that split an operand where
-# wgmma reads it, CPU-checked (interpreter, verifier, sm_90 TTGIR with Triton 3.6 and 3.9): matmul.split_k_parts (6)
-# and matmul/bmm.split_f16_regs (3, 2, 17). PART=s51 is the first call to make (585 s): on an H200 c3's 23 and 24
-# first, then `tf32parts` (87, 55, 6 and 3, each new move beside what it would replace, kernel by kernel); on an H100
-# the timings, then 87 in the outside pass. Then the GPU tests left: test_moves_gpu's pointwise_convolution,
-# in_register (6 and 3 now), one_read_rows_of_more, c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers,
-# convolution_on_split_parts.
+# Session 51 (RESULTS.md (bi)): one H100 call of 200 s after nine failed starts (BOX=200 PART=s51). Measured kernel by
+# kernel: bmm.split_f16_regs 2.62 ms on 3 against split_f16's 3.11; conv.pointwise_split 5.33 ms on 87 (the outside
+# pass's best was 7.08); matmul.split_k_parts (6) and conv.split_tf32 (55) slower than what they would replace. Their
+# GPU tests on 6 and 3 passed. For the next calls:
+#   1. on an H200: `PART=s51` (585 s): c3's 23 and 24 first (#22's softmax bars), then the timings again on the H200;
+#      then c3's other redo rows (34, 35, 41, 42, 44) and outside_l2_h200 (PART=2);
+#   2. on an H100: `PART=s51` runs the timings, then 87 in the outside pass with pointwise_split (the redo marker:
+#      `redo_rows.sh outside_h100 87_` here first in a new checkout); a pass with 3 (bmm) from nothing would show
+#      split_f16_regs in a suite row (rows_h100 with ROWS=3 on an H100; c3's own row on an H200: redo_rows.sh c3 3_);
+#   3. the GPU tests left: test_moves_gpu's pointwise_convolution (cut by the box), one_read_rows_of_more,
+#      c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers, convolution_on_split_parts.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
