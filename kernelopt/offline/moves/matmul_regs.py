@@ -8,13 +8,15 @@ operands' tiles in registers instead (`f16x3`, matmul_f16x3.py) lost there (7.30
 shared memory only, so each K step's split B tile went back to shared memory and each product waited for it.
 
 Here the product is taken so that the larger operand is wgmma's A, which it reads from registers: out = x @ y with x
-the larger (A, or B transposed, when out is C transposed) and y the smaller. x is read as it lies, each K step's tile
-scaled row by row by powers of two and split into fp16 parts in registers (`matmul_f16x3.PARTS`); y is split once by
-`split_f16`'s passes (each row of y transposed scaled over the whole of K, K-major, padded to whole tiles), its parts
-wgmma's B as loaded. No operand goes back to shared memory inside the loop (sm_90 TTGIR: tests/test_moves_ptx.py).
-Each step's three products start from zero; their sum, unscaled by x's tile inverses and y's row inverses (powers of
-two, exact), is added to the running fp32 sum. The ranges are f16x3's for x (a tile's scale is its own) and
-split_f16's for y. The verifier measures the outputs (16-bit operands on fp32 data: harness/sandbox/precision.py).
+the larger (A, or B transposed, when out is C transposed) and y the smaller. x's rows' largest values are found by one
+read before the launch (split_f16's `row_max_kernel`); then x is read as it lies, each K step's tile scaled by its rows'
+powers of two (split_f16's: the row's largest in [2^14, 2^15)) and split into fp16 parts in registers. No reduction
+happens in the loop: one there (f16x3's tile scales) moved the tile out of the layout wgmma reads A in and back
+through shared memory. y is split once by `split_f16`'s passes (each row of y transposed scaled over the whole of K,
+K-major, padded to whole tiles), its parts wgmma's B as loaded. No operand goes back to shared memory inside the loop
+(sm_90 TTGIR: tests/test_moves_ptx.py). Each step's three products start from zero and their sum is added to the
+running fp32 sum; the epilogue undoes both scales exactly (`_unscale`). The ranges are split_f16's for both operands.
+The verifier measures the outputs (16-bit operands on fp32 data: harness/sandbox/precision.py).
 
 x's tiles are split again for every output tile that reads them (out's columns over BLOCK_N), so the move is offered
 where y is at most half of x: the passes it saves weigh more than the splits it adds. On the H100 at 3_Batched's size
