@@ -43,7 +43,12 @@ def test_the_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name
     assert _error(got, args) <= 4 * _error(want, args) + 1e-6
 
 
-def test_each_sample_and_output_channel_keeps_its_own_scale() -> None:
+def _regs_conv() -> object:  # conv.split_f16_regs' helper: the input split in registers, the weight once
+    return _helper(with_config(conv_split.regs_helper(), SMALL))["conv_triton"]
+
+
+@pytest.mark.parametrize("split", ["once", "in_registers"])
+def test_each_sample_and_output_channel_keeps_its_own_scale(split: str) -> None:
     # a sample 2^40 larger than the other, an output channel 2^-30 smaller and one 2^30 larger than the rest: one
     # scale for the whole input or weight would leave the small ones' parts below fp16's smallest normal (lost)
     # and a product of the two inverses alone would overflow fp32
@@ -54,7 +59,7 @@ def test_each_sample_and_output_channel_keeps_its_own_scale() -> None:
     weight[3] *= 2.0 ** 30
     args = [x, weight, *args[2:]]
     want = torch.ops.aten.convolution(x, weight, None, *(list(a) if isinstance(a, tuple) else a for a in args[3:]))
-    got = _split_conv()(x, weight, None, None, *args[3:])
+    got = (_split_conv() if split == "once" else _regs_conv())(x, weight, None, None, *args[3:])
     assert torch.isfinite(got).all()
     for sample in range(2):
         for channel in range(weight.shape[0]):
@@ -102,9 +107,9 @@ def test_only_fp32_takes_it_and_the_helper_it_edits_is_checked(tmp_path: Path) -
                                                   "torch.rand(batch_size, in_channels, height, width).half()")
                        .replace("groups=groups, bias=bias)", "groups=groups, bias=bias).half()"))
     moves = structural_moves(problem)
-    assert not {"conv.split_f16", "conv.split_tf32"} & {m.name for m in moves.instances}
+    assert not {"conv.split_f16", "conv.split_tf32", "conv.split_f16_regs"} & {m.name for m in moves.instances}
     skipped = {s.name: s.why for s in moves.skipped}
-    assert "float16" in skipped["conv.split_f16"] and "float16" in skipped["conv.split_tf32"]
+    assert all("float16" in skipped[name] for name in ("conv.split_f16", "conv.split_tf32", "conv.split_f16_regs"))
     with pytest.raises(AssertionError, match="the convolution helper changed"):
         conv_split._replaced("no such text", (("a = tl.load(x_ptr", "b"),))
 
@@ -154,15 +159,18 @@ def test_a_convolution_split_in_registers_or_a_family_template_takes_no_seed_rew
         CONV2D, 132, family["conv.implicit_gemm"].source).instances]  # the conv family's own move does it
 
 
-def test_an_infinity_in_a_sample_leaves_its_other_outputs_exact_and_a_spike_costs_what_the_scale_says() -> None:
+@pytest.mark.parametrize("split", ["once", "in_registers"])
+def test_an_infinity_in_a_sample_leaves_its_other_outputs_exact_and_a_spike_costs_what_the_scale_says(
+        split: str) -> None:
     # the sample's scale is taken over its finite values: an inf lies whole in its remainder and reaches only the
     # outputs whose window holds it (an inf in the scale made the sample's finite values zeros)
+    conv = _split_conv() if split == "once" else _regs_conv()
     torch.manual_seed(5)
     x, weight = torch.randn(1, 2, 8, 8), torch.randn(3, 2, 3, 3)
     settings = ((1, 1), (1, 1), (1, 1), False, (0, 0), 1)
     x[0, 0, 0, 0] = float("inf")
     want = torch.ops.aten.convolution(x, weight, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
-    got = _split_conv()(x, weight, None, None, *settings)
+    got = conv(x, weight, None, None, *settings)
     finite = torch.isfinite(want)
     assert bool((torch.isfinite(got) == finite).all()) and int((~finite).sum()) > 0
     torch.testing.assert_close(got[finite], want[finite], rtol=1e-5, atol=1e-5)
@@ -173,7 +181,7 @@ def test_an_infinity_in_a_sample_leaves_its_other_outputs_exact_and_a_spike_cost
     exact = torch.ops.aten.convolution(x.double(), weight.double(), None, [1, 1], [1, 1], [1, 1], False, [0, 0], 1)
     far = torch.zeros_like(want, dtype=torch.bool)
     far[..., 3:, 3:] = True
-    error = float((_split_conv()(x, weight, None, None, *settings).double() - exact)[far].abs().max())
+    error = float((conv(x, weight, None, None, *settings).double() - exact)[far].abs().max())
     assert 0 < error <= 2.0 ** 20 * 2.0 ** -38 * float(weight.abs().sum(dim=(1, 2, 3)).max())
 
 
@@ -230,3 +238,37 @@ def test_a_seeds_convolution_is_rewritten_on_tf32_parts_and_still_computes_the_r
     kernel.write_text(with_config(rewrite.source, SMALL))
     expected, got = _run_both(problem, kernel)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("block_k", [16, 1])
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_register_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name: str, block_k: int) -> None:
+    # conv.split_f16_regs' helper: the gathered tile's rows scaled by their samples' powers of two and split into fp16
+    # parts in registers (several kernel offsets a step at 16, one channel a step at 1), the weight's fp16 parts read
+    # where split_f16 lays them out; the interpreter's fp16 products are exact, the split's three terms are not all
+    args, want = _case(name)
+    conv = _helper(with_config(conv_split.regs_helper(), {**SMALL, "CONV_BLOCK_K": block_k}))["conv_triton"]
+    got = conv(*args[:3], None, *args[3:])
+    assert got.shape == want.shape and got.dtype == want.dtype
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
+def test_the_register_split_move_is_offered_after_the_tf32_split_and_passes_the_verifier(
+        tmp_path: Path, settings: HarnessSettings) -> None:
+    moves = {m.name: m for m in structural_moves(CONV2D).instances}
+    names = list(moves)
+    assert names.index("conv.split_tf32") + 1 == names.index("conv.split_f16_regs")
+    move = moves["conv.split_f16_regs"]
+    assert check_kernel_source(move.source) == [] and "memory" in move.cures and "CONV_CHANNELS_LAST" not in move.source
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(with_config(move.source, {**move.grid[0], **SMALL}))
+    verdict = Verifier(CONV2D, tmp_path / "harness", settings).verify(kernel, time=False)
+    assert verdict.accepted, verdict.reason
+    assert "low-precision products on fp32, their outputs measured at" in verdict.reason
+    # one of the three products left out: no chain of three, refused
+    three = "step_sum = tl.dot(a_lo, b)\n        step_sum = tl.dot(a_hi, b_lo, step_sum)\n"
+    assert three in move.source
+    kernel.write_text(with_config(move.source.replace(three, "step_sum = tl.dot(a_hi, b_lo)\n"),
+                                  {**move.grid[0], **SMALL}))
+    verdict = Verifier(CONV2D, tmp_path / "harness2", settings).verify(kernel, time=False)
+    assert not verdict.accepted and "outside a chain of 3" in verdict.reason

@@ -405,8 +405,11 @@ def test_the_split_convolution_is_measured_and_timed_at_a_kernelbench_size(tmp_p
                               f"conv_split_channels_last_{layout}", measured=True) for layout in (1, 0)}
     rival = moves["conv.implicit_gemm_tf32x3"]
     rival_ms = _time_ms(path, with_config(rival.source, rival.grid[0]), tmp_path, "conv_tf32x3")
+    # conv.split_f16_regs (the input split in registers, its samples' scales found by one read): no parts of it
+    regs = moves["conv.split_f16_regs"]
+    regs_ms = _time_ms(path, with_config(regs.source, regs.grid[0]), tmp_path, "conv_split_regs", measured=True)
     print(f"conv.split_f16 channels last {split[1]:.4f} ms, as the input lies {split[0]:.4f} ms; "
-          f"implicit_gemm_tf32x3 {rival_ms:.4f} ms")
+          f"implicit_gemm_tf32x3 {rival_ms:.4f} ms; split_f16_regs {regs_ms:.4f} ms")
 
 
 @pytest.mark.parametrize(("conv", "shape"), [

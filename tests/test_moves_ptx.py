@@ -395,3 +395,24 @@ def test_the_register_split_product_never_writes_its_operands_back_to_shared_mem
         (tmp_path / f"{name}.py").write_text(source)
         written[name] = _stages(tmp_path / f"{name}.py", kernel_name, signature, fixed, divisible)
     assert written["regs"][0] == 0 and written["regs"][1] > 0 and written["f16x3"][0] > 0, written
+
+
+def test_the_register_split_convolution_never_writes_its_operands_back_to_shared_memory(tmp_path: Path) -> None:
+    # conv.split_f16_regs' implicit GEMM at 55's first tile (128 x 128 x 64, 8 warps, 3 stages) in the H200's TTGIR:
+    # wgmma products, the gathered input tile scaled by its samples' powers of two (found before the launch) and
+    # split in registers as the A operand, the weight's fp16 parts K-major from memory: every tile a pipeline stage
+    # filled by async copies, none made from registers. The sizes a launch passes as multiples of 16 (a column of
+    # the weight's parts, KKCG, at 64 channels a group) are marked so.
+    from kernelopt.offline.moves import conv_split
+
+    sizes = ("OD", "OH", "OW", "D", "H", "W", "KD", "KH", "KW", "M", "CG", "OCG", "sxn", "sxc", "sxd", "sxh", "sxw",
+             "son", "soc", "sod", "soh", "sow", "std", "sth", "stw", "pdd", "pdh", "pdw", "dld", "dlh", "dlw", "MQ",
+             "QD", "QH", "QW")
+    fixed = {"TRANSPOSED": False, "HAS_BIAS": False, "IS_FP32": True, "WIDE": False, "BLOCK_M": 128, "BLOCK_N": 128,
+             "BLOCK_K": 64, "CG_POW": 0, "PHASED": False}
+    signature = {"x_ptr": "*fp32", "wg_ptr": "*fp16", "wl_ptr": "*fp16", "bx_ptr": "*i32", "iw_ptr": "*fp32",
+                 "b_ptr": "*fp32", "out_ptr": "*fp32", "KKCG": "i32", "OCGP": "i32", **dict.fromkeys(sizes, "i32")}
+    kernel = tmp_path / "regs.py"
+    kernel.write_text("import torch\nimport triton\nimport triton.language as tl\n" + conv_split.regs_helper())
+    made, copied = _stages(kernel, "conv_igemm_kernel", signature, fixed, ("KKCG", "OCGP", "CG", "sxn", "sxc"))
+    assert made == 0 and copied > 0, (made, copied)

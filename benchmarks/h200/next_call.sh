@@ -210,7 +210,8 @@ timed() {  # timed SECONDS OUT.md ARGS...: kernel_times.py ARGS into $OUT/OUT.md
 tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 50 and 51), first on a GPU, kernel by
   # kernel, each beside what it would replace, most promising first, as far as BOX allows (about 310 s in all):
   # bmm.split_f16_regs on 3, matmul.split_k_parts on 6, conv.pointwise_split on the public 87 (in .gpu/outside) beside
-  # cuDNN, conv.split_tf32 on 55 beside split_f16; then, with 60 s or more left, the new moves' GPU tests
+  # cuDNN, conv.split_f16_regs on 55 beside split_f16 (split_tf32 was slower there); then, with 60 s or more left,
+  # the new moves' GPU tests
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
   local p=benchmarks/kernelbench/problems p55 p87 left
   p87=$(ls .gpu/outside/87_*.py 2>/dev/null | head -1)
@@ -220,7 +221,7 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
   timed 60 t6 $p/6_Matmul_with_large_K_dimension_.py --move matmul.split_k_parts --configs 3 &&
     timed 30 t6 $p/6_Matmul_with_large_K_dimension_.py --move matmul.k_major_split_k_tf32x3 --configs 1
   [ -n "$p87" ] && timed 75 t87 $p87 --reference --move conv.pointwise_split --configs 4
-  timed 40 t55 $p55 --move conv.split_tf32 --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
+  timed 40 t55 $p55 --move conv.split_f16_regs --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
   echo "[tf32parts' timings: at $(elapsed) s]" | tee -a "$OUT/card.txt"
   left=$(( ${BOX:-585} - $(elapsed) ))
   [ $left -ge 60 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:pointwise_convolution or \

@@ -37,7 +37,8 @@ _IEEE = 'input_precision="ieee"'
 
 def source(family: Family, problem_source: str, precision: str = "ieee", helper: str = "") -> str:
     """The kernel file: the helper, then ModelNew with the reference's constructor calling it. `helper`: "split"
-    (on fp16 parts split once, conv_split.py), "split_tf32" (three TF32 products, conv_split.py), "depthwise" (the
+    (on fp16 parts split once, conv_split.py), "split_tf32" (three TF32 products, conv_split.py), "split_regs" (the
+    input split in registers, the weight once, conv_split.py), "depthwise" (the
     direct stencil, conv_depthwise.py), "rows" (the rolling-rows stencil, conv_rows.py) or "direct" (few input
     channels a group, conv_direct.py); else the implicit GEMM, never the helper's direct kernel."""
     _, _, _, stride, padding, dilation, transposed, output_padding, groups = family.scalars[:9]
@@ -51,6 +52,8 @@ def source(family: Family, problem_source: str, precision: str = "ieee", helper:
         head, text = conv_split.header(), conv_split.helper()
     elif helper == "split_tf32":
         head, text = conv_split.TF32_HEADER, conv_split.tf32_helper()
+    elif helper == "split_regs":
+        head, text = conv_split.REGS_HEADER, conv_split.regs_helper()
     elif helper == "depthwise":
         head, text = conv_depthwise.HEADER, conv_depthwise.HELPER
     elif helper == "rows":
@@ -114,11 +117,12 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
         why_not = (f"{conv_depthwise.outputs_a_group(family)} output channel(s) of one input channel a group: the "
                    "helper hands this convolution to the depthwise stencil, which conv.depthwise sweeps")
         return [m for m in out if m is not gemm], [*skipped, *(Skipped(name, why_not) for name in (
-            "conv.implicit_gemm", "conv.split_f16", "conv.split_tf32", "conv.implicit_gemm_tf32x3",
-            "conv.implicit_gemm_f16x3"))]
+            "conv.implicit_gemm", "conv.split_f16", "conv.split_tf32", "conv.split_f16_regs",
+            "conv.implicit_gemm_tf32x3", "conv.implicit_gemm_f16x3"))]
     if family.dtype != "float32":
         own = f"the problem's dtype is {family.dtype}: its products are the tensor cores' own"
         return out, [*skipped, Skipped("conv.split_f16", own), Skipped("conv.split_tf32", own),
+                     Skipped("conv.split_f16_regs", own),
                      Skipped("conv.implicit_gemm_tf32x3", f"the problem's dtype is {family.dtype}: no 3xTF32"),
                      Skipped("conv.implicit_gemm_f16x3", own)]
     out.append(MoveInstance("conv.split_f16", f"{why}; fp32 products as three fp16 products of the input's "
@@ -128,6 +132,11 @@ def conv_moves(family: Family, problem_source: str) -> tuple[list[MoveInstance],
     out.append(MoveInstance("conv.split_tf32", f"{why}; fp32 products as three TF32 products: the gathered input "
                             "tile split in registers (the tensor cores' A operand), the weight split once, K-major",
                             source(family, problem_source, helper="split_tf32"), tiles(TF32X3_TILES, family)))
+    out.append(MoveInstance("conv.split_f16_regs", f"{why}; fp32 products as three fp16 products: the gathered input "
+                            "tile scaled by its samples' powers of two (found by one read) and split in registers (the "
+                            "tensor cores' A operand), the weight split once", source(family, problem_source,
+                                                                                     helper="split_regs"),
+                            tiles(conv_split.TILES, family)))
     out.append(MoveInstance("conv.implicit_gemm_tf32x3", f"{why}; fp32 products at 3xTF32 on the tensor cores",
                             source(family, problem_source, "tf32x3"), tiles(TF32X3_TILES, family)))
     split = dot_f16x3.to_f16x3(gemm.source)

@@ -30,6 +30,11 @@ a TF32 product must find it in shared memory). TF32 has fp32's exponent, so noth
 step run at TF32's rate, half fp16's: it is for the convolutions the split_f16 input pass costs more than it saves.
 55 is not one: on the H100 it took 8.46 ms against split_f16's 7.25, whose product took 4.92 and its passes over the
 input (a channels-last copy, the row maxima, the split) 2.2 (RESULTS.md (bi)).
+
+`conv.split_f16_regs` (regs_helper) keeps split_f16's scales and fp16 rate and drops its parts of the input: each
+sample's largest value is found by one read, and the gathered tile is scaled by its rows' samples' powers of two and
+split into fp16 parts in registers, wgmma's A operand (matmul_regs.py's way, 1.19x split_f16 on 3_Batched on the
+H100). Only the weight is split once. Its limits are split_f16's (a scale a sample).
 """
 
 from __future__ import annotations
@@ -158,6 +163,78 @@ import triton.language as tl
 def tf32_helper() -> str:
     """The kernels and host functions a split_tf32 convolution's file holds before its ModelNew."""
     return "\n\n" + TF32_PARTS_KERNEL + TF32_CONV_HELPER + "\n\n" + TF32_PARTS
+
+
+# conv.split_f16_regs: the gathered input tile scaled by its rows' samples' powers of two and split into fp16 parts in
+# registers each K step (wgmma's A operand: matmul_regs.py's way), the weight split once a call (split_f16's parts):
+# one read of the input for its samples' largest values, where split_f16 reads it twice, copies it channels last and
+# writes its parts (on the H100, 2.2 of 55's 7.25 ms, RESULTS.md (bi)). No reduction in the loop: the scales come in.
+_REGS_EDITS = (
+    ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
+     "    x_ptr, wg_ptr, wl_ptr, bx_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
+    ("    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n    for step in range(0, steps):\n", '''\
+    # each row's sample scaled by the power of two that puts its largest finite magnitude (bx: its bits) in
+    # [2^14, 2^15), split_kernel's scale, and its inverse (both exact)
+    shift = tl.minimum(tl.maximum(268 - ((tl.load(bx_ptr + nb, mask=m_ok, other=0) >> 23) & 255), 1), 253)
+    sx = (shift << 23).to(tl.float32, bitcast=True)
+    inv_x = ((254 - shift) << 23).to(tl.float32, bitcast=True)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for step in range(0, steps):
+'''),
+    _EDITS[2], _EDITS[3],
+    (_PRODUCT, '''        # the tile's rows scaled and split into fp16 parts in registers (a non-finite value whole
+        # in the remainder, its part 0); the split's three fp16 products from zero, the step's sum added in fp32
+        a = a * sx[:, None]
+        finite = tl.abs(a) < float("inf")
+        a_hi = tl.where(finite, a, 0.0).to(tl.float16)
+        a_lo = tl.where(finite, a - a_hi.to(tl.float32), a).to(tl.float16)
+        step_sum = tl.dot(a_lo, b)
+        step_sum = tl.dot(a_hi, b_lo, step_sum)
+        acc += tl.dot(a_hi, b, step_sum)
+'''),
+    ("    oc = g * OCG + rn\n", '''    # both scales undone (exact): each row's sample's, each column's output channel's
+    acc = _unscale(acc, inv_x, tl.load(iw_ptr + g * OCGP + rn))
+    oc = g * OCG + rn
+'''),
+    (_LAUNCH, '''    # each input sample's largest value (one read); the weight split in fp16
+    kkcg = wg[0].numel() // max(ocg, 1)
+    ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N  # whole tiles of any launch's BLOCK_N
+    x_big = _sample_maxima(x)
+    w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
+                               max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
+    conv_igemm_kernel[grid](
+        x, w_hi, w_lo, x_big, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
+'''),
+)
+REGS_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_DIRECT_OUTPUTS = 32\n", "CONV_DIRECT_OUTPUTS = 0\n"), *_REGS_EDITS))
+_SAMPLE_MAXIMA = '''
+
+def _sample_maxima(x):
+    # the bits of each sample's largest finite magnitude (int32, one a sample): one read of x
+    n = x.shape[0]
+    flat = x.reshape(n, 1, -1)
+    block = max(4096, triton.next_power_of_2(triton.cdiv(flat.shape[2], 65535)))  # a grid's second axis: 65535
+    big = torch.zeros((n, 1), device=x.device, dtype=torch.int32)
+    if flat.shape[2]:
+        row_max_kernel[(n, triton.cdiv(flat.shape[2], block))](
+            flat, big, 1, flat.shape[2], flat.stride(0), flat.stride(1), flat.stride(2), 1, 1, block_r=1,
+            block_c=block, num_warps=4)
+    return big
+'''
+REGS_HEADER = '''"""conv.split_f16_regs: the reference's convolution as an implicit GEMM of three fp16 products a K step
+(kernelopt's template): the gathered input tile scaled by its samples' powers of two and split in registers, the
+weight's output channels scaled and split once a call."""
+
+import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+'''
+
+
+def regs_helper() -> str:
+    """The kernels and host functions a split_f16_regs convolution's file holds before its ModelNew."""
+    return SPLIT_KERNELS + UNSCALE + REGS_CONV_HELPER + SPLIT_HELPER + _SAMPLE_MAXIMA
 
 
 def header() -> str:
