@@ -43,6 +43,7 @@ import ast
 import re
 
 from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
+from kernelopt.offline.moves.matmul_regs import SCALED_PARTS
 from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.syntax import parse
@@ -182,12 +183,9 @@ _REGS_EDITS = (
     for step in range(0, steps):
 '''),
     _EDITS[2], _EDITS[3],
-    (_PRODUCT, '''        # the tile's rows scaled and split into fp16 parts in registers (a non-finite value whole
-        # in the remainder, its part 0); the split's three fp16 products from zero, the step's sum added in fp32
-        a = a * sx[:, None]
-        finite = tl.abs(a) < float("inf")
-        a_hi = tl.where(finite, a, 0.0).to(tl.float16)
-        a_lo = tl.where(finite, a - a_hi.to(tl.float32), a).to(tl.float16)
+    (_PRODUCT, '''        # the tile's rows scaled and split into fp16 parts in registers; the split's three fp16
+        # products from zero, the step's sum added in fp32
+        a_hi, a_lo = _scaled_parts(a, sx)
         step_sum = tl.dot(a_lo, b)
         step_sum = tl.dot(a_hi, b_lo, step_sum)
         acc += tl.dot(a_hi, b, step_sum)
@@ -234,7 +232,7 @@ import triton.language as tl
 
 def regs_helper() -> str:
     """The kernels and host functions a split_f16_regs convolution's file holds before its ModelNew."""
-    return SPLIT_KERNELS + UNSCALE + REGS_CONV_HELPER + SPLIT_HELPER + _SAMPLE_MAXIMA
+    return SPLIT_KERNELS + UNSCALE + SCALED_PARTS + REGS_CONV_HELPER + SPLIT_HELPER + _SAMPLE_MAXIMA
 
 
 def header() -> str:

@@ -28,7 +28,21 @@ from __future__ import annotations
 
 from kernelopt.offline.moves import matmul, matmul_split_f16
 
-_KERNEL = '''
+# A tile's rows scaled by powers of two and split into fp16 parts in registers, with no reduction: the parts stay in
+# the layout wgmma reads its A operand in (conv_split.py's split_f16_regs takes it too)
+SCALED_PARTS = '''
+
+@triton.jit
+def _scaled_parts(x, scale):
+    # x's rows times scale (powers of two, exact) as fp16 parts and remainders; a non-finite value whole in the
+    # remainder, its part 0, so that it meets only the other operand's part, never a remainder of 0 (inf * 0 = NaN)
+    x = x * scale[:, None]
+    finite = tl.abs(x) < float("inf")
+    hi = tl.where(finite, x, 0.0).to(tl.float16)
+    return hi, tl.where(finite, x - hi.to(tl.float32), x).to(tl.float16)
+'''
+
+_KERNEL = SCALED_PARTS + '''
 
 @triton.jit
 def regs_split_kernel(x_ptr, bx_ptr, yh_ptr, yl_ptr, iy_ptr, c_ptr, P, Q, K, Pp, Qp, Kp, sxb, sxp, sxk, scb, scp,
@@ -60,12 +74,7 @@ def regs_split_kernel(x_ptr, bx_ptr, yh_ptr, yl_ptr, iy_ptr, c_ptr, P, Q, K, Pp,
             x = tl.load(x_ptrs, mask=(rm[:, None] < P) & (k + rk < K)[None, :], other=0.0)
         y_hi = tl.load(yh_ptr + y_off)
         y_lo = tl.load(yl_ptr + y_off)
-        # no reduction here: the split stays in the layout wgmma reads A in (a non-finite value whole in the
-        # remainder, its part 0: it meets only y's part, never a remainder of 0)
-        x = x * scale[:, None]
-        finite = tl.abs(x) < float("inf")
-        x_hi = tl.where(finite, x, 0.0).to(tl.float16)
-        x_lo = tl.where(finite, x - x_hi.to(tl.float32), x).to(tl.float16)
+        x_hi, x_lo = _scaled_parts(x, scale)
         step = tl.dot(x_lo, y_hi)
         step = tl.dot(x_hi, y_lo, step)
         acc += tl.dot(x_hi, y_hi, step)
