@@ -43,7 +43,7 @@ import ast
 import re
 
 from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
-from kernelopt.offline.moves.matmul_regs import SCALED_PARTS
+from kernelopt.offline.moves.matmul_regs import ROW_MAX, SCALED_PARTS
 from kernelopt.offline.moves.matmul_split_f16 import SPLIT_HELPER, SPLIT_KERNELS, UNSCALE
 from kernelopt.seed.conv import CONV_HELPER
 from kernelopt.syntax import parse
@@ -174,11 +174,8 @@ _REGS_EDITS = (
     ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
      "    x_ptr, wg_ptr, wl_ptr, bx_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
     ("    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)\n    for step in range(0, steps):\n", '''\
-    # each row's sample scaled by the power of two that puts its largest finite magnitude (bx: its bits) in
-    # [2^14, 2^15), split_kernel's scale, and its inverse (both exact)
-    shift = tl.minimum(tl.maximum(268 - ((tl.load(bx_ptr + nb, mask=m_ok, other=0) >> 23) & 255), 1), 253)
-    sx = (shift << 23).to(tl.float32, bitcast=True)
-    inv_x = ((254 - shift) << 23).to(tl.float32, bitcast=True)
+    # each row's sample's scale (bx: the bits of its largest finite magnitude) and its inverse
+    sx, inv_x = _line_scales(tl.load(bx_ptr + nb, mask=m_ok, other=0))
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for step in range(0, steps):
 '''),
@@ -197,7 +194,7 @@ _REGS_EDITS = (
     (_LAUNCH, '''    # each input sample's largest value (one read); the weight split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N  # whole tiles of any launch's BLOCK_N
-    x_big = _sample_maxima(x)
+    x_big = _row_max(x.reshape(x.shape[0], 1, -1), 1, 1, 4096)  # each sample's largest value
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
                                max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
     conv_igemm_kernel[grid](
@@ -205,20 +202,6 @@ _REGS_EDITS = (
 '''),
 )
 REGS_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_DIRECT_OUTPUTS = 32\n", "CONV_DIRECT_OUTPUTS = 0\n"), *_REGS_EDITS))
-_SAMPLE_MAXIMA = '''
-
-def _sample_maxima(x):
-    # the bits of each sample's largest finite magnitude (int32, one a sample): one read of x
-    n = x.shape[0]
-    flat = x.reshape(n, 1, -1)
-    block = max(4096, triton.next_power_of_2(triton.cdiv(flat.shape[2], 65535)))  # a grid's second axis: 65535
-    big = torch.zeros((n, 1), device=x.device, dtype=torch.int32)
-    if flat.shape[2]:
-        row_max_kernel[(n, triton.cdiv(flat.shape[2], block))](
-            flat, big, 1, flat.shape[2], flat.stride(0), flat.stride(1), flat.stride(2), 1, 1, block_r=1,
-            block_c=block, num_warps=4)
-    return big
-'''
 REGS_HEADER = '''"""conv.split_f16_regs: the reference's convolution as an implicit GEMM of three fp16 products a K step
 (kernelopt's template): the gathered input tile scaled by its samples' powers of two and split in registers, the
 weight's output channels scaled and split once a call."""
@@ -232,7 +215,7 @@ import triton.language as tl
 
 def regs_helper() -> str:
     """The kernels and host functions a split_f16_regs convolution's file holds before its ModelNew."""
-    return SPLIT_KERNELS + UNSCALE + SCALED_PARTS + REGS_CONV_HELPER + SPLIT_HELPER + _SAMPLE_MAXIMA
+    return SPLIT_KERNELS + UNSCALE + SCALED_PARTS + REGS_CONV_HELPER + SPLIT_HELPER + ROW_MAX
 
 
 def header() -> str:

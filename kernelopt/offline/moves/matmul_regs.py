@@ -33,6 +33,14 @@ from kernelopt.offline.moves import matmul, matmul_split_f16
 SCALED_PARTS = '''
 
 @triton.jit
+def _line_scales(big):
+    # the power of two that puts a line's largest finite magnitude (big: its bits, from row_max_kernel) in
+    # [2^14, 2^15), split_kernel's scale, and its inverse (both exact)
+    shift = tl.minimum(tl.maximum(268 - ((big >> 23) & 255), 1), 253)
+    return (shift << 23).to(tl.float32, bitcast=True), ((254 - shift) << 23).to(tl.float32, bitcast=True)
+
+
+@triton.jit
 def _scaled_parts(x, scale):
     # x's rows times scale (powers of two, exact) as fp16 parts and remainders; a non-finite value whole in the
     # remainder, its part 0, so that it meets only the other operand's part, never a remainder of 0 (inf * 0 = NaN)
@@ -59,11 +67,8 @@ def regs_split_kernel(x_ptr, bx_ptr, yh_ptr, yl_ptr, iy_ptr, c_ptr, P, Q, K, Pp,
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    # each row of x scaled by the power of two that puts its largest finite magnitude (bx: its bits, row_max_kernel)
-    # in [2^14, 2^15), as split_kernel scales y's: its parts and remainders are then normal fp16 numbers
-    shift = tl.minimum(tl.maximum(268 - ((tl.load(bx_ptr + batch * Pp + rm) >> 23) & 255), 1), 253)
-    scale = (shift << 23).to(tl.float32, bitcast=True)
-    inv_x = ((254 - shift) << 23).to(tl.float32, bitcast=True)
+    # each row of x scaled as split_kernel scales y's: its parts and remainders are then normal fp16 numbers
+    scale, inv_x = _line_scales(tl.load(bx_ptr + batch * Pp + rm))
     x_ptrs = x_ptr + batch * sxb + rm[:, None].to(tl.int64) * sxp + rk[None, :].to(tl.int64) * sxk
     y_off = batch * Qp * Kp + rk[:, None] + rn[None, :].to(tl.int64) * Kp
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -136,22 +141,23 @@ def split_f16_regs(params: tuple[str, ...], operands: tuple[int, ...], transpose
     head = matmul.header(("batched (torch.bmm), each batch's product: " if batched else "") + WHAT)
     return (head + matmul.TILE_IDS + matmul_split_f16.SPLIT_KERNELS + matmul_split_f16.UNSCALE + body + _PRODUCT
             + matmul_split_f16.SPLIT_HELPER.replace("\n# after forward: the product's launch comes first, so its "
-                                                    "num_warps is the knob the sweep sets\n", "\n") + _ROW_MAX)
+                                                    "num_warps is the knob the sweep sets\n", "\n") + ROW_MAX)
 
 
-_ROW_MAX = '''
+ROW_MAX = '''
 
 def _row_max(x, rows, block_r=32, block_c=128):
-    # the bits of each row's largest finite magnitude of x (batches x R x C, any strides), batches x rows (0 past R)
+    # the bits of each row's largest finite magnitude of x (batches x R x C, any strides), batches x rows (0 past R);
+    # block_c grows so that the grid's second axis stays under 65535
     big = torch.zeros((x.shape[0], rows), device=x.device, dtype=torch.int32)
+    block_c = max(block_c, triton.next_power_of_2(triton.cdiv(x.shape[2], 65535)))
     row_blocks = triton.cdiv(rows, block_r)
-    row_max_kernel[(x.shape[0] * row_blocks, triton.cdiv(x.shape[2], block_c))](
-        x, big, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), rows, row_blocks,
-        block_r=block_r, block_c=block_c, num_warps=4)
+    if x.shape[2]:
+        row_max_kernel[(x.shape[0] * row_blocks, triton.cdiv(x.shape[2], block_c))](
+            x, big, x.shape[1], x.shape[2], x.stride(0), x.stride(1), x.stride(2), rows, row_blocks,
+            block_r=block_r, block_c=block_c, num_warps=4)
     return big
 '''
-
-
 def applies(a_elements: int, b_elements: int) -> str:
     """Why not ("" where it applies): the smaller operand must be at most half the larger (a batch's, for bmm)."""
     small, large = sorted((a_elements, b_elements))
