@@ -228,6 +228,33 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s52)  # session 52's call (BOX seconds, 585 unless told): conv.split_f16_regs on 55 beside split_f16 first (its
+  # first timing, about 65 s); then on an H200 c3's redo rows (23 and 24 first: #22's softmax bars) leaving 130 s for
+  # test_moves_gpu's split-convolution test (conv.split_f16_regs verified at 55's size); on an H100 that test and the
+  # pointwise one, then 87 in the outside pass where 160 s are left
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  p55=$(ls benchmarks/kernelbench/families/55_*.py)
+  timed 40 t55 $p55 --move conv.split_f16_regs --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
+  if h200; then
+    redo c3 $(( ${BOX:-585} - $(elapsed) - 130 ))
+    timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_convolution"
+  else
+    timeout $(( ${BOX:-585} - $(elapsed) - 160 )) bash benchmarks/h200/gpu_tests.sh \
+      "test_moves_gpu:split_convolution or pointwise_convolution"
+    [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && outside h100 outside 150
+  fi ;;
+s52b)  # session 52's second call: on an H200 c3's redo rows left, then the level-2 outside pass (outside_l2_h200); on
+  # an H100 the GPU tests no call has reached: test_moves_gpu's one_read_rows_of_more and c_stored_by_tma,
+  # test_seed_gpu's split products (97 among them), split in registers and convolution on split parts
+  if h200; then
+    redo c3 $(( ${BOX:-585} - $(elapsed) ))
+    [ $(( ${BOX:-585} - $(elapsed) )) -ge 130 ] && outside h200 outside_l2 120
+  else
+    timeout $(( ${BOX:-585} / 2 )) bash benchmarks/h200/gpu_tests.sh \
+      "test_moves_gpu:one_read_rows_of_more or c_stored_by_tma"
+    timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh \
+      "test_seed_gpu:split_fp16_operands or split_in_registers or convolution_on_split_parts"
+  fi ;;
 s51)  # session 51's call (BOX seconds, 585 unless told). On an H200 with a box of 330 s or more: c3's softmax and
   # log-softmax rows first (#22's bars; 200 s), then the split moves' timings (tf32parts) in what is left; otherwise
   # the timings, then on an H100 87 in the outside pass with conv.pointwise_split where 160 s are left
