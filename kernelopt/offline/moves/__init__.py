@@ -98,6 +98,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
     conv, not_conv = _conv_split(moves.family, source, capability)
     covered = bool(split) or bool(conv) and not conv_split.products_beside(source)
     split, why = split + conv, why + not_conv
+    fused, not_fused = _conv_epilogue(source)
+    instances, skipped = instances + fused, skipped + not_fused
     if covered:  # the products' operands split once before their launch: no split of each K step's tiles too
         instances = tuple(m for m in instances if m.name != "dot.f16x3")
         verb = "applies" if len(split) == 1 else "apply"
@@ -221,6 +223,28 @@ def _conv_split(family: Family | None, source: str,
                                   "the product, K-major; the seed's other kernels kept", tf32,
                                   tuple(_tf32x3_tiles(tf32, capability, (TF32X3_TILES, TF32X3_TILES)))))
     return tuple(moves), ()
+
+
+# the fused kernel's own launch, then tiles of 8 warps: the epilogue's index arithmetic is the tile's, a value at a time
+# (64 x 64 at 4 warps: 96 registers for split_f16's product alone, 198 with the epilogue, sm_90)
+EPILOGUE_TILES = ({}, {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "num_warps": 8},
+                  {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 64, "num_warps": 8})
+
+
+def _conv_epilogue(source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
+    """The best kernel's convolution (a compiler seed's `conv_triton`) computing the pointwise kernel that reads
+    its output where it stores it (conv_epilogue.py); nothing said for a kernel with no such convolution."""
+    if "def conv_triton(" not in source:
+        return (), ()
+    from kernelopt.offline.moves import conv_epilogue
+
+    try:
+        fused = conv_epilogue.rewrite(source)
+    except conv_epilogue.NotFused as why:
+        return (), (Skipped(conv_epilogue.NAME, str(why)),)
+    return (MoveInstance(conv_epilogue.NAME, "the pointwise kernel that reads the convolution's output computed "
+                         "where the convolution stores it: that output never written nor read back", fused,
+                         EPILOGUE_TILES),), ()
 
 
 Tiles = tuple[tuple[int, ...], ...]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) rows

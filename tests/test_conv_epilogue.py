@@ -1,0 +1,101 @@
+"""fuse.conv_epilogue (offline/moves/conv_epilogue.py): a compiler seed's pointwise kernel computed where its
+convolution stores, on the recorded seed of level 2's 1_Conv2D_ReLU_BiasAdd (the seed's convolution into a buffer,
+then Inductor's kernel adding the conv's bias and the module's, with a ReLU between)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from test_seed_translate import _load, _run_both, problem_path, seed_text, shrunk_problem
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.offline.moves import conv_epilogue, conv_split, structural_moves
+from kernelopt.offline.tuner import with_config
+
+NAME = "1_Conv2D_ReLU_BiasAdd"
+POINTWISE = "triton_poi_fused_add_convolution_relu_threshold_backward_0"
+SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}
+
+
+@pytest.fixture(scope="module")
+def seed() -> str:
+    return seed_text("max_autotune_triton", NAME)
+
+
+class _NotLaunched:
+    def __getitem__(self, grid: object) -> object:
+        raise AssertionError("the pointwise kernel was launched: its epilogue is not fused")
+
+
+def _fused_outputs(problem: Path, kernel: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference's output and the kernel file's, its own launch of the pointwise kernel made to fail."""
+    module = _load(kernel, "fused_under_test")
+    module.__dict__[POINTWISE] = _NotLaunched()
+    torch.manual_seed(0)
+    reference = _load(problem).Model(*_load(problem).get_init_inputs())
+    torch.manual_seed(0)
+    candidate = module.ModelNew(*_load(problem).get_init_inputs())
+    torch.manual_seed(1)
+    inputs = _load(problem).get_inputs()
+    with torch.no_grad():
+        return reference(*inputs), candidate(*inputs)
+
+
+def test_the_seeds_pointwise_kernel_runs_in_the_convolutions_store_and_computes_the_reference(
+        seed: str, tmp_path: Path) -> None:
+    moves = structural_moves(problem_path(NAME), 132, seed)
+    move = {m.name: m for m in moves.instances}[conv_epilogue.NAME]
+    assert move.cures[0] == "memory" and move.grid[0] == {} and check_kernel_source(move.source) == []
+    assert "def conv_epilogue(" in move.source and "EPI=epi is not None" in move.source
+    problem = shrunk_problem(problem_path(NAME), tmp_path / f"{NAME}.py")
+    kernel = tmp_path / "fused.py"
+    kernel.write_text(with_config(move.source, SMALL))
+    expected, got = _fused_outputs(problem, kernel)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # the seed as it was launches the pointwise kernel: the check above can fail
+    kernel.write_text(with_config(seed, SMALL))
+    with pytest.raises(AssertionError, match="not fused"):
+        _fused_outputs(problem, kernel)
+
+
+def test_the_split_rewrites_take_a_fused_convolution_and_the_fusion_takes_a_split_one(
+        seed: str, tmp_path: Path) -> None:
+    fused = conv_epilogue.rewrite(seed)
+    split_after = conv_split.rewrite(fused)
+    assert split_after is not None and conv_split.rewrite(fused, tf32=True) is not None
+    assert conv_epilogue.NAME in {m.name for m in structural_moves(problem_path(NAME), 132,
+                                                                   conv_split.rewrite(seed)).instances}
+    problem = shrunk_problem(problem_path(NAME), tmp_path / f"{NAME}.py")
+    kernel = tmp_path / "split_fused.py"
+    kernel.write_text(with_config(split_after, SMALL))
+    expected, got = _fused_outputs(problem, kernel)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    # the buffer read again after its pointwise kernel: its values are needed, so it must be written
+    (("        return buf1\n", "        return buf1 + buf0.sum()\n"), "read again after its pointwise kernel"),
+    # a reduction reads it (Inductor's triton_red_/triton_per_ kernels): only an elementwise epilogue is fused
+    (("triton_poi_fused", "triton_red_fused"), "other than one launch of an Inductor pointwise kernel"),
+    # the pointwise kernel reads the buffer twice (a neighbour's value): not one value a stored element
+    (("    tmp1 = tl.load(in_ptr1 + (x2)", "    tmp1 = tl.load(in_ptr0 + (x2)"), "other than by one load"),
+])
+def test_a_convolution_whose_output_is_read_otherwise_keeps_its_pointwise_kernel_and_says_why(
+        seed: str, edit: tuple[str, str], why: str) -> None:
+    edited = seed.replace(*edit)
+    assert edited != seed
+    with pytest.raises(conv_epilogue.NotFused, match=why):
+        conv_epilogue.rewrite(edited)
+    skipped = {s.name: s.why for s in structural_moves(problem_path(NAME), 132, edited).skipped}
+    assert why in skipped[conv_epilogue.NAME]
+
+
+def test_a_fused_kernel_is_not_fused_again_and_a_kernel_without_a_convolution_hears_nothing(seed: str) -> None:
+    fused = conv_epilogue.rewrite(seed)
+    with pytest.raises(conv_epilogue.NotFused, match="already computes an epilogue"):
+        conv_epilogue.rewrite(fused)
+    softmax = seed_text("default", "23_Softmax")
+    moves = structural_moves(problem_path("23_Softmax"), 132, softmax)
+    assert conv_epilogue.NAME not in {m.name for m in moves.instances} | {s.name for s in moves.skipped}
