@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_seed_translate import _load, _run_both, problem_path, seed_text, shrunk_problem
+from test_seed_translate import _load, problem_path, seed_text, shrunk_problem
 
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.moves import conv_epilogue, conv_split, structural_moves
