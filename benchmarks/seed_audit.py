@@ -116,8 +116,10 @@ def tiny_source(text: str) -> str:
 EVEN_SIZE = 48
 
 
-def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False) -> dict[str, Any]:
-    """One problem's verdict: {"stage": "ok"} or the stage that failed and why."""
+def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False,
+              fuse: bool = False) -> dict[str, Any]:
+    """One problem's verdict: {"stage": "ok"} or the stage that failed and why; with `fuse`, also the seed with
+    its convolution's pointwise kernel fused (fuse.conv_epilogue) run and compared the same way ("fused")."""
     import torch
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "inductor" / "cpu_made"))
@@ -171,10 +173,38 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
             if not all(torch.allclose(g.double(), w.double(), rtol=1e-3, atol=1e-3, equal_nan=True)
                        for g, w in zip(got, want, strict=True)):
                 raise ValueError(f"outputs differ (largest difference {worst:.3g})")
-            return {"stage": "ok", "reading": number, "kernels": len(parse_output(code).kernels)}
+            verdict = {"stage": "ok", "reading": number, "kernels": len(parse_output(code).kernels)}
+            if fuse:
+                verdict["fused"] = _fused(text, folder / f"fused_{number}.py", reference, inputs, want)
+            return verdict
         except Exception as err:  # noqa: BLE001
             failure = failure or {"stage": stage, "error": f"{type(err).__name__}: {str(err).strip()[:240]}"}
     return failure
+
+
+def _fused(text: str, path: Path, reference: Any, inputs: list[Any], want: list[Any]) -> str:
+    """The seed with its convolution's epilogue fused, run on the inputs: "ok", "no: why it is not fused", or its
+    fault."""
+    import torch
+
+    from kernelopt.harness.problem import import_file
+    from kernelopt.offline.moves import conv_epilogue
+
+    try:
+        path.write_text(conv_epilogue.rewrite(text))
+    except conv_epilogue.NotFused as why:
+        return f"no: {why}"
+    try:
+        torch.manual_seed(0)
+        candidate = import_file(path, f"audited_{path.stem}").ModelNew(*reference.get_init_inputs())
+        with torch.no_grad():
+            got = _outputs(candidate(*inputs))
+    except Exception as err:  # noqa: BLE001
+        return f"crash: {type(err).__name__}: {str(err).strip()[:200]}"
+    if all(torch.allclose(g.double(), w.double(), rtol=1e-3, atol=1e-3, equal_nan=True)
+           for g, w in zip(got, want, strict=True)):
+        return "ok"
+    return "wrong: outputs differ"
 
 
 def child(script: str, problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
@@ -200,6 +230,7 @@ def audit_parser(doc: str) -> argparse.ArgumentParser:
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
     args.add_argument("--even", action="store_true", help=f"every large size {EVEN_SIZE}, not the shrink's odd ones")
+    args.add_argument("--fuse", action="store_true", help="seed_audit: the epilogue fused too (fuse.conv_epilogue)")
     args.add_argument("--only", default="", help="moves_audit: only the moves whose name holds this text")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     return args
@@ -226,6 +257,7 @@ def drive(parsed: argparse.Namespace, script: str, line: Any) -> int:
     counts: dict[str, int] = {}
     with ThreadPoolExecutor(parsed.jobs) as pool:
         flags = [*(["--tiny"] if parsed.tiny else []), *(["--even"] if parsed.even else []),
+                 *(["--fuse"] if getattr(parsed, "fuse", False) else []),
                  *(["--only", parsed.only] if parsed.only else [])]
         verdicts = pool.map(lambda p: child(script, str(p), parsed.timeout, flags), files)
         for path, verdict in zip(files, verdicts, strict=True):
@@ -238,10 +270,11 @@ def drive(parsed: argparse.Namespace, script: str, line: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     parsed = audit_parser(__doc__ or "").parse_args(argv)
     if parsed.one:  # the child: one problem, its verdict as the last line
-        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even)
+        verdict = audit_one(Path(parsed.problems[0]), Path(parsed.problems[1]), parsed.tiny, parsed.even, parsed.fuse)
         print(json.dumps(verdict), flush=True)
         return 0
-    return drive(parsed, __file__, lambda verdict: f"{verdict['stage']:9s} {verdict.get('error', '')}")
+    return drive(parsed, __file__, lambda verdict: f"{verdict['stage']:9s} {verdict.get('error', '')}"
+                 + (f" fused: {verdict['fused']}" if "fused" in verdict else ""))
 
 
 if __name__ == "__main__":

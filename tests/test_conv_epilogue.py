@@ -4,11 +4,12 @@ then Inductor's kernel adding the conv's bias and the module's, with a ReLU betw
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 import torch
-from test_seed_translate import _load, problem_path, seed_text, shrunk_problem
+from test_seed_translate import _load, _run_both, cpu_made_seed, problem_path, seed_text, shrunk_problem
 
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.moves import conv_epilogue, conv_split, structural_moves
@@ -72,6 +73,41 @@ def test_the_split_rewrites_take_a_fused_convolution_and_the_fusion_takes_a_spli
     kernel.write_text(with_config(split_after, SMALL))
     expected, got = _fused_outputs(problem, kernel)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.fixture
+def numpy_libdevice() -> object:
+    """libdevice's functions the interpreter does not know (Mish's tanh and log1p) as numpy's, for one test."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import seed_audit
+    from triton.language.extra import libdevice
+
+    saved = dict(vars(libdevice))
+    seed_audit.interpretable_libdevice()
+    yield
+    for name in set(vars(libdevice)) - set(saved):
+        delattr(libdevice, name)
+    for name, value in saved.items():
+        setattr(libdevice, name, value)
+
+
+def test_an_in_place_kernel_on_an_output_laid_out_channels_last_is_fused_at_the_buffers_own_offsets(
+        numpy_libdevice: object, tmp_path: Path) -> None:
+    # torch 2.13's CPU graph of a convolution then Mish twice (tests/data/conv/conv_mish.py): the convolution into
+    # buf2 laid out channels last, `buf3 = buf2`, the first Mish in place on buf3 (in_out_ptr0, walked as it lies),
+    # then a kernel reading buf3 into the contiguous output. Fused, the first Mish is the convolution's store, at
+    # buf2's own offsets (epi_dense=False): read at contiguous offsets its values would land on other positions
+    seed = cpu_made_seed("conv_mish")
+    fused = conv_epilogue.rewrite(seed)
+    assert "epi=(buf3, ), epic=(triton_poi_fused_mish_2_xnumel, ), epi_dense=False)" in fused
+    assert check_kernel_source(fused) == []
+    kernel = tmp_path / "fused.py"
+    kernel.write_text(with_config(fused, SMALL))
+    expected, got = _run_both(problem_path("conv_mish"), kernel)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    kernel.write_text(with_config(fused.replace("epi_dense=False)", "epi_dense=True)"), SMALL))
+    expected, got = _run_both(problem_path("conv_mish"), kernel)
+    assert not torch.allclose(got, expected, rtol=1e-3, atol=1e-3)
 
 
 @pytest.mark.parametrize(("edit", "why"), [

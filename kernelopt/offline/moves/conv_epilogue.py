@@ -6,17 +6,20 @@ crosses memory three times (written, read, written again) where once is enough. 
 input channels (8 to 64 at 128 x 128, a 3 x 3 kernel: 72 multiply-adds an output value) spend most of their time
 there, and torch.compile does the same (cuDNN's output, then a Triton kernel), so this is where a seed can pass it.
 
-The rewrite takes the first `conv_triton(..., BUF, ...)` of ModelNew.forward whose buffer is read next, and only, by
-one launch of a `triton_poi_*` kernel (Inductor's pointwise kernels: no reduction) that loads it once. That kernel's
-body becomes a `@triton.jit` function, `conv_epilogue`, called by `conv_igemm_kernel` in place of its store: the
-tile's values stand for that load, `xindex` is each value's index in BUF laid out contiguously (the pointwise kernel
-walks its output, BUF's shape, in that order), `xmask` the tile's mask. The kernel's other pointers and run-time
-integers come in as a tuple (`epi`), its specialized sizes as a constexpr tuple (`EPIC`), so the body compiles as
-Inductor wrote it. With an epilogue the helper always takes the implicit GEMM (not the direct or depthwise kernels,
-whose stores are laid out otherwise) and computes its offsets as if BUF were contiguous; BUF itself is never
-written. Forward keeps the unfused pair for a launch whose element count is not BUF's (the fusion's premise), and
-the verifier judges the rest: a pointwise kernel that read BUF at other positions than its own would compute other
-outputs and be refused.
+The rewrite takes the first `conv_triton(..., BUF, ...)` of ModelNew.forward whose buffer (or a name the compiler
+gave it again, `buf3 = buf2`) is read next by one launch of a `triton_poi_*` kernel (Inductor's pointwise kernels:
+no reduction) that loads it once. That kernel's body becomes a `@triton.jit` function, `conv_epilogue`, called by
+`conv_igemm_kernel` in place of its store: the tile's values stand for that load, `xmask` is the tile's mask, and
+`xindex` each value's offset in BUF, as the pointwise kernel numbers it: where it loads BUF at xindex itself (the
+compiler's in-place kernels, `in_out_ptr0`, walk their buffer as it lies) the helper's own offsets; otherwise BUF's
+laid out contiguously (a kernel walking its contiguous output of BUF's shape), which the helper then computes
+(`epi_dense`). The kernel's other pointers and run-time integers come in as a tuple (`epi`), its specialized sizes
+as a constexpr tuple (`EPIC`), so the body compiles as Inductor wrote it. An in-place kernel's store writes BUF,
+which later kernels may read; otherwise BUF is never written, and nothing may read it after. With an epilogue the
+helper always takes the implicit GEMM (not the direct or depthwise kernels, whose stores are laid out otherwise).
+Forward keeps the unfused pair for a launch whose element count is not BUF's (the fusion's premise), and the
+verifier judges the rest: a pointwise kernel that numbered BUF's values otherwise would compute other outputs and
+be refused.
 
 The edits leave the anchors of the convolution's split rewrites (conv_split.py) in place, so either may come first.
 """
@@ -57,25 +60,24 @@ def rewrite(source: str) -> str:
         raise NotFused("the best kernel has no convolution helper of the seed's (conv_triton, conv_igemm_kernel)")
     if _FUNCTION in functions:
         raise NotFused("the best kernel's convolution already computes an epilogue")
-    forward = _forward(tree)
-    conv, launch, kernel_name, buffer = _pair(forward, functions)
-    kernel = functions[kernel_name]
+    conv, launch, kernel_name, alias, read_later = _pair(_forward(tree), functions)
     lines = source.splitlines(keepends=True)
-    epilogue, runtime, specialized, numel = _epilogue(kernel, lines, launch, buffer)
-    launch_text = _segment(lines, launch)
+    epilogue, runtime, specialized, numel, dense = _epilogue(functions[kernel_name], lines, launch, alias, read_later)
     call = ast.get_source_segment(source, conv.value)
-    assert call is not None and call.endswith(")")
-    fused_call = (call[:-1] + f", epi=({''.join(a + ', ' for a in runtime)}), "
-                  f"epic=({''.join(a + ', ' for a in specialized)}))")
+    moved = ast.parse(call, mode="eval").body
+    assert isinstance(moved, ast.Call)
+    moved.args[3] = ast.Name(alias)  # the buffer by the name the launch reads it (an alias of it, say)
+    fused_call = (ast.unparse(moved)[:-1] + f", epi=({''.join(a + ', ' for a in runtime)}), "
+                  f"epic=({''.join(a + ', ' for a in specialized)}), epi_dense={dense})")
     pad = " " * launch.col_offset
-    replacement = (f"{pad}if {buffer}.numel() == {numel}:  # the pointwise kernel computed where the convolution "
-                   f"stores ({NAME})\n{pad}    {fused_call}\n{pad}else:\n{pad}    {call}\n"
-                   + "".join(f"    {line}" if line.strip() else line for line in launch_text.splitlines(keepends=True)))
+    replacement = (f"{pad}if {alias}.numel() == {numel}:  # the pointwise kernel computed where the convolution "
+                   f"stores ({NAME})\n{pad}    {fused_call}\n{pad}else:\n{pad}    {ast.unparse(moved)}\n"
+                   + "".join(f"    {line}" if line.strip() else line
+                             for line in _segment(lines, launch).splitlines(keepends=True)))
     # the launch's place first (it comes later in the file), then the convolution's own line goes
     lines[launch.lineno - 1:launch.end_lineno] = [replacement]
     lines[conv.lineno - 1:conv.end_lineno] = []
-    text = "".join(lines)
-    text = _edit_helper(text)
+    text = _edit_helper("".join(lines))
     model = text.index("\nclass ModelNew")
     return text[:model] + "\n\n" + epilogue + text[model:]
 
@@ -93,9 +95,11 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _pair(forward: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> tuple[ast.Expr, ast.Expr, str, str]:
-    """The first convolution whose buffer only a pointwise kernel reads next, that launch, its kernel and the
-    buffer's name."""
+def _pair(forward: ast.FunctionDef,
+          functions: dict[str, ast.FunctionDef]) -> tuple[ast.Expr, ast.Expr, str, str, bool]:
+    """The first convolution whose buffer a pointwise kernel's launch reads next, that launch, its kernel, the name
+    it reads the buffer by (the compiler's `buf3 = buf2` reuses a buffer under a new name) and whether anything
+    reads the buffer after it."""
     body = forward.body
     reasons = []
     for i, stmt in enumerate(body):
@@ -106,51 +110,55 @@ def _pair(forward: ast.FunctionDef, functions: dict[str, ast.FunctionDef]) -> tu
         if len(args) != 10 or stmt.value.keywords or not isinstance(args[3], ast.Name):
             reasons.append("a convolution's output is not a named buffer")
             continue
-        buffer = args[3].id
+        aliases = {args[3].id}
         for j in range(i + 1, len(body)):
             later = body[j]
-            if isinstance(later, ast.Delete):
-                continue
-            if buffer not in _names(later):
+            if isinstance(later, ast.Delete) or not aliases & _names(later):
                 if isinstance(later, ast.Expr):  # a launch between: it might write what the convolution reads
-                    reasons.append(f"a launch comes between the convolution into {buffer} and its reader")
+                    reasons.append(f"a launch comes between the convolution into {args[3].id} and its reader")
                     break
                 continue
-            kernel = _pointwise_launch(later, buffer, functions)
-            if kernel is None:
-                reasons.append(f"{buffer} is read next by other than one launch of an Inductor pointwise kernel")
+            if (isinstance(later, ast.Assign) and len(later.targets) == 1 and isinstance(later.targets[0], ast.Name)
+                    and isinstance(later.value, ast.Name)):  # `buf3 = buf2`: the same buffer
+                aliases.add(later.targets[0].id)
+                continue
+            found = _pointwise_launch(later, aliases, functions)
+            if found is None:
+                reasons.append(f"{args[3].id} is read next by other than one launch of an Inductor pointwise kernel")
                 break
-            rest = [s for s in body[j + 1:] if buffer in _names(s)]
-            if any(not isinstance(s, ast.Delete) for s in rest):
-                reasons.append(f"{buffer} is read again after its pointwise kernel")
-                break
-            return stmt, later, kernel, buffer
+            kernel, alias = found
+            read_later = any(aliases & _names(s) for s in body[j + 1:] if not isinstance(s, ast.Delete))
+            return stmt, later, kernel, alias, read_later
     if not reasons:
         raise NotFused("ModelNew.forward calls no convolution of the seed's (conv_triton) into a buffer")
     raise NotFused(reasons[0])
 
 
-def _pointwise_launch(stmt: ast.stmt, buffer: str, functions: dict[str, ast.FunctionDef]) -> str | None:
+def _pointwise_launch(stmt: ast.stmt, aliases: set[str],
+                      functions: dict[str, ast.FunctionDef]) -> tuple[str, str] | None:
+    """The pointwise kernel a statement launches and the one alias of the buffer it passes (None: not such)."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
             and isinstance(stmt.value.func, ast.Subscript) and isinstance(stmt.value.func.value, ast.Name)):
         return None
     name = stmt.value.func.value.id
-    uses = [a for a in stmt.value.args if isinstance(a, ast.Name) and a.id == buffer]
+    uses = [a.id for a in stmt.value.args if isinstance(a, ast.Name) and a.id in aliases]
     if not name.startswith("triton_poi_") or name not in functions or len(uses) != 1:
         return None
-    if any(buffer in _names(k.value) for k in stmt.value.keywords):
+    if any(aliases & _names(k.value) for k in stmt.value.keywords):
         return None
-    return name
+    return name, uses[0]
 
 
 def _segment(lines: list[str], node: ast.stmt) -> str:
     return "".join(lines[node.lineno - 1:node.end_lineno])
 
 
-def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr,
-              buffer: str) -> tuple[str, list[str], list[str], str]:
+def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: str,
+              read_later: bool) -> tuple[str, list[str], list[str], str, bool]:
     """The pointwise kernel's body as `conv_epilogue`, the launch's arguments it takes at run time and specialized
-    (as text), and the launch's element count (text)."""
+    (as text), the launch's element count (text), and whether its xindex is the buffer's element's offset laid out
+    contiguously (True) or as the buffer lies (False: a kernel that loads the buffer at xindex itself, as the
+    compiler's in-place kernels walk their buffer)."""
     call = launch.value
     assert isinstance(call, ast.Call)
     params = kernel.args.args
@@ -158,19 +166,25 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr,
     positional = [p for p in params if p.arg not in by_keyword]
     if len(positional) != len(call.args) or kernel.args.vararg or kernel.args.kwonlyargs:
         raise NotFused(f"{kernel.name}'s launch does not pass its parameters one by one")
-    if any(p.arg not in ("XBLOCK", "xnumel") and p.arg.startswith(("r0_", "y", "R0_")) for p in params):
+    if any(p.arg in ("ynumel", "YBLOCK") or p.arg.startswith(("r0_", "R0_")) for p in params):
         raise NotFused(f"{kernel.name} is not a one-dimensional pointwise kernel")
     constexpr = {p.arg for p in params if p.annotation is not None and "constexpr" in ast.unparse(p.annotation)}
     if "xnumel" not in {p.arg for p in positional}:
         raise NotFused(f"{kernel.name} takes no element count (xnumel)")
     source_of = {p.arg: ast.unparse(a) for p, a in zip(positional, call.args, strict=True)}
     loaded = next(p.arg for p, a in zip(positional, call.args, strict=True)
-                  if isinstance(a, ast.Name) and a.id == buffer)
+                  if isinstance(a, ast.Name) and a.id == alias)
+    in_place = loaded.startswith("in_out_ptr")  # the kernel writes its result back into the buffer
+    if read_later and not in_place:
+        raise NotFused(f"{alias} is read again after its pointwise kernel")
     body = "".join(lines[kernel.body[0].lineno - 1:kernel.end_lineno])
-    load = re.compile(rf"^(\s*)(\w+) = tl\.load\({loaded} \+ .*$", re.M)
+    load = re.compile(rf"^(\s*)(\w+) = tl\.load\({loaded} \+ \(?(\w+)?.*$", re.M)
     found = load.findall(body)
-    if len(found) != 1 or len(re.findall(rf"\b{loaded}\b", body)) != 1:
+    stores = len(re.findall(rf"\btl\.store\({loaded} \+ ", body)) if in_place else 0
+    if len(found) != 1 or len(re.findall(rf"\b{loaded}\b", body)) != 1 + stores:
         raise NotFused(f"{kernel.name} reads the convolution's output other than by one load")
+    index = found[0][2]
+    own = index == "xindex" or re.search(rf"^\s*{index} = xindex\s*$", body, re.M) is not None
     kept = []
     for line in body.splitlines(keepends=True):
         if _DROPPED.match(line):
@@ -187,9 +201,9 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr,
     unpack += "".join(f"    {name}: tl.constexpr = EPIC[{k}]\n" for k, name in enumerate(specialized))
     head = (f"@triton.jit\ndef {_FUNCTION}(xindex, {_VALUE}, xmask, epi, EPIC: tl.constexpr):\n"
             f"    # {kernel.name}'s body ({NAME}): the tile's values stand for its load of the\n"
-            "    # convolution's output, xindex for their offsets in that output laid out contiguously\n")
+            "    # convolution's output, xindex for their offsets in it (laid out contiguously, or as it lies)\n")
     return (head + unpack + text.rstrip("\n") + "\n\n",
-            [source_of[n] for n in runtime], [source_of[n] for n in specialized], source_of["xnumel"])
+            [source_of[n] for n in runtime], [source_of[n] for n in specialized], source_of["xnumel"], not own)
 
 
 _VALUE = "conv_value"
@@ -203,8 +217,8 @@ def _edit_helper(text: str) -> str:
         (_STORE, "    if EPI:  # the fused epilogue stores what it computes from the tile\n"
                  f"        {_FUNCTION}(o_off, acc.to(out_ptr.dtype.element_ty), m_ok[:, None] & n_ok[None, :], epi, "
                  "EPIC)\n    else:\n    " + _STORE),
-        (_HOST_DEF, _HOST_DEF.replace("groups):", "groups, epi=None, epic=()):")),
-        (_LAUNCH, "    if epi is not None:  # the epilogue takes each value's offset in out laid out contiguously\n"
+        (_HOST_DEF, _HOST_DEF.replace("groups):", "groups, epi=None, epic=(), epi_dense=True):")),
+        (_LAUNCH, "    if epi is not None and epi_dense:  # the epilogue's offsets: out's laid out contiguously\n"
                   "        out = out.as_strided(out.shape, torch.empty(out.shape, device='meta').stride())\n"
                   + _LAUNCH),
         (_LAUNCH_KNOBS, _LAUNCH_KNOBS + " epi=() if epi is None else epi, EPI=epi is not None, EPIC=epic,"),
