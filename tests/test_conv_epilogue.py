@@ -59,6 +59,13 @@ def test_the_seeds_pointwise_kernel_runs_in_the_convolutions_store_and_computes_
     kernel.write_text(with_config(seed, SMALL))
     with pytest.raises(AssertionError, match="not fused"):
         _fused_outputs(problem, kernel)
+    # 3 input channels, where the helper would take its direct kernel (whose store knows no epilogue): fused, the
+    # implicit GEMM takes it (the direct kernel's output was never written, its pointwise kernel never launched)
+    rgb = tmp_path / "rgb.py"
+    rgb.write_text(problem.read_text().replace("in_channels = 64", "in_channels = 3"))
+    kernel.write_text(with_config(move.source, {**SMALL, "CONV_DIRECT_OUTPUTS": 128}))
+    expected, got = _fused_outputs(rgb, kernel)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
 
 
 def test_the_split_rewrites_take_a_fused_convolution_and_the_fusion_takes_a_split_one(

@@ -36,8 +36,8 @@ _FUNCTION = "conv_epilogue"
 _KERNEL_END = "    PHASED: tl.constexpr,\n):\n"
 _STORE = "    tl.store(out_ptr + o_off, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])\n"
 _HOST_DEF = "def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):\n"
-_DEPTHWISE = "    if not transposed and cg == 1 and ocg < 16:\n"
-_DIRECT = "    direct = cg <= 4 and "
+_DEPTHWISE = "    if not transposed and cg == 1 and ocg < "
+_DIRECT = "    few = cg <= "
 _LAUNCH = "    conv_igemm_kernel[grid](\n"
 _LAUNCH_KNOBS = "PHASED=phases > 1,"
 # the pointwise kernel's own lines the fused function drops: its programs' indices and mask are the tile's
@@ -60,9 +60,10 @@ def rewrite(source: str) -> str:
         raise NotFused("the best kernel has no convolution helper of the seed's (conv_triton, conv_igemm_kernel)")
     if _FUNCTION in functions:
         raise NotFused("the best kernel's convolution already computes an epilogue")
-    conv, launch, kernel_name, alias, read_later = _pair(_forward(tree), functions)
+    conv, launch, kernel_name, alias, read_later, inputs = _pair(_forward(tree), functions)
     lines = source.splitlines(keepends=True)
-    epilogue, runtime, specialized, numel, dense = _epilogue(functions[kernel_name], lines, launch, alias, read_later)
+    epilogue, runtime, specialized, numel, dense = _epilogue(functions[kernel_name], lines, launch, alias, read_later,
+                                                             inputs)
     call = ast.get_source_segment(source, conv.value)
     moved = ast.parse(call, mode="eval").body
     assert isinstance(moved, ast.Call)
@@ -95,11 +96,31 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+_MODULES = {"self", "torch", "triton", "math"}
+_META = {"shape", "dtype", "device"}  # what a statement may read of a tensor without reading its values
+_META_CALLS = {"size", "stride", "numel", "dim"}
+
+
+def _data_names(stmt: ast.stmt) -> set[str]:
+    """The names a statement uses for their values (or frees), not only for their sizes, dtype or device."""
+    parents = {id(child): node for node in ast.walk(stmt) for child in ast.iter_child_nodes(node)}
+    found = set()
+    for node in ast.walk(stmt):
+        if not isinstance(node, ast.Name):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Attribute) and (parent.attr in _META or (
+                parent.attr in _META_CALLS and isinstance(parents.get(id(parent)), ast.Call))):
+            continue
+        found.add(node.id)
+    return found
+
+
 def _pair(forward: ast.FunctionDef,
-          functions: dict[str, ast.FunctionDef]) -> tuple[ast.Expr, ast.Expr, str, str, bool]:
+          functions: dict[str, ast.FunctionDef]) -> tuple[ast.Expr, ast.Expr, str, str, bool, set[str]]:
     """The first convolution whose buffer a pointwise kernel's launch reads next, that launch, its kernel, the name
-    it reads the buffer by (the compiler's `buf3 = buf2` reuses a buffer under a new name) and whether anything
-    reads the buffer after it."""
+    it reads the buffer by (the compiler's `buf3 = buf2` reuses a buffer under a new name), whether anything reads
+    the buffer after it, and the names the convolution reads (its inputs)."""
     body = forward.body
     reasons = []
     for i, stmt in enumerate(body):
@@ -111,8 +132,13 @@ def _pair(forward: ast.FunctionDef,
             reasons.append("a convolution's output is not a named buffer")
             continue
         aliases = {args[3].id}
+        inputs = set().union(*(_names(a) for k, a in enumerate(args) if k != 3)) - _MODULES
         for j in range(i + 1, len(body)):
             later = body[j]
+            if inputs & _data_names(later):  # it reads, frees or reuses what the moved convolution would read
+                reasons.append(f"a statement between the convolution into {args[3].id} and its reader uses the "
+                               "convolution's inputs")
+                break
             if isinstance(later, ast.Delete) or not aliases & _names(later):
                 if isinstance(later, ast.Expr):  # a launch between: it might write what the convolution reads
                     reasons.append(f"a launch comes between the convolution into {args[3].id} and its reader")
@@ -128,7 +154,7 @@ def _pair(forward: ast.FunctionDef,
                 break
             kernel, alias = found
             read_later = any(aliases & _names(s) for s in body[j + 1:] if not isinstance(s, ast.Delete))
-            return stmt, later, kernel, alias, read_later
+            return stmt, later, kernel, alias, read_later, inputs
     if not reasons:
         raise NotFused("ModelNew.forward calls no convolution of the seed's (conv_triton) into a buffer")
     raise NotFused(reasons[0])
@@ -153,8 +179,8 @@ def _segment(lines: list[str], node: ast.stmt) -> str:
     return "".join(lines[node.lineno - 1:node.end_lineno])
 
 
-def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: str,
-              read_later: bool) -> tuple[str, list[str], list[str], str, bool]:
+def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: str, read_later: bool,
+              inputs: set[str]) -> tuple[str, list[str], list[str], str, bool]:
     """The pointwise kernel's body as `conv_epilogue`, the launch's arguments it takes at run time and specialized
     (as text), the launch's element count (text), and whether its xindex is the buffer's element's offset laid out
     contiguously (True) or as the buffer lies (False: a kernel that loads the buffer at xindex itself, as the
@@ -171,26 +197,35 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias
     constexpr = {p.arg for p in params if p.annotation is not None and "constexpr" in ast.unparse(p.annotation)}
     if "xnumel" not in {p.arg for p in positional}:
         raise NotFused(f"{kernel.name} takes no element count (xnumel)")
-    source_of = {p.arg: ast.unparse(a) for p, a in zip(positional, call.args, strict=True)}
-    loaded = next(p.arg for p, a in zip(positional, call.args, strict=True)
-                  if isinstance(a, ast.Name) and a.id == alias)
+    bound = list(zip(positional, call.args, strict=True))
+    source_of = {p.arg: ast.unparse(a) for p, a in bound}
+    loaded = next(p.arg for p, a in bound if isinstance(a, ast.Name) and a.id == alias)
+    if any(p.arg.startswith(("out_ptr", "in_out_ptr")) and p.arg != loaded and _names(a) & inputs for p, a in bound):
+        raise NotFused(f"{kernel.name} writes into the convolution's inputs' memory (a buffer reused)")
     in_place = loaded.startswith("in_out_ptr")  # the kernel writes its result back into the buffer
     if read_later and not in_place:
         raise NotFused(f"{alias} is read again after its pointwise kernel")
-    body = "".join(lines[kernel.body[0].lineno - 1:kernel.end_lineno])
-    load = re.compile(rf"^(\s*)(\w+) = tl\.load\({loaded} \+ \(?(\w+)?.*$", re.M)
-    found = load.findall(body)
-    stores = len(re.findall(rf"\btl\.store\({loaded} \+ ", body)) if in_place else 0
-    if len(found) != 1 or len(re.findall(rf"\b{loaded}\b", body)) != 1 + stores:
-        raise NotFused(f"{kernel.name} reads the convolution's output other than by one load")
-    index = found[0][2]
-    own = index == "xindex" or re.search(rf"^\s*{index} = xindex\s*$", body, re.M) is not None
+    body = _Body(loaded)
     kept = []
-    for line in body.splitlines(keepends=True):
+    for line in lines[kernel.body[0].lineno - 1:kernel.end_lineno]:
         if _DROPPED.match(line):
             continue
-        kept.append(load.sub(rf"\1\2 = {_VALUE}", line) if load.match(line) else line)
+        if not line.strip() or line.strip().startswith("#"):
+            kept.append(line)
+            continue
+        try:
+            (stmt,) = parse(line.strip()).body
+        except (SyntaxError, ValueError) as err:
+            raise NotFused(f"{kernel.name}'s body is not a statement a line") from err
+        changed = body.visit(stmt)
+        kept.append(line if not body.changed else line[:len(line) - len(line.lstrip())] + ast.unparse(changed) + "\n")
+        body.changed = False
+    if len(body.indices) != 1 or body.others:
+        raise NotFused(f"{kernel.name} reads the convolution's output other than by one load")
+    index = body.indices[0]
     text = "".join(kept)
+    own = isinstance(index, ast.Name) and (
+        index.id == "xindex" or re.search(rf"^\s*{index.id} = xindex\s*$", text, re.M) is not None)
     if re.search(r"\b(xoffset|XBLOCK|tl\.program_id|tl\.num_programs)\b", text):
         raise NotFused(f"{kernel.name}'s body uses its own programs' layout (XBLOCK, program ids)")
     if re.search(r"\btl\.(sum|max|min|reduce|associative_scan|cumsum|atomic_\w+)\(", text):
@@ -204,6 +239,50 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias
             "    # convolution's output, xindex for their offsets in it (laid out contiguously, or as it lies)\n")
     return (head + unpack + text.rstrip("\n") + "\n\n",
             [source_of[n] for n in runtime], [source_of[n] for n in specialized], source_of["xnumel"], not own)
+
+
+class _Body(ast.NodeTransformer):
+    """A pointwise kernel's statement with its load of the buffer (`tl.load(loaded + index, ...)`) made the tile's
+    value (the index kept in `indices`), and every load and store masked by `xmask` (the compiler writes None, or
+    nothing, where its block divides the size: the tile's edges are masked here). `others`: the buffer's pointer
+    used otherwise than by that load or by a store to it (an in-place kernel's)."""
+
+    def __init__(self, loaded: str) -> None:
+        self.loaded, self.indices, self.others, self.changed = loaded, [], 0, False
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        name = ast.unparse(node.func)
+        first = node.args[0] if node.args else None
+        ours = (isinstance(first, ast.BinOp) and isinstance(first.op, ast.Add) and isinstance(first.left, ast.Name)
+                and first.left.id == self.loaded)
+        if name == "tl.load" and ours:
+            assert isinstance(first, ast.BinOp)
+            self.indices.append(first.right)
+            self.changed = True
+            return ast.Name(_VALUE, ast.Load())
+        if name in ("tl.load", "tl.store"):
+            self._masked(node, 1 if name == "tl.load" else 2)
+            if ours:  # a store into the buffer itself: an in-place kernel's result
+                node.args[1:] = [self.visit(a) for a in node.args[1:]]
+                return node
+        self.generic_visit(node)
+        return node
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        self.others += node.id == self.loaded
+        return node
+
+    def _masked(self, node: ast.Call, at: int) -> None:
+        keyword = next((k for k in node.keywords if k.arg == "mask"), None)
+        mask = keyword.value if keyword else node.args[at] if len(node.args) > at else None
+        if mask is None or (isinstance(mask, ast.Constant) and mask.value is None):
+            self.changed = True
+            if keyword:
+                keyword.value = ast.Name("xmask", ast.Load())
+            elif len(node.args) > at:
+                node.args[at] = ast.Name("xmask", ast.Load())
+            else:
+                node.args.append(ast.Name("xmask", ast.Load()))
 
 
 _VALUE = "conv_value"
@@ -228,5 +307,9 @@ def _edit_helper(text: str) -> str:
             raise NotFused(f"the convolution helper is not the seed's as written ({old.strip()[:50]!r})")
         text = text.replace(old, new)
     # the direct and depthwise kernels store otherwise: with an epilogue the implicit GEMM takes every convolution
-    text = text.replace(_DEPTHWISE, _DEPTHWISE.replace("if not", "if epi is None and not"), 1)
-    return text.replace(_DIRECT, "    direct = epi is None and cg <= 4 and ", 1)
+    for old, new in ((_DEPTHWISE, _DEPTHWISE.replace("if not", "if epi is None and not")),
+                     (_DIRECT, _DIRECT.replace("few = ", "few = epi is None and "))):
+        if text.count(old) != 1:
+            raise NotFused(f"the convolution helper is not the seed's as written ({old.strip()[:50]!r})")
+        text = text.replace(old, new)
+    return text
