@@ -228,19 +228,17 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
-s52)  # session 52's call (BOX seconds, 585 unless told): conv.split_f16_regs on 55 beside split_f16 first (its
-  # first timing, about 65 s), then fuse.conv_epilogue's probe (170 s); then on an H200 c3's redo rows (23 and 24
-  # first: #22's softmax bars); on an H100 test_moves_gpu's split and pointwise convolution tests (conv.split_f16_regs
-  # verified at 55's size), then 87 in the outside pass where 160 s are left
+s52)  # session 52's call (BOX seconds, 585 unless told). On an H200 c3's redo rows first (23 and 24: #22's softmax
+  # bars; 210 s), then fuse.conv_epilogue's probe (level 2's 1 and the public 57 and 7: .gpu/epi), then
+  # conv.split_f16_regs on 55 beside split_f16 (65 s); on an H100 the probe, the timing, then test_moves_gpu's split and
+  # pointwise convolution tests (conv.split_f16_regs verified at 55's size) and 87 in the outside pass
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
   p55=$(ls benchmarks/kernelbench/families/55_*.py)
+  h200 && redo c3 210
+  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 65 )) \
+    .gpu/epi/57_*.py benchmarks/kernelbench/level2/1_Conv2D_ReLU_BiasAdd.py .gpu/epi/7_*.py
   timed 40 t55 $p55 --move conv.split_f16_regs --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
-  # fuse.conv_epilogue (new): level 2's 1 (64 to 128 channels) and the public 57 and 7 (8 channels in; .gpu/epi)
-  bash benchmarks/h200/epilogue_probe.sh 170 benchmarks/kernelbench/level2/1_Conv2D_ReLU_BiasAdd.py \
-    .gpu/epi/57_*.py .gpu/epi/7_*.py
-  if h200; then
-    redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else
+  if ! h200; then
     timeout $(( ${BOX:-585} - $(elapsed) - 160 )) bash benchmarks/h200/gpu_tests.sh \
       "test_moves_gpu:split_convolution or pointwise_convolution"
     [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && outside h100 outside 150
