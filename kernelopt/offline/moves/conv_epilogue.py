@@ -29,7 +29,7 @@ from __future__ import annotations
 import ast
 import re
 
-from kernelopt.syntax import parse
+from kernelopt.syntax import parse, parse_expression
 
 NAME = "fuse.conv_epilogue"
 _FUNCTION = "conv_epilogue"
@@ -65,7 +65,7 @@ def rewrite(source: str) -> str:
     epilogue, runtime, specialized, numel, dense = _epilogue(functions[kernel_name], lines, launch, alias, read_later,
                                                              inputs)
     call = ast.get_source_segment(source, conv.value)
-    moved = ast.parse(call, mode="eval").body
+    moved = parse_expression(call)
     assert isinstance(moved, ast.Call)
     moved.args[3] = ast.Name(alias)  # the buffer by the name the launch reads it (an alias of it, say)
     fused_call = (ast.unparse(moved)[:-1] + f", epi=({''.join(a + ', ' for a in runtime)}), "
