@@ -53,6 +53,14 @@
 #      split_f16_regs in a suite row (rows_h100 with ROWS=3 on an H100; c3's own row on an H200: redo_rows.sh c3 3_);
 #   3. the GPU tests left: test_moves_gpu's pointwise_convolution (cut by the box), one_read_rows_of_more,
 #      c_stored_by_tma; test_seed_gpu's 97 split, split_in_registers, convolution_on_split_parts.
+# Session 52 (RESULTS.md (bj)): no device in about twenty calls. New, CPU-checked only: fuse.conv_epilogue (a seed's
+# pointwise kernel in its convolution's store). For the next calls:
+#   1. `PART=s52` (585 s; 330 s or more): on an H200 c3's 23 and 24 first (#22's softmax bars), then
+#      epilogue_probe.sh (the public level-2 57 and 7 in .gpu/epi, copied from the KernelBench mirror: `cp
+#      $M/KernelBench/level2/{57,7}_*.py .gpu/epi/`; level 2's 1 is in the repository), then 55's register split;
+#      on an H100 the probe, the timing, the split and pointwise convolution GPU tests, 87 in the outside pass;
+#   2. `PART=s52b`: on an H200 c3's other redo rows, then outside_l2_h200; on an H100 the GPU tests no call reached;
+#   3. pytest -m gpu at HEAD: nothing of sessions 51 and 52 after the H100 call has run on a GPU.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
