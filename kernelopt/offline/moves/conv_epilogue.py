@@ -28,17 +28,21 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from kernelopt.syntax import parse, parse_expression
 
 NAME = "fuse.conv_epilogue"
 _FUNCTION = "conv_epilogue"
+FUNCTIONS = {_FUNCTION, "conv_rows_epilogue"}  # the fused functions of either reader
 _KERNEL_END = "    PHASED: tl.constexpr,\n):\n"
 _STORE = "    tl.store(out_ptr + o_off, acc.to(out_ptr.dtype.element_ty), mask=m_ok[:, None] & n_ok[None, :])\n"
 _HOST_DEF = "def conv_triton(x, weight, bias, out, stride, padding, dilation, transposed, output_padding, groups):\n"
 _DEPTHWISE = "    if not transposed and cg == 1 and ocg < "
 _DIRECT = "    few = cg <= "
 _LAUNCH = "    conv_igemm_kernel[grid](\n"
+_BLOCK_N = "    block_n = min(CONV_BLOCK_N, max(16, triton.next_power_of_2(ocg)))\n"
 _LAUNCH_KNOBS = "PHASED=phases > 1,"
 # the pointwise kernel's own lines the fused function drops: its programs' indices and mask are the tile's
 _DROPPED = re.compile(r"^\s*(xoffset|xindex|xmask)\s*=")
@@ -51,6 +55,38 @@ class NotFused(Exception):
 def rewrite(source: str) -> str:
     """The kernel file with its first fusable convolution's epilogue computed in `conv_igemm_kernel`'s store;
     raises NotFused with why not."""
+    return fuse(source, POINTWISE)
+
+
+@dataclass(frozen=True)
+class Fused:
+    """What a reader makes of the kernel that reads the convolution's output: the fused function's text, the
+    launch's arguments it takes at run time and specialized (as text), the run-time condition under which the fusion
+    holds (text), the keywords the fused call adds, and the helper's store in its place."""
+
+    function: str
+    runtime: list[str]
+    specialized: list[str]
+    condition: str
+    keywords: str
+    store: str
+
+
+@dataclass(frozen=True)
+class Reader:
+    """A kind of kernel fused into the convolution's store: the move's name, its kernels' name prefix and what they
+    are (for the report), and how its kernel is made the fused function (`build(kernel, lines, launch, alias,
+    read_later, inputs, conv)`)."""
+
+    name: str
+    prefix: str
+    what: str
+    build: Callable[..., Fused]
+
+
+def fuse(source: str, reader: Reader) -> str:
+    """The kernel file with the first convolution whose output `reader`'s kind of kernel reads next computing that
+    kernel in its store; raises NotFused with why not."""
     try:
         tree = parse(source)
     except SyntaxError as err:
@@ -58,29 +94,28 @@ def rewrite(source: str) -> str:
     functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     if not {"conv_igemm_kernel", "conv_triton"} <= functions.keys():
         raise NotFused("the best kernel has no convolution helper of the seed's (conv_triton, conv_igemm_kernel)")
-    if _FUNCTION in functions:
+    if functions.keys() & FUNCTIONS:
         raise NotFused("the best kernel's convolution already computes an epilogue")
-    conv, launch, kernel_name, alias, read_later, inputs = _pair(_forward(tree), functions)
+    conv, launch, kernel_name, alias, read_later, inputs = _pair(_forward(tree), functions, reader)
     lines = source.splitlines(keepends=True)
-    epilogue, runtime, specialized, numel, dense = _epilogue(functions[kernel_name], lines, launch, alias, read_later,
-                                                             inputs)
+    fused = reader.build(functions[kernel_name], lines, launch, alias, read_later, inputs, conv)
     call = ast.get_source_segment(source, conv.value)
     moved = parse_expression(call)
     assert isinstance(moved, ast.Call)
     moved.args[3] = ast.Name(alias)  # the buffer by the name the launch reads it (an alias of it, say)
-    fused_call = (ast.unparse(moved)[:-1] + f", epi=({''.join(a + ', ' for a in runtime)}), "
-                  f"epic=({''.join(a + ', ' for a in specialized)}), epi_dense={dense})")
+    fused_call = (ast.unparse(moved)[:-1] + f", epi=({''.join(a + ', ' for a in fused.runtime)}), "
+                  f"epic=({''.join(a + ', ' for a in fused.specialized)}), {fused.keywords})")
     pad = " " * launch.col_offset
-    replacement = (f"{pad}if {alias}.numel() == {numel}:  # the pointwise kernel computed where the convolution "
-                   f"stores ({NAME})\n{pad}    {fused_call}\n{pad}else:\n{pad}    {ast.unparse(moved)}\n"
+    replacement = (f"{pad}if {fused.condition}:  # the {reader.what} kernel computed where the convolution "
+                   f"stores ({reader.name})\n{pad}    {fused_call}\n{pad}else:\n{pad}    {ast.unparse(moved)}\n"
                    + "".join(f"    {line}" if line.strip() else line
                              for line in _segment(lines, launch).splitlines(keepends=True)))
     # the launch's place first (it comes later in the file), then the convolution's own line goes
     lines[launch.lineno - 1:launch.end_lineno] = [replacement]
     lines[conv.lineno - 1:conv.end_lineno] = []
-    text = _edit_helper("".join(lines))
+    text = _edit_helper("".join(lines), fused.store)
     model = text.index("\nclass ModelNew")
-    return text[:model] + "\n\n" + epilogue + text[model:]
+    return text[:model] + "\n\n" + fused.function + text[model:]
 
 
 def _forward(tree: ast.Module) -> ast.FunctionDef:
@@ -116,11 +151,11 @@ def _data_names(stmt: ast.stmt) -> set[str]:
     return found
 
 
-def _pair(forward: ast.FunctionDef,
-          functions: dict[str, ast.FunctionDef]) -> tuple[ast.Expr, ast.Expr, str, str, bool, set[str]]:
-    """The first convolution whose buffer a pointwise kernel's launch reads next, that launch, its kernel, the name
-    it reads the buffer by (the compiler's `buf3 = buf2` reuses a buffer under a new name), whether anything reads
-    the buffer after it, and the names the convolution reads (its inputs)."""
+def _pair(forward: ast.FunctionDef, functions: dict[str, ast.FunctionDef],
+          reader: Reader) -> tuple[ast.Expr, ast.Expr, str, str, bool, set[str]]:
+    """The first convolution whose buffer a launch of the reader's kind of kernel reads next, that launch, its
+    kernel, the name it reads the buffer by (the compiler's `buf3 = buf2` reuses a buffer under a new name), whether
+    anything reads the buffer after it, and the names the convolution reads (its inputs)."""
     body = forward.body
     reasons = []
     for i, stmt in enumerate(body):
@@ -148,9 +183,10 @@ def _pair(forward: ast.FunctionDef,
                     and isinstance(later.value, ast.Name)):  # `buf3 = buf2`: the same buffer
                 aliases.add(later.targets[0].id)
                 continue
-            found = _pointwise_launch(later, aliases, functions)
+            found = _launch(later, aliases, functions, reader.prefix)
             if found is None:
-                reasons.append(f"{args[3].id} is read next by other than one launch of an Inductor pointwise kernel")
+                reasons.append(f"{args[3].id} is read next by other than one launch of an Inductor {reader.what} "
+                               "kernel")
                 break
             kernel, alias = found
             read_later = any(aliases & _names(s) for s in body[j + 1:] if not isinstance(s, ast.Delete))
@@ -160,15 +196,15 @@ def _pair(forward: ast.FunctionDef,
     raise NotFused(reasons[0])
 
 
-def _pointwise_launch(stmt: ast.stmt, aliases: set[str],
-                      functions: dict[str, ast.FunctionDef]) -> tuple[str, str] | None:
-    """The pointwise kernel a statement launches and the one alias of the buffer it passes (None: not such)."""
+def _launch(stmt: ast.stmt, aliases: set[str], functions: dict[str, ast.FunctionDef],
+            prefix: str) -> tuple[str, str] | None:
+    """The kernel named `prefix...` a statement launches and the one alias of the buffer it passes (None: not such)."""
     if not (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call)
             and isinstance(stmt.value.func, ast.Subscript) and isinstance(stmt.value.func.value, ast.Name)):
         return None
     name = stmt.value.func.value.id
     uses = [a.id for a in stmt.value.args if isinstance(a, ast.Name) and a.id in aliases]
-    if not name.startswith("triton_poi_") or name not in functions or len(uses) != 1:
+    if not name.startswith(prefix) or name not in functions or len(uses) != 1:
         return None
     if any(aliases & _names(k.value) for k in stmt.value.keywords):
         return None
@@ -179,12 +215,21 @@ def _segment(lines: list[str], node: ast.stmt) -> str:
     return "".join(lines[node.lineno - 1:node.end_lineno])
 
 
-def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: str, read_later: bool,
-              inputs: set[str]) -> tuple[str, list[str], list[str], str, bool]:
-    """The pointwise kernel's body as `conv_epilogue`, the launch's arguments it takes at run time and specialized
-    (as text), the launch's element count (text), and whether its xindex is the buffer's element's offset laid out
-    contiguously (True) or as the buffer lies (False: a kernel that loads the buffer at xindex itself, as the
-    compiler's in-place kernels walk their buffer)."""
+@dataclass(frozen=True)
+class Bound:
+    """A reading kernel's launch bound to its parameters: the positional ones, those it specializes, each one's
+    argument (as text) and the parameter that loads the convolution's output."""
+
+    positional: list[ast.arg]
+    constexpr: set[str]
+    source_of: dict[str, str]
+    loaded: str
+
+
+def bind(kernel: ast.FunctionDef, launch: ast.Expr, alias: str, read_later: bool, inputs: set[str],
+         what: str) -> Bound:
+    """The launch of `kernel` bound to its parameters; NotFused where it writes the convolution's inputs, or where
+    the buffer is read after a kernel that does not write it back."""
     call = launch.value
     assert isinstance(call, ast.Call)
     params = kernel.args.args
@@ -192,23 +237,26 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias
     positional = [p for p in params if p.arg not in by_keyword]
     if len(positional) != len(call.args) or kernel.args.vararg or kernel.args.kwonlyargs:
         raise NotFused(f"{kernel.name}'s launch does not pass its parameters one by one")
-    if any(p.arg in ("ynumel", "YBLOCK") or p.arg.startswith(("r0_", "R0_")) for p in params):
-        raise NotFused(f"{kernel.name} is not a one-dimensional pointwise kernel")
     constexpr = {p.arg for p in params if p.annotation is not None and "constexpr" in ast.unparse(p.annotation)}
     if "xnumel" not in {p.arg for p in positional}:
         raise NotFused(f"{kernel.name} takes no element count (xnumel)")
     bound = list(zip(positional, call.args, strict=True))
-    source_of = {p.arg: ast.unparse(a) for p, a in bound}
     loaded = next(p.arg for p, a in bound if isinstance(a, ast.Name) and a.id == alias)
     if any(p.arg.startswith(("out_ptr", "in_out_ptr")) and p.arg != loaded and _names(a) & inputs for p, a in bound):
         raise NotFused(f"{kernel.name} writes into the convolution's inputs' memory (a buffer reused)")
-    in_place = loaded.startswith("in_out_ptr")  # the kernel writes its result back into the buffer
-    if read_later and not in_place:
-        raise NotFused(f"{alias} is read again after its pointwise kernel")
-    body = _Body(loaded)
+    if read_later and not loaded.startswith("in_out_ptr"):  # an in-place kernel writes its result back into it
+        raise NotFused(f"{alias} is read again after its {what} kernel")
+    return Bound(positional, constexpr, {p.arg: ast.unparse(a) for p, a in bound}, loaded)
+
+
+def body_text(kernel: ast.FunctionDef, lines: list[str], body: _Body, dropped: Callable[[str], str | None]) -> str:
+    """The kernel's body with its load of the buffer made the tile's value (`body`), and each line `dropped` answers
+    for made that (None: kept as it is, "": left out)."""
     kept = []
     for line in lines[kernel.body[0].lineno - 1:kernel.end_lineno]:
-        if _DROPPED.match(line):
+        instead = dropped(line)
+        if instead is not None:
+            kept.append(instead)
             continue
         if not line.strip() or line.strip().startswith("#"):
             kept.append(line)
@@ -222,33 +270,59 @@ def _epilogue(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias
         body.changed = False
     if len(body.indices) != 1 or body.others:
         raise NotFused(f"{kernel.name} reads the convolution's output other than by one load")
+    return "".join(kept)
+
+
+def arguments(bound: Bound, blocks: tuple[str, ...]) -> tuple[list[str], list[str], str]:
+    """The kernel's parameters it takes at run time and specialized (but its block sizes, the tile's), and the
+    fused function's lines that unpack them from `epi` and `EPIC`."""
+    runtime = [p.arg for p in bound.positional if p.arg not in bound.constexpr and p.arg not in blocks]
+    specialized = [p.arg for p in bound.positional if p.arg in bound.constexpr and p.arg not in blocks]
+    unpack = "".join(f"    {name} = epi[{k}]\n" for k, name in enumerate(runtime))
+    unpack += "".join(f"    {name}: tl.constexpr = EPIC[{k}]\n" for k, name in enumerate(specialized))
+    return runtime, specialized, unpack
+
+
+def _pointwise(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: str, read_later: bool,
+               inputs: set[str], conv: ast.Expr) -> Fused:
+    """The pointwise kernel's body as `conv_epilogue(xindex, conv_value, xmask, epi, EPIC)`: xindex the tile's
+    values' offsets in the buffer, laid out contiguously (`epi_dense`) or, for a kernel that loads the buffer at
+    xindex itself (the compiler's in-place kernels walk their buffer), as the buffer lies."""
+    if any(p.arg in ("ynumel", "YBLOCK") or p.arg.startswith(("r0_", "R0_")) for p in kernel.args.args):
+        raise NotFused(f"{kernel.name} is not a one-dimensional pointwise kernel")
+    bound = bind(kernel, launch, alias, read_later, inputs, "pointwise")
+    body = _Body(bound.loaded, lambda _: "xmask")
+    text = body_text(kernel, lines, body, lambda line: "" if _DROPPED.match(line) else None)
     index = body.indices[0]
-    text = "".join(kept)
     own = isinstance(index, ast.Name) and (
         index.id == "xindex" or re.search(rf"^\s*{index.id} = xindex\s*$", text, re.M) is not None)
     if re.search(r"\b(xoffset|XBLOCK|tl\.program_id|tl\.num_programs)\b", text):
         raise NotFused(f"{kernel.name}'s body uses its own programs' layout (XBLOCK, program ids)")
     if re.search(r"\btl\.(sum|max|min|reduce|associative_scan|cumsum|atomic_\w+)\(", text):
         raise NotFused(f"{kernel.name} reduces or scans: only an elementwise epilogue is fused")
-    runtime = [p.arg for p in positional if p.arg not in constexpr and p.arg != "XBLOCK"]
-    specialized = [p.arg for p in positional if p.arg in constexpr and p.arg != "XBLOCK"]
-    unpack = "".join(f"    {name} = epi[{k}]\n" for k, name in enumerate(runtime))
-    unpack += "".join(f"    {name}: tl.constexpr = EPIC[{k}]\n" for k, name in enumerate(specialized))
-    head = (f"@triton.jit\ndef {_FUNCTION}(xindex, {_VALUE}, xmask, epi, EPIC: tl.constexpr):\n"
+    runtime, specialized, unpack = arguments(bound, ("XBLOCK",))
+    head = (f"@triton.jit\ndef {_FUNCTION}(xindex, {VALUE}, xmask, epi, EPIC: tl.constexpr):\n"
             f"    # {kernel.name}'s body ({NAME}): the tile's values stand for its load of the\n"
             "    # convolution's output, xindex for their offsets in it (laid out contiguously, or as it lies)\n")
-    return (head + unpack + text.rstrip("\n") + "\n\n",
-            [source_of[n] for n in runtime], [source_of[n] for n in specialized], source_of["xnumel"], not own)
+    store = (f"        {_FUNCTION}(o_off, acc.to(out_ptr.dtype.element_ty), m_ok[:, None] & n_ok[None, :], epi, "
+             "EPIC)\n")
+    return Fused(head + unpack + text.rstrip("\n") + "\n\n", [bound.source_of[n] for n in runtime],
+                 [bound.source_of[n] for n in specialized], f"{alias}.numel() == {bound.source_of['xnumel']}",
+                 f"epi_dense={not own}", store)
+
+
+POINTWISE = Reader(NAME, "triton_poi_", "pointwise", _pointwise)
 
 
 class _Body(ast.NodeTransformer):
-    """A pointwise kernel's statement with its load of the buffer (`tl.load(loaded + index, ...)`) made the tile's
-    value (the index kept in `indices`), and every load and store masked by `xmask` (the compiler writes None, or
-    nothing, where its block divides the size: the tile's edges are masked here). `others`: the buffer's pointer
-    used otherwise than by that load or by a store to it (an in-place kernel's)."""
+    """A reading kernel's statement with its load of the buffer (`tl.load(loaded + index, ...)`) made the tile's
+    value (the index kept in `indices`), and every load and store masked, by `mask_for(its offset)` where the
+    compiler wrote None or nothing (where its block divides the size: the tile's edges are masked here). `others`:
+    the buffer's pointer used otherwise than by that load or by a store to it (an in-place kernel's)."""
 
-    def __init__(self, loaded: str) -> None:
+    def __init__(self, loaded: str, mask_for: Callable[[ast.expr], str | None]) -> None:
         self.loaded, self.indices, self.others, self.changed = loaded, [], 0, False
+        self.mask_for = mask_for
 
     def visit_Call(self, node: ast.Call) -> ast.AST:
         name = ast.unparse(node.func)
@@ -259,7 +333,7 @@ class _Body(ast.NodeTransformer):
             assert isinstance(first, ast.BinOp)
             self.indices.append(first.right)
             self.changed = True
-            return ast.Name(_VALUE, ast.Load())
+            return ast.Name(VALUE, ast.Load())
         if name in ("tl.load", "tl.store"):
             self._masked(node, 1 if name == "tl.load" else 2)
             if ours:  # a store into the buffer itself: an in-place kernel's result
@@ -276,27 +350,32 @@ class _Body(ast.NodeTransformer):
         keyword = next((k for k in node.keywords if k.arg == "mask"), None)
         mask = keyword.value if keyword else node.args[at] if len(node.args) > at else None
         if mask is None or (isinstance(mask, ast.Constant) and mask.value is None):
+            name = self.mask_for(node.args[0])
+            if name is None:  # an offset of neither the tile's rows nor its columns: one address, no edge to mask
+                return
             self.changed = True
+            made = parse_expression(name)
             if keyword:
-                keyword.value = ast.Name("xmask", ast.Load())
+                keyword.value = made
             elif len(node.args) > at:
-                node.args[at] = ast.Name("xmask", ast.Load())
+                node.args[at] = made
             else:
-                node.args.append(ast.Name("xmask", ast.Load()))
+                node.args.append(made)
 
 
-_VALUE = "conv_value"
+VALUE = "conv_value"
 
 
-def _edit_helper(text: str) -> str:
-    """conv_igemm_kernel with the epilogue in place of its store, and conv_triton passing it (the implicit GEMM
-    always, at contiguous offsets)."""
+def _edit_helper(text: str, store: str) -> str:
+    """conv_igemm_kernel with the epilogue (`store`, its call) in place of its store, and conv_triton passing it
+    (the implicit GEMM always; at contiguous offsets where epi_dense; a tile of epi_rows channels where given)."""
     edits = [
         (_KERNEL_END, "    PHASED: tl.constexpr,\n    epi, EPI: tl.constexpr, EPIC: tl.constexpr,\n):\n"),
-        (_STORE, "    if EPI:  # the fused epilogue stores what it computes from the tile\n"
-                 f"        {_FUNCTION}(o_off, acc.to(out_ptr.dtype.element_ty), m_ok[:, None] & n_ok[None, :], epi, "
-                 "EPIC)\n    else:\n    " + _STORE),
-        (_HOST_DEF, _HOST_DEF.replace("groups):", "groups, epi=None, epic=(), epi_dense=True):")),
+        (_STORE, "    if EPI:  # the fused epilogue stores what it computes from the tile\n" + store
+         + "    else:\n    " + _STORE),
+        (_HOST_DEF, _HOST_DEF.replace("groups):", "groups, epi=None, epic=(), epi_dense=True, epi_rows=0):")),
+        (_BLOCK_N, _BLOCK_N + "    if epi_rows:  # a reduction over the output channels: one tile holds them all\n"
+                              "        block_n = epi_rows\n"),
         (_LAUNCH, "    if epi is not None and epi_dense:  # the epilogue's offsets: out's laid out contiguously\n"
                   "        out = out.as_strided(out.shape, torch.empty(out.shape, device='meta').stride())\n"
                   + _LAUNCH),
