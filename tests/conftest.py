@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,19 @@ FAILURES_NOW = "KERNELOPT_FAILURES_NOW"
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if report.failed and os.environ.get(FAILURES_NOW) == "1":
         print(f"\n[{FAILURES_NOW}] {report.nodeid} {report.when} failed:\n{report.longreprtext[-6000:]}", flush=True)
+
+
+@pytest.fixture
+def numpy_libdevice() -> object:
+    """libdevice's functions the interpreter does not know (Mish's tanh and log1p) as numpy's, for one test."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import seed_audit
+    from triton.language.extra import libdevice
+
+    saved = dict(vars(libdevice))
+    seed_audit.interpretable_libdevice()
+    yield
+    for name in set(vars(libdevice)) - set(saved):
+        delattr(libdevice, name)
+    for name, value in saved.items():
+        setattr(libdevice, name, value)

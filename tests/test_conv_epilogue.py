@@ -4,7 +4,6 @@ then Inductor's kernel adding the conv's bias and the module's, with a ReLU betw
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
@@ -80,22 +79,6 @@ def test_the_split_rewrites_take_a_fused_convolution_and_the_fusion_takes_a_spli
     kernel.write_text(with_config(split_after, SMALL))
     expected, got = _fused_outputs(problem, kernel)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
-
-
-@pytest.fixture
-def numpy_libdevice() -> object:
-    """libdevice's functions the interpreter does not know (Mish's tanh and log1p) as numpy's, for one test."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import seed_audit
-    from triton.language.extra import libdevice
-
-    saved = dict(vars(libdevice))
-    seed_audit.interpretable_libdevice()
-    yield
-    for name in set(vars(libdevice)) - set(saved):
-        delattr(libdevice, name)
-    for name, value in saved.items():
-        setattr(libdevice, name, value)
 
 
 def test_an_in_place_kernel_on_an_output_laid_out_channels_last_is_fused_at_the_buffers_own_offsets(

@@ -231,20 +231,32 @@ EPILOGUE_TILES = ({}, {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "num_warps": 8},
                   {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 64, "num_warps": 8})
 
 
+# a reduction over the channels takes them all in one tile's columns (CONV_BLOCK_N is not read): its rows, at 4 and 8
+# warps
+ROWS_TILES = ({}, {"CONV_BLOCK_M": 32, "num_warps": 4}, {"CONV_BLOCK_M": 64, "num_warps": 8},
+              {"CONV_BLOCK_M": 128, "num_warps": 8})
+
+
 def _conv_epilogue(source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
-    """The best kernel's convolution (a compiler seed's `conv_triton`) computing the pointwise kernel that reads
-    its output where it stores it (conv_epilogue.py); nothing said for a kernel with no such convolution."""
+    """The best kernel's convolution (a compiler seed's `conv_triton`) computing the kernel that reads its output
+    where it stores it: a pointwise kernel (conv_epilogue.py) or a reduction over its channels (conv_reduce.py);
+    nothing said for a kernel with no such convolution."""
     if "def conv_triton(" not in source:
         return (), ()
-    from kernelopt.offline.moves import conv_epilogue
+    from kernelopt.offline.moves import conv_epilogue, conv_reduce
 
-    try:
-        fused = conv_epilogue.rewrite(source)
-    except conv_epilogue.NotFused as why:
-        return (), (Skipped(conv_epilogue.NAME, str(why)),)
-    return (MoveInstance(conv_epilogue.NAME, "the pointwise kernel that reads the convolution's output computed "
-                         "where the convolution stores it: that output never written nor read back", fused,
-                         EPILOGUE_TILES),), ()
+    found, skipped = [], []
+    for module, what, grid in ((conv_epilogue, "the pointwise kernel that reads the convolution's output computed "
+                                "where the convolution stores it: that output never written nor read back",
+                                EPILOGUE_TILES),
+                               (conv_reduce, "the reduction over the convolution's output channels computed where the "
+                                "convolution stores, its tile as wide as the channels: that output never written nor "
+                                "read back", ROWS_TILES)):
+        try:
+            found.append(MoveInstance(module.NAME, what, module.rewrite(source), grid))
+        except conv_epilogue.NotFused as why:
+            skipped.append(Skipped(module.NAME, str(why)))
+    return tuple(found), tuple(skipped)
 
 
 Tiles = tuple[tuple[int, ...], ...]  # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages) rows

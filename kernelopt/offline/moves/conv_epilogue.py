@@ -249,7 +249,7 @@ def bind(kernel: ast.FunctionDef, launch: ast.Expr, alias: str, read_later: bool
     return Bound(positional, constexpr, {p.arg: ast.unparse(a) for p, a in bound}, loaded)
 
 
-def body_text(kernel: ast.FunctionDef, lines: list[str], body: _Body, dropped: Callable[[str], str | None]) -> str:
+def body_text(kernel: ast.FunctionDef, lines: list[str], body: Body, dropped: Callable[[str], str | None]) -> str:
     """The kernel's body with its load of the buffer made the tile's value (`body`), and each line `dropped` answers
     for made that (None: kept as it is, "": left out)."""
     kept = []
@@ -291,7 +291,7 @@ def _pointwise(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alia
     if any(p.arg in ("ynumel", "YBLOCK") or p.arg.startswith(("r0_", "R0_")) for p in kernel.args.args):
         raise NotFused(f"{kernel.name} is not a one-dimensional pointwise kernel")
     bound = bind(kernel, launch, alias, read_later, inputs, "pointwise")
-    body = _Body(bound.loaded, lambda _: "xmask")
+    body = Body(bound.loaded, lambda _: "xmask")
     text = body_text(kernel, lines, body, lambda line: "" if _DROPPED.match(line) else None)
     index = body.indices[0]
     own = isinstance(index, ast.Name) and (
@@ -314,7 +314,7 @@ def _pointwise(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alia
 POINTWISE = Reader(NAME, "triton_poi_", "pointwise", _pointwise)
 
 
-class _Body(ast.NodeTransformer):
+class Body(ast.NodeTransformer):
     """A reading kernel's statement with its load of the buffer (`tl.load(loaded + index, ...)`) made the tile's
     value (the index kept in `indices`), and every load and store masked, by `mask_for(its offset)` where the
     compiler wrote None or nothing (where its block divides the size: the tile's edges are masked here). `others`:

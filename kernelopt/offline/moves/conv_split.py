@@ -95,7 +95,7 @@ _EDITS = (
     (_HOST, _HOST + "    x = x.movedim(1, -1).contiguous().movedim(-1, 1) if CONV_CHANNELS_LAST else x.contiguous()\n"),
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
-    ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N  # whole tiles of any launch's BLOCK_N (<= CONV_BLOCK_N)
+    ocgp = triton.cdiv(ocg, block_n) * block_n  # whole tiles of the launch's BLOCK_N (conv_rows': wider)
     block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
     flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # in its memory order
     x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
@@ -193,7 +193,7 @@ _REGS_EDITS = (
 '''),
     (_LAUNCH, '''    # each input sample's largest value (one read); the weight split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
-    ocgp = triton.cdiv(ocg, CONV_BLOCK_N) * CONV_BLOCK_N  # whole tiles of any launch's BLOCK_N
+    ocgp = triton.cdiv(ocg, block_n) * block_n  # whole tiles of the launch's BLOCK_N
     x_big = _row_max(x.reshape(x.shape[0], 1, -1), 1, 1, 4096)  # each sample's largest value
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
                                max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))

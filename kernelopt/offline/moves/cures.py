@@ -54,6 +54,7 @@ CURES: dict[str, tuple[str, ...]] = {
     "conv_split_f16": ("compute", "memory", "other"),  # a seed's convolution on operands split once (conv.split_f16's)
     "conv_split_tf32": ("compute", "memory", "other"),  # a seed's convolution on TF32 parts (conv.split_tf32's)
     "conv_epilogue": ("memory", "other", "latency"),  # a seed's pointwise kernel computed in its convolution's store
+    "conv_rows": ("memory", "other", "latency"),  # a seed's reduction over the channels in its convolution's store
     # a 1 x 1 convolution as a product of contiguous rows: no gathered offsets, no masks inside the tensor
     "pointwise": ("memory", "latency", "compute", "other"),
     "pointwise_split": ("compute", "memory", "other"),

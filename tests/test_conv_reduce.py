@@ -1,0 +1,102 @@
+"""fuse.conv_rows (offline/moves/conv_reduce.py): a compiler seed's reduction over its convolution's output channels
+computed where the convolution stores, on torch 2.13's CPU graphs of two level-2 shapes (tests/data/conv/): a minimum
+over the channels then two tanh, and a transposed convolution's softmax over the channels (written back in place for
+a later kernel) then a bias and a sigmoid."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from test_seed_translate import _load, cpu_made_seed, problem_path
+
+from kernelopt.harness.guards import check_kernel_source
+from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split, structural_moves
+from kernelopt.offline.tuner import with_config
+
+SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}
+
+
+class _NotLaunched:
+    def __getitem__(self, grid: object) -> object:
+        raise AssertionError("the reduction kernel was launched: it is not fused")
+
+
+def _outputs(problem: Path, kernel: Path, text: str) -> tuple[torch.Tensor, ...]:
+    """The reference's output and the kernel text's (at SMALL), its own launches of reduction kernels made to fail."""
+    kernel.write_text(with_config(text, SMALL))
+    module = _load(kernel, f"rows_under_test_{kernel.stem}")
+    for name in [n for n in vars(module) if n.startswith("triton_per_")]:
+        setattr(module, name, _NotLaunched())
+    torch.manual_seed(0)
+    reference = _load(problem).Model(*_load(problem).get_init_inputs())
+    torch.manual_seed(0)
+    candidate = module.ModelNew(*_load(problem).get_init_inputs())
+    torch.manual_seed(1)
+    inputs = _load(problem).get_inputs()
+    with torch.no_grad():
+        return reference(*inputs), candidate(*inputs)
+
+
+@pytest.mark.parametrize("name", ["conv_channel_min", "conv_channel_softmax"])
+def test_the_reduction_over_the_channels_runs_in_the_convolutions_store_and_computes_the_reference(
+        name: str, numpy_libdevice: object, tmp_path: Path) -> None:
+    seed = cpu_made_seed(name)
+    moves = structural_moves(problem_path(name), 132, seed)
+    move = {m.name: m for m in moves.instances}[conv_reduce.NAME]
+    assert move.cures[0] == "memory" and move.grid[0] == {} and check_kernel_source(move.source) == []
+    assert "def conv_rows_epilogue(" in move.source and "epi_rows=" in move.source
+    # (conv_channel_min: 3 input channels, where the helper would take its direct kernel, whose store knows no
+    # epilogue: the implicit GEMM takes it)
+    expected, got = _outputs(problem_path(name), tmp_path / "fused.py", move.source)
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # the seed as it was launches its reduction: the check above can fail
+    with pytest.raises(AssertionError, match="not fused"):
+        _outputs(problem_path(name), tmp_path / "seed.py", seed)
+    # the rows numbered otherwise than the reduction numbers them (the positions column-major, each within bounds):
+    # other outputs
+    transposed = move.source.replace("(((nb * OD + od) * OH + oh) * OW + ow)[:, None]",
+                                     "(((nb * OD + od) * OW + ow) * OH + oh)[:, None]")
+    assert transposed != move.source
+    expected, got = _outputs(problem_path(name), tmp_path / "transposed.py", transposed)
+    assert not torch.allclose(got, expected, rtol=1e-3, atol=1e-3)
+
+
+def test_the_split_rewrites_take_a_fused_reduction_and_it_takes_a_split_convolution(numpy_libdevice: object,
+                                                                                   tmp_path: Path) -> None:
+    # 40 channels in a tile of 64 while CONV_BLOCK_N is 16 (SMALL): the split's weight is padded to the wide tile
+    name = "conv_channel_min"
+    seed = cpu_made_seed(name)
+    for text in (conv_split.rewrite(conv_reduce.rewrite(seed)), conv_reduce.rewrite(conv_split.rewrite(seed))):
+        assert text is not None and "epi_rows=64" in text
+        expected, got = _outputs(problem_path(name), tmp_path / "split.py", text)
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize(("edit", "why"), [
+    # the buffer read again after a kernel that does not write it back: its values are needed
+    (("        return buf5\n", "        return buf5 + buf2.sum()\n"), "read again after its reduction"),
+    # a reduction over fewer channels than the convolution's least tile
+    (("R0_BLOCK: tl.constexpr = 64", "R0_BLOCK: tl.constexpr = 8"), "the convolution's tile is 16 wide"),
+    # a looped reduction (triton_red_): its channels are not held whole in one tile
+    (("triton_per_fused", "triton_red_fused"), "other than one launch of an Inductor reduction kernel"),
+    # a grouped convolution: a group's channels are not the output's
+    (("(0, 0), 1)\n", "(0, 0), 2)\n"), "grouped"),
+])
+def test_a_reduction_that_cannot_be_held_in_one_tile_keeps_its_kernel_and_says_why(edit: tuple[str, str],
+                                                                                    why: str) -> None:
+    seed = cpu_made_seed("conv_channel_min")
+    edited = seed.replace(*edit)
+    assert edited != seed
+    with pytest.raises(conv_epilogue.NotFused, match=why):
+        conv_reduce.rewrite(edited)
+    skipped = {s.name: s.why for s in structural_moves(problem_path("conv_channel_min"), 132, edited).skipped}
+    assert why in skipped[conv_reduce.NAME]
+
+
+def test_a_fused_reduction_is_not_fused_again_nor_given_a_pointwise_epilogue() -> None:
+    fused = conv_reduce.rewrite(cpu_made_seed("conv_channel_min"))
+    for module in (conv_reduce, conv_epilogue):
+        with pytest.raises(conv_epilogue.NotFused, match="already computes an epilogue"):
+            module.rewrite(fused)
