@@ -119,7 +119,7 @@ EVEN_SIZE = 48
 def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = False,
               fuse: bool = False) -> dict[str, Any]:
     """One problem's verdict: {"stage": "ok"} or the stage that failed and why; with `fuse`, also the seed with
-    its convolution's pointwise kernel fused (fuse.conv_epilogue) run and compared the same way ("fused")."""
+    its convolution's epilogue fused (fuse.conv_epilogue or fuse.conv_rows) run and compared the same way ("fused")."""
     import torch
 
     sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "inductor" / "cpu_made"))
@@ -183,28 +183,33 @@ def audit_one(problem: Path, folder: Path, tiny: bool = False, even: bool = Fals
 
 
 def _fused(text: str, path: Path, reference: Any, inputs: list[Any], want: list[Any]) -> str:
-    """The seed with its convolution's epilogue fused, run on the inputs: "ok", "no: why it is not fused", or its
-    fault."""
+    """The seed with its convolution's epilogue fused (a pointwise kernel, else a reduction over its channels), run
+    on the inputs: "ok (MOVE)", "no: why neither fuses", or its fault."""
     import torch
 
     from kernelopt.harness.problem import import_file
-    from kernelopt.offline.moves import conv_epilogue
+    from kernelopt.offline.moves import conv_epilogue, conv_reduce
 
-    try:
-        path.write_text(conv_epilogue.rewrite(text))
-    except conv_epilogue.NotFused as why:
-        return f"no: {why}"
+    reasons = []
+    for module in (conv_epilogue, conv_reduce):
+        try:
+            path.write_text(module.rewrite(text))
+            break
+        except conv_epilogue.NotFused as why:
+            reasons.append(f"{module.NAME}: {why}")
+    else:
+        return "no: " + "; ".join(reasons)
     try:
         torch.manual_seed(0)
         candidate = import_file(path, f"audited_{path.stem}").ModelNew(*reference.get_init_inputs())
         with torch.no_grad():
             got = _outputs(candidate(*inputs))
     except Exception as err:  # noqa: BLE001
-        return f"crash: {type(err).__name__}: {str(err).strip()[:200]}"
+        return f"crash ({module.NAME}): {type(err).__name__}: {str(err).strip()[:200]}"
     if all(torch.allclose(g.double(), w.double(), rtol=1e-3, atol=1e-3, equal_nan=True)
            for g, w in zip(got, want, strict=True)):
-        return "ok"
-    return "wrong: outputs differ"
+        return f"ok ({module.NAME})"
+    return f"wrong ({module.NAME}): outputs differ"
 
 
 def child(script: str, problem: str, timeout: float, flags: list[str]) -> dict[str, Any]:
@@ -230,7 +235,7 @@ def audit_parser(doc: str) -> argparse.ArgumentParser:
     args.add_argument("--jobs", type=int, default=2)
     args.add_argument("--tiny", action="store_true", help="batch and spatial sizes cut to a few (see above)")
     args.add_argument("--even", action="store_true", help=f"every large size {EVEN_SIZE}, not the shrink's odd ones")
-    args.add_argument("--fuse", action="store_true", help="seed_audit: the epilogue fused too (fuse.conv_epilogue)")
+    args.add_argument("--fuse", action="store_true", help="seed_audit: the epilogue fused too")
     args.add_argument("--only", default="", help="moves_audit: only the moves whose name holds this text")
     args.add_argument("--one", action="store_true", help=argparse.SUPPRESS)
     return args

@@ -15,7 +15,7 @@ from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split, structural_moves
 from kernelopt.offline.tuner import with_config
 
-SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}
+SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}  # the interpreter reduces a tile value by value
 
 
 class _NotLaunched:
@@ -65,11 +65,11 @@ def test_the_reduction_over_the_channels_runs_in_the_convolutions_store_and_comp
 
 def test_the_split_rewrites_take_a_fused_reduction_and_it_takes_a_split_convolution(numpy_libdevice: object,
                                                                                    tmp_path: Path) -> None:
-    # 40 channels in a tile of 64 while CONV_BLOCK_N is 16 (SMALL): the split's weight is padded to the wide tile
+    # 20 channels in a tile of 32 while CONV_BLOCK_N is 16 (SMALL): the split's weight is padded to the wide tile
     name = "conv_channel_min"
     seed = cpu_made_seed(name)
     for text in (conv_split.rewrite(conv_reduce.rewrite(seed)), conv_reduce.rewrite(conv_split.rewrite(seed))):
-        assert text is not None and "epi_rows=64" in text
+        assert text is not None and "epi_rows=32" in text
         expected, got = _outputs(problem_path(name), tmp_path / "split.py", text)
         torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-4)
 
@@ -78,7 +78,7 @@ def test_the_split_rewrites_take_a_fused_reduction_and_it_takes_a_split_convolut
     # the buffer read again after a kernel that does not write it back: its values are needed
     (("        return buf5\n", "        return buf5 + buf2.sum()\n"), "read again after its reduction"),
     # a reduction over fewer channels than the convolution's least tile
-    (("R0_BLOCK: tl.constexpr = 64", "R0_BLOCK: tl.constexpr = 8"), "the convolution's tile is 16 wide"),
+    (("R0_BLOCK: tl.constexpr = 32", "R0_BLOCK: tl.constexpr = 8"), "the convolution's tile is 16 wide"),
     # a looped reduction (triton_red_): its channels are not held whole in one tile
     (("triton_per_fused", "triton_red_fused"), "other than one launch of an Inductor reduction kernel"),
     # a grouped convolution: a group's channels are not the output's

@@ -1,6 +1,6 @@
 #!/bin/bash
-# fuse.conv_epilogue on the GPU (session 52), problem by problem: the compiler seed made here, then the seed, its
-# pointwise kernel fused into the convolution's store, the seed's convolution on split fp16 parts
+# fuse.conv_epilogue and fuse.conv_rows on the GPU (sessions 52, 53), problem by problem: the compiler seed made here,
+# then the seed, its pointwise kernel (or its reduction over the channels) fused into the convolution's store, the seed's convolution on split fp16 parts
 # (dot.conv_split_f16) and that split fused, each verified (`kernelopt verify`: every derived case, the verifier's
 # times) and timed kernel by kernel (kernel_times.py, no L2 flush: where the time goes).
 #
@@ -23,14 +23,20 @@ for p in "$@"; do
 import sys
 from pathlib import Path
 
-from kernelopt.offline.moves import conv_epilogue, conv_split
+from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split
 
 d = Path(sys.argv[1])
 seed = (d / "seed.py").read_text()
-try:
-    fused = conv_epilogue.rewrite(seed)
-except conv_epilogue.NotFused as why:
-    sys.exit(f"not fused: {why}")
+fused = None
+for module in (conv_epilogue, conv_reduce):  # a pointwise kernel, else a reduction over the channels
+    try:
+        fused = module.rewrite(seed)
+        print(f"fused by {module.NAME}")
+        break
+    except conv_epilogue.NotFused as why:
+        print(f"{module.NAME}: not fused: {why}")
+if fused is None:
+    sys.exit(1)
 (d / "fused.py").write_text(fused)
 split = conv_split.rewrite(seed)
 if split is not None:

@@ -244,7 +244,7 @@ s52)  # session 52's call (BOX seconds, 585 unless told). On an H200 c3's redo r
   p55=$(ls benchmarks/kernelbench/families/55_*.py)
   h200 && redo c3 210
   bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 65 )) \
-    .gpu/epi/57_*.py benchmarks/kernelbench/level2/1_Conv2D_ReLU_BiasAdd.py .gpu/epi/7_*.py
+    .gpu/epi/57_*.py .gpu/epi/25_*.py benchmarks/kernelbench/level2/1_Conv2D_ReLU_BiasAdd.py .gpu/epi/7_*.py
   timed 40 t55 $p55 --move conv.split_f16_regs --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
   if ! h200; then
     timeout $(( ${BOX:-585} - $(elapsed) - 160 )) bash benchmarks/h200/gpu_tests.sh \
