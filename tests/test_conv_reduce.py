@@ -14,6 +14,7 @@ from test_seed_translate import _load, cpu_made_seed, problem_path
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split, structural_moves
 from kernelopt.offline.tuner import with_config
+from kernelopt.seed.kernel_text import REWRITES
 
 SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}  # the interpreter reduces a tile value by value
 
@@ -39,10 +40,13 @@ def _outputs(problem: Path, kernel: Path, text: str) -> tuple[torch.Tensor, ...]
         return reference(*inputs), candidate(*inputs)
 
 
-@pytest.mark.parametrize("name", ["conv_channel_min", "conv_channel_softmax"])
+@pytest.mark.parametrize(("name", "rewrites"), [("conv_channel_min", REWRITES), ("conv_channel_softmax", REWRITES),
+                                               ("conv_channel_softmax", ())])
 def test_the_reduction_over_the_channels_runs_in_the_convolutions_store_and_computes_the_reference(
-        name: str, numpy_libdevice: object, tmp_path: Path) -> None:
-    seed = cpu_made_seed(name)
+        name: str, rewrites: tuple[str, ...], numpy_libdevice: object, tmp_path: Path) -> None:
+    # (the seed's kernels as the compiler wrote them, `rewrites` empty, keep its mask `xmask = xindex < xnumel`: the
+    # strided transposed convolution pads its tile's rows with positions of the next row, which that mask lets through)
+    seed = cpu_made_seed(name, rewrites)
     moves = structural_moves(problem_path(name), 132, seed)
     move = {m.name: m for m in moves.instances}[conv_reduce.NAME]
     assert move.cures[0] == "memory" and move.grid[0] == {} and check_kernel_source(move.source) == []
@@ -83,6 +87,10 @@ def test_the_split_rewrites_take_a_fused_reduction_and_it_takes_a_split_convolut
     (("triton_per_fused", "triton_red_fused"), "other than one launch of an Inductor reduction kernel"),
     # a grouped convolution: a group's channels are not the output's
     (("(0, 0), 1)\n", "(0, 0), 2)\n"), "grouped"),
+    # more channels than the widest tile holds (the compiler keeps such reductions persistent along contiguous memory)
+    (("R0_BLOCK: tl.constexpr = 32", "R0_BLOCK: tl.constexpr = 512"), "256 wide at most"),
+    # one row a program, its channels along the first axis: not the tile's layout
+    (("r0_index = tl.arange(0, R0_BLOCK)[None, :]", "r0_index = tl.arange(0, R0_BLOCK)[:]"), "its second axis"),
 ])
 def test_a_reduction_that_cannot_be_held_in_one_tile_keeps_its_kernel_and_says_why(edit: tuple[str, str],
                                                                                     why: str) -> None:

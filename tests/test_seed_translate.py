@@ -291,8 +291,9 @@ def test_a_sweep_of_a_seed_with_two_kernels_moves_each_from_its_own_pick() -> No
 CPU_MADE = FIXTURES / "cpu_made"
 
 
-def cpu_made_seed(name: str) -> str:
-    """The seed of a CPU-made recording: another torch version's output, no autotuner picks (small blocks)."""
+def cpu_made_seed(name: str, rewrites: tuple[str, ...] = REWRITES) -> str:
+    """The seed of a CPU-made recording: another torch version's output, no autotuner picks (small blocks);
+    `rewrites` as write_seed's."""
     record = json.loads((CPU_MADE / f"{name}.json").read_text())
     path = problem_path(name)
     problem = _load(path)
@@ -300,7 +301,8 @@ def cpu_made_seed(name: str) -> str:
     model = problem.Model(*problem.get_init_inputs())
     code = record["codes"][0]
     bindings = trace_bindings(model, problem.get_inputs(), duck_shape=record["duck_shape"])
-    return write_seed(SeedSource(name, path.read_text(), code, untuned(parse_output(code)), bindings, 1, False))
+    return write_seed(SeedSource(name, path.read_text(), code, untuned(parse_output(code)), bindings, 1, False),
+                      rewrites)
 
 
 @pytest.mark.parametrize("name", ["softmax", "swish"])

@@ -231,12 +231,6 @@ EPILOGUE_TILES = ({}, {"CONV_BLOCK_M": 64, "CONV_BLOCK_N": 64, "num_warps": 8},
                   {"CONV_BLOCK_M": 128, "CONV_BLOCK_N": 64, "num_warps": 8})
 
 
-# a reduction over the channels takes them all in one tile's columns (CONV_BLOCK_N is not read): its rows, at 4 and 8
-# warps
-ROWS_TILES = ({}, {"CONV_BLOCK_M": 32, "num_warps": 4}, {"CONV_BLOCK_M": 64, "num_warps": 8},
-              {"CONV_BLOCK_M": 128, "num_warps": 8})
-
-
 def _conv_epilogue(source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped, ...]]:
     """The best kernel's convolution (a compiler seed's `conv_triton`) computing the kernel that reads its output
     where it stores it: a pointwise kernel (conv_epilogue.py) or a reduction over its channels (conv_reduce.py);
@@ -251,9 +245,10 @@ def _conv_epilogue(source: str) -> tuple[tuple[MoveInstance, ...], tuple[Skipped
                                 EPILOGUE_TILES),
                                (conv_reduce, "the reduction over the convolution's output channels computed where the "
                                 "convolution stores, its tile as wide as the channels: that output never written nor "
-                                "read back", ROWS_TILES)):
+                                "read back", conv_reduce.tiles)):
         try:
-            found.append(MoveInstance(module.NAME, what, module.rewrite(source), grid))
+            fused = module.rewrite(source)
+            found.append(MoveInstance(module.NAME, what, fused, grid(fused) if callable(grid) else grid))
         except conv_epilogue.NotFused as why:
             skipped.append(Skipped(module.NAME, str(why)))
     return tuple(found), tuple(skipped)

@@ -347,20 +347,28 @@ class Body(ast.NodeTransformer):
         return node
 
     def _masked(self, node: ast.Call, at: int) -> None:
+        """The access masked by the tile's edges along the axes its offset varies (`mask_for`): where the compiler
+        wrote no mask (None, or nothing: its block divides the size) that mask, and where it wrote one without
+        them, both (its own sizes' edges are not the tile's, whose rows a strided transposed convolution pads)."""
         keyword = next((k for k in node.keywords if k.arg == "mask"), None)
         mask = keyword.value if keyword else node.args[at] if len(node.args) > at else None
+        name = self.mask_for(node.args[0])
+        if name is None:  # an offset of neither the tile's rows nor its columns: one address, no edge to mask
+            return
         if mask is None or (isinstance(mask, ast.Constant) and mask.value is None):
-            name = self.mask_for(node.args[0])
-            if name is None:  # an offset of neither the tile's rows nor its columns: one address, no edge to mask
-                return
-            self.changed = True
             made = parse_expression(name)
-            if keyword:
-                keyword.value = made
-            elif len(node.args) > at:
-                node.args[at] = made
-            else:
-                node.args.append(made)
+        else:
+            missing = [m for m in name.split(" & ") if m not in _names(mask)]
+            if not missing:
+                return
+            made = parse_expression(f"{' & '.join(missing)} & ({ast.unparse(mask)})")
+        self.changed = True
+        if keyword:
+            keyword.value = made
+        elif len(node.args) > at:
+            node.args[at] = made
+        else:
+            node.args.append(made)
 
 
 VALUE = "conv_value"

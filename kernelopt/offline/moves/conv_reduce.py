@@ -14,7 +14,9 @@ as the contiguous output numbers it, r0_index each column's channel, and the mas
 stores the compiler left unmasked (a block that divides its size) are masked by the rows, the columns or both, as
 their offsets use xindex, r0_index or both. An in-place kernel (a softmax that writes its exponentials back for a
 later kernel) stores into the buffer at its own offsets; a buffer read after a kernel that is not in place is
-refused. Forward keeps the unfused pair where the launch's sizes are not the buffer's (channels by positions).
+refused. Forward keeps the unfused pair where the launch's sizes are not the buffer's (channels by positions), and
+the verifier judges the rest: a kernel whose load remaps the buffer (a flip between the convolution and the reduction,
+folded into the load's offset) numbers its values otherwise, computes other outputs and is refused there.
 
 The pairing, the helper's edits and the other kernel's arguments are `fuse.conv_epilogue`'s (conv_epilogue.py).
 """
@@ -28,12 +30,27 @@ from kernelopt.offline.moves.conv_epilogue import VALUE, Body, Fused, NotFused, 
 
 NAME = "fuse.conv_rows"
 _FUNCTION = "conv_rows_epilogue"
-# the kernel's own programs' layout: its rows' and channels' indices and masks, which become the tile's. A line that
-# makes them from the kernel's program id, a range or its sizes goes; `rindex = r0_index` and the like stay.
+# the kernel's own programs' layout: its rows' and channels' indices and masks, which become the tile's, whatever
+# makes them (a mask `xindex < xnumel` is not the tile's rows: a strided transposed convolution pads them with
+# positions of other rows); an older compiler's `rindex` and `rmask` are the tile's too
 _OWN = re.compile(r"^\s*(xoffset|xindex|xmask|r0_index|r0_mask|rindex|rmask)\s*(:[^=]*)?=(.*)$")
-_MADE = re.compile(r"tl\.(arange|program_id|full)\b|\bnumel\b|_at_launch\b")
 _BLOCK = re.compile(r"^\s*(?:R0_BLOCK|RBLOCK)\s*:\s*tl\.constexpr\s*=\s*(\d+)\s*$", re.M)
 _LEAST_COLUMNS = 16  # tl.dot's least N: a reduction over fewer channels is not fused
+# the widest tile: the weight's K step by 256 fp32 columns is 32 KB a pipeline stage, its accumulator at 64 rows 128
+# registers a thread at 4 warps (the compiler keeps channel reductions persistent up to 1024 along contiguous memory)
+_MOST_COLUMNS = 256
+
+
+# a reduction over the channels takes them all in one tile's columns (CONV_BLOCK_N is not read): its rows, at 4 and 8
+# warps, those of 8192 accumulators at most (64 registers a thread at 4 warps, sm_90: no spill at 64 x 64)
+ROWS_TILES = ({}, {"CONV_BLOCK_M": 32, "num_warps": 4}, {"CONV_BLOCK_M": 64, "num_warps": 8},
+              {"CONV_BLOCK_M": 128, "num_warps": 8})
+
+
+def tiles(fused: str) -> tuple[dict, ...]:
+    """The sweep's tiles for a fused file: its own, then ROWS_TILES' that fit its width."""
+    width = int(re.search(r"epi_rows=(\d+)", fused).group(1))
+    return ROWS_TILES[:1] + tuple(t for t in ROWS_TILES[1:] if t["CONV_BLOCK_M"] * width <= 8192)
 
 
 def rewrite(source: str) -> str:
@@ -44,7 +61,7 @@ def rewrite(source: str) -> str:
 
 def _dropped(line: str) -> str | None:
     own = _OWN.match(line)
-    if own is None or not _MADE.search(own.group(3)):
+    if own is None or own.group(3).strip() in ("r0_index", "r0_mask"):
         return None
     if own.group(1) in ("rindex", "rmask"):  # an older compiler's names for the channels' index and mask
         made = "r0_index" if own.group(1) == "rindex" else "r0_mask"
@@ -74,13 +91,17 @@ def _rows(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: st
     """The persistent reduction's body as `conv_rows_epilogue`: the tile's rows its positions, its columns the
     channels it reduces."""
     params = {p.arg for p in kernel.args.args}
-    if "r0_numel" not in params and "rnumel" not in params or "ynumel" in params:
+    text = "".join(lines[kernel.lineno - 1:kernel.end_lineno])
+    if ("r0_numel" not in params and "rnumel" not in params or params & {"ynumel", "r1_numel"}
+            or re.search(r"\bR1_BLOCK\b", text)):
         raise NotFused(f"{kernel.name} is not a reduction along one axis")
+    if re.search(r"^\s*XBLOCK\b[^=]*=", text, re.M) or not re.search(
+            r"^\s*(r0_index|rindex)\s*=\s*.*tl\.arange\(.*\)\[None, :\]\s*$", text, re.M):
+        raise NotFused(f"{kernel.name} does not take its rows by XBLOCK and its channels along its second axis")
     call = conv.value
     assert isinstance(call, ast.Call)
     if ast.unparse(call.args[9]) != "1":
         raise NotFused("the convolution is grouped: a group's channels are not the output's")
-    text = "".join(lines[kernel.lineno - 1:kernel.end_lineno])
     if re.search(r"^\s*for\b|\btl\.(associative_scan|cumsum|atomic_\w+)\(", text, re.M):
         raise NotFused(f"{kernel.name} loops or scans: only a reduction held whole in one tile is fused")
     block = _BLOCK.search(text)
@@ -90,6 +111,9 @@ def _rows(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alias: st
     if width < _LEAST_COLUMNS:
         raise NotFused(f"{kernel.name} reduces {width} channels or fewer: the convolution's tile is {_LEAST_COLUMNS} "
                        "wide at least")
+    if width > _MOST_COLUMNS:
+        raise NotFused(f"{kernel.name} reduces a block of {width} channels: the convolution's tile is "
+                       f"{_MOST_COLUMNS} wide at most")
     bound = bind(kernel, launch, alias, read_later, inputs, "reduction")
     axes = _axes(kernel)
 
