@@ -109,7 +109,7 @@ def fuse(source: str, reader: Reader) -> str:
     replacement = (f"{pad}if {fused.condition}:  # the {reader.what} kernel computed where the convolution "
                    f"stores ({reader.name})\n{pad}    {fused_call}\n{pad}else:\n{pad}    {ast.unparse(moved)}\n"
                    + "".join(f"    {line}" if line.strip() else line
-                             for line in _segment(lines, launch).splitlines(keepends=True)))
+                             for line in lines[launch.lineno - 1:launch.end_lineno]))
     # the launch's place first (it comes later in the file), then the convolution's own line goes
     lines[launch.lineno - 1:launch.end_lineno] = [replacement]
     lines[conv.lineno - 1:conv.end_lineno] = []
@@ -209,10 +209,6 @@ def _launch(stmt: ast.stmt, aliases: set[str], functions: dict[str, ast.Function
     if any(aliases & _names(k.value) for k in stmt.value.keywords):
         return None
     return name, uses[0]
-
-
-def _segment(lines: list[str], node: ast.stmt) -> str:
-    return "".join(lines[node.lineno - 1:node.end_lineno])
 
 
 @dataclass(frozen=True)
