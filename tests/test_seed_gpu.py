@@ -206,3 +206,37 @@ def test_the_seeds_convolution_on_split_parts_is_accepted_and_timed_at_full_size
             print(f"1_Conv2D_ReLU_BiasAdd {label}: {verdict.timing.median_ms:.4f} ms ({verdict.reason})")
     finally:
         verifier.close()
+
+
+@pytest.mark.parametrize("problem", ["1_Conv2D_ReLU_BiasAdd", "conv_channel_min"])
+def test_the_seeds_fused_epilogue_is_accepted_and_timed_at_a_level_2_size(problem: str, tmp_path: Path) -> None:
+    # fuse.conv_epilogue (level 2's 1: the bias, ReLU and second bias in the convolution's store) and fuse.conv_rows
+    # (tests/data/conv/conv_channel_min.py at level 2's 25's shape, batch 32: the minimum over 64 channels and two
+    # tanh, the convolution's output never written), each on the GPU's own compiler seed: verified at full size with
+    # every derived case, timed beside the seed, and fused into the split product (dot.conv_split_f16) too
+    from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split
+
+    path = ROOT / "benchmarks" / "kernelbench" / "level2" / f"{problem}.py"
+    if not path.exists():
+        path = tmp_path / f"{problem}.py"
+        path.write_text((ROOT / "tests" / "data" / "conv" / f"{problem}.py").read_text()
+                        .replace("torch.randn(1, 3, 6, 7)", "torch.randn(32, 16, 256, 256)")
+                        .replace("return [3, 20]", "return [16, 64]"))
+    seed = Path(compiler_seed(path, tmp_path / "cache").path).read_text()
+    module = conv_epilogue if problem.startswith("1_") else conv_reduce
+    fused = module.rewrite(seed)
+    split = conv_split.rewrite(seed)
+    assert split is not None
+    verifier = Verifier(path, tmp_path / "verify", HarnessSettings.detect(seeds=1))
+    times = {}
+    try:
+        for label, source in (("seed", seed), (module.NAME, fused), ("split", split),
+                              (f"split + {module.NAME}", module.rewrite(split))):
+            kernel = tmp_path / f"{label.replace(' ', '_').replace('+', 'and')}.py"
+            kernel.write_text(source)
+            verdict = verifier.verify(kernel)
+            assert verdict.accepted and verdict.timing is not None, f"{label}: {verdict.reason}"
+            times[label] = verdict.timing.median_ms
+    finally:
+        verifier.close()
+    print(f"{problem}: " + ", ".join(f"{k} {v:.4f} ms" for k, v in times.items()))

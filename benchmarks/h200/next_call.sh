@@ -61,6 +61,11 @@
 #      on an H100 the probe, the timing, the split and pointwise convolution GPU tests, 87 in the outside pass;
 #   2. `PART=s52b`: on an H200 c3's other redo rows, then outside_l2_h200; on an H100 the GPU tests no call reached;
 #   3. pytest -m gpu at HEAD: nothing of sessions 51 and 52 after the H100 call has run on a GPU.
+# Session 53 (RESULTS.md (bk)): DEVICE53. New, CPU-checked only: fuse.conv_rows (a seed's reduction over its
+# convolution's channels in the convolution's store) and a GPU test of both fusions (test_seed_gpu's fused epilogue).
+# For the next calls: `PART=s53` first (either card; 330 s or more: the GPU test, the probe on the public 25 and 57, then
+# c3's rows on an H200), then s52's and s52b's remainders and pytest -m gpu at HEAD. Here, in a new checkout:
+# `cp $M/KernelBench/level2/{25,57,7}_*.py .gpu/epi/`.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
@@ -236,6 +241,16 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s53)  # session 53's call (BOX seconds, 585 unless told), either card: both fusions on the GPU's own seeds first
+  # (test_seed_gpu's fused epilogue test: level 2's 1 and a minimum over 64 channels, each verified and timed beside the
+  # seed and fused into the split), then the probe on the public 25 (fuse.conv_rows) and 57 (fuse.conv_epilogue), then
+  # on an H200 c3's redo rows (23 and 24 first: #22's softmax bars), on an H100 55's register split
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  timeout 230 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue"
+  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 20 )) .gpu/epi/25_*.py .gpu/epi/57_*.py
+  if h200; then [ $(( ${BOX:-585} - $(elapsed) )) -ge 120 ] && redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else p55=$(ls benchmarks/kernelbench/families/55_*.py)
+       [ $(( ${BOX:-585} - $(elapsed) )) -ge 70 ] && timed 40 t55 $p55 --move conv.split_f16_regs --configs 2; fi ;;
 s52)  # session 52's call (BOX seconds, 585 unless told). On an H200 c3's redo rows first (23 and 24: #22's softmax
   # bars; 210 s), then fuse.conv_epilogue's probe (level 2's 1 and the public 57 and 7: .gpu/epi), then
   # conv.split_f16_regs on 55 beside split_f16 (65 s); on an H100 the probe, the timing, then test_moves_gpu's split and
