@@ -108,3 +108,24 @@ def test_a_fused_reduction_is_not_fused_again_nor_given_a_pointwise_epilogue() -
     for module in (conv_reduce, conv_epilogue):
         with pytest.raises(conv_epilogue.NotFused, match="already computes an epilogue"):
             module.rewrite(fused)
+
+
+def test_a_rewrite_measured_on_the_seed_is_measured_again_on_the_structure_that_beat_it() -> None:
+    # round 1 measured the fusion and the split on the seed, and the split won: round 2 offers the fusion of the split
+    # kernel under a name of its own (a move's name is measured once a run), cured as the fusion is; the problem's own
+    # templates keep their names
+    from kernelopt.offline.structures import measured_moves, move_plans, on_structure
+
+    seed = cpu_made_seed("conv_channel_min")
+    first = structural_moves(problem_path("conv_channel_min"), 132, seed)
+    assert {conv_reduce.NAME, "dot.conv_split_f16"} <= first.rewrites
+    tables = [{"rows": [{"move": m.name} for m in first.instances]}]
+    split = conv_split.rewrite(seed)
+    second = on_structure(structural_moves(problem_path("conv_channel_min"), 132, split), "dot.conv_split_f16")
+    composed = {m.name: m for m in second.instances}[f"dot.conv_split_f16+{conv_reduce.NAME}"]
+    assert composed.cures == {m.name: m for m in first.instances}[conv_reduce.NAME].cures
+    planned = move_plans(second.instances, measured_moves(tables), 8)
+    assert [p.move for p in planned] == [composed.name] * len(composed.grid[:8])
+    assert "def conv_rows_epilogue(" in planned[0].source and "xl_ptr" in planned[0].source
+    # without a move behind the best kernel (the seed's own structure) the rewrites keep their names
+    assert on_structure(first, "") is first

@@ -34,6 +34,7 @@ from kernelopt.offline.structures import (
     measured_moves,
     move_plans,
     moves_budget,
+    on_structure,
     own_rows,
     row_of,
     structure_of,
@@ -97,9 +98,9 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     """This round's configurations and what the plan rested on: structural moves never measured
     first, a few around each live structure, then the best kernel's own knobs."""
     tables = load_tables(task["run_dir"])
-    moves = _moves(task, source)
     best = task["best"]
     best_move = structure_of(best.source_hash, tables) if best else ""
+    moves = on_structure(_moves(task, source), best_move)  # a rewrite of the best kernel: measured on each structure
     seed = 100 * task["round"] + task["repair"]
     category = task["idea"][0].category if task["idea"] else None
     ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first

@@ -9,6 +9,9 @@ A structure is dead for the rest of the run once a kernel of it was refused by t
 verification (wrong on a size the sweep's one-case check did not try, a crash, a rule): its
 other configurations compute the same way. One swept at over ALIVE_WITHIN times the fastest
 structure's time is not kept alive either: no knob closes such a gap.
+A move that rewrites the best kernel (a seed's convolution split, its epilogue fused) is a new structure
+on each structure it rewrites: named for both (`dot.conv_split_f16+fuse.conv_rows`), it is measured once
+on each, so two rewrites compose whichever the sweep measured first.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelopt.harness.problem import source_hash
-from kernelopt.offline.moves import MoveInstance
+from kernelopt.offline.moves import MoveInstance, Moves
 from kernelopt.offline.moves.precision import literal_k
 from kernelopt.offline.space import Config, SpaceLimits, plan
 from kernelopt.offline.tuner import Direction, knob_values, with_config
@@ -48,6 +51,16 @@ def row_of(row: dict[str, Any]) -> SweepRow:
 
 def _rows(tables: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [row for table in tables for row in table["rows"]]
+
+
+def on_structure(moves: Moves, best_move: str) -> Moves:
+    """`moves` with the rewrites of the best kernel named for the structure they rewrite (`best_move`, the move
+    the best kernel came from; "" for the starting kernel's own, whose rewrites keep their names)."""
+    if not best_move:
+        return moves
+    renamed = tuple(replace(m, name=f"{best_move}+{m.name}") if m.name in moves.rewrites else m
+                    for m in moves.instances)
+    return replace(moves, instances=renamed, rewrites=frozenset(f"{best_move}+{n}" for n in moves.rewrites))
 
 
 def measured_moves(tables: Iterable[dict[str, Any]]) -> set[str]:

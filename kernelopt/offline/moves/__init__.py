@@ -42,7 +42,7 @@ class MoveInstance:
     @property
     def cures(self) -> tuple[str, ...]:
         """The judger's categories this move answers (offline/judge.py): its diagnosis puts it first."""
-        return CURES.get(self.name.split(".", 1)[1], ())
+        return CURES.get(self.name.rsplit("+", 1)[-1].split(".", 1)[1], ())  # a rewrite of a move's kernel: its own
 
     def __post_init__(self) -> None:
         if not self.grid:  # the template's own values: a move is always measured at least once
@@ -67,6 +67,7 @@ class Moves:
     family: Family | None
     instances: tuple[MoveInstance, ...]
     skipped: tuple[Skipped, ...]
+    rewrites: frozenset[str] = frozenset()  # the instances that rewrite the best kernel (not the problem's templates)
 
 
 def warm_tracing() -> threading.Thread:
@@ -105,7 +106,8 @@ def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source:
         verb = "applies" if len(split) == 1 else "apply"
         skipped += (Skipped("dot.f16x3", f"{' and '.join(m.name for m in split)} {verb}: the operands are split "
                             "once before the product, not every K step in every program"),)
-    return Moves(moves.family, moves.instances + instances + split, moves.skipped + skipped + why)
+    rewrites = frozenset(m.name for m in instances + split)
+    return Moves(moves.family, moves.instances + instances + split, moves.skipped + skipped + why, rewrites)
 
 
 def _rewrites(family: Family | None, source: str,
