@@ -25,14 +25,18 @@ def seed() -> str:
 
 
 class _NotLaunched:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def __getitem__(self, grid: object) -> object:
-        raise AssertionError("the pointwise kernel was launched: its epilogue is not fused")
+        raise AssertionError(f"{self.name} was launched: it is not fused")
 
 
-def _fused_outputs(problem: Path, kernel: Path) -> tuple[torch.Tensor, torch.Tensor]:
-    """The reference's output and the kernel file's, its own launch of the pointwise kernel made to fail."""
-    module = _load(kernel, "fused_under_test")
-    module.__dict__[POINTWISE] = _NotLaunched()
+def outputs_without(problem: Path, kernel: Path, prefix: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The reference's output and the kernel file's, its own launches of the kernels named `prefix...` made to fail."""
+    module = _load(kernel, f"fused_under_test_{kernel.stem}")
+    for name in [n for n in vars(module) if n.startswith(prefix)]:
+        setattr(module, name, _NotLaunched(name))
     torch.manual_seed(0)
     reference = _load(problem).Model(*_load(problem).get_init_inputs())
     torch.manual_seed(0)
@@ -41,6 +45,10 @@ def _fused_outputs(problem: Path, kernel: Path) -> tuple[torch.Tensor, torch.Ten
     inputs = _load(problem).get_inputs()
     with torch.no_grad():
         return reference(*inputs), candidate(*inputs)
+
+
+def _fused_outputs(problem: Path, kernel: Path) -> tuple[torch.Tensor, torch.Tensor]:
+    return outputs_without(problem, kernel, POINTWISE)
 
 
 def test_the_seeds_pointwise_kernel_runs_in_the_convolutions_store_and_computes_the_reference(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_seed_translate import _load, cpu_made_seed, problem_path
+from test_conv_epilogue import outputs_without
+from test_seed_translate import cpu_made_seed, problem_path
 
 from kernelopt.harness.guards import check_kernel_source
 from kernelopt.offline.moves import conv_epilogue, conv_reduce, conv_split, structural_moves
@@ -19,25 +20,10 @@ from kernelopt.seed.kernel_text import REWRITES
 SMALL = {"CONV_BLOCK_M": 16, "CONV_BLOCK_N": 16, "CONV_BLOCK_K": 16}  # the interpreter reduces a tile value by value
 
 
-class _NotLaunched:
-    def __getitem__(self, grid: object) -> object:
-        raise AssertionError("the reduction kernel was launched: it is not fused")
-
-
 def _outputs(problem: Path, kernel: Path, text: str) -> tuple[torch.Tensor, ...]:
     """The reference's output and the kernel text's (at SMALL), its own launches of reduction kernels made to fail."""
     kernel.write_text(with_config(text, SMALL))
-    module = _load(kernel, f"rows_under_test_{kernel.stem}")
-    for name in [n for n in vars(module) if n.startswith("triton_per_")]:
-        setattr(module, name, _NotLaunched())
-    torch.manual_seed(0)
-    reference = _load(problem).Model(*_load(problem).get_init_inputs())
-    torch.manual_seed(0)
-    candidate = module.ModelNew(*_load(problem).get_init_inputs())
-    torch.manual_seed(1)
-    inputs = _load(problem).get_inputs()
-    with torch.no_grad():
-        return reference(*inputs), candidate(*inputs)
+    return outputs_without(problem, kernel, "triton_per_")
 
 
 @pytest.mark.parametrize(("name", "rewrites"), [("conv_channel_min", REWRITES), ("conv_channel_softmax", REWRITES),
