@@ -113,8 +113,8 @@ def test_an_in_place_kernel_on_an_output_laid_out_channels_last_is_fused_at_the_
     (("        return buf1\n", "        return buf1 + buf0.sum()\n"), "read again after its pointwise kernel"),
     # a reduction reads it (Inductor's triton_red_/triton_per_ kernels): only an elementwise epilogue is fused
     (("triton_poi_fused", "triton_red_fused"), "other than one launch of an Inductor pointwise kernel"),
-    # the pointwise kernel reads the buffer twice (a neighbour's value): not one value a stored element
-    (("    tmp1 = tl.load(in_ptr1 + (x2)", "    tmp1 = tl.load(in_ptr0 + (x2)"), "other than by one load"),
+    # the pointwise kernel reads the buffer through a value it computed (an offset Python cannot work out)
+    (("    tmp1 = tl.load(in_ptr1 + (x2)", "    tmp1 = tl.load(in_ptr0 + (tl.abs(x2))"), "other than by one load"),
 ])
 def test_a_convolution_whose_output_is_read_otherwise_keeps_its_pointwise_kernel_and_says_why(
         seed: str, edit: tuple[str, str], why: str) -> None:
@@ -133,3 +133,37 @@ def test_a_fused_kernel_is_not_fused_again_and_a_kernel_without_a_convolution_he
     softmax = seed_text("default", "23_Softmax")
     moves = structural_moves(problem_path("23_Softmax"), 132, softmax)
     assert conv_epilogue.NAME not in {m.name for m in moves.instances} | {s.name for s in moves.skipped}
+
+
+def test_two_loads_of_one_element_are_fused_where_their_offsets_agree_at_run_time(numpy_libdevice: object,
+                                                                                   seed: str, tmp_path: Path) -> None:
+    # torch 2.13's CPU graph of a Conv3d, Mish and tanh (tests/data/conv/conv3d_mish_tanh.py): its in-place kernel
+    # loads the buffer at two spellings of one offset, which the launch's sizes make one. Fused: both loads are the
+    # tile's value, forward having checked the offsets agree (conv_loads.py), and the pointwise kernel never runs
+    two = cpu_made_seed("conv3d_mish_tanh")
+    fused = conv_epilogue.rewrite(two)
+    assert "def conv_epilogue_offsets(" in fused and "all(len(conv_epilogue_offsets(" in fused
+    kernel = tmp_path / "two_loads.py"
+    kernel.write_text(with_config(fused, SMALL))
+    expected, got = outputs_without(problem_path("conv3d_mish_tanh"), kernel, "triton_poi_fused_mish_tanh")
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    # a second load of a neighbour's value (level 2's 1 with its bias read from the buffer at the channel's index):
+    # the offsets disagree at run time, so forward keeps the unfused pair, whose output is the reference's own
+    neighbour = seed.replace("    tmp1 = tl.load(in_ptr1 + (x2)", "    tmp1 = tl.load(in_ptr0 + (x2)")
+    assert neighbour != seed
+    problem = shrunk_problem(problem_path(NAME), tmp_path / f"{NAME}.py")
+    kernel.write_text(with_config(conv_epilogue.rewrite(neighbour), SMALL))
+    with pytest.raises(AssertionError, match="not fused"):
+        _fused_outputs(problem, kernel)
+    module = _load(kernel, "neighbour_fused")
+    torch.manual_seed(0)
+    candidate = module.ModelNew(*_load(problem).get_init_inputs())
+    torch.manual_seed(1)
+    with torch.no_grad():
+        unfused = candidate(*_load(problem).get_inputs())
+    kernel.write_text(with_config(neighbour, SMALL))
+    torch.manual_seed(0)
+    plain = _load(kernel, "neighbour_seed").ModelNew(*_load(problem).get_init_inputs())
+    torch.manual_seed(1)
+    with torch.no_grad():
+        torch.testing.assert_close(unfused, plain(*_load(problem).get_inputs()))

@@ -1,27 +1,23 @@
 """`fuse.conv_epilogue`: a compiler seed's elementwise epilogue computed where its convolution stores.
 
-A seed (seed/conv.py) runs each convolution on `conv_triton` into a buffer, and Inductor's own pointwise kernel then
-reads that buffer whole, adds the bias, applies the activations and writes the output: the convolution's output
-crosses memory three times (written, read, written again) where once is enough. Level 2's convolutions with few
-input channels (8 to 64 at 128 x 128, a 3 x 3 kernel: 72 multiply-adds an output value) spend most of their time
-there, and torch.compile does the same (cuDNN's output, then a Triton kernel), so this is where a seed can pass it.
+A seed (seed/conv.py) runs each convolution on `conv_triton` into a buffer, and Inductor's pointwise kernel then reads
+it whole, adds the bias, applies the activations and writes the output: three passes over the convolution's output
+where one is enough (torch.compile does the same: cuDNN's output, then a Triton kernel).
 
 The rewrite takes the first `conv_triton(..., BUF, ...)` of ModelNew.forward whose buffer (or a name the compiler
-gave it again, `buf3 = buf2`) is read next by one launch of a `triton_poi_*` kernel (Inductor's pointwise kernels:
-no reduction) that loads it once. That kernel's body becomes a `@triton.jit` function, `conv_epilogue`, called by
-`conv_igemm_kernel` in place of its store: the tile's values stand for that load, `xmask` is the tile's mask, and
-`xindex` each value's offset in BUF, as the pointwise kernel numbers it: where it loads BUF at xindex itself (the
-compiler's in-place kernels, `in_out_ptr0`, walk their buffer as it lies) the helper's own offsets; otherwise BUF's
-laid out contiguously (a kernel walking its contiguous output of BUF's shape), which the helper then computes
-(`epi_dense`). The kernel's other pointers and run-time integers come in as a tuple (`epi`), its specialized sizes
-as a constexpr tuple (`EPIC`), so the body compiles as Inductor wrote it. An in-place kernel's store writes BUF,
-which later kernels may read; otherwise BUF is never written, and nothing may read it after. With an epilogue the
-helper always takes the implicit GEMM (not the direct or depthwise kernels, whose stores are laid out otherwise).
-Forward keeps the unfused pair for a launch whose element count is not BUF's (the fusion's premise), and the
-verifier judges the rest: a pointwise kernel that numbered BUF's values otherwise would compute other outputs and
-be refused.
-
-The edits leave the anchors of the convolution's split rewrites (conv_split.py) in place, so either may come first.
+gave it again, `buf3 = buf2`) is read next by one launch of a `triton_poi_*` kernel. That kernel's body becomes a
+`@triton.jit` function, `conv_epilogue`, called by `conv_igemm_kernel` in place of its store: the tile's values stand
+for its load of BUF (its loads, where they read one element at spellings of its offset forward checks agree:
+conv_loads.py), `xmask` is the tile's mask, and `xindex` each value's offset in BUF as the kernel numbers it: where it
+loads BUF at xindex itself (the compiler's in-place kernels walk their buffer as it lies) the helper's own offsets;
+otherwise BUF's laid out contiguously (`epi_dense`). The kernel's other pointers and run-time integers come in as a
+tuple (`epi`), its specialized sizes as a constexpr tuple (`EPIC`), so the body compiles as Inductor wrote it. An
+in-place kernel's store writes BUF, which later kernels may read; otherwise BUF is never written, and nothing may
+read it after. With an epilogue the helper always takes the implicit GEMM (the direct and depthwise kernels store
+otherwise). Forward keeps the unfused pair for a launch whose element count is not BUF's, and the verifier judges the
+rest: a kernel that numbered BUF's values otherwise would compute other outputs and be refused. The edits leave the
+anchors of the split rewrites (conv_split.py) in place, so either may come first. `fuse` and its helpers serve
+conv_reduce.py's reader too.
 """
 
 from __future__ import annotations
@@ -31,6 +27,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from kernelopt.offline.moves import conv_loads
 from kernelopt.syntax import parse, parse_expression
 
 NAME = "fuse.conv_epilogue"
@@ -245,9 +242,10 @@ def bind(kernel: ast.FunctionDef, launch: ast.Expr, alias: str, read_later: bool
     return Bound(positional, constexpr, {p.arg: ast.unparse(a) for p, a in bound}, loaded)
 
 
-def body_text(kernel: ast.FunctionDef, lines: list[str], body: Body, dropped: Callable[[str], str | None]) -> str:
-    """The kernel's body with its load of the buffer made the tile's value (`body`), and each line `dropped` answers
-    for made that (None: kept as it is, "": left out)."""
+def body_text(kernel: ast.FunctionDef, lines: list[str], body: Body, dropped: Callable[[str], str | None],
+              loads: int = 1) -> str:
+    """The kernel's body with its loads of the buffer (`loads` at most) made the tile's value (`body`), and each line
+    `dropped` answers for made that (None: kept as it is, "": left out)."""
     kept = []
     for line in lines[kernel.body[0].lineno - 1:kernel.end_lineno]:
         instead = dropped(line)
@@ -264,7 +262,7 @@ def body_text(kernel: ast.FunctionDef, lines: list[str], body: Body, dropped: Ca
         changed = body.visit(stmt)
         kept.append(line if not body.changed else line[:len(line) - len(line.lstrip())] + ast.unparse(changed) + "\n")
         body.changed = False
-    if len(body.indices) != 1 or body.others:
+    if not 1 <= len(body.indices) <= loads or body.others:
         raise NotFused(f"{kernel.name} reads the convolution's output other than by one load")
     return "".join(kept)
 
@@ -288,7 +286,11 @@ def _pointwise(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alia
         raise NotFused(f"{kernel.name} is not a one-dimensional pointwise kernel")
     bound = bind(kernel, launch, alias, read_later, inputs, "pointwise")
     body = Body(bound.loaded, lambda _: "xmask")
-    text = body_text(kernel, lines, body, lambda line: "" if _DROPPED.match(line) else None)
+    text = body_text(kernel, lines, body, lambda line: "" if _DROPPED.match(line) else None, loads=4)
+    try:  # several loads: one element at spellings of its offset the launch's sizes make one (conv_loads.py)
+        check, agree = conv_loads.check(kernel, body.indices, [p.arg for p in bound.positional], bound.source_of)
+    except conv_loads.Unchecked as why:
+        raise NotFused(f"{kernel.name} reads the convolution's output other than by one load ({why})") from why
     index = body.indices[0]
     own = isinstance(index, ast.Name) and (
         index.id == "xindex" or re.search(rf"^\s*{index.id} = xindex\s*$", text, re.M) is not None)
@@ -302,8 +304,8 @@ def _pointwise(kernel: ast.FunctionDef, lines: list[str], launch: ast.Expr, alia
             "    # convolution's output, xindex for their offsets in it (laid out contiguously, or as it lies)\n")
     store = (f"        {_FUNCTION}(o_off, acc.to(out_ptr.dtype.element_ty), m_ok[:, None] & n_ok[None, :], epi, "
              "EPIC)\n")
-    return Fused(head + unpack + text.rstrip("\n") + "\n\n", [bound.source_of[n] for n in runtime],
-                 [bound.source_of[n] for n in specialized], f"{alias}.numel() == {bound.source_of['xnumel']}",
+    return Fused(check + head + unpack + text.rstrip("\n") + "\n\n", [bound.source_of[n] for n in runtime],
+                 [bound.source_of[n] for n in specialized], f"{alias}.numel() == {bound.source_of['xnumel']}{agree}",
                  f"epi_dense={not own}", store)
 
 
