@@ -41,6 +41,8 @@ def test_the_reduction_over_the_channels_runs_in_the_convolutions_store_and_comp
     # epilogue: the implicit GEMM takes it)
     expected, got = _outputs(problem_path(name), tmp_path / "fused.py", move.source)
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-5)
+    if not rewrites:  # the seed as the compiler wrote it: its fused output is the case; the checks below are alike
+        return
     # the seed as it was launches its reduction: the check above can fail
     with pytest.raises(AssertionError, match="not fused"):
         _outputs(problem_path(name), tmp_path / "seed.py", seed)
