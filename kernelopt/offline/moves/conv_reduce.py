@@ -33,7 +33,8 @@ _FUNCTION = "conv_rows_epilogue"
 # the kernel's own programs' layout: its rows' and channels' indices and masks, which become the tile's, whatever
 # makes them (a mask `xindex < xnumel` is not the tile's rows: a strided transposed convolution pads them with
 # positions of other rows); an older compiler's `rindex` and `rmask` are the tile's too
-_OWN = re.compile(r"^\s*(xoffset|xindex|xmask|r0_index|r0_mask|rindex|rmask)\s*(:[^=]*)?=(.*)$")
+_TILE = {"xindex": "x", "xmask": "x", "r0_index": "r", "r0_mask": "r", "rindex": "r", "rmask": "r"}  # their axes
+_OWN = re.compile(rf"^\s*(xoffset|{'|'.join(_TILE)})\s*(:[^=]*)?=(.*)$")
 _BLOCK = re.compile(r"^\s*(?:R0_BLOCK|RBLOCK)\s*:\s*tl\.constexpr\s*=\s*(\d+)\s*$", re.M)
 _LEAST_COLUMNS = 16  # tl.dot's least N: a reduction over fewer channels is not fused
 # the widest tile: the weight's K step by 256 fp32 columns is 32 KB a pipeline stage, its accumulator at 64 rows 128
@@ -72,13 +73,12 @@ def _dropped(line: str) -> str | None:
 def _axes(kernel: ast.FunctionDef) -> dict[str, set[str]]:
     """Each name the kernel's body assigns: which of the tile's axes its value varies along ("x": the rows, "r":
     the channels), from the names it is made of."""
-    axes: dict[str, set[str]] = {"xindex": {"x"}, "r0_index": {"r"}, "rindex": {"r"}, "xmask": {"x"},
-                                 "r0_mask": {"r"}, "rmask": {"r"}}
+    axes = {name: {axis} for name, axis in _TILE.items()}
     for stmt in ast.walk(kernel):
         if isinstance(stmt, ast.Assign | ast.AnnAssign) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
             names = [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-            if any(n in ("xindex", "r0_index", "rindex", "xmask", "r0_mask", "rmask") for n in names):
+            if _TILE.keys() & set(names):
                 continue
             found = set().union(*(axes.get(n.id, set()) for n in ast.walk(stmt.value) if isinstance(n, ast.Name)))
             for name in names:
