@@ -245,6 +245,23 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s54b)  # session 54's second call (about 290 s): the fused-epilogue GPU test again (the compiler's bare AssertionError on
+  # the minimum over channels, now said with where it was raised), the split-parts test (its one-TF32 wording mended),
+  # then the probe on the public 57 (fused now that conv_epilogue_offsets passes the guards) and 25
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  timeout 110 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue or convolution_on_split_parts"
+  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 10 )) .gpu/epi/57_*.py .gpu/epi/25_*.py ;;
+s54)  # session 54's call (BOX seconds, 585 unless told): the fused-epilogue GPU test first (does the compile fallback
+  # give the minimum over channels a seed, and is fuse.conv_rows correct on it), then on an H200 c3's redo rows 34, 35,
+  # 41, 42, 44 (#22's level-1 floor; each row also runs on_structure's composed rewrites at HEAD), on an H100 the
+  # split convolutions' GPU tests (the weight padded by block_n) and the probe on the public 25 and 57
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  timeout 110 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue"
+  mv "$OUT/test_seed_gpu.log" "$OUT/test_seed_gpu_fused.log"
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else timeout 200 bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_convolution or pointwise_convolution" \
+         "test_seed_gpu:convolution_on_split_parts"
+       bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 20 )) .gpu/epi/25_*.py .gpu/epi/57_*.py; fi ;;
 s53)  # session 53's call (BOX seconds, 585 unless told), either card: both fusions on the GPU's own seeds first
   # (test_seed_gpu's fused epilogue test: level 2's 1 and a minimum over 64 channels, each verified and timed beside the
   # seed and fused into the split), then the probe on the public 25 (fuse.conv_rows) and 57 (fuse.conv_epilogue), then

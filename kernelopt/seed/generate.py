@@ -16,6 +16,7 @@ import gc
 import importlib.util
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -176,13 +177,25 @@ def _compile(model: Any, inputs: list[Any]) -> tuple[list[str], list[Binding]]:
                 failure = failure or err
     else:
         assert failure is not None
-        first = str(failure).strip().splitlines()[0] if str(failure).strip() else type(failure).__name__
-        raise SeedError(f"torch.compile could not compile the reference: {first[:300]}; {WHAT_TO_DO}") from failure
+        raise SeedError(f"torch.compile could not compile the reference: {_said(failure)}; {WHAT_TO_DO}") from failure
     if len(recorded) != 1 or not codes:
         raise SeedError(f"the reference compiles to {len(recorded)} graphs (a graph break); {WHAT_TO_DO}")
     # One graph, but the autotuner may compile modules of its own (benchmarked alternatives) on
     # the way: the graph's own module is written last, so the latest comes first.
     return list(reversed(codes)), recorded[0]
+
+
+def _said(failure: BaseException) -> str:
+    """A failure's first line; for one that says nothing (a bare `assert` in the compiler), where it was raised."""
+    text = str(failure).strip()
+    if text:
+        return text.splitlines()[0][:300]
+    frames = traceback.extract_tb(failure.__traceback__)
+    if not frames:
+        return type(failure).__name__
+    last = frames[-1]
+    where = last.filename.split("site-packages/")[-1]
+    return f"{type(failure).__name__} at {where}:{last.lineno} ({(last.line or '').strip()[:200]})"
 
 
 def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> None:

@@ -23,9 +23,11 @@ class Unchecked(Exception):
     """The loads' offsets use what Python cannot compute (a Triton call, a load)."""
 
 
-def checker(kernel: ast.FunctionDef, indices: list[ast.expr], params: list[str]) -> str:
-    """A Python function `conv_epilogue_offsets(xindex, PARAMS...)` returning the set of the loads' offsets at one
-    element: the kernel's assignments the offsets use (transitively), with its size specializer taken away."""
+def checker(kernel: ast.FunctionDef, indices: list[ast.expr], params: list[str]) -> tuple[str, list[str]]:
+    """A Python function `conv_epilogue_offsets(xindex, USED...)` returning the set of the loads' offsets at one
+    element: the kernel's assignments the offsets use (transitively), with its size specializer taken away; and
+    USED, the parameters it reads (sizes only: a pointer passed to it would read to the guards as a tensor, and its
+    arithmetic as torch's)."""
     needed = set().union(*({n.id for n in ast.walk(i) if isinstance(n, ast.Name)} for i in indices))
     kept: list[ast.stmt] = []
     for stmt in reversed(kernel.body):
@@ -43,11 +45,12 @@ def checker(kernel: ast.FunctionDef, indices: list[ast.expr], params: list[str])
     known = set(params) | {"xindex"} | set().union(*(_targets(s) for s in kept))
     if needed - known:
         raise Unchecked(f"an offset uses {', '.join(sorted(needed - known))}, which Python cannot compute here")
-    body = "".join(f"    {ast.unparse(s)}\n" for s in reversed(kept))
+    body = "".join(f"    {ast.unparse(s)}\n" for s in reversed(kept) if not _renames_itself(s))
     offsets = ", ".join(ast.unparse(i) for i in indices)
-    return (f"def {_FUNCTION}(xindex, {', '.join(params)}):\n"
+    used = [p for p in params if p in needed]
+    return (f"def {_FUNCTION}(xindex, {', '.join(used)}):\n"
             "    # the loads' offsets of the convolution's output at one element, as the pointwise kernel has them\n"
-            f"{body}    return {{{offsets}}}\n\n\n")
+            f"{body}    return {{{offsets}}}\n\n\n"), used
 
 
 def check(kernel: ast.FunctionDef, indices: list[ast.expr], params: list[str],
@@ -57,10 +60,16 @@ def check(kernel: ast.FunctionDef, indices: list[ast.expr], params: list[str],
     (`source_of`, each parameter's as text). Raises Unchecked where Python cannot compute them."""
     if len(indices) == 1:
         return "", ""
-    params = [p for p in params if p != "XBLOCK"]
-    args, count = ", ".join(source_of[p] for p in params), source_of["xnumel"]
-    return checker(kernel, indices, params), (f" and all(len({_FUNCTION}(x, {args})) == 1 for x in "
-                                              f"{{0, min(1, {count} - 1), ({count}) // 2, {count} - 1}})")
+    text, used = checker(kernel, indices, [p for p in params if p != "XBLOCK"])
+    args, count = "".join(f", {source_of[p]}" for p in used), source_of["xnumel"]
+    # the element's name is no forward's input's (`x` would read to the guards as the input tensor)
+    return text, (f" and all(len({_FUNCTION}(at_element{args})) == 1 for at_element in "
+                  f"{{0, min(1, {count} - 1), ({count}) // 2, {count} - 1}})")
+
+
+def _renames_itself(stmt: ast.Assign) -> bool:
+    """`ks0 = ks0`: what is left of the seed's `ks0 = helper_size_value(ks0)`."""
+    return isinstance(stmt.value, ast.Name) and [ast.unparse(t) for t in stmt.targets] == [stmt.value.id]
 
 
 def _targets(stmt: ast.stmt) -> set[str]:
