@@ -80,9 +80,9 @@ UNDILATED = ("dilation=(2, 1)", "dilation=(1, 1)")
 
 
 def test_the_two_pass_pair_passes_the_verifier_with_each_kernel_at_its_own_warps(tmp_path: Path) -> None:
-    # The same small problem undilated along H (the rows stencil's condition), six middle channels: 6 rows in strips of 4 (the second cut
-    # short), 19 outputs a row at stride 2 along W. The GEMM's tile and warps leave the stencil's strip and its
-    # DW_WARPS as they were.
+    # The same small problem undilated along H (the rows stencil's condition), with six middle channels: 6 rows in
+    # strips of 4 (the second cut short), 19 outputs a row at stride 2 along W. The GEMM's tile and warps leave the
+    # stencil's strip and its DW_WARPS as they were.
     dilated = structural_moves(PROBLEM)
     pairs = ("separable.two_pass", "separable.two_pass_pointwise", "separable.two_pass_f16x3")
     assert not set(pairs) & {m.name for m in dilated.instances}
