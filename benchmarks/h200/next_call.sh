@@ -245,6 +245,14 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s54c)  # session 54's last call (BOX seconds): where the compiler's bare assert on a minimum over channels is raised
+  # (the seed's error now says; its whole log kept), then on an H200 c3's redo rows, on an H100 rows_h100 (on_structure's
+  # wall time a problem, #22's median bar)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  PYTHONPATH=/tmp/site:$PWD TORCHDYNAMO_VERBOSE=1 timeout 60 python3 -m kernelopt.seed tests/data/conv/conv_channel_min.py \
+    /tmp/min_seed.py > "$OUT/min_seed.log" 2>&1
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else ROWS="34 35 41 42 44" FAMILIES=" " rows_h100; fi ;;
 s54b)  # session 54's second call (about 290 s): the fused-epilogue GPU test again (the compiler's bare AssertionError on
   # the minimum over channels, now said with where it was raised), the split-parts test (its one-TF32 wording mended),
   # then the probe on the public 57 (fused now that conv_epilogue_offsets passes the guards) and 25

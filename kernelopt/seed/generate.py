@@ -186,16 +186,21 @@ def _compile(model: Any, inputs: list[Any]) -> tuple[list[str], list[Binding]]:
 
 
 def _said(failure: BaseException) -> str:
-    """A failure's first line; for one that says nothing (a bare `assert` in the compiler), where it was raised."""
-    text = str(failure).strip()
-    if text:
-        return text.splitlines()[0][:300]
-    frames = traceback.extract_tb(failure.__traceback__)
+    """A failure's first line; for one that says nothing (a bare `assert` in the compiler, which Inductor wraps as
+    "AssertionError: " and nothing after), where the innermost was raised."""
+    inner = failure
+    while (cause := getattr(inner, "inner_exception", None) or inner.__cause__) is not None and cause is not inner:
+        inner = cause
+    said = str(inner).strip()
+    if said:
+        text = str(failure).strip()
+        return (text.splitlines()[0] if text else said.splitlines()[0])[:300]
+    frames = traceback.extract_tb(inner.__traceback__)
     if not frames:
-        return type(failure).__name__
+        return type(inner).__name__
     last = frames[-1]
     where = last.filename.split("site-packages/")[-1]
-    return f"{type(failure).__name__} at {where}:{last.lineno} ({(last.line or '').strip()[:200]})"
+    return f"{type(inner).__name__} at {where}:{last.lineno} ({(last.line or '').strip()[:200]})"
 
 
 def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> None:
