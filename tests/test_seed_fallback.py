@@ -1,5 +1,5 @@
 """The compiler seed asks the compiler again with less where it fails at the seed's settings (seed/generate.py:
-FALLBACK_SETTINGS): the H200's torch 2.11 raised a bare AssertionError at max-autotune with coordinate descent on a
+FALLBACK_SETTINGS): torch 2.11 on the H100 and H200 raised a bare AssertionError in its coalescing analysis on a
 convolution then a minimum over its channels. Here the compiler's failure is made (its run raises at the first
 settings), its compile is Dynamo's graph as it is: no GPU, no Inductor."""
 
@@ -27,7 +27,8 @@ def _compiler(monkeypatch: pytest.MonkeyPatch, fails: int) -> list[dict[str, boo
     tries: list[dict[str, bool]] = []
 
     def run_and_get_code(fn, *args):  # noqa: ANN001, ANN202  (torch's own signature)
-        tries.append({"max_autotune": config.max_autotune, "coordinate_descent": config.coordinate_descent_tuning})
+        tries.append({"max_autotune": config.max_autotune, "coordinate_descent": config.coordinate_descent_tuning,
+                      "coalescing": config.triton.coalesce_tiling_analysis})
         if len(tries) <= fails:  # as Inductor raises a bare assert: wrapped, its text "AssertionError: "
             try:
                 raise AssertionError()
@@ -44,14 +45,15 @@ def test_a_compile_that_fails_at_the_seeds_settings_is_tried_again_with_less(mon
     tries = _compiler(monkeypatch, fails=1)
     codes, bindings = generate._compile(_Model(), [torch.randn(2, 8, 3)])
     assert codes == ["# the module the compiler wrote"] and bindings
-    assert tries == [{"max_autotune": True, "coordinate_descent": True},
-                     {"max_autotune": True, "coordinate_descent": False}]
+    # the first fallback leaves the autotuner as it was: only the coalescing analysis that asserted is off
+    assert tries == [{"max_autotune": True, "coordinate_descent": True, "coalescing": True},
+                     {"max_autotune": True, "coordinate_descent": True, "coalescing": False}]
 
 
 def test_a_compile_that_fails_at_every_setting_tells_the_first_failure(monkeypatch: pytest.MonkeyPatch) -> None:
-    tries = _compiler(monkeypatch, fails=3)
+    tries = _compiler(monkeypatch, fails=4)
     # a bare assert says nothing: the error says where it was raised (this file's `raise AssertionError()`)
     with pytest.raises(SeedError, match=r"the reference: AssertionError at .*test_seed_fallback.py:\d+ "
                                         r"\(raise AssertionError\(\)\)"):
         generate._compile(_Model(), [torch.randn(2, 8, 3)])
-    assert tries[-1] == {"max_autotune": False, "coordinate_descent": False} and len(tries) == 3
+    assert tries[-1] == {"max_autotune": False, "coordinate_descent": False, "coalescing": False} and len(tries) == 4

@@ -245,7 +245,13 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
-s54c)  # session 54's last call (BOX seconds): where the compiler's bare assert on a minimum over channels is raised
+s54d)  # session 54's fourth call (about 220 s): the fallback without the coalescing analysis on the minimum over
+  # channels: the fused-epilogue GPU test (its conv_channel_min case: a seed, fuse.conv_rows verified and timed), then
+  # the probe on the public 25
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  timeout 150 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue and conv_channel_min"
+  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 5 )) .gpu/epi/25_*.py ;;
+s54c)  # session 54's third call (BOX seconds): where the compiler's bare assert on a minimum over channels is raised
   # (the seed's error now says; its whole log kept), then on an H200 c3's redo rows, on an H100 rows_h100 (on_structure's
   # wall time a problem, #22's median bar)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null

@@ -41,11 +41,14 @@ COMPILER_SETTINGS = {
     "max_autotune_conv_backends": "ATEN",
     "force_disable_caches": True,  # a cached graph may skip writing its code out; the seed has its own cache
 }
-# Where the compiler fails at those settings, it is asked again with less: its autotuner's coordinate descent off,
-# then max-autotune off (the H200's torch 2.11 raised a bare AssertionError on a convolution then a minimum over its
-# channels, level 2's Conv2d_Min_Tanh_Tanh; a GEMM then goes to a library call, which the translator refuses).
-FALLBACK_SETTINGS = ({"coordinate_descent_tuning": False},
-                     {"coordinate_descent_tuning": False, "max_autotune": False})
+# Where the compiler fails at those settings, it is asked again with less: first without its coalescing analysis for
+# tiling (torch 2.11 on the H100 and H200 asserted in it, tiling_utils.get_pw_red_splits, on a convolution then a
+# minimum over its channels with dynamic shapes: level 2's Conv2d_Min_Tanh_Tanh), then its autotuner's coordinate
+# descent off too, then max-autotune off (a GEMM then goes to a library call, which the translator refuses).
+_NO_COALESCING = {"triton.coalesce_tiling_analysis": False}
+FALLBACK_SETTINGS = (_NO_COALESCING,
+                     {**_NO_COALESCING, "coordinate_descent_tuning": False},
+                     {**_NO_COALESCING, "coordinate_descent_tuning": False, "max_autotune": False})
 CHECK_TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 5e-2}
 
 
