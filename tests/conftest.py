@@ -15,6 +15,10 @@ if not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia/gpus
 
 from helpers import DATA
 
+from kernelopt.harness.sandbox import interpreter
+
+interpreter.install()  # the tests' own kernels as the sandbox's workers run them: integer arithmetic unchecked
+
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """`-n auto`: the test files spread over up to two processes on the CPU; GPU tests (`-m gpu`)

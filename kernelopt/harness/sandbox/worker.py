@@ -28,7 +28,7 @@ from kernelopt.harness.measure import parameters
 from kernelopt.harness.measure.cases import case_inputs
 from kernelopt.harness.measure.timing import TimingConfig, measure
 from kernelopt.harness.problem import import_file, load_problem
-from kernelopt.harness.sandbox import autotune, calls, fingerprint, launches, poison, precision
+from kernelopt.harness.sandbox import autotune, calls, fingerprint, interpreter, launches, poison, precision
 from kernelopt.harness.sandbox.calls import Rejected, build_model, give_back, outputs_of, refilled, sync
 from kernelopt.harness.sandbox.compute_guard import ComputeGuard, ComputeOutsideTriton
 from kernelopt.harness.sandbox.locks import DeviceLock
@@ -224,6 +224,7 @@ class _Guards:
     def __init__(self) -> None:
         self.launches = launches.install()
         autotune.install()  # before the timers are noted: the interpreter's benchmark is the harness's own
+        interpreter.install()
         self.timers = _timer_identities()
 
     def check_untouched(self) -> None:
