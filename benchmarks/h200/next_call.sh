@@ -71,6 +71,13 @@
 # s52b's remainder and pytest -m gpu at HEAD; a level-1 pass's wall time with on_structure (rows_h100). Here, in a new
 # checkout: `cp $M/KernelBench/level2/{25,57,7}_*.py .gpu/epi/`.
 #
+# Session 54 (RESULTS.md (bl)): three H100 calls (s54, s54b, s54c), no H200. The public 57 fused on the GPU's graph
+# (1.21x its seed) once the guards' refusal of conv_loads' check was mended; the bare assert on a minimum over
+# channels is Inductor's coalescing analysis (tiling_utils.py:271), now off in the seed's first fallback (not yet run on
+# a GPU). For the next calls: `PART=s54d` (either card, about 220 s: the fallback compiles conv_channel_min and 25, and
+# fuse.conv_rows is verified and timed: its first GPU run), then on an H200 `PART=s54` (c3's redo rows 34, 35, 41, 42,
+# 44: .gpu/c3.redo, `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new checkout), then pytest -m gpu whole.
+#
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
 #                bash benchmarks/h200/redo_rows.sh outside_l2_h200 6_ 17_ 19_

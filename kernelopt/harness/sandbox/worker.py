@@ -1,11 +1,10 @@
 """The worker process: runs a reference or an untrusted candidate, away from the graph.
 
-`python -m kernelopt.harness.sandbox.worker REQUEST.json` reads a request, does one job and writes
-RESULT.json beside it. Reference jobs compute expected outputs (and baselines and the floor);
-candidate jobs never see the reference's outputs: the parent compares. The candidate's process
-is set up before its code is imported: allocations are poisoned, Triton launches are counted,
-the timers are remembered so that a patch is noticed, and an audit hook denies process, network
-and file-system escapes.
+`python -m kernelopt.harness.sandbox.worker REQUEST.json` reads a request, does one job and writes RESULT.json beside
+it. Reference jobs compute expected outputs (and baselines and the floor); candidate jobs never see the reference's
+outputs: the parent compares. The candidate's process is set up before its code is imported: allocations are
+poisoned, Triton launches are counted, the timers are remembered so that a patch is noticed, and an audit hook denies
+process, network and file-system escapes.
 """
 
 from __future__ import annotations
