@@ -43,6 +43,18 @@ def test_the_split_convolution_computes_atens_convolution_at_fp32s_accuracy(name
     assert _error(got, args) <= 4 * _error(want, args) + 1e-6
 
 
+@pytest.mark.parametrize("name", ["conv2d grouped", "transposed 3d"])
+def test_an_input_already_channels_last_is_split_as_it_lies(name: str) -> None:
+    # an NCHW input's parts are written channels last by the split itself (split_cl_kernel); one laid out channels
+    # last already is split in its own order (split_kernel), the parts' strides the input's
+    args, want = _case(name)
+    x = args[0].movedim(1, -1).contiguous().movedim(-1, 1)
+    assert not x.is_contiguous()
+    got = _split_conv()(x, *args[1:3], None, *args[3:])
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+    assert "split_cl_kernel" in conv_split.helper() and "_split_channels_last(x)" in conv_split.helper()
+
+
 def _regs_conv() -> object:  # conv.split_f16_regs' helper: the input split in registers, the weight once
     return _helper(with_config(conv_split.regs_helper(), SMALL))["conv_triton"]
 

@@ -8,9 +8,10 @@ A's tile from its input, so no pass can lay A out as a matrix; but a scale may b
 number across a row of the implicit GEMM's A (one output position, so one sample of the batch) and across a column
 of B (one output channel). So:
 
-- the input is split as it lies (NCHW, contiguous), each sample scaled by the power of two that puts its largest
-  magnitude in [2^14, 2^15) (matmul_split_f16.py: a remainder's rounding is then 2^-38 of the sample's largest, far
-  under fp32's 2^-24 of an output's terms); the gather reads the fp16 parts at the fp32 input's offsets;
+- the input is split once, each sample scaled by the power of two that puts its largest magnitude in [2^14, 2^15)
+  (matmul_split_f16.py: a remainder's rounding is then 2^-38 of the sample's largest, far under fp32's 2^-24 of an
+  output's terms); its parts are laid out channels last (CONV_CHANNELS_LAST 1: written so by the split itself,
+  `split_cl_kernel`, from an NCHW input) or as the input lies (0); the gather reads them at the parts' offsets;
 - the weight, laid out per call as the template does (group, kernel offset, input channel, output channel), is
   split per output channel into K-major parts padded to whole column tiles;
 - each K step multiplies `lo*hi + hi*lo + hi*hi` from zero and adds the step's sum in fp32 (the split's chain, which
@@ -73,6 +74,58 @@ _CHANNELS_LAST = """# 1: the input's parts channels last (each position's channe
 CONV_CHANNELS_LAST = 1
 """
 
+# Channels last from an NCHW input: the parts written channels last as the input is split, not a copy of the input
+# channels last first (on the H100 the copy was 0.456 of the public level-2 25's 3.63 ms, RESULTS.md (bl)): the input
+# is read for its samples' largest values (in any order: row_max_kernel on the flat sample), then once more and
+# written as its parts, a tile of channels by positions read along the positions and stored along the channels.
+CHANNELS_LAST_SPLIT = '''
+
+@triton.jit
+def split_cl_kernel(src_ptr, hi_ptr, lo_ptr, big_ptr, inv_ptr, C, S, BLOCK_C: tl.constexpr, BLOCK_S: tl.constexpr):
+    # sample n's C x S values (channels by positions, contiguous) times the sample's power of two (big[n]: the bits
+    # of its largest finite magnitude, split_kernel's scale) as hi[n] + lo[n] in fp16, each S x C (channels last)
+    n = tl.program_id(2).to(tl.int64)
+    s = tl.program_id(0) * BLOCK_S + tl.arange(0, BLOCK_S)
+    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    inside = (c[:, None] < C) & (s[None, :] < S)
+    x = tl.load(src_ptr + n * C * S + c[:, None].to(tl.int64) * S + s[None, :], mask=inside, other=0.0)
+    exponent = (tl.load(big_ptr + n) >> 23) & 255
+    scale = (tl.minimum(tl.maximum(268 - exponent, 1), 253) << 23).to(tl.float32, bitcast=True)
+    y = x * scale
+    # a non-finite value whole in the remainder, its part 0 (split_kernel's rule)
+    finite = tl.abs(y) < float("inf")
+    hi = tl.where(finite, y, 0.0).to(tl.float16)
+    lo = tl.where(finite, y - hi.to(tl.float32), y).to(tl.float16)
+    dst = n * C * S + s[None, :].to(tl.int64) * C + c[:, None]
+    tl.store(hi_ptr + dst, hi, mask=inside)
+    tl.store(lo_ptr + dst, lo, mask=inside)
+    if tl.program_id(0) == 0:
+        if tl.program_id(1) == 0:
+            tl.store(inv_ptr + n, 1.0 / scale)
+
+
+def _split_channels_last(x):
+    # x (N x C x spatial, contiguous, N < 65536) as fp16 parts and remainders laid out channels last, each sample
+    # scaled by a power of two; the scales' inverses (N x 1); and the parts as an N x C x spatial view (its strides)
+    n, c = x.shape[0], x.shape[1]
+    s = x[0, 0].numel()
+    flat = x.reshape(n, 1, c * s)
+    block = max(4096, triton.next_power_of_2(triton.cdiv(c * s, 65535)))  # a grid's second axis: 65535
+    big = torch.zeros((n, 1), device=x.device, dtype=torch.int32)
+    row_max_kernel[(n, triton.cdiv(c * s, block))](
+        flat, big, 1, c * s, flat.stride(0), flat.stride(1), flat.stride(2), 1, 1, block_r=1, block_c=block,
+        num_warps=4)
+    hi = torch.empty((n, *x.shape[2:], c), device=x.device, dtype=torch.float16)
+    lo = torch.empty_like(hi)
+    inv = torch.ones((n, 1), device=x.device, dtype=torch.float32)
+    # 4,096 values a program, no knob (a literal a launch passes would be one): up to 32 channels by the positions
+    block_c = min(32, triton.next_power_of_2(c))
+    block_s = min(4096 // block_c, triton.next_power_of_2(s))
+    split_cl_kernel[(triton.cdiv(s, block_s), triton.cdiv(c, block_c), n)](
+        x, hi, lo, big, inv, c, s, BLOCK_C=block_c, BLOCK_S=block_s, num_warps=4)
+    return hi, lo, inv, hi.movedim(-1, 1)
+'''
+
 _EDITS = (
     ("    x_ptr, wg_ptr, b_ptr, out_ptr,\n",
      "    x_ptr, xl_ptr, wg_ptr, wl_ptr, ix_ptr, iw_ptr, b_ptr, out_ptr, KKCG, OCGP,\n"),
@@ -91,19 +144,28 @@ _EDITS = (
     oc = g * OCG + rn
 '''),
     # channels last: a K step's input channels contiguous, so its input tile is copied 16 bytes at a time and
-    # pipelined (sm_90 TTGIR: asynchronous copies; as the input lies, one fp16 a load, synchronous)
-    (_HOST, _HOST + "    x = x.movedim(1, -1).contiguous().movedim(-1, 1) if CONV_CHANNELS_LAST else x.contiguous()\n"),
+    # pipelined (sm_90 TTGIR: asynchronous copies; as the input lies, one fp16 a load, synchronous). An input already
+    # channels last is split as it lies; any other is made contiguous and its parts written channels last.
+    (_HOST, _HOST + "    x = x if CONV_CHANNELS_LAST and x.movedim(1, -1).is_contiguous() else x.contiguous()\n"),
     (_LAUNCH, '''    # the input's samples and the weight's output channels scaled by powers of two and split in fp16
     kkcg = wg[0].numel() // max(ocg, 1)
     ocgp = triton.cdiv(ocg, block_n) * block_n  # whole tiles of the launch's BLOCK_N (conv_rows': wider)
-    block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
-    flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # in its memory order
-    x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
+    xs = x  # whose strides the parts have
+    if CONV_CHANNELS_LAST and not x.movedim(1, -1).is_contiguous() and x.shape[0] < 65536:
+        x_hi, x_lo, x_inv, xs = _split_channels_last(x)
+    else:
+        block = max(4096, triton.next_power_of_2(triton.cdiv(x[0].numel(), 65535)))  # a grid's second axis: 65535
+        flat = (x.movedim(1, -1) if CONV_CHANNELS_LAST else x).reshape(x.shape[0], 1, -1)  # in its memory order
+        x_hi, x_lo, x_inv = _split(flat, 1, x[0].numel(), 1, block)
     w_hi, w_lo, w_inv = _split(wg.view(groups, kkcg, ocg).transpose(1, 2), ocgp, kkcg, 32,
                                max(128, triton.next_power_of_2(triton.cdiv(kkcg, 65535))))
     conv_igemm_kernel[grid](
         x_hi, x_lo, w_hi, w_lo, x_inv, w_inv, bias if bias is not None else x, out, kkcg, ocgp,
 '''),
+    ("        OD, OH, OW, *_three(x.shape[2:], 1), KD, KH, KW, M, cg, ocg,\n"
+     "        x.stride(0), x.stride(1), *_three(x.stride()[2:], 0),\n",
+     "        OD, OH, OW, *_three(x.shape[2:], 1), KD, KH, KW, M, cg, ocg,\n"
+     "        xs.stride(0), xs.stride(1), *_three(xs.stride()[2:], 0),\n"),
 )
 # the implicit GEMM on the parts, never the helper's direct kernel (conv_direct.py: conv.direct is that)
 SPLIT_CONV_HELPER = _replaced(CONV_HELPER, (("CONV_BLOCK_K = 32\n", "CONV_BLOCK_K = 32\n" + _CHANNELS_LAST),
@@ -122,7 +184,7 @@ import triton.language as tl
 
 def helper() -> str:
     """The kernels and host functions a split convolution's file holds before its ModelNew."""
-    return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER
+    return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER + CHANNELS_LAST_SPLIT
 
 
 # conv.split_tf32: the gathered input tile split into TF32 parts in registers each K step (the tensor cores' A
@@ -229,7 +291,7 @@ TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 1
          (128, 64, 16, 4, 4))
 
 
-_NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split")
+_NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split", "split_cl_kernel", "_split_channels_last")
 _TF32_NAMES = ("tf32_parts_kernel", "tf32_parts")
 
 
@@ -262,7 +324,8 @@ def rewrite(source: str, tf32: bool = False) -> str | None:
     before, after = gemm_only("".join(lines[:start])), "".join(lines[host.end_lineno:])
     if tf32:
         return before + TF32_PARTS_KERNEL + split + "\n\n" + TF32_PARTS.rstrip("\n") + "\n" + after
-    return before + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER + after
+    return (before + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER + CHANNELS_LAST_SPLIT
+            + after)
 
 
 def products_beside(source: str) -> bool:
