@@ -218,6 +218,9 @@ def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> No
 
     import torch
 
+    from kernelopt.harness.sandbox import interpreter
+
+    interpreter.install()  # under the interpreter, its kernels run as the sandbox's workers run them
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "compiler_seed.py"
         path.write_text(text)
