@@ -74,9 +74,11 @@
 # Session 54 (RESULTS.md (bl)): three H100 calls (s54, s54b, s54c), no H200. The public 57 fused on the GPU's graph
 # (1.21x its seed) once the guards' refusal of conv_loads' check was mended; the bare assert on a minimum over
 # channels is Inductor's coalescing analysis (tiling_utils.py:271), now off in the seed's first fallback (not yet run on
-# a GPU). For the next calls: `PART=s54d` (either card, about 220 s: the fallback compiles conv_channel_min and 25, and
-# fuse.conv_rows is verified and timed: its first GPU run), then on an H200 `PART=s54` (c3's redo rows 34, 35, 41, 42,
-# 44: .gpu/c3.redo, `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new checkout), then pytest -m gpu whole.
+# a GPU) and proved by a fourth call (s54d: conv_channel_min and the public 25 seeded, 25 split + fuse.conv_rows 1.52x
+# its seed). Built after, CPU-checked: the split's parts written channels last by split_cl_kernel (no copy of the
+# input). For the next calls: `PART=s54d` again (either card, about 130 s: the probe on 25 times the split without its
+# channels-last copy, was 0.456 of 3.63 ms), then on an H200 `PART=s54` (c3's redo rows 34, 35, 41, 42, 44:
+# .gpu/c3.redo, `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new checkout), then pytest -m gpu whole.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
