@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.harness.sandbox import interpreter
+from kernelopt.harness import unchecked_integers
 
 
 @triton.jit
@@ -24,8 +24,8 @@ def _wrap_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
 
 @pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's own behaviour")
 def test_int32_arithmetic_wraps_under_the_interpreter_as_on_the_gpu() -> None:
-    interpreter.install()
-    interpreter.install()  # twice: nothing more
+    unchecked_integers()
+    unchecked_integers()  # twice: nothing more
     x = torch.tensor([1, -3, 70000, 0], dtype=torch.int32)
     out = torch.empty_like(x)
     _wrap_kernel[(1,)](out, x, x.numel(), BLOCK=4)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from kernelopt.harness.sandbox.audit import scrubbed_env
     from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
     from kernelopt.harness.sandbox.calls import exact_math
+    from kernelopt.harness.sandbox.interpreter import unchecked_integers
     from kernelopt.harness.sandbox.runner import Progress, likely_cuda, prewarm
 
 _RUNNER = "kernelopt.harness.sandbox.runner"
@@ -39,6 +40,8 @@ _EXPORTS = {
     "COMPILE_CACHE": "kernelopt.harness.sandbox.baseline_client",  # Inductor's caches' folder name
     "scrubbed_env": "kernelopt.harness.sandbox.audit",  # an environment without secrets, for a child
     "exact_math": "kernelopt.harness.sandbox.calls",  # reduced precision off (TF32, fp16 sums): the yardstick's flags
+    # Triton's interpreter without its integer overflow check, as the sandbox's workers run kernels on a CPU host
+    "unchecked_integers": "kernelopt.harness.sandbox.interpreter",
 }
 
 __all__ = [
@@ -54,6 +57,7 @@ __all__ = [
     "scrubbed_env",
     "stop_running_jobs",
     "timing_config_for",
+    "unchecked_integers",
 ]
 
 

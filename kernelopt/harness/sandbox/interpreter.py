@@ -6,7 +6,7 @@ or a pool's index arithmetic that was half of the interpreter's time (cProfile: 
 `binary_op_sanitize_overflow_impl` on the separable stencil). The assert decides nothing there: Triton 3.9's
 interpreter wraps an overflowing int32 with the check on, as without it, and as a GPU build does (which checks only in
 its debug mode; tests/test_interpreter.py). Installed where kernels run under the interpreter: the sandbox's workers,
-and the tests' own process.
+the seed's check of its kernels, and the tests' own process (`kernelopt.harness.unchecked_integers`, a door).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import dataclasses
 import os
 
 
-def install() -> None:
+def unchecked_integers() -> None:
     """Under TRITON_INTERPRET=1, the interpreter's integer arithmetic unchecked, as a GPU build runs it; else
     nothing."""
     if os.environ.get("TRITON_INTERPRET") != "1":
