@@ -199,6 +199,11 @@ def _fused(text: str, path: Path, reference: Any, inputs: list[Any], want: list[
             reasons.append(f"{module.NAME}: {why}")
     else:
         return "no: " + "; ".join(reasons)
+    from kernelopt.harness.guards import check_kernel_source
+
+    refused = check_kernel_source(path.read_text())  # the verifier's guards first (session 54's H100 found them
+    if refused:  # refusing a fused kernel this audit had called ok)
+        return f"refused ({module.NAME}): {refused[0].rule}: {refused[0].message[:200]}"
     try:
         torch.manual_seed(0)
         candidate = import_file(path, f"audited_{path.stem}").ModelNew(*reference.get_init_inputs())
