@@ -109,12 +109,7 @@ def _split_channels_last(x):
     # scaled by a power of two; the scales' inverses (N x 1); and the parts as an N x C x spatial view (its strides)
     n, c = x.shape[0], x.shape[1]
     s = x[0, 0].numel()
-    flat = x.reshape(n, 1, c * s)
-    block = max(4096, triton.next_power_of_2(triton.cdiv(c * s, 65535)))  # a grid's second axis: 65535
-    big = torch.zeros((n, 1), device=x.device, dtype=torch.int32)
-    row_max_kernel[(n, triton.cdiv(c * s, block))](
-        flat, big, 1, c * s, flat.stride(0), flat.stride(1), flat.stride(2), 1, 1, block_r=1, block_c=block,
-        num_warps=4)
+    big = _row_max(x.reshape(n, 1, c * s), 1, 1, 4096)  # each sample's largest value, read in any order
     hi = torch.empty((n, *x.shape[2:], c), device=x.device, dtype=torch.float16)
     lo = torch.empty_like(hi)
     inv = torch.ones((n, 1), device=x.device, dtype=torch.float32)
@@ -184,7 +179,7 @@ import triton.language as tl
 
 def helper() -> str:
     """The kernels and host functions a split convolution's file holds before its ModelNew."""
-    return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER + CHANNELS_LAST_SPLIT
+    return SPLIT_KERNELS + UNSCALE + SPLIT_CONV_HELPER + SPLIT_HELPER + CHANNELS_LAST_SPLIT + ROW_MAX
 
 
 # conv.split_tf32: the gathered input tile split into TF32 parts in registers each K step (the tensor cores' A
@@ -291,7 +286,7 @@ TILES = ((128, 128, 64, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (128, 1
          (128, 64, 16, 4, 4))
 
 
-_NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split", "split_cl_kernel", "_split_channels_last")
+_NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split", "split_cl_kernel", "_split_channels_last", "_row_max")
 _TF32_NAMES = ("tf32_parts_kernel", "tf32_parts")
 
 
@@ -325,7 +320,7 @@ def rewrite(source: str, tf32: bool = False) -> str | None:
     if tf32:
         return before + TF32_PARTS_KERNEL + split + "\n\n" + TF32_PARTS.rstrip("\n") + "\n" + after
     return (before + _CHANNELS_LAST + SPLIT_KERNELS + UNSCALE + "\n\n" + split + SPLIT_HELPER + CHANNELS_LAST_SPLIT
-            + after)
+            + ROW_MAX + after)
 
 
 def products_beside(source: str) -> bool:
