@@ -254,6 +254,17 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s55)  # session 55's call (BOX seconds, 585 unless told), either card: the probe on the public 25 first (the split's
+  # parts written channels last by split_cl_kernel, never yet run on a GPU; was 0.456 of 3.63 ms as a copy), then on an
+  # H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor), on an H100 the split convolutions' GPU tests and
+  # test_gpu (the harness, not run whole since session 51)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  bash benchmarks/h200/epilogue_probe.sh 190 .gpu/epi/25_*.py
+  echo "[probe: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else timeout 150 bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_convolution or pointwise_convolution" \
+         "test_seed_gpu:convolution_on_split_parts"
+       timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh test_gpu; fi ;;
 s54d)  # session 54's fourth call (about 220 s): the fallback without the coalescing analysis on the minimum over
   # channels: the fused-epilogue GPU test (its conv_channel_min case: a seed, fuse.conv_rows verified and timed), then
   # the probe on the public 25
