@@ -15,9 +15,9 @@ if not (any(Path("/dev").glob("nvidia[0-9]*")) or Path("/proc/driver/nvidia/gpus
 
 from helpers import DATA
 
-from kernelopt.harness import unchecked_integers
+from kernelopt.harness import quick_interpreter
 
-unchecked_integers()  # the tests' own kernels as the sandbox's workers run them: integer arithmetic unchecked
+quick_interpreter()  # the tests' own kernels as the sandbox's workers run them: integer arithmetic unchecked
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

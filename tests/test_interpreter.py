@@ -1,6 +1,6 @@
-"""Triton's interpreter without its integer overflow check (harness/sandbox/interpreter.py), installed in the
-sandbox's workers and here: the check is off, and an int32 overflow wraps as it did with the check on (which only
-cost time) and as it does on a GPU."""
+"""Triton's interpreter as the sandbox's workers and these tests run it (harness/sandbox/interpreter.py): its integer
+overflow check off, and an int32 overflow wraps as it did with the check on (which only cost time) and as it does on a
+GPU; a helper's call inside a launch runs without patching `triton.language` again, with the same results."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 import triton
 import triton.language as tl
 
-from kernelopt.harness import unchecked_integers
+from kernelopt.harness import quick_interpreter, unchecked_integers
 
 
 @triton.jit
@@ -33,3 +33,46 @@ def test_int32_arithmetic_wraps_under_the_interpreter_as_on_the_gpu() -> None:
     from triton.runtime.interpreter import interpreter_builder
 
     assert interpreter_builder.options.sanitize_overflow is False
+
+
+@triton.jit
+def _scaled(x, k):
+    return x * k + 1.0
+
+
+@triton.jit
+def _rows_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n
+    x = tl.load(x_ptr + row * n + cols, mask=mask, other=0.0)
+    for _ in range(3):  # a helper of this file, and triton.language's own (tl.sum and tl.max see its core), in a loop
+        x = _scaled(x, 0.5)
+    total = tl.sum(tl.where(mask, x, 0.0), axis=0) + tl.max(tl.where(mask, x, -1.0), axis=0)
+    tl.store(out_ptr + row, total)
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's own behaviour")
+def test_a_helper_called_inside_a_launch_is_not_patched_again_and_computes_the_same(monkeypatch) -> None:
+    from triton.runtime import interpreter
+
+    quick_interpreter()
+    quick_interpreter()  # twice: nothing more
+    patched = []
+    patch_lang = interpreter._patch_lang
+    monkeypatch.setattr(interpreter, "_patch_lang", lambda fn: patched.append(fn.__name__) or patch_lang(fn))
+    x = torch.randn(6, 5)
+    out = torch.empty(6)
+    _rows_kernel[(6,)](out, x, 5, BLOCK=8)
+    want = x
+    for _ in range(3):
+        want = want * 0.5 + 1.0
+    assert torch.allclose(out, want.sum(1) + want.amax(1), rtol=1e-6, atol=1e-6)
+    # the launch patches once; triton.language's helpers (seeing its core) once more; no call of this file's helper,
+    # where Triton's interpreter patched at every call in every program (6 x 3 of them, then the reductions' 6 x 2)
+    assert patched.count("_rows_kernel") == 1 and "_scaled" not in patched, patched
+    assert len(patched) <= 3, patched
+    assert tl.core.is_builtin(tl.arange) and tl.core.is_builtin(tl.tensor.__add__)  # restored after the launch
+    again = torch.empty(6)
+    _rows_kernel[(6,)](again, x, 5, BLOCK=8)
+    assert torch.equal(again, out)

@@ -200,6 +200,13 @@ def test_the_seeds_convolution_on_split_parts_is_accepted_and_timed_at_full_size
             kernel = tmp_path / f"{label.replace(' ', '_')}.py"
             kernel.write_text(source)
             verdict = verifier.verify(kernel)
+            if label == "split_tf32" and not verdict.accepted:
+                # Three TF32 products keep about 21 bits a product (each low part rounded to TF32, lo x lo dropped):
+                # on this problem their error sits at the rule's cap (9x and 10.3x of the 10x allowed over two H100
+                # runs, each with its own private draws), so the one-TF32 rule may refuse it, and only that rule
+                assert verdict.rule == "one-tf32-product" and "one TF32 product" in verdict.reason, verdict.reason
+                print(f"1_Conv2D_ReLU_BiasAdd {label}: refused by the one-TF32 rule ({verdict.reason[:160]})")
+                continue
             assert verdict.accepted and verdict.timing is not None, f"{label}: {verdict.reason}"
             if label.startswith("split "):
                 assert "low-precision products on fp32, their outputs measured at" in verdict.reason, verdict.reason

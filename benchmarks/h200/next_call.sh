@@ -254,6 +254,13 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s55h)  # session 55's second call (BOX seconds): on an H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor; each
+  # row also runs on_structure's composed rewrites at HEAD); on an H100 the probe on the public 25 again and 57, then
+  # test_seed_gpu's conv cases
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else timeout 150 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:convolution_on_split_parts or fused_epilogue"
+       bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 5 )) .gpu/epi/57_*.py; fi ;;
 s55)  # session 55's call (BOX seconds, 585 unless told), either card: the probe on the public 25 first (the split's
   # parts written channels last by split_cl_kernel, never yet run on a GPU; was 0.456 of 3.63 ms as a copy), then on an
   # H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor), on an H100 the split convolutions' GPU tests and

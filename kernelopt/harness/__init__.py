@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from kernelopt.harness.sandbox.audit import scrubbed_env
     from kernelopt.harness.sandbox.baseline_client import COMPILE_CACHE
     from kernelopt.harness.sandbox.calls import exact_math
-    from kernelopt.harness.sandbox.interpreter import unchecked_integers
+    from kernelopt.harness.sandbox.interpreter import quick_interpreter, unchecked_integers
     from kernelopt.harness.sandbox.runner import Progress, likely_cuda, prewarm
 
 _RUNNER = "kernelopt.harness.sandbox.runner"
@@ -40,7 +40,9 @@ _EXPORTS = {
     "COMPILE_CACHE": "kernelopt.harness.sandbox.baseline_client",  # Inductor's caches' folder name
     "scrubbed_env": "kernelopt.harness.sandbox.audit",  # an environment without secrets, for a child
     "exact_math": "kernelopt.harness.sandbox.calls",  # reduced precision off (TF32, fp16 sums): the yardstick's flags
-    # Triton's interpreter without its integer overflow check, as the sandbox's workers run kernels on a CPU host
+    # Triton's interpreter without its integer overflow check (and its re-patching at each helper call, quick_), as
+    # the sandbox's workers run kernels on a CPU host
+    "quick_interpreter": "kernelopt.harness.sandbox.interpreter",
     "unchecked_integers": "kernelopt.harness.sandbox.interpreter",
 }
 
@@ -54,6 +56,7 @@ __all__ = [
     "likely_cuda",
     "load_or_measure_ceilings",
     "prewarm",
+    "quick_interpreter",
     "scrubbed_env",
     "stop_running_jobs",
     "timing_config_for",

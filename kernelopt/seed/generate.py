@@ -218,9 +218,9 @@ def _check(text: str, problem: Any, reference_out: Any, inputs: list[Any]) -> No
 
     import torch
 
-    from kernelopt.harness import unchecked_integers
+    from kernelopt.harness import quick_interpreter
 
-    unchecked_integers()  # under the interpreter, its kernels run as the sandbox's workers run them
+    quick_interpreter()  # under the interpreter, its kernels run as the sandbox's workers run them
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "compiler_seed.py"
         path.write_text(text)

@@ -223,7 +223,7 @@ class _Guards:
     def __init__(self) -> None:
         self.launches = launches.install()
         autotune.install()  # before the timers are noted: the interpreter's benchmark is the harness's own
-        interpreter.unchecked_integers()
+        interpreter.quick_interpreter()
         self.timers = _timer_identities()
 
     def check_untouched(self) -> None:
