@@ -76,3 +76,42 @@ def test_a_helper_called_inside_a_launch_is_not_patched_again_and_computes_the_s
     again = torch.empty(6)
     _rows_kernel[(6,)](again, x, 5, BLOCK=8)
     assert torch.equal(again, out)
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's own behaviour")
+def test_the_kept_dtype_table_gives_the_interpreters_own_numpy_types() -> None:
+    import numpy as np
+    from triton.runtime import interpreter
+
+    quick_interpreter()
+    lookup = interpreter._get_np_dtype
+    assert getattr(lookup, "_kernelopt_quick", False)
+    cases = [(tl.float32, np.float32), (tl.float16, np.float16), (tl.bfloat16, np.uint16), (tl.int1, np.bool_),
+             (tl.int64, np.int64), (tl.uint8, np.uint8), (tl.float8e4nv, np.uint8),
+             (tl.pointer_type(tl.float32), np.uint64),
+             (tl.block_type(tl.float16, [4, 8]), np.float16), (tl.block_type(tl.pointer_type(tl.int8), [2]), np.uint64),
+             (tl.block_type(tl.int32, [16]), np.int32)]
+    for _ in range(2):  # the first lookup fills the table, the second reads it
+        for tt, want in cases:
+            assert lookup(tt) == np.dtype(want), (tt, lookup(tt))
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's own behaviour")
+def test_a_block_type_is_made_once_and_its_tensors_get_its_shape() -> None:
+    from triton.language import core
+
+    quick_interpreter()
+    a, b = core.block_type(core.float32, [core.constexpr(4), 8]), core.block_type(core.float32, (4, 8))
+    assert a is b and a.shape == (4, 8) and a.numel == 32 and a.element_ty is core.float32
+    assert core.block_type(core.float16, [4, 8]) is not a and core.block_type(core.float32, [8, 4]) is not a
+    pointers = core.block_type(core.pointer_type(core.float32), [4])
+    assert pointers is not core.block_type(core.pointer_type(core.float32), [4])  # pointer types: made anew
+    first, second = core.tensor("h1", a), core.tensor("h2", b)
+    for value, handle in ((first, "h1"), (second, "h2")):
+        assert value.handle == handle and value.type is a and value.dtype is core.float32
+        assert [int(size) for size in value.shape] == [4, 8] and int(value.numel) == 32
+    x = torch.arange(64, dtype=torch.float32).reshape(8, 8)
+    out = torch.empty(8)
+    _rows_kernel[(8,)](out, x, 8, BLOCK=8)  # 2-D and 1-D blocks of shared types, as any kernel makes them
+    want = x * 0.125 + 1.75
+    assert torch.allclose(out, want.sum(1) + want.amax(1), rtol=1e-6, atol=1e-6)
