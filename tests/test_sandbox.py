@@ -321,3 +321,20 @@ def test_the_fork_server_forks_from_a_single_thread() -> None:
     from kernelopt.harness.sandbox import runner
 
     assert runner.fork_server_for(False).threads == 1
+
+
+def test_a_closed_fork_server_leaves_its_log_only_where_it_wrote_one(tmp_path: Path) -> None:
+    # ForkServer.close on two servers' stand-ins (`cat`, which leaves when its stdin closes, as the server does): the
+    # log of one that wrote nothing goes (every run left an empty one in the temporary folder), a written one stays
+    from kernelopt.harness.sandbox import runner
+
+    servers = []
+    for name, said in (("quiet", ""), ("loud", "what the server said\n")):
+        server = object.__new__(runner.ForkServer)
+        server._process = subprocess.Popen(["cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+        server.log_path = str(tmp_path / f"{name}.log")
+        Path(server.log_path).write_text(said)
+        server.close()
+        assert not server.alive
+        servers.append(server)
+    assert not Path(servers[0].log_path).exists() and Path(servers[1].log_path).read_text() == "what the server said\n"

@@ -79,6 +79,11 @@
 # input). For the next calls: `PART=s54d` again (either card, about 130 s: the probe on 25 times the split without its
 # channels-last copy, was 0.456 of 3.63 ms), then on an H200 `PART=s54` (c3's redo rows 34, 35, 41, 42, 44:
 # .gpu/c3.redo, `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new checkout), then pytest -m gpu whole.
+# Session 55 (RESULTS.md (bm)): three H100 calls, no H200 (one named nvidia-h200 ran on an H100). split_cl_kernel ran
+# on a GPU: 25's split + fuse.conv_rows 3.632 -> 3.162 ms (2.07x eager); test_gpu whole passed (31), test_moves_gpu's
+# first 32 passed (to every_move...[matmul_triu.py]); the TF32 conv split sits at the one-TF32 cap (test mended). For the
+# next calls: on an H200 `PART=s55h` (c3's redo rows: `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new
+# checkout); on either card test_moves_gpu from `every_move...[max_pool1d.py]` on and test_seed_gpu whole.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_

@@ -9,6 +9,7 @@ memory, and kills its whole session when a limit is passed.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import signal
@@ -193,6 +194,9 @@ class ForkServer:
             self._process.wait(10)
         except subprocess.TimeoutExpired:
             self._process.kill()
+        with contextlib.suppress(OSError):  # its log, where the server wrote nothing (else kept, for whoever reads it)
+            if os.path.getsize(self.log_path) == 0:
+                os.unlink(self.log_path)
 
 
 def _read_line(stream: IO[bytes], timeout_s: float) -> dict[str, Any] | None:
