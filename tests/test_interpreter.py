@@ -101,9 +101,11 @@ def test_a_block_type_is_made_once_and_its_tensors_get_its_shape() -> None:
     from triton.language import core
 
     quick_interpreter()
-    a, b = core.block_type(core.float32, [core.constexpr(4), 8]), core.block_type(core.float32, (4, 8))
-    assert a is b and a.shape == (4, 8) and a.numel == 32 and a.element_ty is core.float32
+    a, b = core.block_type(core.float32, [core.constexpr(4), 8]), core.block_type(core.float32, [4, 8])
+    assert a is b and [int(size) for size in a.shape] == [4, 8] and a.numel == 32 and a.element_ty is core.float32
     assert core.block_type(core.float16, [4, 8]) is not a and core.block_type(core.float32, [8, 4]) is not a
+    assert a.with_element_ty(core.float16) is core.block_type(core.float16, [4, 8])  # from a type's own shape
+    assert a.with_element_ty(core.float16).with_element_ty(core.float32) is a
     pointers = core.block_type(core.pointer_type(core.float32), [4])
     assert pointers is not core.block_type(core.pointer_type(core.float32), [4])  # pointer types: made anew
     first, second = core.tensor("h1", a), core.tensor("h2", b)
