@@ -1,5 +1,6 @@
-"""Triton's interpreter without two costs that decide nothing: its integer overflow check, and its re-patching of
-`triton.language` at every call of a `@triton.jit` helper.
+"""Triton's interpreter without costs that decide nothing: its integer overflow check, its re-patching of
+`triton.language` at every call of a `@triton.jit` helper, and its dtype table and block types made anew at each
+operation.
 
 Under the interpreter every int32 add, subtract and multiply is checked for overflow: both operands copied to int64,
 the operation done again, the result compared with int32's bounds and handed to a device assert. On a convolution's
@@ -12,13 +13,13 @@ the seed's check of its kernels, and the tests' own process (`kernelopt.harness.
 A launch patches `triton.language` (its builtins wrapped for the interpreter: `inspect.getmembers` over four modules)
 before its grid runs and restores it after. A helper the kernel calls patched it again at every call, in every
 program, though the launch's patches were in place: on a split-row GroupNorm that was 1.7 of 3.4 s (cProfile,
-`_patch_builtin`). `quick_device_calls` runs such a call straight when the running launch patched every language
+`_patch_builtin`). `_quick_device_calls` runs such a call straight when the running launch patched every language
 module the helper sees (a helper that sees another is patched as before, once a launch), and walks each module's
 members for its builtins once, not at every launch. Together 1.8x on that GroupNorm's forward, its outputs bit for bit
 the same (tests/test_interpreter.py). The numpy dtype of a Triton type was looked up in a table of 19 built anew at
-each of the interpreter's operations (`_get_np_dtype`: 6.2 of 79 s on the 3-D pools' test); `quick_dtypes` keeps the
+each of the interpreter's operations (`_get_np_dtype`: 6.2 of 79 s on the 3-D pools' test); `_quick_dtypes` keeps the
 table. Every operation made a new block type (shape checks and a name formatted: 16 of those 79 s) and a tensor
-rebuilt its shape from it; `quick_types` makes each block type of a scalar dtype once and gives its tensors the shape
+rebuilt its shape from it; `_quick_types` makes each block type of a scalar dtype once and gives its tensors the shape
 its first tensor got (a shape given as a list or as a type's own, as `with_element_ty` gives it). With all of them the
 GroupNorm's forward runs 2-2.7x faster and the 3-D pools' window test 1.6x, bit for bit the same on each of the
 standardising templates' test kernels. `quick_interpreter` installs them all.
@@ -37,17 +38,9 @@ _LAUNCH = threading.local()  # `langs`: the ids of the language modules the runn
 
 
 def quick_interpreter() -> None:
-    """Under TRITON_INTERPRET=1, the interpreter without its overflow check, its re-patching and its dtype table built
-    anew at each lookup (module docstring), as the sandbox's workers run kernels; else nothing."""
+    """Under TRITON_INTERPRET=1, the interpreter without its overflow check, its re-patching and its tables and types
+    made anew (module docstring), as the sandbox's workers run kernels; else nothing. Each part is installed once."""
     unchecked_integers()
-    quick_device_calls()
-    quick_dtypes()
-    quick_types()
-
-
-def quick_dtypes() -> None:
-    """Under TRITON_INTERPRET=1, the interpreter's numpy dtype of a Triton type looked up by its name in a table kept
-    from the first lookup; else nothing."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         return
     try:
@@ -55,6 +48,13 @@ def quick_dtypes() -> None:
         from triton.runtime import interpreter
     except ImportError:
         return
+    _quick_device_calls(interpreter)
+    _quick_dtypes(interpreter, tl)
+    _quick_types(tl.core)
+
+
+def _quick_dtypes(interpreter: Any, tl: Any) -> None:
+    """The interpreter's numpy dtype of a Triton type looked up by its name in a table kept from the first lookup."""
     found = getattr(interpreter, "_get_np_dtype", None)
     if found is None or getattr(found, "_kernelopt_quick", False):
         return
@@ -98,15 +98,9 @@ def _langs(fn: Callable[..., Any]) -> frozenset[int]:
     return frozenset(id(value) for value in fn.__globals__.values() if value is tl or value is tl.core)
 
 
-def quick_device_calls() -> None:
-    """Under TRITON_INTERPRET=1, a `@triton.jit` helper called inside a launch runs without patching
-    `triton.language` again where the launch patched every language module it sees; else nothing."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        return
-    try:
-        from triton.runtime import interpreter
-    except ImportError:
-        return
+def _quick_device_calls(interpreter: Any) -> None:
+    """A `@triton.jit` helper called inside a launch run without patching `triton.language` again where the launch
+    patched every language module it sees, and each module's builtins found once."""
     executor, function = getattr(interpreter, "GridExecutor", None), getattr(interpreter, "InterpretedFunction", None)
     error = getattr(interpreter, "InterpreterError", None)
     if executor is None or function is None or error is None or getattr(function, "_kernelopt_quick", False):
@@ -137,8 +131,8 @@ def quick_device_calls() -> None:
 
     executor.__call__, function.__call__ = launch, call
     function._kernelopt_quick = True
-    patch_builtin, patch_attr = getattr(interpreter, "_patch_builtin", None), getattr(interpreter, "_patch_attr", None)
-    if patch_builtin is None or patch_attr is None:
+    patch_attr = getattr(interpreter, "_patch_attr", None)
+    if patch_attr is None or not hasattr(interpreter, "_patch_builtin"):
         return
     from triton.language.core import is_builtin
 
@@ -155,17 +149,10 @@ def quick_device_calls() -> None:
     interpreter._patch_builtin = patch_builtins
 
 
-
-def quick_types() -> None:
-    """Under TRITON_INTERPRET=1, one block type of a scalar dtype and a shape of ints, made once and shared (Triton
-    never changes a type once made), and a tensor of such a type given the shape and count its first tensor got; else
-    nothing. The tensor's part checks first that Triton's constructor sets the attributes it sets, else stays off."""
-    if os.environ.get("TRITON_INTERPRET") != "1":
-        return
-    try:
-        from triton.language import core
-    except ImportError:
-        return
+def _quick_types(core: Any) -> None:
+    """One block type of a scalar dtype and a shape of ints, made once and shared (Triton never changes a type once
+    made), and a tensor of such a type given the shape and count its first tensor got. The tensor's part checks first
+    that Triton's constructor sets the attributes it sets, else stays off."""
     block_type, tensor, dtype, constexpr, shapes = (getattr(core, name, None)
                                                     for name in ("block_type", "tensor", "dtype", "constexpr", "tuple"))
     if None in (block_type, tensor, dtype, constexpr, shapes) or "__new__" in vars(block_type) or \
