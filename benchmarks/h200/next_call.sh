@@ -259,6 +259,17 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s56)  # session 56's call (BOX seconds, 585 unless told), either card: on an H200 c3's redo rows first (34, 35, 41, 42,
+  # 44: #22's level-1 floor); then test_moves_gpu from every_move...[max_pool1d.py] on (session 55 ran its first 32),
+  # then test_seed_gpu in what is left
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  h200 && redo c3 $(( ${BOX:-585} - 200 - $(elapsed) ))
+  echo "[rows: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:not (one_read_and_looped or \
+grouped_matmul_is or 3xtf32_matmul or aligned_matmul or (every_move and (avg_pool or bmm or conv or cum or einsum or \
+gelu or group_norm or instance_norm or l1norm or l2norm or layer_norm or leaky or log_softmax or matmul)))"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 60 ] && timeout $left bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
 s55h)  # session 55's second call (BOX seconds): on an H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor; each
   # row also runs on_structure's composed rewrites at HEAD); on an H100 the probe on the public 25 again and 57, then
   # test_seed_gpu's conv cases
