@@ -338,3 +338,33 @@ def test_a_closed_fork_server_leaves_its_log_only_where_it_wrote_one(tmp_path: P
         assert not server.alive
         servers.append(server)
     assert not Path(servers[0].log_path).exists() and Path(servers[1].log_path).read_text() == "what the server said\n"
+
+
+PRELOADED = '''
+import sys
+from kernelopt.harness.sandbox.fork_server import preload
+preload()
+before = set(sys.modules)
+from kernelopt.harness.sandbox import baseline_jobs, reference, sweep, worker
+import torch, first_launch
+first_launch.double[(2,)](torch.ones(8), 4)
+print(sorted(m for m in set(sys.modules) - before if m.startswith(("kernelopt", "triton"))))
+'''
+
+
+def test_a_forked_job_imports_none_of_its_modules_nor_tritons_at_its_first_launch(tmp_path: Path) -> None:
+    # the fork server's preload: what a child imported at each job (the job's modules, Triton's argument specialisation
+    # at a kernel's first launch) took a third of a verification's time under the interpreter
+    (tmp_path / "first_launch.py").write_text(textwrap.dedent('''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def double(x, BLOCK: tl.constexpr):
+            offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+            tl.store(x + offs, tl.load(x + offs) * 2)
+    '''))
+    env = {**os.environ, "TRITON_INTERPRET": "1", "PYTHONPATH": os.pathsep.join([str(tmp_path), *sys.path])}
+    proc = subprocess.run([sys.executable, "-c", PRELOADED], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip().splitlines()[-1] == "[]"

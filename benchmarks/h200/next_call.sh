@@ -259,6 +259,19 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s56b)  # session 56's second call (BOX seconds), either card: a candidate's verification with the fork server's
+  # preload of the jobs' modules against the checkout before it (.gpu/before: `git archive bf5a153 kernelopt`), then
+  # test_gpu whole (the harness), then on an H200 c3's last redo rows (42, 44), on an H100 test_moves_gpu's remainder
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  PYTHONPATH=/tmp/site:$PWD timeout 150 python3 benchmarks/verify_times.py --before .gpu/before \
+    --examples swish,softmax,matmul --times 5 > "$OUT/verify_times.md" 2>&1
+  echo "[verify_times: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  timeout 240 bash benchmarks/h200/gpu_tests.sh test_gpu
+  echo "[test_gpu: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
+  else timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:resident_row_loop or \
+k_major_split_k or split_matmuls or in_register or split_convolution or direct_convolutions or pointwise_convolution or \
+triangle or 3d_pools or one_read_rows or depthwise_rows or l2_pieces_rows or scan_rows or c_stored_by_tma"; fi ;;
 s56)  # session 56's call (BOX seconds, 585 unless told), either card: on an H200 c3's redo rows first (34, 35, 41, 42,
   # 44: #22's level-1 floor); then test_moves_gpu from every_move...[max_pool1d.py] on (session 55 ran its first 32),
   # then test_seed_gpu in what is left

@@ -12,6 +12,7 @@ stdin closes (its owner is gone) it kills its children and exits.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import select
@@ -33,7 +34,11 @@ def preload() -> None:
     import triton.language  # noqa: F401
     from torch.utils.flop_counter import FlopCounterMode
 
+    from kernelopt.harness.sandbox import baseline_jobs, reference, sweep, worker  # noqa: F401  (each job's module)
     from kernelopt.harness.sandbox.compute_guard import ComputeGuard
+
+    if importlib.util.find_spec("triton.experimental.gluon"):  # a kernel's first launch imports it (its arguments'
+        import triton.experimental.gluon  # noqa: F401  specialisation): 0.2-0.5 s in every child under the interpreter
 
     tiny = torch.ones(2)
     with ComputeGuard():
