@@ -84,6 +84,12 @@
 # first 32 passed (to every_move...[matmul_triu.py]); the TF32 conv split sits at the one-TF32 cap (test mended). For the
 # next calls: on an H200 `PART=s55h` (c3's redo rows: `redo_rows.sh c3 34_ 35_ 41_ 42_ 44_` here first in a new
 # checkout); on either card test_moves_gpu from `every_move...[max_pool1d.py]` on and test_seed_gpu whole.
+# Session 56 (RESULTS.md (bn)): one H200 call (PART=s56): c3's rows 34, 35, 41 redone (merged: 71.1% of the floor),
+# test_moves_gpu from max_pool1d to the resident row loop (19 passed). Built after: the fork server imports every job's
+# modules before it forks (a child imported them at each job). For the next calls: `PART=s56b` (either card, 330 s or
+# more: verify_times.py against .gpu/before, `git archive 785ed67~1 kernelopt | tar -x -C .gpu/before` in a new
+# checkout; test_gpu whole, which covers the preload; then c3's 42 and 44 on an H200, the moves' last 24 GPU tests on
+# an H100), then test_seed_gpu whole.
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
@@ -263,10 +269,11 @@ s56b)  # session 56's second call (BOX seconds), either card: a candidate's veri
   # preload of the jobs' modules against the checkout before it (.gpu/before: `git archive bf5a153 kernelopt`), then
   # test_gpu whole (the harness), then on an H200 c3's last redo rows (42, 44), on an H100 test_moves_gpu's remainder
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  PYTHONPATH=/tmp/site:$PWD timeout 150 python3 benchmarks/verify_times.py --before .gpu/before \
-    --examples swish,softmax,matmul --times 5 > "$OUT/verify_times.md" 2>&1
+  PYTHONPATH=/tmp/site:$PWD timeout 110 python3 benchmarks/verify_times.py --before .gpu/before \
+    --examples swish,softmax --times 5 > "$OUT/verify_times.md" 2>&1
   echo "[verify_times: at $(elapsed) s]" | tee -a "$OUT/card.txt"
-  timeout 240 bash benchmarks/h200/gpu_tests.sh test_gpu
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  timeout $(( left < 240 ? left : 240 )) bash benchmarks/h200/gpu_tests.sh test_gpu
   echo "[test_gpu: at $(elapsed) s]" | tee -a "$OUT/card.txt"
   if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
   else timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:resident_row_loop or \
