@@ -265,6 +265,13 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s56c)  # session 56's last, short call (BOX seconds, about 235), either card: s56b's verification times on swish alone,
+  # then test_gpu in what is left (the fork server's preload on a GPU)
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  PYTHONPATH=/tmp/site:$PWD timeout 60 python3 benchmarks/verify_times.py --before .gpu/before --examples swish \
+    --times 4 > "$OUT/verify_times.md" 2>&1
+  echo "[verify_times: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh test_gpu ;;
 s56b)  # session 56's second call (BOX seconds), either card: a candidate's verification with the fork server's
   # preload of the jobs' modules against the checkout before it (.gpu/before: `git archive bf5a153 kernelopt`), then
   # test_gpu whole (the harness), then on an H200 c3's last redo rows (42, 44), on an H100 test_moves_gpu's remainder
