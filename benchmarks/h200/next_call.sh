@@ -90,6 +90,8 @@
 # more: verify_times.py against .gpu/before, `git archive 785ed67~1 kernelopt | tar -x -C .gpu/before` in a new
 # checkout; test_gpu whole, which covers the preload; then c3's 42 and 44 on an H200, the moves' last 24 GPU tests on
 # an H100), then test_seed_gpu whole.
+# The parts of sessions 51-55 (s51 ... s55h) were taken out at session 56: their runs and commands are in RESULTS.md,
+# their text in git (`git show 44b51e9:benchmarks/h200/next_call.sh`).
 #
 #   here, once (the markers and the outside problems are git-ignored: a new checkout has none):
 #                bash benchmarks/h200/redo_rows.sh c3 23_ 24_ 34_ 35_ 41_ 42_ 44_
@@ -297,97 +299,6 @@ grouped_matmul_is or 3xtf32_matmul or aligned_matmul or (every_move and (avg_poo
 gelu or group_norm or instance_norm or l1norm or l2norm or layer_norm or leaky or log_softmax or matmul)))"
   left=$(( ${BOX:-585} - $(elapsed) ))
   [ $left -ge 60 ] && timeout $left bash benchmarks/h200/gpu_tests.sh test_seed_gpu ;;
-s55h)  # session 55's second call (BOX seconds): on an H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor; each
-  # row also runs on_structure's composed rewrites at HEAD); on an H100 the probe on the public 25 again and 57, then
-  # test_seed_gpu's conv cases
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else timeout 150 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:convolution_on_split_parts or fused_epilogue"
-       bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 5 )) .gpu/epi/57_*.py; fi ;;
-s55)  # session 55's call (BOX seconds, 585 unless told), either card: the probe on the public 25 first (the split's
-  # parts written channels last by split_cl_kernel, never yet run on a GPU; was 0.456 of 3.63 ms as a copy), then on an
-  # H200 c3's redo rows (34, 35, 41, 42, 44: #22's level-1 floor), on an H100 the split convolutions' GPU tests and
-  # test_gpu (the harness, not run whole since session 51)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  bash benchmarks/h200/epilogue_probe.sh 190 .gpu/epi/25_*.py
-  echo "[probe: at $(elapsed) s]" | tee -a "$OUT/card.txt"
-  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else timeout 150 bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_convolution or pointwise_convolution" \
-         "test_seed_gpu:convolution_on_split_parts"
-       timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh test_gpu; fi ;;
-s54d)  # session 54's fourth call (about 220 s): the fallback without the coalescing analysis on the minimum over
-  # channels: the fused-epilogue GPU test (its conv_channel_min case: a seed, fuse.conv_rows verified and timed), then
-  # the probe on the public 25
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  timeout 150 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue and conv_channel_min"
-  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 5 )) .gpu/epi/25_*.py ;;
-s54c)  # session 54's third call (BOX seconds): where the compiler's bare assert on a minimum over channels is raised
-  # (the seed's error now says; its whole log kept), then on an H200 c3's redo rows, on an H100 rows_h100 (on_structure's
-  # wall time a problem, #22's median bar)
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  PYTHONPATH=/tmp/site:$PWD TORCHDYNAMO_VERBOSE=1 timeout 60 python3 -m kernelopt.seed tests/data/conv/conv_channel_min.py \
-    /tmp/min_seed.py > "$OUT/min_seed.log" 2>&1
-  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else ROWS="34 35 41 42 44" FAMILIES=" " rows_h100; fi ;;
-s54b)  # session 54's second call (about 290 s): the fused-epilogue GPU test again (the compiler's bare AssertionError on
-  # the minimum over channels, now said with where it was raised), the split-parts test (its one-TF32 wording mended),
-  # then the probe on the public 57 (fused now that conv_epilogue_offsets passes the guards) and 25
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  timeout 110 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue or convolution_on_split_parts"
-  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 10 )) .gpu/epi/57_*.py .gpu/epi/25_*.py ;;
-s54)  # session 54's call (BOX seconds, 585 unless told): the fused-epilogue GPU test first (does the compile fallback
-  # give the minimum over channels a seed, and is fuse.conv_rows correct on it), then on an H200 c3's redo rows 34, 35,
-  # 41, 42, 44 (#22's level-1 floor; each row also runs on_structure's composed rewrites at HEAD), on an H100 the
-  # split convolutions' GPU tests (the weight padded by block_n) and the probe on the public 25 and 57
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  timeout 110 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue"
-  mv "$OUT/test_seed_gpu.log" "$OUT/test_seed_gpu_fused.log"
-  if h200; then redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else timeout 200 bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:split_convolution or pointwise_convolution" \
-         "test_seed_gpu:convolution_on_split_parts"
-       bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 20 )) .gpu/epi/25_*.py .gpu/epi/57_*.py; fi ;;
-s53)  # session 53's call (BOX seconds, 585 unless told), either card: both fusions on the GPU's own seeds first
-  # (test_seed_gpu's fused epilogue test: level 2's 1 and a minimum over 64 channels, each verified and timed beside the
-  # seed and fused into the split), then the probe on the public 25 (fuse.conv_rows) and 57 (fuse.conv_epilogue), then
-  # on an H200 c3's redo rows (23 and 24 first: #22's softmax bars), on an H100 55's register split
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  timeout 230 bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:fused_epilogue"
-  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 20 )) .gpu/epi/25_*.py .gpu/epi/57_*.py
-  if h200; then [ $(( ${BOX:-585} - $(elapsed) )) -ge 120 ] && redo c3 $(( ${BOX:-585} - $(elapsed) ))
-  else p55=$(ls benchmarks/kernelbench/families/55_*.py)
-       [ $(( ${BOX:-585} - $(elapsed) )) -ge 70 ] && timed 40 t55 $p55 --move conv.split_f16_regs --configs 2; fi ;;
-s52)  # session 52's call (BOX seconds, 585 unless told). On an H200 c3's redo rows first (23 and 24: #22's softmax
-  # bars; 210 s), then fuse.conv_epilogue's probe (level 2's 1 and the public 57 and 7: .gpu/epi), then
-  # conv.split_f16_regs on 55 beside split_f16 (65 s); on an H100 the probe, the timing, then test_moves_gpu's split and
-  # pointwise convolution tests (conv.split_f16_regs verified at 55's size) and 87 in the outside pass
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  p55=$(ls benchmarks/kernelbench/families/55_*.py)
-  h200 && redo c3 210
-  bash benchmarks/h200/epilogue_probe.sh $(( ${BOX:-585} - $(elapsed) - 65 )) \
-    .gpu/epi/57_*.py .gpu/epi/25_*.py benchmarks/kernelbench/level2/1_Conv2D_ReLU_BiasAdd.py .gpu/epi/7_*.py
-  timed 40 t55 $p55 --move conv.split_f16_regs --configs 2 && timed 25 t55 $p55 --move conv.split_f16 --configs 1
-  if ! h200; then
-    timeout $(( ${BOX:-585} - $(elapsed) - 160 )) bash benchmarks/h200/gpu_tests.sh \
-      "test_moves_gpu:split_convolution or pointwise_convolution"
-    [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && outside h100 outside 150
-  fi ;;
-s52b)  # session 52's second call: on an H200 c3's redo rows left, then the level-2 outside pass (outside_l2_h200); on
-  # an H100 the GPU tests no call has reached: test_moves_gpu's one_read_rows_of_more and c_stored_by_tma,
-  # test_seed_gpu's split products (97 among them), split in registers and convolution on split parts
-  if h200; then
-    redo c3 $(( ${BOX:-585} - $(elapsed) ))
-    [ $(( ${BOX:-585} - $(elapsed) )) -ge 130 ] && outside h200 outside_l2 120
-  else
-    timeout $(( ${BOX:-585} / 2 )) bash benchmarks/h200/gpu_tests.sh \
-      "test_moves_gpu:one_read_rows_of_more or c_stored_by_tma"
-    timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh \
-      "test_seed_gpu:split_fp16_operands or split_in_registers or convolution_on_split_parts"
-  fi ;;
-s51)  # session 51's call (BOX seconds, 585 unless told). On an H200 with a box of 330 s or more: c3's softmax and
-  # log-softmax rows first (#22's bars; 200 s), then the split moves' timings (tf32parts) in what is left; otherwise
-  # the timings, then on an H100 87 in the outside pass with conv.pointwise_split where 160 s are left
-  if h200 && [ ${BOX:-585} -ge 330 ]; then redo c3 200; tf32parts
-  else tf32parts; [ $(( ${BOX:-585} - $(elapsed) )) -ge 160 ] && ! h200 && outside h100 outside 150; fi ;;
 tf32)  # BOX=240 for the short call; on an H100 with a longer box, 87 in the outside pass first
   if ! h200 && [ ${BOX:-240} -gt 400 ]; then BOX=$(( $(elapsed) + 180 )) outside h100 outside 150; fi
   BOX=${BOX:-240} tf32parts ;;
