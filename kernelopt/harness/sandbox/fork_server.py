@@ -12,7 +12,6 @@ stdin closes (its owner is gone) it kills its children and exits.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import select
@@ -37,8 +36,10 @@ def preload() -> None:
     from kernelopt.harness.sandbox import baseline_jobs, reference, sweep, worker  # noqa: F401  (each job's module)
     from kernelopt.harness.sandbox.compute_guard import ComputeGuard
 
-    if importlib.util.find_spec("triton.experimental.gluon"):  # a kernel's first launch imports it (its arguments'
-        import triton.experimental.gluon  # noqa: F401  specialisation): 0.2-0.5 s in every child under the interpreter
+    try:  # a kernel's first launch imports it (its arguments' specialisation): 0.2-0.5 s a child under the interpreter
+        import triton.experimental.gluon  # noqa: F401
+    except ImportError:  # a Triton without it
+        pass
 
     tiny = torch.ones(2)
     with ComputeGuard():
