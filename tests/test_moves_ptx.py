@@ -3,15 +3,12 @@ Triton's wheel, no GPU needed): what a template promises about its instructions 
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from test_seed_specialize import _COMPILE, INTEGER_DIVISION
+from sm90 import compile_sm90
+from test_seed_specialize import INTEGER_DIVISION
 
 from kernelopt.offline.moves import structural_moves
 from kernelopt.offline.tuner import with_config
@@ -22,12 +19,7 @@ MOVES = Path(__file__).parent / "data" / "moves"
 def _count(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object],
            pattern: str = INTEGER_DIVISION.pattern) -> int:
     """How often `pattern` (integer div/rem) matches a line of the kernel's PTX for sm_90."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE, pattern],
-                          input=json.dumps([(str(path), name, signature, fixed)]), capture_output=True, text=True,
-                          env=env, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return int(json.loads(done.stdout)[name])
+    return len(re.findall(pattern, compile_sm90(path, name, signature, fixed)["ptx"], re.M))
 
 
 def _stages(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object],
@@ -59,37 +51,14 @@ def test_the_flat_pooling_divides_by_no_run_time_size_and_keeps_nans_at_kernelbe
         assert _count(kernel, "pool_kernel", signature, fixed, r"\bmax\.NaN\.f32\b") > 0, sizes
 
 
-_PTX = r"""
-import importlib.util, json, sys, warnings
-import triton
-from triton.backends.compiler import GPUTarget
-path, name, signature, fixed, warps, aligned, asm, divisible = json.load(sys.stdin)
-spec = importlib.util.spec_from_file_location("kernel_file", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    # aligned: each pointer 16-byte aligned, as Triton specializes a launch on a tensor's address (torch's are)
-    # divisible: the integers a launch passes as multiples of 16, which Triton specializes so (padded sizes)
-    attrs = {(i,): [["tt.divisibility", 16]] for i, (arg, kind) in enumerate(signature.items())
-             if kind.startswith("*") or arg in divisible}
-    source = triton.compiler.ASTSource(getattr(module, name), signature, fixed, attrs if aligned else None)
-    kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps})
-print(json.dumps(kernel.asm[asm]))
-"""
-
-
 def _ptx(path: Path, name: str, signature: dict[str, str], fixed: dict[str, object], warps: int,
          aligned: bool = False, asm: str = "ptx", divisible: tuple[str, ...] = ()) -> str:
-    """The sm_90 PTX (or the `asm` Triton names: "ttgir") of one kernel of a file at `warps` warps, compiled in a
-    child without the interpreter (`aligned`: with its pointers, and the integers named in `divisible`, known
-    multiples of 16, as a launch specializes them)."""
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _PTX],
-                          input=json.dumps([str(path), name, signature, fixed, warps, aligned, asm, divisible]),
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return str(json.loads(done.stdout))
+    """The sm_90 PTX (or the `asm` Triton names: "ttgir") of one kernel of a file at `warps` warps, compiled
+    without the interpreter (`aligned`: with its pointers, and the integers named in `divisible`, known multiples
+    of 16, as a launch specializes them: torch's tensors are 16-byte aligned, padded sizes multiples of 16)."""
+    attrs = {(i,): [["tt.divisibility", 16]] for i, (arg, kind) in enumerate(signature.items())
+             if kind.startswith("*") or arg in divisible}
+    return compile_sm90(path, name, signature, fixed, (asm,), {"num_warps": warps}, attrs if aligned else None)[asm]
 
 
 # standardize.one_read_kernel's run-time arguments

@@ -8,11 +8,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from sm90 import compile_sm90
 from test_seed_translate import FIXTURES, _run_both, problem_path, seed_text, shrunk_problem
 
 from kernelopt.harness.sandbox import fingerprint, launches
@@ -24,26 +23,6 @@ pytestmark = pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1",
                                 reason="records launches under the interpreter")
 
 INTEGER_DIVISION = re.compile(r"^\s*(?:div|rem)\.[su](?:32|64)\b", re.M)
-
-_COMPILE = r"""
-import importlib.util, json, re, sys, warnings
-import triton, triton.language as tl
-from triton.backends.compiler import GPUTarget
-found, modules = {}, {}
-for path, name, signature, fixed in json.load(sys.stdin):
-    if path not in modules:
-        spec = importlib.util.spec_from_file_location(f"seed{len(modules)}", path)
-        modules[path] = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(modules[path])
-    fixed = {k: getattr(tl, v[3:]) if isinstance(v, str) and v.startswith("tl.") else v for k, v in fixed.items()}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        kernel = triton.compile(triton.compiler.ASTSource(getattr(modules[path], name), signature, fixed),
-                                target=GPUTarget("cuda", 90, 32))
-    found[name] = found.get(name, 0) + len(re.findall(sys.argv[1], kernel.asm["ptx"], re.M))
-print(json.dumps(found))
-"""
-
 
 def _constant(value: object) -> object:
     return f"tl.{value.name}" if hasattr(value, "name") and hasattr(value, "primitive_bitwidth") else value
@@ -62,11 +41,11 @@ def divisions_per_kernel(mode: str, name: str, rewrites: tuple[str, ...], tmp_pa
     jobs = [(str(seed), fn.__name__, signature, {k: _constant(v) for k, v in fixed.items()})
             for fn, signature, fixed in recorder._to_compile.values()]
     assert jobs, "the seed launched nothing"
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    done = subprocess.run([sys.executable, "-c", _COMPILE, INTEGER_DIVISION.pattern], input=json.dumps(jobs),
-                          capture_output=True, text=True, env=env, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return dict(json.loads(done.stdout))
+    found: dict[str, int] = {}
+    for path, kernel, signature, fixed in jobs:
+        ptx = compile_sm90(path, kernel, signature, fixed)["ptx"]
+        found[kernel] = found.get(kernel, 0) + len(INTEGER_DIVISION.findall(ptx))
+    return found
 
 
 @pytest.mark.parametrize(
@@ -159,32 +138,12 @@ def test_a_kernel_without_run_time_sizes_is_left_as_it_is(params: str) -> None:
     assert made.source.count("constexpr") == params.count("constexpr")
 
 
-_PTX = r"""
-import importlib.util, json, sys, warnings
-import triton
-from triton.backends.compiler import GPUTarget
-path, name, jobs = json.load(sys.stdin)
-spec = importlib.util.spec_from_file_location("seed", path)
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    print(json.dumps([triton.compile(triton.compiler.ASTSource(getattr(module, name), signature, sizes),
-                                     target=GPUTarget("cuda", 90, 32)).asm["ptx"] for signature, sizes in jobs]))
-"""
-
-
 def _ptx(seed: Path, kernel: str, pointers: int, each_sizes: list[dict[str, int]]) -> list[str]:
     """`kernel`'s sm_90 PTX at each of `each_sizes` (its constexprs), its first `pointers` parameters fp32
     pointers: one child process, without the interpreter."""
     names = getattr(_load_file(seed), kernel).arg_names
     signature = {name: "*fp32" if n < pointers else "constexpr" for n, name in enumerate(names)}
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    job = json.dumps([str(seed), kernel, [(signature, sizes) for sizes in each_sizes]])
-    done = subprocess.run([sys.executable, "-c", _PTX], input=job, capture_output=True, text=True, env=env,
-                          timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return [compile_sm90(seed, kernel, signature, sizes)["ptx"] for sizes in each_sizes]
 
 
 def test_a_bounds_mask_the_launch_size_makes_all_true_is_compiled_away(tmp_path: Path) -> None:
