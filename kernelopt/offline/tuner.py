@@ -11,8 +11,9 @@ is swept over them, each frozen into a source of its own.
 from __future__ import annotations
 
 import ast
+import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -161,7 +162,20 @@ def _one_name_per_literal(params: list[LaunchParam]) -> list[LaunchParam]:
 
 def find_launch_params(source: str) -> list[LaunchParam]:
     """Every tunable integer literal in `source`, in source order."""
+    return list(_knobs(source)[0])
+
+
+# A sweep sets each of its configurations in one source, and the moves read a template's knobs again and again: the
+# knobs of a source are read once, from one parse (the frozen params and the read-only lead values are shared).
+@functools.lru_cache(maxsize=256)
+def _knobs(source: str) -> tuple[tuple[LaunchParam, ...], MappingProxyType[str, int]]:
+    """The source's knobs (find_launch_params's) and each one's value at its lead place (`_centres`)."""
     tree = parse(source)
+    params = _launch_params(tree)
+    return params, MappingProxyType(_centres(params, _named_knobs(tree, params)))
+
+
+def _launch_params(tree: ast.Module) -> tuple[LaunchParam, ...]:
     params: list[LaunchParam] = []
     scopes: list[ast.AST] = [tree]
     scopes += [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == "ModelNew"]
@@ -192,31 +206,30 @@ def find_launch_params(source: str) -> list[LaunchParam]:
     configs = autotune_configs(tree)
     if len(configs) == 1:  # a frozen winner: its values are the knobs
         params += _config_params(configs[0])
-    return sorted(set(params), key=lambda p: (p.line, p.col))
+    return tuple(sorted(set(params), key=lambda p: (p.line, p.col)))
 
 
 def knob_values(source: str) -> dict[str, int]:
     """Each knob's name and value at its lead place (`_centres`), in the order of first places."""
     try:
-        params = find_launch_params(source)
+        return dict(_knobs(source)[1])
     except SyntaxError:
         return {}
-    return _centres(params, _named_knobs(source, params))
 
 
-def _named_knobs(source: str, params: list[LaunchParam]) -> dict[tuple[int, int], int]:
+def _named_knobs(tree: ast.Module, params: Sequence[LaunchParam]) -> dict[tuple[int, int], int]:
     """Per launch, how many module-level knob constants it passes by name (`BLOCK_M=CONV_BLOCK_M`): knobs it is
     launched with though it sets no literal of them."""
     constants = {p.name for p in params if p.site == (p.line, p.col)}
     counts: dict[tuple[int, int], int] = {}
-    for call in (n for n in ast.walk(parse(source)) if isinstance(n, ast.Call) and _is_launch(n)):
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_launch(n)):
         named = sum(isinstance(k.value, ast.Name) and k.value.id in constants for k in call.keywords)
         if named:
             counts[(call.lineno, call.col_offset)] = named
     return counts
 
 
-def _centres(params: list[LaunchParam], named: Mapping[tuple[int, int], int] | None = None) -> dict[str, int]:
+def _centres(params: Sequence[LaunchParam], named: Mapping[tuple[int, int], int] | None = None) -> dict[str, int]:
     """Each knob's value at its lead place: at the launch that sets the most knobs where several set it (a
     compiler seed's GEMM template beside its pointwise kernels at num_stages=1; a launch over several lines is
     one; `named`: the knob constants each launch passes by name count as its own, so a template launched with
@@ -248,8 +261,7 @@ def with_config(source: str, config: Mapping[str, int]) -> str:
     launches set it to values of their own (a compiler seed's reduction at XBLOCK=64 beside its
     pointwise kernel at 1024), its lead place (`_centres`) takes the value and the others move by the
     same factor, so each launch keeps its own pick relative to the lead and no sweep detunes the rest."""
-    params = find_launch_params(source)
-    centre = _centres(params, _named_knobs(source, params))
+    params, centre = _knobs(source)
     edits = [(p.line, p.col, p.end_col, str(_moved_with(p, config[p.name], centre[p.name])))
              for p in params if p.name in config]
     return replace_spans(source, edits)

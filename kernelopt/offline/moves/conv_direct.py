@@ -12,6 +12,7 @@ measures both.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from typing import TYPE_CHECKING
 
@@ -76,6 +77,7 @@ def gemm_only(source: str, before: str | None = None) -> str:
     return re.sub(r"^CONV_DIRECT_OUTPUTS = \d+$", GEMM_ONLY.strip(), source, flags=re.M)
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
 def _igemm(source: str) -> str | None:
     """The text of a file's `conv_igemm_kernel` (None where it has none, or does not parse)."""
     from kernelopt.syntax import parse

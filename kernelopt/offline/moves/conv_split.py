@@ -41,6 +41,7 @@ H100). Only the weight is split once. Its limits are split_f16's (a scale a samp
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from kernelopt.offline.moves.conv_pointwise import TF32_PARTS, TF32_PARTS_KERNEL
@@ -290,6 +291,7 @@ _NAMES = ("row_max_kernel", "split_kernel", "_unscale", "_split", "split_cl_kern
 _TF32_NAMES = ("tf32_parts_kernel", "tf32_parts")
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
 def rewrite(source: str, tf32: bool = False) -> str | None:
     """A kernel file holding the seed's convolution helper (a compiler seed's `conv_triton`, as a sweep or the
     `dot.tf32x3` rewrite left it) with the helper on fp16 parts split once (`tf32`: on TF32 parts, split_tf32's);

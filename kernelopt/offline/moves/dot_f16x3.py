@@ -21,6 +21,7 @@ statement is of another form is left as it is.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 from kernelopt.offline.moves.matmul_f16x3 import PARTS
@@ -62,6 +63,7 @@ def _block(acc: str, call: ast.Call, n: int, indent: str) -> str:
     return "".join(indent + line + "\n" for line in lines)
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
 def to_f16x3(source: str) -> str | None:
     """`source` with each fp32 product statement rewritten as three fp16 products of split tiles, or None where
     there is none (or the file has the split's helper already)."""

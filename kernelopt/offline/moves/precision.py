@@ -13,6 +13,8 @@ is verified like any candidate, so a problem whose tolerance 3xTF32 misses rejec
 from __future__ import annotations
 
 import ast
+import functools
+from types import MappingProxyType
 
 from kernelopt.offline.tuner import replace_spans
 from kernelopt.syntax import parse
@@ -101,6 +103,7 @@ def _rewritten(call: ast.Call) -> str:
     return ast.unparse(ast.Call(func=call.func, args=call.args[:3], keywords=keywords))
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
 def to_tf32x3(source: str) -> str | None:
     """`source` with each `tl.dot` that multiplies on the CUDA cores at `input_precision="tf32x3"`,
     or None where there is none."""
@@ -128,9 +131,10 @@ def _dot_functions(tree: ast.AST) -> list[ast.FunctionDef]:
     return [f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef) and any(_is_dot(n) for n in ast.walk(f))]
 
 
-def _dot_constants(source: str) -> list[dict[str, object]]:
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
+def _dot_constants(source: str) -> tuple[MappingProxyType[str, object], ...]:
     """For each function of `source` with a `tl.dot`, its names bound to a constant (`K = 8192`,
-    `stride_ak = 1`); a name bound more than once, or to anything else, maps to None."""
+    `stride_ak = 1`); a name bound more than once, or to anything else, maps to None (read-only: shared)."""
     try:
         tree = parse(source)
     except SyntaxError:
@@ -142,8 +146,8 @@ def _dot_constants(source: str) -> list[dict[str, object]]:
             value = node.value.value if isinstance(node.value, ast.Constant) else None
             for name in (t.id for t in node.targets if isinstance(t, ast.Name)):
                 bound[name] = None if name in bound else value
-        out.append(bound)
-    return out
+        out.append(MappingProxyType(bound))
+    return tuple(out)
 
 
 def literal_k(source: str) -> set[int]:
@@ -161,6 +165,7 @@ def k_major_operands(source: str) -> bool:
     return bool(functions) and all(f.get("stride_ak") == 1 and f.get("stride_bk") == 1 for f in functions)
 
 
+@functools.lru_cache(maxsize=64)  # a pure function of its text: the moves ask again each round
 def one_tile(source: str) -> str:
     """`source` with every launch of a kernel that has a `tl.dot` at the first such launch's tile (BLOCK_M/N/K,
     GROUP_M, num_warps, num_stages, where written as numbers), where every such launch's grid is a function of
