@@ -6,7 +6,7 @@ import torch
 
 from kernelopt.harness.measure.correctness import compare_case, tolerance
 from kernelopt.harness.measure.floor import estimate_floor
-from kernelopt.harness.measure.timing import TimingConfig, beats, measure, summarize
+from kernelopt.harness.measure.timing import TimingConfig, beats, host_trials, measure, summarize
 from kernelopt.records import Timing
 
 
@@ -83,6 +83,25 @@ def test_a_run_past_the_give_up_time_ends_the_measurement_unless_trials_are_samp
     assert hopeless.trials == 1 and hopeless.median_ms >= 20.0
     samples: list[object] = []  # the verifier's sampled trials need every pick: no giving up
     assert measure(slow, cpu, TimingConfig(interpreter_trials=4, give_up_ms=5.0), samples=samples).trials == 4
+
+
+def test_a_quick_host_run_is_timed_more_often_within_its_budget_and_a_slow_one_is_not() -> None:
+    import time
+
+    cpu = torch.device("cpu")
+    config = TimingConfig(interpreter_trials=3, interpreter_max_trials=9, interpreter_budget_ms=60.0)
+    assert measure(lambda: torch.zeros(1), cpu, config).trials == 9  # microseconds a run: the cap
+    assert host_trials(config, 10.0) == 6 and host_trials(config, 30.0) == 3 and host_trials(config, 900.0) == 3
+
+    def slow() -> torch.Tensor:
+        time.sleep(0.03)
+        return torch.zeros(1)
+
+    assert measure(slow, cpu, config).trials == 3
+    # why: one trial slowed by a loaded machine among three widens the IQR past a 4x gain; among five it does not
+    quick = summarize([2.8, 2.8, 2.9], "interpreter")
+    assert not beats(quick, summarize([11.0, 12.0, 50.0], "interpreter"), min_gain_pct=1.0)
+    assert beats(summarize([2.8] * 5, "interpreter"), summarize([11.0, 11.0, 11.5, 12.0, 50.0], "interpreter"), 1.0)
 
 
 def test_floor_counts_inputs_parameters_and_outputs_once_and_matmul_flops() -> None:

@@ -90,6 +90,13 @@
 # more: verify_times.py against .gpu/before, `git archive 785ed67~1 kernelopt | tar -x -C .gpu/before` in a new
 # checkout; test_gpu whole, which covers the preload; then c3's 42 and 44 on an H200, the moves' last 24 GPU tests on
 # an H100), then test_seed_gpu whole.
+# Session 57 (RESULTS.md (bo)): two H100 calls after four failed starts (the budget's rest went to those): PART=s56b
+# (verify_times on swish and softmax, test_gpu whole: 31 passed, test_moves_gpu's remainder cut), then the moves'
+# last 14 (passed: all 75 have now passed at this code) and test_seed_gpu's first 6 (passed; cut at
+# conv_instance_norm). Built after, CPU only: the tuner's knobs read once per source (tuner.py `_knobs`), the moves'
+# pure text rewrites kept (lru_cache). For the next calls: `PART=s57` (either card, 585 s): on an H200 c3's 42 and 44
+# first (`redo_rows.sh c3 42_ 44_` here in a new checkout), then test_seed_gpu from conv_instance_norm on, then
+# test_moves_gpu's sweep and template tests (the tuner's cache on a GPU).
 # The parts of sessions 51-55 (s51 ... s55h) were taken out at session 56: their runs and commands are in RESULTS.md,
 # their text in git (`git show 44b51e9:benchmarks/h200/next_call.sh`).
 #
@@ -267,6 +274,15 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s57)  # session 57's plan (BOX seconds, 585 unless told), either card: on an H200 c3's last redo rows (42, 44) first,
+  # then test_seed_gpu from conv_instance_norm on (session 57 ran its first 6), then the moves' sweep and template tests
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  h200 && redo c3 $(( ${BOX:-585} - 330 - $(elapsed) ))
+  echo "[rows: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  timeout $(( ${BOX:-585} - 60 - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:not (made_cached_and_accepted \
+and (softmax or matmul or layernorm or conv_transpose3d or tall_skinny or gelu_tanh))"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 40 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:sweep or every_move" ;;
 s56c)  # session 56's last, short call (BOX seconds, about 235), either card: s56b's verification times on swish alone,
   # then test_gpu in what is left (the fork server's preload on a GPU)
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null

@@ -32,8 +32,13 @@ class TimingConfig:
     min_trials: int = 10
     max_trials: int = 1000
     flush_l2_bytes: int = 256 * 1024 * 1024  # >= 2x the largest L2 in the spec database (see for_gpu)
-    # Interpreter runs take seconds; a few trials are enough for a label-only time.
+    # Interpreter runs take seconds; a few trials are enough for a label-only time. A run whose warm-up took less
+    # than interpreter_budget_ms / interpreter_trials gets more trials, up to interpreter_max_trials in that budget:
+    # with 3, one trial slowed by a loaded machine widens the IQR past a 4x gain (`beats` saw no gain); with 5 or
+    # more, the quartiles step over it.
     interpreter_trials: int = 3
+    interpreter_max_trials: int = 9
+    interpreter_budget_ms: float = 60.0
     # A warm run slower than this ends the measurement there, its time the median (a sweep's
     # hopeless configuration: its trials would cost seconds and rank it no differently).
     give_up_ms: float | None = None
@@ -208,13 +213,22 @@ def _event_pair_ms(flush: _L2Flush, device: torch.device, trials: int) -> float:
     return statistics.median(start.elapsed_time(end) for start, end in pairs)
 
 
+def host_trials(config: TimingConfig, warm_ms: float) -> int:
+    """How many timed runs a host-clock measurement makes after a warm-up of `warm_ms`."""
+    least = max(1, config.interpreter_trials)
+    affordable = int(config.interpreter_budget_ms / max(warm_ms, 1e-3))
+    return max(least, min(config.interpreter_max_trials, affordable))
+
+
 def _measure_host(
     fn: Callable[[], object], config: TimingConfig, clock: Clock, sampler: _Sampler | None = None
 ) -> Timing:
     sampler = sampler or _Sampler(None, fn)
+    begin = time.perf_counter()
     fn()  # warm-up: the interpreter and torch lazily initialise on first use
+    warm_ms = (time.perf_counter() - begin) * 1e3
     times_ms = []
-    trials = max(1, config.interpreter_trials)
+    trials = host_trials(config, warm_ms)
     sampler.plan(trials)
     for i in range(trials):
         begin = time.perf_counter()

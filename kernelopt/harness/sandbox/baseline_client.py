@@ -64,7 +64,7 @@ def method_of(settings: Any) -> TimingMethod:
                             min_trials=config.min_trials, max_trials=config.max_trials)
     trials = max(1, config.interpreter_trials)
     return TimingMethod(timer="host clock (time.perf_counter)", flush_l2_bytes=0, warmup_ms=0.0, min_warmup_runs=1,
-                        target_total_ms=0.0, min_trials=trials, max_trials=trials)
+                        target_total_ms=0.0, min_trials=trials, max_trials=max(trials, config.interpreter_max_trials))
 
 
 def time_baselines(verifier: _Harness) -> Baselines:

@@ -58,9 +58,9 @@ def halving_stages(timing: Any, count: int) -> list[dict[str, Any]]:
     any other measurement.
     """
     quick = replace(timing, warmup_ms=5.0, target_total_ms=min(25.0, timing.target_total_ms),
-                    min_trials=5, max_trials=100, interpreter_trials=1)
+                    min_trials=5, max_trials=100, interpreter_trials=1, interpreter_max_trials=1)
     more = replace(timing, warmup_ms=10.0, target_total_ms=min(100.0, timing.target_total_ms),
-                   min_trials=10, max_trials=300, interpreter_trials=2)
+                   min_trials=10, max_trials=300, interpreter_trials=2, interpreter_max_trials=2)
     keep = [max(2, math.ceil(count / 2)), max(2, min(FULL_PROTOCOL, math.ceil(count / 4))), 2]
     return [{"keep": k, "timing": asdict(t)} for k, t in zip(keep, (quick, more, timing), strict=True)]
 
