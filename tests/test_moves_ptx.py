@@ -385,3 +385,19 @@ def test_the_register_split_convolution_never_writes_its_operands_back_to_shared
     kernel.write_text("import torch\nimport triton\nimport triton.language as tl\n" + conv_split.regs_helper())
     made, copied = _stages(kernel, "conv_igemm_kernel", signature, fixed, ("KKCG", "OCGP", "CG", "sxn", "sxc"))
     assert made == 0 and copied > 0, (made, copied)
+
+
+def test_a_kernel_that_does_not_compile_answers_its_error_and_the_next_compile_goes_on(tmp_path: Path) -> None:
+    # the kept compiler child (tests/sm90.py): a failed job is one reply, not a lost child
+    broken = tmp_path / "broken.py"
+    broken.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(x_ptr):\n"
+                      "    tl.store(x_ptr, tl.load(x_ptr) + undefined_name)\n")
+    import sm90
+
+    with pytest.raises(AssertionError, match="undefined_name"):
+        compile_sm90(broken, "k", {"x_ptr": "*fp32"}, {})
+    child = sm90._child
+    fine = tmp_path / "fine.py"
+    fine.write_text(broken.read_text().replace(" + undefined_name", " + 1.0"))
+    assert "st.global" in compile_sm90(fine, "k", {"x_ptr": "*fp32"}, {})["ptx"]
+    assert child is not None and sm90._child is child and child.poll() is None  # the same child served both
