@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from pathlib import Path
@@ -225,3 +226,17 @@ def test_linked_sizes_are_run_together_and_a_case_of_zeros_is_not_counted(work_r
     assert verdict.accepted, verdict.reason
     assert verdict.reason.startswith("correct on 5 of 6 cases (not counted, its expected outputs all zero: case ")
     assert "dropped" not in verdict.reason and "own scale" not in verdict.reason
+
+
+def test_a_file_rewritten_within_its_second_at_its_length_is_imported_as_it_now_reads(tmp_path, monkeypatch):
+    # Python trusts a cached __pycache__ file whose source kept its size and modification second: the worker would run
+    # the kernel as it was, not as the checks read it. Files are compiled from their text, and write no cache.
+    from kernelopt.harness.problem import import_file
+
+    monkeypatch.setattr("sys.dont_write_bytecode", False)  # as in a plain Python, whatever this host sets
+    path, second = tmp_path / "kernel.py", 1_700_000_000
+    for answer in (1, 2):
+        path.write_text(f"ANSWER = {answer}\n")
+        os.utime(path, (second, second))
+        assert import_file(path, "kernelopt_test_rewritten").ANSWER == answer
+    assert not (tmp_path / "__pycache__").exists()

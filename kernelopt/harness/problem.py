@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.machinery
 import importlib.util
 import re
 import sys
@@ -82,13 +83,17 @@ def source_hash(source: str) -> str:
 
 
 def import_file(path: str | Path, module_name: str) -> ModuleType:
-    """Import a Python file as a fresh module registered under `module_name`."""
+    """Import a Python file as a fresh module registered under `module_name`, compiled from the text the file holds
+    now: never from a cached `__pycache__` file, and writing none. Python trusts a cached file whose source has the
+    same size and modification second, so a kernel rewritten within a second at its old length would otherwise run
+    as it was, not as the checks read it; and a user's kernel folder gets no `__pycache__` from a verification."""
     spec = importlib.util.spec_from_file_location(module_name, str(path))
-    if spec is None or spec.loader is None:
+    if spec is None or not isinstance(spec.loader, importlib.machinery.SourceFileLoader):
         raise InputError(f"cannot import {path}")
     module = importlib.util.module_from_spec(spec)
     sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    code = spec.loader.source_to_code(spec.loader.get_data(str(path)), str(path))
+    exec(code, module.__dict__)  # noqa: S102 - the module's own code, as SourceFileLoader.exec_module runs it
     return module
 
 
