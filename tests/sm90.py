@@ -54,6 +54,8 @@ _log: Any = None
 def _start() -> subprocess.Popen[str]:
     global _child, _log
     if _child is None or _child.poll() is not None:
+        if _log is not None:
+            _log.close()  # a dead child's log: read into its failure already
         _log = tempfile.TemporaryFile(mode="w+")
         env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
         _child = subprocess.Popen([sys.executable, "-c", _SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,

@@ -97,6 +97,10 @@
 # pure text rewrites kept (lru_cache). For the next calls: `PART=s57` (either card, 585 s): on an H200 c3's 42 and 44
 # first (`redo_rows.sh c3 42_ 44_` here in a new checkout), then test_seed_gpu from conv_instance_norm on, then
 # test_moves_gpu's sweep and template tests (the tuner's cache on a GPU).
+# Session 58 (RESULTS.md (bp)): after three refusals, one H100 (no H200): PART=s57 and two short calls on the same
+# machine: test_seed_gpu's last 13 and test_moves_gpu's sweep and every-move tests (38) passed at d7a12b5. Built
+# after, CPU only: a file imported from its text (harness/problem.py). For the next call: `PART=s58` (either card,
+# 585 s): on an H200 c3's 42 and 44 first, then test_gpu whole, then the every-move tests.
 # The parts of sessions 51-55 (s51 ... s55h) were taken out at session 56: their runs and commands are in RESULTS.md,
 # their text in git (`git show 44b51e9:benchmarks/h200/next_call.sh`).
 #
@@ -274,6 +278,16 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s58)  # session 58's plan (BOX seconds, 585 unless told), either card: on an H200 c3's last redo rows (42, 44) first;
+  # then test_gpu whole (the candidate now compiled from its file's text, never a cached __pycache__ file: 3095af0's
+  # harness/problem.py), then the moves' every-move tests in what is left
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  h200 && redo c3 $(( ${BOX:-585} - 300 - $(elapsed) ))
+  echo "[rows: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  timeout $(( left < 260 ? left : 260 )) bash benchmarks/h200/gpu_tests.sh test_gpu
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 40 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:every_move" ;;
 s57)  # session 57's plan (BOX seconds, 585 unless told), either card: on an H200 c3's last redo rows (42, 44) first,
   # then test_seed_gpu from conv_instance_norm on (session 57 ran its first 6), then the moves' sweep and template tests
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
