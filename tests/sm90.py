@@ -21,17 +21,16 @@ from pathlib import Path
 from typing import Any
 
 _SERVER = r"""
-import importlib.util, json, os, sys, traceback, warnings
+import json, os, sys, traceback, warnings
 replies = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)  # what a kernel file prints goes to the log, not into the replies
 import triton, triton.language as tl
 from triton.backends.compiler import GPUTarget
+from kernelopt.harness.problem import import_file
 for count, line in enumerate(sys.stdin):
     job = json.loads(line)
     try:
-        spec = importlib.util.spec_from_file_location(f"sm90_kernel_{count}", job["path"])
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        module = import_file(job["path"], f"sm90_kernel_{count}")  # from its text: never a stale __pycache__ file
         fixed = {k: getattr(tl, v[3:]) if isinstance(v, str) and v.startswith("tl.") else v
                  for k, v in job["fixed"].items()}
         attrs = None if job["attrs"] is None else {tuple(key): value for key, value in job["attrs"]}

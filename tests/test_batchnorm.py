@@ -4,7 +4,6 @@ running statistics moved as the reference moves them."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -38,11 +37,7 @@ def _source(problem: Path, average: bool = False) -> str:
 def _load(source: str, tmp_path: Path, name: str):  # noqa: ANN202 - the kernel module
     path = tmp_path / f"{name}.py"
     path.write_text(source)
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return import_file(path, name)
 
 
 def test_the_kernelbench_batch_norm_is_split_by_planes_and_short_planes_say_why(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from kernelopt.harness.measure.timing import host_trials
 from kernelopt.harness.problem import read_source, source_hash
 from kernelopt.harness.sandbox.runner import PhaseLimits, WorkerLimits, run_job
 from kernelopt.records import Baselines, FloorEstimate, Timing, TimingMethod
@@ -62,9 +63,10 @@ def method_of(settings: Any) -> TimingMethod:
         return TimingMethod(timer="CUDA events", flush_l2_bytes=config.flush_l2_bytes, warmup_ms=config.warmup_ms,
                             min_warmup_runs=config.min_warmup_runs, target_total_ms=config.target_total_ms,
                             min_trials=config.min_trials, max_trials=config.max_trials)
-    trials = max(1, config.interpreter_trials)
+    # host_trials' bounds: a slow run's count, and an instant run's
     return TimingMethod(timer="host clock (time.perf_counter)", flush_l2_bytes=0, warmup_ms=0.0, min_warmup_runs=1,
-                        target_total_ms=0.0, min_trials=trials, max_trials=max(trials, config.interpreter_max_trials))
+                        target_total_ms=0.0, min_trials=host_trials(config, float("inf")),
+                        max_trials=host_trials(config, 0.0))
 
 
 def time_baselines(verifier: _Harness) -> Baselines:
