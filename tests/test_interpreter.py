@@ -117,3 +117,50 @@ def test_a_block_type_is_made_once_and_its_tensors_get_its_shape() -> None:
     _rows_kernel[(8,)](out, x, 8, BLOCK=8)  # 2-D and 1-D blocks of shared types, as any kernel makes them
     want = x * 0.125 + 1.75
     assert torch.allclose(out, want.sum(1) + want.amax(1), rtol=1e-6, atol=1e-6)
+
+
+@triton.jit
+def _operands_kernel(out_ptr, x_ptr, h_ptr, i_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offsets = pid * BLOCK + tl.arange(0, BLOCK)  # a scalar times a constant, then splat to a block
+    mask = offsets < n
+    x = tl.load(x_ptr + offsets, mask=mask, other=0.0)
+    h = tl.load(h_ptr + offsets, mask=mask, other=0.0)  # fp16
+    i = tl.load(i_ptr + offsets, mask=mask, other=0)  # int32
+    rows = tl.arange(0, 4)[:, None] + tl.arange(0, BLOCK)[None, :]  # [4, 1] + [1, BLOCK]: Triton's own broadcast
+    grid = tl.sum(rows * 2 - 1, axis=0)
+    y = 2.5 * x + 1 - i  # a float on the left, an int on the right, an int block promoted to fp32
+    y = y + h * 0.5  # fp16 times a float scalar stays fp16, then fp32 plus fp16
+    y = y + (i // 3) + (i % 5) + (i * 7 >> 1) + (i / 2)  # integer division and modulo, a shift, a true division
+    y = tl.where((i & 1) == 0, y, -y) + grid + (offsets > 3)  # bitwise, comparison, and a bool block added
+    tl.store(out_ptr + offsets, y, mask=mask)
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET") != "1", reason="the interpreter's own behaviour")
+def test_operands_typed_and_splat_by_the_quick_paths_give_the_interpreters_own_results_bit_for_bit(
+        monkeypatch) -> None:
+    from triton.language.semantic import TritonSemantic
+
+    quick_interpreter()
+    names = ("broadcast_impl_value", "_cast_to_computation_type", "computation_type_impl")
+    quick = {name: getattr(TritonSemantic, name) for name in names}
+    assert all(getattr(fn, "_kernelopt_quick", False) for fn in quick.values())
+    torch.manual_seed(0)
+    n, block = 37, 16
+    x, h = torch.randn(n), torch.randn(n).half()
+    i = torch.randint(-50, 50, (n,), dtype=torch.int32)
+    runs = {}
+    for mode in ("quick", "own"):
+        if mode == "own":  # Triton's own three methods
+            for name in names:
+                monkeypatch.setattr(TritonSemantic, name, quick[name]._kernelopt_own)
+        out = torch.empty(n)
+        _operands_kernel[(3,)](out, x, h, i, n, BLOCK=block)
+        runs[mode] = out
+    assert torch.equal(runs["quick"], runs["own"])  # bit for bit
+    offsets = torch.arange(n)
+    columns = offsets % block
+    y = 2.5 * x + 1 - i + (h * 0.5).float()
+    y = y + torch.div(i, 3, rounding_mode="trunc") + torch.fmod(i, 5) + ((i * 7) >> 1) + i / 2  # C's division
+    want = torch.where(i % 2 == 0, y, -y) + 8 * columns + 8 + (offsets > 3)
+    assert torch.allclose(runs["quick"], want, rtol=1e-5, atol=1e-4), (runs["quick"], want)

@@ -51,6 +51,7 @@ def quick_interpreter() -> None:
     _quick_device_calls(interpreter)
     _quick_dtypes(interpreter, tl)
     _quick_types(tl.core)
+    _quick_operands(interpreter, tl.core)
 
 
 def _quick_dtypes(interpreter: Any, tl: Any) -> None:
@@ -204,3 +205,75 @@ def _quick_types(core: Any) -> None:
         self.shape, self.numel = shape
 
     tensor.__init__ = value
+
+
+def _quick_operands(interpreter: Any, core: Any) -> None:
+    """A binary operation's operands typed and broadcast without the work that changes nothing: two operands of one
+    shape are not compared through Triton's own tuple (a constexpr made per comparison), a tensor already of the
+    computation's dtype is not cast, the computation's dtype of two dtypes is worked out once, and a scalar splat to
+    a block (`x + 1`, `offsets * stride`) takes its block type from a table, not through `with_element_ty` and
+    `to_ir` made anew (under the interpreter a type is its own IR type). Anything else takes Triton's own path."""
+    try:
+        from triton.language.semantic import TritonSemantic
+    except ImportError:
+        return
+    broadcast, cast_to = TritonSemantic.broadcast_impl_value, TritonSemantic._cast_to_computation_type
+    computation = TritonSemantic.computation_type_impl
+    block_type, tensor, dtype = core.block_type, core.tensor, core.dtype
+    builder_type = type(getattr(interpreter, "interpreter_builder", None))
+    if getattr(broadcast, "_kernelopt_quick", False):
+        return
+
+    def shape_of(ty: Any) -> Any:
+        return getattr(ty.shape, "values", None) if type(ty) is block_type else None
+
+    splats: dict[tuple[int, int], tuple[Any, Any, Any]] = {}  # (block type, dtype) ids: (block, dtype, splat type)
+
+    def splat(self: Any, block: Any, value: Any) -> Any:
+        """`value` (a scalar tensor) made a block of `block`'s shape, as Triton's own broadcast makes it."""
+        key = (id(block), id(value.type))
+        kept = splats.get(key)
+        if kept is None:  # the types kept too, so that their ids are never another's
+            if len(splats) >= 4096:  # block types of shapes not shared are made anew: never an endless table
+                splats.clear()
+            kept = splats[key] = (block, value.type, block.with_element_ty(value.type.scalar))
+        made = kept[2]
+        return self.make_tensor(self.builder.create_splat(made, value.handle), made)
+
+    def quick_broadcast(self: Any, lhs: Any, rhs: Any) -> Any:
+        lhs_ty, rhs_ty = lhs.type, rhs.type
+        if lhs_ty is rhs_ty:  # one scalar type, or one block type (shared by _quick_types)
+            return lhs, rhs
+        shape = shape_of(lhs_ty)
+        if shape is not None and shape == shape_of(rhs_ty):
+            return lhs, rhs
+        if type(self.builder) is builder_type:  # the interpreter's types are their own IR types
+            if shape is not None and type(rhs_ty) is dtype:
+                return lhs, splat(self, lhs_ty, rhs)
+            if type(lhs_ty) is dtype and type(rhs_ty) is block_type:
+                return splat(self, rhs_ty, lhs), rhs
+        return broadcast(self, lhs, rhs)
+
+    def quick_cast_to(self: Any, value: Any, wanted: Any) -> Any:
+        if isinstance(value, tensor):
+            ty = value.type
+            if (ty.element_ty if type(ty) is block_type else ty) is wanted:  # Triton's cast returns it as it is
+                return value
+        return cast_to(self, value, wanted)
+
+    known: dict[tuple[Any, ...], Any] = {}
+
+    def quick_computation(self: Any, a_ty: Any, a_is_scalar: bool, b_ty: Any, b_is_scalar: bool,
+                          div_or_mod: bool) -> Any:
+        key = (type(a_ty), a_ty.name, a_is_scalar, type(b_ty), b_ty.name, b_is_scalar, div_or_mod)
+        found = known.get(key)
+        if found is None:
+            found = known[key] = computation(self, a_ty, a_is_scalar, b_ty, b_is_scalar, div_or_mod)
+        return found
+
+    for fn, own in ((quick_broadcast, broadcast), (quick_cast_to, cast_to), (quick_computation, computation)):
+        fn._kernelopt_quick = True  # type: ignore[attr-defined]
+        fn._kernelopt_own = own  # type: ignore[attr-defined]  (Triton's, for the tests' comparison)
+    TritonSemantic.broadcast_impl_value = quick_broadcast
+    TritonSemantic._cast_to_computation_type = quick_cast_to
+    TritonSemantic.computation_type_impl = quick_computation
