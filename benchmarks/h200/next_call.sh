@@ -101,7 +101,7 @@
 # machine: test_seed_gpu's last 13 and test_moves_gpu's sweep and every-move tests (38) passed at d7a12b5. Built
 # after, CPU only: a file imported from its text (harness/problem.py). For the next call: `PART=s58` (either card,
 # 585 s): on an H200 c3's 42 and 44 first, then test_gpu whole, then the every-move tests.
-# Session 59 (RESULTS.md (bq)): one H100 after eleven refusals: `BOX=400 PART=s58` (test_gpu 31 passed, then 7
+# Session 59 (RESULTS.md (bq)): one H100 after fifteen refusals: `BOX=400 PART=s58` (test_gpu 31 passed, then 7
 # every-move tests) and a warm call with the other 31 every-move tests, all passed at 9b2c0e0. Built, CPU only: the
 # interpreter's operand fast paths (harness/sandbox/interpreter.py, never used on a GPU). Left: on an H200, c3's rows
 # 42 and 44 (`PART=s58` still does them first; BOX=585 on a fresh budget, less where failed starts have cost some).
