@@ -82,6 +82,29 @@ def test_optimize_json_prints_one_object(tmp_path):
     assert json.loads((best.parent / "report.json").read_text()) == summary  # the report node's, read, not made again
 
 
+def test_an_offline_run_s_own_process_imports_no_torch_where_no_gpu_driver_is(tmp_path):
+    """The run's process reads the problem's family through a child of its fork server (offline/moves/remote.py) and
+    never handles a tensor: on a host without a GPU driver it imports no torch (torch about 3 s of its CPU,
+    torch._dynamo 3 s more, on 2 cores). The sweep's note of the moves is the child's answer."""
+    runs = tmp_path / "kernelopt_runs"
+    code = ("import sys\nfrom kernelopt.cli import main\nstatus = main(sys.argv[1:])\n"
+            "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('torch.')), file=sys.stderr)\n"
+            "sys.exit(status)")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "optimize", str(ADD / "problem.py"), "--kernel", str(ADD / "kernel_base.py"),
+         "--max-rounds", "1", "--no-compile", "--json", "--sweep-configs", "2"],
+        cwd=tmp_path, env={**os.environ, "KERNELOPT_RUNS_DIR": str(runs)}, capture_output=True, text=True, timeout=240,
+    )
+    assert proc.returncode == 0, _show(proc)
+    assert proc.stderr.strip().splitlines()[-1] == "[]", proc.stderr
+    table = json.loads(next((runs).glob("*/sweeps/round-001.json")).read_text())
+    assert table["moves"]["family"] == "other"  # a + 2 * b: traced in the child, no template for it
+    assert table["moves"]["skipped"][0] == {"name": "all", "why": "no template for this reference (its operators: "
+                                                                   "mul, add); only the launch is swept"}
+    assert "dot.tf32x3" in {s["name"] for s in table["moves"]["skipped"]}  # the best kernel's rewrites: its source sent
+    assert not list(runs.glob("*/harness/moves/*"))  # each answered job's folder is gone
+
+
 def test_optimize_prints_progress_and_a_summary(tmp_path):
     out = tmp_path / "my_run"
     proc = kernelopt(

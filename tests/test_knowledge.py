@@ -216,6 +216,7 @@ def test_a_gain_names_its_branchs_bottleneck_and_a_repair_names_the_idea_it_repa
 
 def test_earlier_gains_come_same_bottleneck_problem_and_gpu_first_each_change_once(tmp_path):
     from kernelopt.harness.problem import source_hash
+    from kernelopt.harness.verify import HarnessSettings, Verifier
     from kernelopt.knowledge.recall import recall
 
     problem = MOVES / "softmax_long.py"
@@ -233,7 +234,9 @@ def test_earlier_gains_come_same_bottleneck_problem_and_gpu_first_each_change_on
     add("other bottleneck", "occupancy", here, "H200", 5.0)
     add("this run's own", "memory", here, "H200", 9.0, run=str(tmp_path))
     store.add(Gain("m", "h", "matmul", "memory", "a matmul gain", 4.0, 1, 0.25, "H200", True, "/old", 1, "2026"))
-    text = recall(fast_context(tmp_path), str(problem), "Hopper", "H200", "memory", "two passes", str(tmp_path))
+    verifier = Verifier(problem, tmp_path / "harness", HarnessSettings())
+    text = recall(fast_context(tmp_path), str(problem), "Hopper", "H200", "memory", "two passes", str(tmp_path),
+                  verifier)
     gains = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("- ")]
     assert gains == ["same problem and GPU", "same problem, other GPU", "other problem, same bottleneck",
                      "other bottleneck"]

@@ -1284,15 +1284,17 @@ def test_a_rejected_kernel_of_the_users_own_is_not_replaced(tmp_path: Path) -> N
     def _attempt(change: str) -> Attempt:
         return Attempt(round=0, repair=0, kernel_path="k.py", source_hash="x", outcome="incorrect", change=change)
 
-    state: dict[str, Any] = {"round": 0, "best": None, "problem_file": str(MOVES / "log_softmax.py"), "gpu_key": "H200"}
+    state: dict[str, Any] = {"round": 0, "best": None, "problem_file": str(MOVES / "log_softmax.py"), "gpu_key": "H200",
+                             "run_dir": str(tmp_path)}
+    ctx = fast_context(tmp_path)
     seed = _attempt(f"{COMPILER_SEED} (torch 2.11, H200)")
     mine = _attempt("the starting kernel")
-    assert moves_can_replace_start(state, [seed])  # type: ignore[arg-type]
-    assert not moves_can_replace_start(state, [mine])  # type: ignore[arg-type]  # the user is told their kernel is wrong
-    assert not moves_can_replace_start({**state, "uses_llm": True}, [seed])  # type: ignore[arg-type]
-    assert not moves_can_replace_start({**state, "round": 1}, [seed])  # type: ignore[arg-type]
+    assert moves_can_replace_start(state, ctx, [seed])  # type: ignore[arg-type]
+    assert not moves_can_replace_start(state, ctx, [mine])  # type: ignore[arg-type]  # the user is told it is wrong
+    assert not moves_can_replace_start({**state, "uses_llm": True}, ctx, [seed])  # type: ignore[arg-type]
+    assert not moves_can_replace_start({**state, "round": 1}, ctx, [seed])  # type: ignore[arg-type]
     no_moves = {**state, "problem_file": str(ROOT / "tests" / "cheats" / "problem_add.py")}  # "other": no moves
-    assert not moves_can_replace_start(no_moves, [seed])  # type: ignore[arg-type]
+    assert not moves_can_replace_start(no_moves, ctx, [seed])  # type: ignore[arg-type]
 
 
 def test_when_no_move_passes_either_the_run_says_there_is_no_correct_kernel(

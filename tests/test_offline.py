@@ -272,6 +272,8 @@ def test_a_round_of_the_plain_fp32_matmul_plans_no_tile_past_shared_memory_at_fo
     """The round's plan (`tune._plan`) hands the problem's dtype to the estimate: at two bytes an
     element, tiles past the H200's shared memory in fp32 (a K step of 256 beside 64 x 64 tiles on
     three stages: 393 KB) would be planned for the plain fp32 matmul."""
+    from helpers import fast_context
+
     from kernelopt.harness.problem import source_hash
     from kernelopt.nodes.tune import _plan
     from kernelopt.offline.space import tile_smem_bytes
@@ -287,7 +289,7 @@ def test_a_round_of_the_plain_fp32_matmul_plans_no_tile_past_shared_memory_at_fo
     untuned = BottleneckResult("other", "untuned", "", ("",), (FIX_SWEEP,))
     task: dict = {"run_dir": str(tmp_path), "problem_file": str(root / "problems" / name), "gpu_key": "H200",
                   "round": 1, "repair": 0, "best": best, "failed": [], "idea": (untuned, "", FIX_SWEEP)}
-    planned, _ = _plan(source, task, 400)  # type: ignore[arg-type]  (a budget past the whole space)
+    planned, _ = _plan(source, task, fast_context(tmp_path), 400)  # type: ignore[arg-type]  (past the whole space)
     own = [p.config for p in planned if not p.move]
     assert len(own) > 100 and {c["BLOCK_K"] for c in own} > {32}  # the kernel's own tiles are swept
     assert max(tile_smem_bytes(c, 4) for c in own) <= 227 * 1024  # 442,368 B planned without the dtype

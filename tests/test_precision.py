@@ -231,6 +231,8 @@ def test_a_gemm_whose_memory_lead_is_on_chip_is_diagnosed_as_fma_products() -> N
 
 
 def test_a_round_with_a_cure_unmeasured_gives_the_kernels_own_knobs_a_few_rows(tmp_path: Path) -> None:
+    from helpers import fast_context
+
     from kernelopt.harness.problem import source_hash
     from kernelopt.nodes.tune import OWN_BESIDE_A_CURE, _plan
     from kernelopt.records import KernelRecord, Timing
@@ -243,18 +245,19 @@ def test_a_round_with_a_cure_unmeasured_gives_the_kernels_own_knobs_a_few_rows(t
     task: dict = {"run_dir": str(tmp_path), "problem_file": str(problem_path(BMM)), "gpu_key": "H200",
                   "round": 1, "repair": 0, "best": best, "failed": [],
                   "idea": (fma, fma.root_causes[0], fma.recommended_fixes[0])}
-    planned, basis = _plan(seed, task, 48)  # type: ignore[arg-type]
+    ctx = fast_context(tmp_path)
+    planned, basis = _plan(seed, task, ctx, 48)  # type: ignore[arg-type]
     own = [p for p in planned if not p.move]
     first = basis["moves"]["first"]  # the moves that cure it: the rewrite, and the batched template's twin
     assert "dot.tf32x3" in first and planned[0].move in first and "dot.tf32x3" in {p.move for p in planned}
     assert 1 <= len(own) <= OWN_BESIDE_A_CURE
     # so does any diagnosis an unmeasured move answers (several passes over memory: the batched template)
     passes = BottleneckResult("memory", "several passes", "", ("",), (FIX_GROW,))
-    capped, _ = _plan(seed, {**task, "idea": (passes, "", FIX_GROW)}, 48)  # type: ignore[arg-type]
+    capped, _ = _plan(seed, {**task, "idea": (passes, "", FIX_GROW)}, ctx, 48)  # type: ignore[arg-type]
     assert "bmm.batched" in {p.move for p in capped} and 1 <= len([p for p in capped if not p.move]) <= 8
     # a diagnosis whose fix is the knob sweep itself (an untuned launch) keeps the knobs' full share
     untuned = BottleneckResult("other", "untuned", "", ("",), (FIX_SWEEP,))
-    full, _ = _plan(seed, {**task, "idea": (untuned, "", FIX_SWEEP)}, 48)  # type: ignore[arg-type]
+    full, _ = _plan(seed, {**task, "idea": (untuned, "", FIX_SWEEP)}, ctx, 48)  # type: ignore[arg-type]
     assert len([p for p in full if not p.move]) > OWN_BESIDE_A_CURE
 
 

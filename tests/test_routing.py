@@ -164,24 +164,3 @@ def test_setup_stops_on_bad_input() -> None:
 
     command = make_setup()({"problem_source": ""}, runtime())  # type: ignore[arg-type]
     assert command.goto == "report" and command.update["stop_reason"].startswith("bad input: no problem given")
-
-
-def test_setup_loads_the_tracer_ahead_for_the_offline_policy_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The offline policy's structural moves trace the problem in this process: setup starts loading
-    torch._dynamo (4-6 s) beside the baselines; a run with a model has no moves to trace."""
-    import sys
-
-    from scripted import ScriptedChatModel
-
-    import kernelopt.offline.moves as moves
-    from kernelopt.nodes.setup import make_setup
-
-    started: list[str] = []
-    monkeypatch.setattr(moves, "warm_tracing", lambda: started.append("warm"))
-    make_setup()({"problem_source": ""}, runtime())  # type: ignore[arg-type]
-    make_setup(ScriptedChatModel(replies=[]))({"problem_source": ""}, runtime())  # type: ignore[arg-type]
-    assert started == ["warm"]
-    monkeypatch.undo()
-    loaded = moves.warm_tracing()
-    loaded.join(60)
-    assert not loaded.is_alive() and loaded.daemon and "torch._dynamo" in sys.modules

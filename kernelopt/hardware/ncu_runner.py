@@ -48,9 +48,9 @@ def find_ncu(env: Mapping[str, str] | None = None) -> str | None:
 def ncu_unavailable_reason() -> str | None:
     """Why ncu cannot profile here (no CUDA device, no ncu), or None when it can."""
     try:
-        import torch
+        from kernelopt.hardware.gpus import cuda_available  # torch loads only where a driver is present
 
-        if not torch.cuda.is_available():
+        if not cuda_available():
             return "no CUDA device is visible, so there is no NCU profile (the roofline uses the floor alone)"
     except ImportError:
         return "torch is not installed, so no CUDA device can be checked"

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kernelopt.harness.sandbox.calls import exact_math
     from kernelopt.harness.sandbox.interpreter import quick_interpreter, unchecked_integers
     from kernelopt.harness.sandbox.runner import Progress, likely_cuda, prewarm
+    from kernelopt.harness.sandbox.service import run_service_job
 
 _RUNNER = "kernelopt.harness.sandbox.runner"
 _EXPORTS = {
@@ -31,6 +32,7 @@ _EXPORTS = {
     "prewarm": _RUNNER,
     "likely_cuda": _RUNNER,
     "Progress": _RUNNER,  # (phase, seconds) callbacks of a running job
+    "run_service_job": "kernelopt.harness.sandbox.service",  # a function of kernelopt's own in a forked child
     # the measurement protocol: its settings for a run, and when one time beats another
     "timing_config_for": "kernelopt.harness.measure.timing",
     "beats": "kernelopt.harness.measure.timing",
@@ -57,6 +59,7 @@ __all__ = [
     "load_or_measure_ceilings",
     "prewarm",
     "quick_interpreter",
+    "run_service_job",
     "scrubbed_env",
     "stop_running_jobs",
     "timing_config_for",

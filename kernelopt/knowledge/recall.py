@@ -8,16 +8,19 @@ warning line on stderr, and the run goes on without it.
 from __future__ import annotations
 
 import sys
-import threading
-from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kernelopt.context import Context
 from kernelopt.harness.problem import source_hash
 from kernelopt.knowledge.patterns import Pattern, select_patterns
 from kernelopt.knowledge.store import STORE_FILE, Gain, GainStore
+from kernelopt.offline.moves.remote import family_in_child
 from kernelopt.records import one_line
 from kernelopt.runs import default_runs_dir
+
+if TYPE_CHECKING:
+    from kernelopt.harness.verify import Verifier
 
 PATTERNS_SIZE = 3  # patterns a prompt shows
 GAINS_SIZE = 4  # earlier gains a prompt shows
@@ -48,26 +51,11 @@ def warn_once(store: GainStore, doing: str, err: Exception) -> None:
 _DTYPE_WORDS = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
-_TRACING = threading.Lock()  # branches write prompts side by side; one module name, one trace at a time
-
-
-@lru_cache(maxsize=64)
-def _family(problem_source_hash: str, problem_file: str) -> tuple[str, str]:
-    try:
-        from kernelopt.harness.problem import import_file
-        from kernelopt.offline.moves.family import trace_family
-
-        family = trace_family(import_file(problem_file, "kernelopt_knowledge_problem"))
-    except Exception:  # the reference is the user's code: any failure means "no family known"
-        return "other", ""
-    return family.name, family.dtype
-
-
-def problem_family(problem_file: str | Path) -> tuple[str, str]:
+def problem_family(problem_file: str | Path, verifier: Verifier) -> tuple[str, str]:
     """The family of the problem in `problem_file` (offline/moves/family.py; "other" when none is
-    recognised) and its first input's dtype ("float32", ...; "" when unknown)."""
-    with _TRACING:
-        return _family(source_hash(Path(problem_file).read_text()), str(problem_file))
+    recognised) and its first input's dtype ("float32", ...; "" when unknown), read in a child of the
+    run's fork server (`verifier`'s: offline/moves/remote.py)."""
+    return family_in_child(verifier, problem_file)
 
 
 def _ranked(gains: list[Gain], family: str, category: str, problem_hash: str, gpu: str) -> list[Gain]:
@@ -117,13 +105,14 @@ def render_knowledge(patterns: list[Pattern], gains: list[Gain], family: str) ->
 
 
 def recall(
-    ctx: Context, problem_file: str, architecture: str, gpu: str, category: str, text: str, run_dir: str
+    ctx: Context, problem_file: str, architecture: str, gpu: str, category: str, text: str, run_dir: str,
+    verifier: Verifier,
 ) -> str:
     """The KNOWLEDGE BASE section for a round working on `category` (its words in `text`): the
     patterns that fit, and the best-matching gains of earlier runs (not this run's own)."""
     if not ctx.knowledge:
         return ""
-    family, dtype = problem_family(problem_file)
+    family, dtype = problem_family(problem_file, verifier)
     words = f"{text} {dtype} {_DTYPE_WORDS.get(dtype, '')}"
     patterns = select_patterns(category, words, family, architecture, PATTERNS_SIZE)
     store = GainStore(store_location(ctx))

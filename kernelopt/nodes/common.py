@@ -18,6 +18,8 @@ from kernelopt.hardware.specs import GPUSpec, detect_gpu_spec, get_gpu_spec
 from kernelopt.harness import timing_config_for
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import HarnessSettings, Verifier
+from kernelopt.offline.moves import Moves
+from kernelopt.offline.moves.remote import moves_in_child
 from kernelopt.records import Candidate
 from kernelopt.runs import compile_cache_root, log_event
 from kernelopt.state import KernelOptState
@@ -68,6 +70,15 @@ def verifiers_for(state: KernelOptState, ctx: Context) -> list[Verifier]:
 def verifier_for(state: KernelOptState, ctx: Context) -> Verifier:
     """The run's own verifier: the one on its GPU."""
     return verifiers_for(state, ctx)[0]
+
+
+def run_moves(state: KernelOptState | dict[str, Any], ctx: Context, source: str | None = None) -> Moves:
+    """The structural moves for the run's problem on the run's GPU (its SMs, compute capability and L2), with the
+    rewrites of the best kernel's `source` where given, worked out in a child of the run's fork server (remote.py)."""
+    spec = get_gpu_spec(state["gpu_key"])
+    verifier = verifier_for(state, ctx)  # type: ignore[arg-type]  (a fresh run's update has the keys it reads)
+    return moves_in_child(verifier, state["problem_file"], spec.sm_count, source,
+                          spec.compute_capability, spec.l2_cache_mb)
 
 
 def emit(state: KernelOptState | dict[str, Any], event: Event) -> None:

@@ -61,7 +61,7 @@ def conclude(
     else:
         can_repair = bool(failed) and repair < ctx.max_repairs and (
             state.get("uses_llm", False) or round_ > 0
-            or moves_can_replace_start(state, [*state.get("attempts", []), *attempts])
+            or moves_can_replace_start(state, ctx, [*state.get("attempts", []), *attempts])
         )
         update.update(last_error=failed[0].error if failed else None, repairs=repair + 1)
     round_over = not can_repair

@@ -15,7 +15,7 @@ from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.knowledge.recall import problem_family, recall, record
 from kernelopt.knowledge.store import Gain
-from kernelopt.nodes.common import emit
+from kernelopt.nodes.common import emit, verifier_for
 from kernelopt.nodes.ideas import idea_for_branch
 from kernelopt.records import Attempt, KernelRecord
 from kernelopt.state import Branch, KernelOptState
@@ -28,7 +28,8 @@ def knowledge_text(task: Branch, ctx: Context) -> str:
     chosen, cause, fix = task["idea"]
     gpu = get_gpu_spec(task["gpu_key"])
     words = " ".join((chosen.summary, chosen.reasoning, *chosen.root_causes, *chosen.recommended_fixes, cause, fix))
-    return recall(ctx, task["problem_file"], gpu.architecture, gpu.key, chosen.category, words, task["run_dir"])
+    return recall(ctx, task["problem_file"], gpu.architecture, gpu.key, chosen.category, words, task["run_dir"],
+                  verifier_for(task, ctx))  # type: ignore[arg-type]
 
 
 def _idea_words(state: KernelOptState, attempt: Attempt) -> str:
@@ -52,7 +53,7 @@ def remember_gain(
     gain = Gain(
         problem=Path(state.get("problem_path") or problem_file).stem,
         problem_hash=source_hash(Path(problem_file).read_text()),
-        family=problem_family(problem_file)[0],
+        family=problem_family(problem_file, verifier_for(state, ctx))[0],
         bottleneck=category,
         change=_idea_words(state, attempt),
         speedup=old.time_ms / new.time_ms,

@@ -14,16 +14,16 @@ from langgraph.types import Command, Overwrite
 from kernelopt.context import Context
 from kernelopt.events import BaselinesTimed, CompilerSeedMade, ModelDropped, SetupDone
 from kernelopt.hardware.gpus import run_gpus
-from kernelopt.hardware.specs import UnknownGPUError, get_gpu_spec
+from kernelopt.hardware.specs import UnknownGPUError
 from kernelopt.harness.problem import checked_sources, read_source
 from kernelopt.llm import ChatModels, chat_models, check_endpoints
 from kernelopt.nodes.approval import STARTING_KERNEL
 from kernelopt.nodes.branches import new_round
-from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, verifier_for, written
+from kernelopt.nodes.common import after, context_of, emit, resolve_gpu, run_moves, verifier_for, written
 from kernelopt.nodes.profile import prepare_profiles
 from kernelopt.nodes.spread import SPREAD_FROM
 from kernelopt.nodes.stop import Step, should_stop
-from kernelopt.offline.moves import TEMPLATE_START, structural_moves
+from kernelopt.offline.moves import TEMPLATE_START
 from kernelopt.offline.tuner import with_config
 from kernelopt.records import Candidate, InputError
 from kernelopt.runs import default_runs_dir, kernel_path, new_run_dir, released_on_failure
@@ -81,11 +81,7 @@ def _setup(
     `baselines`, the run's folder only (the run stops before any work)."""
     from kernelopt.harness import likely_cuda, prewarm
 
-    prewarm()  # the fork server's imports overlap this process's (the verifier imports torch)
-    if not uses_llm:  # the offline policy's structural moves trace the problem in this process
-        from kernelopt.offline.moves import warm_tracing
-
-        warm_tracing()
+    prewarm()  # the fork server's imports (torch, Triton) overlap this process's own
     if ctx.candidates_per_round >= SPREAD_FROM and likely_cuda():  # the other GPUs' too (nodes/spread.py)
         try:
             for gpu in run_gpus(ctx.gpus)[1:]:
@@ -155,7 +151,7 @@ def _timed_and_started(
     seed, no_seed = _compiler_seed(update, ctx, len(starts), ahead)
     starts += [seed] if seed else []
     if not starts and not uses_llm:  # the offline optimizer tunes a verified kernel: it needs one to start
-        template, no_template = _template_start(update, no_seed) if ctx.compiler_seed else (None, "")  # off: asked
+        template, no_template = _template_start(update, ctx, no_seed) if ctx.compiler_seed else (None, "")  # off: asked
         if template is None:
             none = f", no template for the problem{no_template}" if ctx.compiler_seed else ""
             return update, f"nothing to start from: no kernel, no model{none}, and {no_seed}"
@@ -165,19 +161,14 @@ def _timed_and_started(
     return update, None
 
 
-def _template_start(update: dict[str, Any], no_seed: str) -> tuple[Candidate | None, str]:
+def _template_start(update: dict[str, Any], ctx: Context, no_seed: str) -> tuple[Candidate | None, str]:
     """Round 0's kernel where there is no kernel, no model and no compiler seed could be made (no GPU here, or the
     compiler handing the work to a library): the first structural move of the problem's family at its first
     configuration, a template kernelopt writes for the family; else None and why not (" (...)", or "" where the
     problem has no family)."""
-    spec = get_gpu_spec(update["gpu_key"])
-    try:
-        moves = structural_moves(update["problem_file"], spec.sm_count, capability=spec.compute_capability,
-                                 l2_mb=spec.l2_cache_mb)
-    except Exception as err:  # noqa: BLE001 - the reference is the user's code: no template, and the stop says why
-        return None, f" (reading its family failed: {type(err).__name__}: {err})"
+    moves = run_moves(update, ctx)  # a reference that cannot be read: no family, its one skip says why
     if not moves.instances:
-        return None, ""
+        return None, f" ({moves.skipped[0].why})" if moves.family is None and moves.skipped else ""
     move = moves.instances[0]
     config = move.grid[0] if move.grid else {}
     knobs = ", ".join(f"{k}={v}" for k, v in config.items()) or "its own launch"

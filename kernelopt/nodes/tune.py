@@ -20,11 +20,10 @@ from typing import Any, cast
 from kernelopt.budget import closing_s
 from kernelopt.context import Context
 from kernelopt.events import CandidateWritten, SweepDone, SweepStarted
-from kernelopt.hardware.specs import get_gpu_spec
 from kernelopt.harness.problem import source_hash
 from kernelopt.harness.verify import SWEEP_TIMING_GRACE_S
-from kernelopt.nodes.common import emit, verifier_for, written
-from kernelopt.offline.moves import TEMPLATE_START, Moves, by_diagnosis, structural_moves
+from kernelopt.nodes.common import emit, run_moves, verifier_for, written
+from kernelopt.offline.moves import TEMPLATE_START, Moves, by_diagnosis
 from kernelopt.offline.space import Config, limits_for, plan
 from kernelopt.offline.structures import (
     Planned,
@@ -94,13 +93,14 @@ def rows_of(table: dict[str, Any]) -> list[SweepRow]:
     return [row_of(row) for row in table["rows"]]
 
 
-def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[str, Any]]:
+def _plan(source: str, task: Branch, ctx: Context, budget: int) -> tuple[list[Planned], dict[str, Any]]:
     """This round's configurations and what the plan rested on: structural moves never measured
     first, a few around each live structure, then the best kernel's own knobs."""
     tables = load_tables(task["run_dir"])
     best = task["best"]
     best_move = structure_of(best.source_hash, tables) if best else ""
-    moves = on_structure(_moves(task, source), best_move)  # a rewrite of the best kernel: measured on each structure
+    # a rewrite of the best kernel: measured on each structure
+    moves = on_structure(_moves(task, ctx, source), best_move)
     seed = 100 * task["round"] + task["repair"]
     category = task["idea"][0].category if task["idea"] else None
     ordered = by_diagnosis(moves.instances, category)  # the judger's diagnosis chooses which moves go first
@@ -129,15 +129,13 @@ def _plan(source: str, task: Branch, budget: int) -> tuple[list[Planned], dict[s
     return planned, {**basis, "basis": fix, "centre": centre, "direction": asdict(direction)}
 
 
-def _moves(task: Branch, source: str) -> Moves:
-    """The structural moves for the run's problem on the run's GPU (its SM count), and the
-    rewrites of the best kernel's `source` (none without a best: a rejected start is not rewritten)."""
-    spec = get_gpu_spec(task["gpu_key"])
-    return structural_moves(task["problem_file"], spec.sm_count, source if task["best"] else None,
-                            spec.compute_capability, spec.l2_cache_mb)
+def _moves(task: Branch, ctx: Context, source: str) -> Moves:
+    """The structural moves for the run's problem on the run's GPU, and the rewrites of the best
+    kernel's `source` (none without a best: a rejected start is not rewritten)."""
+    return run_moves(task, ctx, source if task["best"] else None)
 
 
-def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> bool:
+def moves_can_replace_start(state: KernelOptState, ctx: Context, attempts: list[Attempt]) -> bool:
     """Whether the offline optimizer may rebuild a run whose compiler seed was rejected at round 0
     (nothing correct yet) from the structural moves: there must be moves for the problem. Inductor's
     own kernels can fail the check (one accumulator over a K of 700k loses 1e-4), where a move
@@ -146,9 +144,7 @@ def moves_can_replace_start(state: KernelOptState, attempts: list[Attempt]) -> b
         return False
     if not any(a.change.startswith((COMPILER_SEED, TEMPLATE_START)) and a.time_ms is None for a in attempts):
         return False
-    spec = get_gpu_spec(state["gpu_key"])
-    return bool(structural_moves(state["problem_file"], spec.sm_count, capability=spec.compute_capability,
-                                 l2_mb=spec.l2_cache_mb).instances)
+    return bool(run_moves(state, ctx).instances)
 
 
 def _untried(moves: Moves, tables: list[dict[str, Any]]) -> int:
@@ -195,7 +191,7 @@ def _row(planned: Planned, round_: int, measured: Measured, path: Path) -> dict[
 def _sweep(task: Branch, ctx: Context, source: str) -> dict[str, Any]:
     """Measure this round's configurations; the table, also written to sweeps/round-NNN.json."""
     verifier = verifier_for(cast(KernelOptState, task), ctx)
-    planned, basis = _plan(source, task, _budget(ctx, verifier.settings.use_cuda, load_tables(task["run_dir"])))
+    planned, basis = _plan(source, task, ctx, _budget(ctx, verifier.settings.use_cuda, load_tables(task["run_dir"])))
     target = _free_table_path(task)
     folder = sweep_dir(task["run_dir"]) / target.stem
     folder.mkdir(parents=True, exist_ok=True)
@@ -329,7 +325,7 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
     tables = [t for t in load_tables(task["run_dir"]) if t["round"] == task["round"]]
     candidates = _pick(tables, tried, task, centre)
     swept = table_path(task["run_dir"], task["round"], task["repair"]).exists()
-    untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
+    untried = _untried(_moves(task, ctx, source), load_tables(task["run_dir"]))
     # A sweep measures at least one configuration of every move never measured: each pass ends one.
     deadline, cut = sweep_deadline(task, ctx), False
     for _ in range(1 + untried):
@@ -342,7 +338,7 @@ def offline_candidates(task: Branch, ctx: Context) -> dict[str, Any]:
         cut = any(r.get("rule") == "time-budget" for r in table["rows"])
         candidates = _pick([table], tried, task, centre)
         swept = True
-        untried = _untried(_moves(task, source), load_tables(task["run_dir"]))
+        untried = _untried(_moves(task, ctx, source), load_tables(task["run_dir"]))
     if not candidates:
         why = ("search_exhausted: every configuration the sweep measured was tried, "
                "and every structural move that applies was measured")

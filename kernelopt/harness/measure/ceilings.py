@@ -126,11 +126,13 @@ def load_or_measure_ceilings(
     measure: Callable[[int], Ceilings] = measure_ceilings,
 ) -> Ceilings | None:
     """This GPU's ceilings from the cache, measured and cached on first use; None without CUDA."""
+    from kernelopt.hardware.gpus import cuda_available
+
     try:
+        if not cuda_available():  # no driver: no torch to import either
+            return None
         import torch
 
-        if not torch.cuda.is_available():
-            return None
         gpu_name = torch.cuda.get_device_name(device)
     except (ImportError, RuntimeError):
         return None

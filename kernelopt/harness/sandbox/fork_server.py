@@ -33,7 +33,7 @@ def preload() -> None:
     import triton.language  # noqa: F401
     from torch.utils.flop_counter import FlopCounterMode
 
-    from kernelopt.harness.sandbox import baseline_jobs, reference, sweep, worker  # noqa: F401  (each job's module)
+    from kernelopt.harness.sandbox import baseline_jobs, reference, service, sweep, worker  # noqa: F401  (each job's)
     from kernelopt.harness.sandbox.compute_guard import ComputeGuard
 
     try:  # a kernel's first launch imports it (its arguments' specialisation): 0.2-0.5 s a child under the interpreter
@@ -67,6 +67,8 @@ def _child(job: dict[str, Any]) -> None:
         os.chdir(job["work_dir"])
         if job["job"].startswith("sweep"):  # many configurations of one kernel (sweep.py)
             from kernelopt.harness.sandbox.sweep import run_job
+        elif job["job"] == "service":  # a function of kernelopt's own (service.py)
+            from kernelopt.harness.sandbox.service import run_job
         else:
             from kernelopt.harness.sandbox.worker import run_job
 

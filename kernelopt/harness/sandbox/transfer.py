@@ -12,13 +12,22 @@ from __future__ import annotations
 import json
 import socket
 import struct
+from collections.abc import Mapping
+from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
-DTYPES = MappingProxyType(
-    {
+
+@lru_cache(maxsize=1)
+def dtypes() -> Mapping[str, torch.dtype]:
+    """torch's dtypes by name ("float32"): torch loads when a tensor is first read, not with this module (the run's
+    own process talks to the reference through it and never handles a tensor)."""
+    import torch
+
+    return MappingProxyType({
         str(dtype).removeprefix("torch."): dtype
         for dtype in (
             torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.complex64, torch.complex128,
@@ -26,8 +35,9 @@ DTYPES = MappingProxyType(
             *(getattr(torch, name) for name in ("uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2")
               if hasattr(torch, name)),
         )
-    }
-)
+    })
+
+
 _HEADER = struct.Struct("!I")
 MAX_HEADER_BYTES = 1 << 20
 MAX_TENSORS = 64
@@ -76,6 +86,7 @@ def describe(tensors: list[torch.Tensor]) -> tuple[list[dict[str, Any]], list[me
 
     The tensors must stay alive until the receiver has answered: a CUDA handle points at them.
     """
+    import torch
     from torch.multiprocessing.reductions import reduce_tensor
 
     headers, payloads = [], []
@@ -118,12 +129,14 @@ def _ints(values: Any, what: str) -> list[int]:
 
 def read_tensors(sock: socket.socket, header: dict[str, Any], device: torch.device) -> list[torch.Tensor]:
     """The tensors a `send_tensors` message announces: CUDA ones mapped, CPU ones read off the socket."""
+    import torch
+
     entries = header.get("tensors")
     if not isinstance(entries, list) or len(entries) > MAX_TENSORS:
         raise TransferError("a message without a list of tensors")
     tensors = []
     for entry in entries:
-        dtype = DTYPES.get(entry.get("dtype")) if isinstance(entry, dict) else None
+        dtype = dtypes().get(entry.get("dtype")) if isinstance(entry, dict) else None
         if dtype is None:
             raise TransferError(f"an unknown dtype in {str(entry)[:80]}")
         shape = _ints(entry.get("shape"), "shape")
@@ -145,6 +158,7 @@ def read_tensors(sock: socket.socket, header: dict[str, Any], device: torch.devi
 
 
 def _map_cuda(spec: Any, dtype: torch.dtype, shape: list[int]) -> torch.Tensor:
+    import torch
     from torch.multiprocessing.reductions import rebuild_cuda_tensor
 
     if not isinstance(spec, dict):

@@ -8,7 +8,6 @@ knob values its sweep measures, best guesses first) or why it does not apply at 
 from __future__ import annotations
 
 import math
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -63,27 +62,19 @@ class Skipped:
 
 
 @dataclass(frozen=True)
+class FamilyTag:
+    """A family as a run's own process knows it where the moves were worked out in a child (remote.py)."""
+
+    name: str  # "softmax", "matmul", ..., "other"
+    dtype: str  # the first input's: "float32", ...
+
+
+@dataclass(frozen=True)
 class Moves:
-    family: Family | None
+    family: Family | FamilyTag | None
     instances: tuple[MoveInstance, ...]
     skipped: tuple[Skipped, ...]
     rewrites: frozenset[str] = frozenset()  # the instances that rewrite the best kernel (not the problem's templates)
-
-
-def warm_tracing() -> threading.Thread:
-    """Load what tracing a problem on the meta device needs (torch, `torch._dynamo`) in a thread of its
-    own, while the run's baselines are timed in other processes. A process's first structural moves
-    otherwise spend 4.5-6.0 s loading them (H200 host; 4.1 s on a 2-core CPU), at the start of round 1."""
-
-    def load() -> None:
-        try:
-            import torch._dynamo  # noqa: F401
-        except Exception:  # noqa: S110  (the moves load it again, and say what failed, when they need it)
-            pass
-
-    thread = threading.Thread(target=load, name="kernelopt-warm-tracing", daemon=True)
-    thread.start()
-    return thread
 
 
 def structural_moves(problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None,
