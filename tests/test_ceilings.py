@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from kernelopt.hardware import get_gpu_spec
+from kernelopt.hardware import get_gpu_spec, gpus
 from kernelopt.harness.measure.ceilings import (
     Ceilings,
     default_cache_dir,
@@ -46,7 +46,7 @@ def test_default_cache_dir_honours_xdg(tmp_path: Path, monkeypatch: pytest.Monke
 def test_measures_once_then_serves_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: True)  # what it asks first: no driver, no torch to import
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=0: FAKE.gpu_name)
     calls: list[int] = []
 
@@ -60,7 +60,7 @@ def test_measures_once_then_serves_the_cache(
 
 
 def test_none_without_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: False)
 
     def must_not_run(device: int) -> Ceilings:
         raise AssertionError("measured without CUDA")
@@ -71,13 +71,16 @@ def test_none_without_cuda(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 def test_failed_measurement_is_none_and_not_cached(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=0: FAKE.gpu_name)
+    calls: list[int] = []
 
     def out_of_memory(device: int) -> Ceilings:
+        calls.append(device)
         raise torch.cuda.OutOfMemoryError("CUDA out of memory")
 
     assert load_or_measure_ceilings(tmp_path, measure=out_of_memory) is None
+    assert calls == [0]  # it was measured, and failed
     assert load_ceilings(FAKE.gpu_name, tmp_path) is None
 
 

@@ -1311,7 +1311,7 @@ def test_when_no_move_passes_either_the_run_says_there_is_no_correct_kernel(
     monkeypatch.setattr(setup, "no_gpu_reason", lambda: None)
     monkeypatch.setattr(setup, "compiler_seed", lambda *args, **kwargs: made)
     wrong = MoveInstance("log_softmax.wrong", "a move that is wrong too", broken, ({"BLOCK": 16}, {"BLOCK": 32}))
-    monkeypatch.setattr(tune, "structural_moves", lambda *args, **kwargs: Moves(None, (wrong,), ()))
+    monkeypatch.setattr(tune, "run_moves", lambda *args, **kwargs: Moves(None, (wrong,), ()))
     inputs = {"problem_source": (MOVES / "log_softmax.py").read_text()}
     final, events = run_graph(inputs, fast_context(tmp_path, max_rounds=1, sweep_configs=2))
     assert final["best"] is None

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernelopt.hardware import ncu_runner
+from kernelopt.hardware import gpus, ncu_runner
 from kernelopt.hardware.ncu import (
     DEFAULT_METRICS,
     NCU_METRICS,
@@ -251,18 +251,14 @@ def test_run_ncu_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
 
 
 def test_unavailable_reason_without_ncu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import torch
-
     monkeypatch.setattr(ncu_runner, "_fallback_ncu_paths", lambda: [])
     monkeypatch.setenv("PATH", str(tmp_path))
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: True)
     assert "ncu (Nsight Compute) is not on PATH" in (ncu_unavailable_reason() or "")
 
 
 def test_unavailable_reason_without_a_gpu_names_the_gpu_first(monkeypatch: pytest.MonkeyPatch) -> None:
-    import torch
-
-    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(gpus, "cuda_available", lambda: False)
     assert "no CUDA device" in (ncu_unavailable_reason() or "")
 
 

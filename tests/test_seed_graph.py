@@ -74,17 +74,20 @@ def test_without_kernel_model_gpu_or_template_setup_stops_saying_what_to_give(tm
     assert Path(final["run_dir"], "report.md").exists()
 
 
-def test_a_family_reading_that_fails_is_named_in_the_stop(tmp_path, monkeypatch) -> None:
-    # a bug in the family's reading (or a reference it cannot trace) stops the run saying what failed, not silently
+@pytest.mark.parametrize(("forward", "said"), [
+    ("x * x.sum().item()", "(the reference could not be traced on the meta device (RuntimeError: "),
+    ("os.kill(os.getpid(), signal.SIGKILL) if x.is_meta else x * torch.sigmoid(x)",
+     "(the moves' own process failed: "),
+])
+def test_a_family_reading_that_fails_is_named_in_the_stop(tmp_path, monkeypatch, forward: str, said: str) -> None:
+    # A reference the family's reading cannot trace on the meta device, or one that kills the child of the fork server
+    # reading it, stops the run saying what failed: the run's own process never ran it.
     monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
-
-    def broken(*_args, **_kwargs):
-        raise RuntimeError("cannot trace the reference on meta")
-
-    monkeypatch.setattr(setup_node, "structural_moves", broken)
-    final, _ = run_graph({"problem_source": (SWISH / "problem.py").read_text()}, fast_context(tmp_path))
+    problem = (SWISH / "problem.py").read_text().replace("return x * torch.sigmoid(x)", f"return {forward}")
+    problem = problem.replace("import torch\n", "import os\nimport signal\n\nimport torch\n", 1)
+    final, _ = run_graph({"problem_source": problem}, fast_context(tmp_path))
     reason = final["stop_reason"]
-    assert "no template for the problem (reading its family failed: RuntimeError: cannot trace the reference" in reason
+    assert f"nothing to start from: no kernel, no model, no template for the problem {said}" in reason
     assert "no CUDA GPU" in reason
 
 
