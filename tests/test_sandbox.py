@@ -340,6 +340,23 @@ def test_a_closed_fork_server_leaves_its_log_only_where_it_wrote_one(tmp_path: P
     assert not Path(servers[0].log_path).exists() and Path(servers[1].log_path).read_text() == "what the server said\n"
 
 
+def test_a_fork_server_whose_owner_left_without_closing_it_removes_its_empty_log(tmp_path: Path) -> None:
+    # The server's own exit (its stdin closed: the owner killed, or gone without its exit handlers, as an xdist worker
+    # goes): the log it was started with (argv, its stderr) goes where nothing was written, stays where something was,
+    # and a file put at the path since is not its log
+    code = ("import sys\nfrom kernelopt.harness.sandbox.fork_server import drop_empty_log\n"
+            "print(sys.argv[2], end='', file=sys.stderr, flush=True)\ndrop_empty_log(sys.argv[1])")
+    for said, other in (("", False), ("a traceback", False), ("", True)):
+        log = tmp_path / "server.log"
+        with log.open("w") as stderr:
+            if other:
+                log.unlink()
+                log.write_text("")  # another file of the same name, empty too
+            subprocess.run([sys.executable, "-c", code, str(log), said], stderr=stderr, check=True, timeout=60)
+        assert log.exists() == bool(said or other), (said, other)
+        log.unlink(missing_ok=True)
+
+
 PRELOADED = '''
 import sys
 from kernelopt.harness.sandbox.fork_server import preload

@@ -128,10 +128,23 @@ def serve() -> int:
     return 0
 
 
+def drop_empty_log(path: str) -> None:
+    """Remove this server's log (its stderr, at `path`) where nothing was written to it: its owner may have gone
+    without closing it (killed, or a process that ends without its exit handlers), and /tmp keeps no empty file
+    for each run."""
+    try:
+        if os.fstat(2).st_size == 0 and os.path.samestat(os.fstat(2), os.stat(path)):
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 if __name__ == "__main__":
     status = serve()
     sys.stdout.flush()
     sys.stderr.flush()
+    if len(sys.argv) > 1:
+        drop_empty_log(sys.argv[1])
     # No teardown of torch and Triton (a second of an idle server's exit, paid at the end of every run):
     # every reply is already written and flushed, every child killed.
     os._exit(status)

@@ -131,7 +131,7 @@ class ForkServer:
         self.use_cuda, self.gpu = use_cuda, gpu
         log_fd, self.log_path = tempfile.mkstemp(prefix="kernelopt-forkserver-", suffix=".log")
         self._process = subprocess.Popen(
-            [sys.executable, "-m", "kernelopt.harness.sandbox.fork_server"],
+            [sys.executable, "-m", "kernelopt.harness.sandbox.fork_server", self.log_path],
             env=worker_env(use_cuda, gpu),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
