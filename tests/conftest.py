@@ -29,19 +29,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min(2, os.cpu_count() or 1)
 
 
-# The longest test files, longest first (seconds in one process, on two CPU cores: moves 143,
-# seed_translate 86, verifier 78, cli 77, resume_signals 68, suite 65, ray 64, resume 63, ...).
-# With `--dist loadfile` a worker takes one file at a time: started last, a long file keeps one
-# worker busy while the other has nothing left (pytest-xdist's own order, by number of tests,
-# put resume_signals and ray last). The rest follow in their usual order.
-# Session 45 (1,747 tests, 11.6-12 min on two cores): the template files that had grown to 30-50 s each (separable,
-# split_f16, moves_ptx, conv_rows, pooling3d), unlisted, ran last by name and left one worker alone at the end.
+# The longest test files, longest first (seconds of their tests' durations in a whole run on two CPU cores, session
+# 57: moves 176, moves_ptx 149, suite 121, cli 95, seed_translate 82, conv_split 73, pooling3d 72, ray 70, ...).
+# With `--dist loadfile` a worker takes one file at a time: started last, a long file keeps one worker busy while
+# the other has nothing left (pytest-xdist's own order, by number of tests, put resume_signals and ray last; the
+# alphabet put moves_ptx and pooling3d in the second half). The rest follow in their usual order.
 LONGEST_FIRST = (
-    "test_moves.py", "test_seed_translate.py", "test_verifier.py", "test_cli.py", "test_suite.py",
-    "test_separable.py", "test_split_f16.py", "test_resume_signals.py", "test_ray.py", "test_resume.py",
-    "test_moves_ptx.py", "test_conv_rows.py", "test_pooling3d.py", "test_studio.py", "test_scale.py",
-    "test_seed_conv.py", "test_conv_depthwise.py", "test_conv_split.py", "test_seed_split.py", "test_graph.py",
-    "test_approval.py", "test_parallel.py", "test_llm_client.py",
+    "test_moves.py", "test_moves_ptx.py", "test_suite.py", "test_cli.py", "test_seed_translate.py",
+    "test_conv_split.py", "test_pooling3d.py", "test_ray.py", "test_resume.py", "test_conv_reduce.py",
+    "test_verifier.py", "test_approval.py", "test_studio.py", "test_conv_epilogue.py", "test_scale.py",
+    "test_separable.py", "test_conv_rows.py", "test_precision.py", "test_resume_signals.py", "test_parallel.py",
+    "test_split_f16.py", "test_graph.py", "test_seed_specialize.py", "test_sliding_pool.py",
 )
 
 
