@@ -77,14 +77,20 @@ def test_without_kernel_model_gpu_or_template_setup_stops_saying_what_to_give(tm
 @pytest.mark.parametrize(("forward", "said"), [
     ("x * x.sum().item()", "(the reference could not be traced on the meta device (RuntimeError: "),
     ("os.kill(os.getpid(), signal.SIGKILL) if x.is_meta else x * torch.sigmoid(x)",
-     "(the moves' own process failed: "),
+     "(the moves' own process failed: the process crashed with SIGKILL"),
+    ("time.sleep(3600) if x.is_meta else x * torch.sigmoid(x)",
+     "(the moves' own process failed: timed out in import after 8 s"),
 ])
 def test_a_family_reading_that_fails_is_named_in_the_stop(tmp_path, monkeypatch, forward: str, said: str) -> None:
-    # A reference the family's reading cannot trace on the meta device, or one that kills the child of the fork server
-    # reading it, stops the run saying what failed: the run's own process never ran it.
+    # A reference the family's reading cannot trace on the meta device, or one that kills or hangs the child of the
+    # fork server reading it (killed at the moves' limit, here 8 s), stops the run saying what failed: the run's own
+    # process never ran it.
+    from kernelopt.offline.moves import remote
+
     monkeypatch.setattr(setup_node, "no_gpu_reason", lambda: NO_GPU)
+    monkeypatch.setattr(remote, "MOVES_LIMIT_S", 8.0)
     problem = (SWISH / "problem.py").read_text().replace("return x * torch.sigmoid(x)", f"return {forward}")
-    problem = problem.replace("import torch\n", "import os\nimport signal\n\nimport torch\n", 1)
+    problem = problem.replace("import torch\n", "import os\nimport signal\nimport time\n\nimport torch\n", 1)
     final, _ = run_graph({"problem_source": problem}, fast_context(tmp_path))
     reason = final["stop_reason"]
     assert f"nothing to start from: no kernel, no model, no template for the problem {said}" in reason
