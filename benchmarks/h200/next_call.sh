@@ -105,6 +105,11 @@
 # every-move tests) and a warm call with the other 31 every-move tests, all passed at 9b2c0e0. Built, CPU only: the
 # interpreter's operand fast paths (harness/sandbox/interpreter.py, never used on a GPU). Left: on an H200, c3's rows
 # 42 and 44 (`PART=s58` still does them first; BOX=585 on a fresh budget, less where failed starts have cost some).
+# Session 60 (RESULTS.md (br)): the structural moves and the problem's family are worked out in a child of the fork
+# server (offline/moves/remote.py, a service job: harness/sandbox/service.py), so the run's own process imports no
+# torch where no GPU driver is. For the next call: `PART=s60` (either card, 585 s): on an H200 c3's rows 42 and 44
+# first, then test_gpu whole and test_seed_gpu's start from nothing (offline runs through the moves' child), on an
+# H100 a full-size offline run of 23_Softmax after them.
 # The parts of sessions 51-55 (s51 ... s55h) were taken out at session 56: their runs and commands are in RESULTS.md,
 # their text in git (`git show 44b51e9:benchmarks/h200/next_call.sh`).
 #
