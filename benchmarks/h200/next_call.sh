@@ -287,6 +287,24 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s60b)  # s60 in its other order, for a box too short for the rows first (BOX seconds): test_gpu whole, test_seed_gpu's
+  # start from nothing (offline runs through the moves' child), then on an H200 c3's rows 42 and 44 where 200 s are
+  # left, on an H100 23_Softmax's full-size offline run where 130 s are
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  timeout $(( left < 240 ? left : 240 )) bash benchmarks/h200/gpu_tests.sh test_gpu
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 60 ] && timeout $(( left < 100 ? left : 100 )) bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:neither"
+  echo "[tests: at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  if h200; then [ $left -ge 200 ] && redo c3 $(( left - 10 ))
+  elif [ $left -ge 130 ]; then
+    PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns timeout 125 python3 -m kernelopt.cli optimize \
+      benchmarks/kernelbench/problems/23_Softmax.py --max-rounds 3 --max-wall-s 110 --no-profile --json \
+      --out /tmp/softmax23 > "$OUT/softmax23.json" 2> "$OUT/softmax23.err"
+    echo "[softmax23: rc $? at $(elapsed) s]" | tee -a "$OUT/card.txt"
+    cp /tmp/softmax23/report.md "$OUT/softmax23_report.md" 2>/dev/null
+  fi ;;
 s60)  # session 60's plan (BOX seconds, 585 unless told), either card. The structural moves and the problem's family
   # are now worked out in a child of the fork server (offline/moves/remote.py through harness/sandbox/service.py):
   # on an H200 c3's last redo rows (42, 44: full-size offline runs through it) first; then test_gpu whole (its
