@@ -287,6 +287,16 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
 (in_register and (6_Mat or 3_Bat))"
 }
 case ${PART:-1} in
+s60c)  # the least that shows the moves' child on a GPU, for a box of little budget (BOX seconds): test_gpu's offline
+  # runs and sweep, test_seed_gpu's start from nothing, then the rest of test_gpu
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
+  local_runs="offline_run or a_gpu_run_reports or sweep_checks"
+  timeout $(( ${BOX:-585} - $(elapsed) )) bash benchmarks/h200/gpu_tests.sh "test_gpu:$local_runs"
+  cp "$OUT/test_gpu.log" "$OUT/test_gpu_runs.log" 2>/dev/null
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 50 ] && timeout $(( left < 100 ? left : 100 )) bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:neither"
+  left=$(( ${BOX:-585} - $(elapsed) ))
+  [ $left -ge 40 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_gpu:not ($local_runs)" ;;
 s60b)  # s60 in its other order, for a box too short for the rows first (BOX seconds): test_gpu whole, test_seed_gpu's
   # start from nothing (offline runs through the moves' child), then on an H200 c3's rows 42 and 44 where 200 s are
   # left, on an H100 23_Softmax's full-size offline run where 130 s are
