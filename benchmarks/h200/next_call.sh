@@ -107,9 +107,11 @@
 # 42 and 44 (`PART=s58` still does them first; BOX=585 on a fresh budget, less where failed starts have cost some).
 # Session 60 (RESULTS.md (br)): the structural moves and the problem's family are worked out in a child of the fork
 # server (offline/moves/remote.py, a service job: harness/sandbox/service.py), so the run's own process imports no
-# torch where no GPU driver is. For the next call: `PART=s60` (either card, 585 s): on an H200 c3's rows 42 and 44
-# first, then test_gpu whole and test_seed_gpu's start from nothing (offline runs through the moves' child), on an
-# H100 a full-size offline run of 23_Softmax after them.
+# torch where no GPU driver is. No device came in sixteen tries, so none of it has run on a GPU. For the next call:
+# `PART=s60` (either card, 585 s): on an H200 c3's rows 42 and 44 first, then test_gpu whole and test_seed_gpu's
+# start from nothing (offline runs through the moves' child), on an H100 a full-size offline run of 23_Softmax after
+# them; with less budget `PART=s60b` (the tests first, then the rows) or `PART=s60c` (the runs through the child first).
+# s58 (its rows, test_gpu, the every-move tests) was taken out at session 60: s60 does the same and more.
 # The parts of sessions 51-55 (s51 ... s55h) were taken out at session 56: their runs and commands are in RESULTS.md,
 # their text in git (`git show 44b51e9:benchmarks/h200/next_call.sh`).
 #
@@ -286,6 +288,13 @@ tf32parts() {  # the moves that split an operand where wgmma reads it (sessions 
   [ $left -ge 60 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:pointwise_convolution or \
 (in_register and (6_Mat or 3_Bat))"
 }
+softmax23() {  # a full-size offline run of 23_Softmax through the moves' child (3 rounds, 110 s), its summary kept
+  PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns timeout 125 python3 -m kernelopt.cli optimize \
+    benchmarks/kernelbench/problems/23_Softmax.py --max-rounds 3 --max-wall-s 110 --no-profile --json \
+    --out /tmp/softmax23 > "$OUT/softmax23.json" 2> "$OUT/softmax23.err"
+  echo "[softmax23: rc $? at $(elapsed) s]" | tee -a "$OUT/card.txt"
+  cp /tmp/softmax23/report.md "$OUT/softmax23_report.md" 2>/dev/null
+}
 case ${PART:-1} in
 s60c)  # the least that shows the moves' child on a GPU, for a box of little budget (BOX seconds): test_gpu's offline
   # runs and sweep, test_seed_gpu's start from nothing, then the rest of test_gpu
@@ -309,11 +318,7 @@ s60b)  # s60 in its other order, for a box too short for the rows first (BOX sec
   left=$(( ${BOX:-585} - $(elapsed) ))
   if h200; then [ $left -ge 200 ] && redo c3 $(( left - 10 ))
   elif [ $left -ge 130 ]; then
-    PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns timeout 125 python3 -m kernelopt.cli optimize \
-      benchmarks/kernelbench/problems/23_Softmax.py --max-rounds 3 --max-wall-s 110 --no-profile --json \
-      --out /tmp/softmax23 > "$OUT/softmax23.json" 2> "$OUT/softmax23.err"
-    echo "[softmax23: rc $? at $(elapsed) s]" | tee -a "$OUT/card.txt"
-    cp /tmp/softmax23/report.md "$OUT/softmax23_report.md" 2>/dev/null
+    softmax23
   fi ;;
 s60)  # session 60's plan (BOX seconds, 585 unless told), either card. The structural moves and the problem's family
   # are now worked out in a child of the fork server (offline/moves/remote.py through harness/sandbox/service.py):
@@ -329,22 +334,8 @@ s60)  # session 60's plan (BOX seconds, 585 unless told), either card. The struc
   [ $left -ge 60 ] && timeout $(( left < 100 ? left : 100 )) bash benchmarks/h200/gpu_tests.sh "test_seed_gpu:neither"
   left=$(( ${BOX:-585} - $(elapsed) ))
   if ! h200 && [ $left -ge 130 ]; then
-    PYTHONPATH=/tmp/site:$PWD KERNELOPT_RUNS_DIR=/tmp/kruns timeout 125 python3 -m kernelopt.cli optimize \
-      benchmarks/kernelbench/problems/23_Softmax.py --max-rounds 3 --max-wall-s 110 --no-profile --json \
-      --out /tmp/softmax23 > "$OUT/softmax23.json" 2> "$OUT/softmax23.err"
-    echo "[softmax23: rc $? at $(elapsed) s]" | tee -a "$OUT/card.txt"
-    cp /tmp/softmax23/report.md "$OUT/softmax23_report.md" 2>/dev/null
+    softmax23
   fi
-  left=$(( ${BOX:-585} - $(elapsed) ))
-  [ $left -ge 40 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:every_move" ;;
-s58)  # session 58's plan (BOX seconds, 585 unless told), either card: on an H200 c3's last redo rows (42, 44) first;
-  # then test_gpu whole (the candidate now compiled from its file's text, never a cached __pycache__ file: 3095af0's
-  # harness/problem.py), then the moves' every-move tests in what is left
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl 2>/dev/null
-  h200 && redo c3 $(( ${BOX:-585} - 300 - $(elapsed) ))
-  echo "[rows: at $(elapsed) s]" | tee -a "$OUT/card.txt"
-  left=$(( ${BOX:-585} - $(elapsed) ))
-  timeout $(( left < 260 ? left : 260 )) bash benchmarks/h200/gpu_tests.sh test_gpu
   left=$(( ${BOX:-585} - $(elapsed) ))
   [ $left -ge 40 ] && timeout $left bash benchmarks/h200/gpu_tests.sh "test_moves_gpu:every_move" ;;
 s57)  # session 57's plan (BOX seconds, 585 unless told), either card: on an H200 c3's last redo rows (42, 44) first,
