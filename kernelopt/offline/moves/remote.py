@@ -31,8 +31,6 @@ CACHED = 64  # moves kept per process (a run asks again each round, and a beam's
 
 _CACHE: OrderedDict[tuple[Any, ...], Moves] = OrderedDict()
 _LOCK = threading.Lock()
-_FAMILIES: dict[tuple[str, str], tuple[str, str]] = {}  # (problem hash, path): (name, dtype)
-_FAMILY_LOCK = threading.Lock()
 
 
 def moves_in_child(verifier: Verifier, problem_path: str | Path, sm_count: int = SM_COUNT, source: str | None = None,
@@ -61,39 +59,22 @@ def moves_in_child(verifier: Verifier, problem_path: str | Path, sm_count: int =
 
 def family_in_child(verifier: Verifier, problem_path: str | Path) -> tuple[str, str]:
     """The problem's family name ("other" when none is recognised or the child failed) and its first input's dtype
-    ("" when unknown): from moves this process already has for the problem, else a job that traces it alone (one at a
-    time: a beam's branches ask together)."""
+    ("" when unknown): from moves this process already has for the problem (on any GPU: the family is the
+    reference's), else from its moves worked out now."""
     key = (source_hash(Path(problem_path).read_text()), str(Path(problem_path)))
-    with _FAMILY_LOCK:
-        if key not in _FAMILIES:
-            with _LOCK:
-                known = next((m.family for k, m in _CACHE.items() if k[:2] == key), None)
-            if known is None:
-                request = {"problem_path": str(Path(problem_path).resolve()), "family_only": True}
-                answer, _ = run_service_job(verifier, ENTRY, request, MOVES_LIMIT_S, "moves")
-                traced = (answer or {}).get("family")
-                _FAMILIES[key] = (traced["name"], traced["dtype"]) if traced else ("other", "")
-            else:
-                _FAMILIES[key] = (known.name, known.dtype)
-        return _FAMILIES[key]
+    with _LOCK:
+        known = next((m for k, m in _CACHE.items() if k[:2] == key), None)
+    family = (known or moves_in_child(verifier, problem_path)).family
+    return (family.name, family.dtype) if family else ("other", "")
 
 
 # ── the child's side ──────────────────────────────────────────────────────────────────────────────────────────────
 
 
 def run_moves(request: dict[str, Any]) -> dict[str, Any]:
-    """The job: the moves (or, with "family_only", the family alone) as plain values."""
-    from kernelopt.harness.problem import import_file
+    """The job: the moves as plain values."""
     from kernelopt.offline.moves import structural_moves
 
-    if request.get("family_only"):
-        try:
-            from kernelopt.offline.moves.family import trace_family
-
-            family = trace_family(import_file(request["problem_path"], "kernelopt_moves_problem"))
-        except Exception:  # noqa: BLE001 - the reference is the user's code: any failure means "no family known"
-            return {"ok": True, "family": None}
-        return {"ok": True, "family": {"name": family.name, "dtype": family.dtype}}
     moves = structural_moves(request["problem_path"], request["sm_count"], request["source"],
                              request["capability"], request["l2_mb"])
     return {"ok": True, **moves_json(moves)}
